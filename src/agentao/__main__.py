@@ -1,0 +1,3 @@
+from agentao.cli import main
+
+raise SystemExit(main())

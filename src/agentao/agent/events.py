@@ -1,0 +1,167 @@
+"""What a turn yields: typed events, with no knowledge of ACP.
+
+`agent/turn.py` yields these; `server/` maps them to `session/update`s and
+`gateway/` (through the client) to OpenAI chunks. They are plain frozen
+dataclasses so they can be stored, replayed and compared in tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+ToolKind = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
+]
+ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+PlanStatus = Literal["pending", "in_progress", "completed"]
+PlanPriority = Literal["high", "medium", "low"]
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A file a tool call touches, for the editor to follow."""
+
+    path: str
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextOutput:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiffOutput:
+    """An edit: `old_text` is None for a file the edit created."""
+
+    path: str
+    old_text: str | None
+    new_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalOutput:
+    """A terminal the client owns (`terminal/create`), embedded in the tool call."""
+
+    terminal_id: str
+
+
+ToolOutput = TextOutput | DiffOutput | TerminalOutput
+
+
+@dataclass(frozen=True, slots=True)
+class UserText:
+    """The user's prompt text; yielded only when replaying history."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    call_id: str
+    tool_name: str
+    title: str
+    kind: ToolKind
+    raw_input: dict[str, Any]
+    locations: tuple[Location, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallProgress:
+    """A running tool's live state: `in_progress`, with output so far (replaces earlier)."""
+
+    call_id: str
+    content: tuple[ToolOutput, ...] = ()
+    title: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    call_id: str
+    status: Literal["completed", "failed"]
+    content: tuple[ToolOutput, ...] = ()
+    raw_output: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEntry:
+    content: str
+    status: PlanStatus = "pending"
+    priority: PlanPriority = "medium"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanChanged:
+    entries: tuple[PlanEntry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something the user should see while waiting (an LLM retry, a slow tool, an MCP failure)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    thought_tokens: int | None = None
+    cached_read_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded:
+    stop_reason: StopReason
+    usage: Usage | None = field(default=None)
+
+
+TurnEvent = (
+    UserText
+    | TextDelta
+    | ThoughtDelta
+    | ToolCallStarted
+    | ToolCallProgress
+    | ToolCallFinished
+    | PlanChanged
+    | Notice
+    | TurnEnded
+)
+
+__all__ = [
+    "DiffOutput",
+    "Location",
+    "Notice",
+    "PlanChanged",
+    "PlanEntry",
+    "PlanPriority",
+    "PlanStatus",
+    "StopReason",
+    "TerminalOutput",
+    "TextDelta",
+    "TextOutput",
+    "ThoughtDelta",
+    "ToolCallFinished",
+    "ToolCallProgress",
+    "ToolCallStarted",
+    "ToolKind",
+    "ToolOutput",
+    "ToolStatus",
+    "TurnEnded",
+    "TurnEvent",
+    "Usage",
+    "UserText",
+]

@@ -1,0 +1,140 @@
+"""The tool seam: what a tool is, and the two small Protocols it runs against.
+
+A tool never talks to ACP. It reads and writes through a `ToolEnv` (local disk
+and processes, or the editor's `fs/*` and `terminal/*` behind the same methods,
+implemented in `server/`), and asks the human through an `Interaction`
+(`session/request_permission` and `_agentao.cn/ask_user` in `server/`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from agentao.agent.events import Location, ToolCallStarted, ToolKind, ToolOutput
+
+PermissionOutcome = Literal["allow", "allow_always", "reject", "cancelled"]
+ASK_USER_UNAVAILABLE = "(user unavailable)"
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """A finished shell command. `terminal_id` is set when the client ran it."""
+
+    output: str
+    exit_code: int | None
+    signal: str | None = None
+    truncated: bool = False
+    timed_out: bool = False
+    terminal_id: str | None = None
+
+
+class ToolEnv(Protocol):
+    """Where file and process I/O happens: locally, or in the client (editor)."""
+
+    async def read_text(self, path: Path, line: int | None = None, limit: int | None = None) -> str:
+        """The file's text (from 1-based `line`, at most `limit` lines). FileNotFoundError if absent."""
+        ...
+
+    async def write_text(self, path: Path, content: str) -> None: ...
+
+    async def run_command(
+        self,
+        command: str,
+        cwd: Path,
+        timeout: float,
+        output_limit: int,
+        on_start: Callable[[str | None], Awaitable[None]] | None = None,
+    ) -> CommandResult:
+        """Run `command` in a shell; `on_start(terminal_id)` fires once it runs."""
+        ...
+
+
+class Interaction(Protocol):
+    """The human on the other side of the session."""
+
+    async def request_permission(self, call: ToolCallStarted) -> PermissionOutcome: ...
+
+    async def ask_user(self, question: str) -> str:
+        """The answer, or ASK_USER_UNAVAILABLE when nobody can answer."""
+        ...
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Everything a running tool may touch, scoped to one session and one call."""
+
+    cwd: Path
+    env: ToolEnv
+    interaction: Interaction
+    workspace: tuple[Path, ...] = ()
+    call_id: str = ""
+    # Lets a tool publish live output (`in_progress` with content) while it runs.
+    report: Callable[[tuple[ToolOutput, ...]], Awaitable[None]] | None = None
+    # Per-session state a tool keeps between calls (e.g. todo_write's plan).
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def resolve(self, path: str) -> Path:
+        """`path` made absolute against the session cwd (not yet sandbox-checked)."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else self.cwd / p
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool produced: `content` for the editor, `model_text` for the LLM."""
+
+    model_text: str
+    content: tuple[ToolOutput, ...] = ()
+    is_error: bool = False
+    raw_output: Any = None
+
+
+class ToolError(Exception):
+    """A tool failed in a way the model should be told about (bad args, missing file)."""
+
+
+class Tool(ABC):
+    """One tool as the model sees it: a name, a JSON-schema of arguments, a kind."""
+
+    name: str
+    kind: ToolKind
+    description: str
+    parameters: dict[str, Any]
+
+    def title(self, args: dict[str, Any]) -> str:
+        """A human title for the editor: "Read hello.txt", "Run `ls -la`"."""
+        return self.name
+
+    def locations(self, args: dict[str, Any], cwd: Path) -> tuple[Location, ...]:
+        return ()
+
+    @abstractmethod
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI-style function spec offered to the model."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+__all__ = [
+    "ASK_USER_UNAVAILABLE",
+    "CommandResult",
+    "Interaction",
+    "PermissionOutcome",
+    "Tool",
+    "ToolContext",
+    "ToolEnv",
+    "ToolError",
+    "ToolResult",
+]
