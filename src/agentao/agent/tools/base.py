@@ -97,6 +97,24 @@ class ToolError(Exception):
     """A tool failed in a way the model should be told about (bad args, missing file)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A permission verdict for one tool call, with the reason the model is told on deny."""
+
+    verdict: Literal["allow", "ask", "deny"]
+    reason: str = ""
+
+
+class PermissionGate(Protocol):
+    """One per session (agent/permissions.py). The turn loop asks it before every tool call."""
+
+    def decide(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Decision: ...
+
+    def remember(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> None:
+        """The user chose "allow always": allow this tool with this path / command prefix."""
+        ...
+
+
 class Tool(ABC):
     """One tool as the model sees it: a name, a JSON-schema of arguments, a kind."""
 
@@ -130,7 +148,9 @@ class Tool(ABC):
 __all__ = [
     "ASK_USER_UNAVAILABLE",
     "CommandResult",
+    "Decision",
     "Interaction",
+    "PermissionGate",
     "PermissionOutcome",
     "Tool",
     "ToolContext",
