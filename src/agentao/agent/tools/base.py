@@ -36,7 +36,7 @@ class ToolEnv(Protocol):
     """Where file and process I/O happens: locally, or in the client (editor)."""
 
     async def read_text(self, path: Path, line: int | None = None, limit: int | None = None) -> str:
-        """The file's text (from 1-based `line`, at most `limit` lines). FileNotFoundError if absent."""
+        """Text from 1-based `line`, at most `limit` lines; FileNotFoundError if absent."""
         ...
 
     async def write_text(self, path: Path, content: str) -> None: ...
