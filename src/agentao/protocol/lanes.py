@@ -1,0 +1,65 @@
+"""Per-key serial lanes: jobs with the same key run one after another, in order.
+
+The endpoint puts every incoming notification of a session on that session's
+lane, so a handler sees a session's `session/update`s exactly in arrival order
+while different sessions (and all requests) proceed concurrently. A lane's
+worker task exists only while the lane has work, so idle sessions cost nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+log = logging.getLogger("agentao.protocol")
+
+Job = Callable[[], Awaitable[Any] | None]
+
+
+class Lanes:
+    def __init__(self) -> None:
+        self._queues: dict[Any, deque[Job]] = {}
+        self._workers: set[asyncio.Task[None]] = set()
+
+    def busy(self, key: Any) -> bool:
+        return key in self._queues
+
+    def submit(self, key: Any, job: Job) -> None:
+        """Run `job` after every job already submitted under `key`."""
+        queue = self._queues.get(key)
+        if queue is not None:
+            queue.append(job)
+            return
+        self._queues[key] = deque((job,))
+        worker = asyncio.get_running_loop().create_task(self._drain(key))
+        self._workers.add(worker)
+        worker.add_done_callback(self._workers.discard)
+
+    async def _drain(self, key: Any) -> None:
+        queue = self._queues[key]
+        try:
+            while queue:
+                job = queue[0]
+                try:
+                    pending = job()
+                    if pending is not None:
+                        await pending
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("notification handler failed (lane %r)", key)
+                queue.popleft()
+        finally:
+            del self._queues[key]
+
+    async def join(self) -> None:
+        """Wait until every lane is empty."""
+        while self._workers:
+            await asyncio.gather(*list(self._workers), return_exceptions=True)
+
+    def cancel(self) -> None:
+        for worker in list(self._workers):
+            worker.cancel()
