@@ -1,0 +1,329 @@
+"""The JSON-RPC 2.0 connection, free of I/O (sans-IO), used by both sides.
+
+Theory of operation. Lines go in through `receive(line)` and come out as one
+typed event each (or None for a line that needs no action):
+
+    Request       a call we must answer (params decoded to the schema type)
+    Notification  a one-way message (params decoded likewise)
+    Response      the answer to one of *our* requests (result decoded, or a PeerError)
+    Reject        input we refuse; `reply` holds the error line to write back
+
+Outgoing messages are built by `request()`, `notify()`, `reply()` and
+`reply_error()`, which return the bytes to write. The caller owns the pipe,
+the tasks and the timing (see `endpoint.py`); everything here is plain data in,
+data out, so it is tested line by line as a table (tests/protocol/conformance).
+
+Validation order for a line: framing (size) -> UTF-8/JSON -> envelope shape ->
+method known to this side -> lifecycle state -> params against the schema.
+Each failing step has its own code; see `errors.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+
+from agentao.protocol import lifecycle
+from agentao.protocol.errors import (
+    AcpError,
+    InvalidParams,
+    InvalidRequest,
+    LineTooLong,
+    MethodNotFound,
+    NotInitialized,
+    ParseError,
+    PeerError,
+)
+from agentao.protocol.framing import Oversize
+
+log = logging.getLogger("agentao.protocol")
+
+Role = Literal["agent", "client"]
+RequestId = int | str | None
+
+_decode_json = msgspec.json.Decoder().decode
+_encode = msgspec.json.Encoder().encode
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    id: RequestId
+    method: str
+    params: Any  # a schema Struct for known methods, else the raw dict (or None)
+    message: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    method: str
+    params: Any
+    message: dict[str, Any]
+
+    @property
+    def session_id(self) -> str | None:
+        return session_id_of(self.message.get("params"))
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    id: RequestId
+    result: Any
+    error: PeerError | None
+    pending: PendingRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    error: AcpError
+    reply: bytes
+
+
+Event = Request | Notification | Response | Reject
+
+
+@dataclass(slots=True)
+class PendingRequest:
+    """What we remember about a request we sent, until its answer comes."""
+
+    method: str
+    session_id: str | None
+    result_type: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def session_id_of(params: Any) -> str | None:
+    if isinstance(params, dict):
+        sid = params.get("sessionId")
+        if isinstance(sid, str):
+            return sid
+    return None
+
+
+def _valid_id(value: Any) -> bool:
+    # JSON-RPC ids are strings, integers or null; a bool is not an integer.
+    return (
+        value is None
+        or isinstance(value, str)
+        or (isinstance(value, int) and not isinstance(value, bool))
+    )
+
+
+class Connection:
+    """One side of an ACP connection: `role` says which methods this side serves."""
+
+    def __init__(
+        self,
+        role: Role,
+        methods: dict[str, Any] | None = None,
+        *,
+        lenient: bool | None = None,
+    ) -> None:
+        if methods is None:
+            from agentao.protocol.methods import METHODS
+
+            methods = METHODS
+        self.role: Role = role
+        self.methods = methods
+        # Be strict with what a client sends an agent; lenient with what agents send clients.
+        self.lenient = (role == "client") if lenient is None else lenient
+        self.state: lifecycle.State = "new"
+        self._next_id = 0
+        self._pending: dict[RequestId, PendingRequest] = {}
+
+    # ---- incoming -------------------------------------------------------------------
+
+    def receive(self, line: bytes | Oversize) -> Event | None:
+        """Turn one framed line into an event (or None when nothing is to be done)."""
+        if isinstance(line, Oversize):
+            return self._reject(None, LineTooLong(line.size, line.limit))
+        try:
+            message = _decode_json(line)
+        except RecursionError:
+            return self._reject(None, ParseError("Parse error: JSON nested too deeply"))
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+            return self._reject(None, ParseError(f"Parse error: {exc}"))
+        return self.receive_message(message)
+
+    def receive_message(self, message: Any) -> Event | None:
+        if not isinstance(message, dict):
+            kind = "array" if isinstance(message, list) else type(message).__name__
+            return self._reject(
+                None, InvalidRequest(f"Invalid Request: expected an object, got {kind}")
+            )
+        msg_id = message.get("id")
+        reply_id = msg_id if _valid_id(msg_id) else None
+        if message.get("jsonrpc") != "2.0":
+            return self._reject(
+                reply_id, InvalidRequest('Invalid Request: "jsonrpc" must be "2.0"')
+            )
+        if "method" in message:
+            return self._receive_call(message, reply_id)
+        if "id" in message and (("result" in message) != ("error" in message)):
+            return self._receive_response(message)
+        return self._reject(
+            reply_id, InvalidRequest("Invalid Request: no method, and not a response")
+        )
+
+    def _receive_call(self, message: dict[str, Any], reply_id: RequestId) -> Event | None:
+        method = message["method"]
+        is_request = "id" in message
+        if not isinstance(method, str) or not method:
+            return self._reject(
+                reply_id, InvalidRequest('Invalid Request: "method" must be a string')
+            )
+        if is_request and not _valid_id(message["id"]):
+            return self._reject(
+                None, InvalidRequest('Invalid Request: "id" must be a string or integer')
+            )
+        spec = self._spec_for(method)
+        if spec is None and not method.startswith("_") and method != "$/cancel_request":
+            if is_request:
+                return self._reject(reply_id, MethodNotFound(method))
+            log.debug("ignoring unknown notification %s", method)
+            return None
+        if not lifecycle.accepts(self.role, self.state, method):
+            if is_request:
+                return self._reject(reply_id, NotInitialized())
+            log.warning("ignoring %s before initialize", method)
+            return None
+        try:
+            params = self._decode_params(spec, message.get("params"))
+        except InvalidParams as exc:
+            if is_request:
+                return self._reject(reply_id, exc)
+            log.warning("dropping %s with invalid params: %s", method, exc.message)
+            return None
+        if is_request:
+            return Request(message["id"], method, params, message)
+        return Notification(method, params, message)
+
+    def _spec_for(self, method: str) -> Any:
+        spec = self.methods.get(method)
+        if spec is None or spec.side not in (self.role, "protocol"):
+            return None
+        return spec
+
+    def _decode_params(self, spec: Any, params: Any) -> Any:
+        if params is not None and not isinstance(params, dict):
+            raise InvalidParams('Invalid params: "params" must be an object')
+        if spec is None or spec.params is None:
+            return params
+        from agentao.protocol.decode import decode_lenient, decode_strict
+
+        decode = decode_lenient if self.lenient else decode_strict
+        try:
+            return decode(spec.params, {} if params is None else params)
+        except msgspec.ValidationError as exc:
+            raise InvalidParams(f"Invalid params: {exc}") from None
+
+    def _receive_response(self, message: dict[str, Any]) -> Event | None:
+        msg_id = message["id"]
+        pending = self._pending.pop(msg_id, None) if _valid_id(msg_id) else None
+        if pending is None:
+            log.warning("dropping a response to unknown request id %r", msg_id)
+            return None
+        if "error" in message:
+            return Response(msg_id, None, _peer_error(message["error"]), pending)
+        result = message["result"]
+        if pending.result_type is not None:
+            result = self._decode_result(pending, result)
+            if isinstance(result, PeerError):
+                return Response(msg_id, None, result, pending)
+        return Response(msg_id, result, None, pending)
+
+    def _decode_result(self, pending: PendingRequest, result: Any) -> Any:
+        from agentao.protocol.decode import decode_lenient, decode_strict
+
+        decode = decode_lenient if self.lenient else decode_strict
+        try:
+            return decode(pending.result_type, {} if result is None else result)
+        except msgspec.ValidationError as exc:
+            return PeerError(
+                InvalidParams.code,
+                f"invalid {pending.method} result from peer: {exc}",
+                {"method": pending.method},
+            )
+
+    def _reject(self, reply_id: RequestId, error: AcpError) -> Reject:
+        return Reject(error, self.reply_error(reply_id, error))
+
+    # ---- outgoing -------------------------------------------------------------------
+
+    def request(
+        self, method: str, params: Any = None, *, result_type: Any = ...
+    ) -> tuple[int, bytes]:
+        """Bytes for a new request, and its id. The answer comes back as a `Response`."""
+        request_id = self._next_id
+        self._next_id += 1
+        if result_type is ...:
+            spec = self.methods.get(method)
+            result_type = spec.result if spec is not None else None
+        session_id = _params_session_id(params)
+        self._pending[request_id] = PendingRequest(method, session_id, result_type)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        return request_id, _encode(message) + b"\n"
+
+    def forget(self, request_id: RequestId) -> PendingRequest | None:
+        """Stop waiting for an answer (cancelled locally); a late answer is then dropped."""
+        return self._pending.pop(request_id, None)
+
+    def notify(self, method: str, params: Any = None) -> bytes:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        return _encode(message) + b"\n"
+
+    def reply(self, request: Request, result: Any) -> bytes:
+        self.state = lifecycle.after_reply(self.state, request.method)
+        return (
+            _encode(
+                {"jsonrpc": "2.0", "id": request.id, "result": {} if result is None else result}
+            )
+            + b"\n"
+        )
+
+    def reply_error(self, request_id: RequestId, error: AcpError) -> bytes:
+        return _encode({"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}) + b"\n"
+
+    def close(self) -> list[tuple[RequestId, PendingRequest]]:
+        """The peer is gone: every request still waiting, to be failed by the caller."""
+        pending = list(self._pending.items())
+        self._pending.clear()
+        return pending
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+
+def _params_session_id(params: Any) -> str | None:
+    if params is None:
+        return None
+    if isinstance(params, dict):
+        return session_id_of(params)
+    sid = getattr(params, "session_id", None)
+    return sid if isinstance(sid, str) else None
+
+
+def _peer_error(error: Any) -> PeerError:
+    if isinstance(error, dict) and isinstance(error.get("code"), int):
+        return PeerError(error["code"], str(error.get("message", "")), error.get("data"))
+    return PeerError(InvalidRequest.code, f"malformed error from peer: {error!r}")
+
+
+__all__ = [
+    "Connection",
+    "Event",
+    "Notification",
+    "PendingRequest",
+    "Reject",
+    "Request",
+    "RequestId",
+    "Response",
+    "Role",
+]

@@ -1,0 +1,331 @@
+"""The asyncio side of a connection: a read loop, handler tasks and futures.
+
+Theory of operation. `run()` pumps bytes from a reader through `LineBuffer`
+and `Connection.receive()`; it never awaits a handler, so control messages
+(`session/cancel`, `$/cancel_request`, replies) are seen at once however busy
+the handlers are.
+
+* A request runs in its own task; its reply is written when the handler returns.
+  Notifications the handler sent meanwhile were written first, because writes
+  happen synchronously in call order.
+* A notification goes on its session's lane (`lanes.py`) and is handled in
+  arrival order with the other notifications of that session.
+* A response resolves the future of our request. If that request named a
+  session whose lane still holds notifications, the future is resolved from
+  the lane, behind them: a caller of `session/prompt` sees every update of the
+  turn before the result.
+* `$/cancel_request` cancels the named handler task, which answers -32800.
+  Cancelling a task that awaits `request()` sends `$/cancel_request` to the peer.
+* At EOF, every request still waiting for the peer fails with ConnectionClosed
+  at once; handlers still running get `Limits.shutdown_grace` to answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agentao.protocol.connection import (
+    Connection,
+    Notification,
+    Reject,
+    Request,
+    RequestId,
+    Response,
+    Role,
+)
+from agentao.protocol.errors import (
+    AcpError,
+    ConnectionClosed,
+    InternalError,
+    MethodNotFound,
+    PeerError,
+    RequestCancelled,
+)
+from agentao.protocol.framing import DEFAULT_MAX_LINE_BYTES, LineBuffer
+from agentao.protocol.lanes import Lanes
+
+log = logging.getLogger("agentao.protocol")
+
+_current_message: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "agentao_current_message", default=None
+)
+
+
+def current_message() -> dict[str, Any] | None:
+    """The raw incoming message being handled (to see unknown fields or pass them on)."""
+    return _current_message.get()
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Named limits of one connection."""
+
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    read_chunk_bytes: int = 256 * 1024
+    shutdown_grace: float = 5.0  # seconds running handlers get to answer after EOF
+
+
+class Writer(Protocol):
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
+class Reader(Protocol):
+    async def read(self, n: int = -1) -> bytes: ...
+
+
+class Endpoint:
+    """One side of an ACP conversation, bound to a handler object (see docs/protocol-api.md)."""
+
+    def __init__(
+        self,
+        handler: object,
+        *,
+        role: Role,
+        limits: Limits | None = None,
+        connection: Connection | None = None,
+    ) -> None:
+        self.handler = handler
+        self.limits = limits or Limits()
+        self.conn = connection or Connection(role)
+        self._writer: Writer | None = None
+        self._futures: dict[RequestId, asyncio.Future[Any]] = {}
+        self._serving: dict[RequestId, asyncio.Task[None]] = {}
+        self._cancelled: set[RequestId] = set()
+        self._lanes = Lanes()
+        self._closed = asyncio.Event()
+        self._peer_gone = False
+
+    # ---- running --------------------------------------------------------------------
+
+    def attach(self, writer: Writer) -> None:
+        """Bind the writer, so requests can be sent before `run()` starts reading."""
+        self._writer = writer
+
+    def start(self, reader: Reader, writer: Writer) -> asyncio.Task[None]:
+        """Attach `writer` now and read in a background task (requests may be sent at once)."""
+        self.attach(writer)
+        return asyncio.get_running_loop().create_task(self.run(reader))
+
+    async def run(self, reader: Reader, writer: Writer | None = None) -> None:
+        """Read until EOF, dispatching everything; then fail what still waits."""
+        if writer is not None:
+            self.attach(writer)
+        buffer = LineBuffer(self.limits.max_line_bytes)
+        try:
+            while True:
+                data = await reader.read(self.limits.read_chunk_bytes)
+                if not data:
+                    break
+                for line in buffer.feed(data):
+                    self._dispatch(line)
+            for line in buffer.flush():
+                self._dispatch(line)
+        except (ConnectionError, OSError) as exc:
+            log.info("read loop ended: %s", exc)
+        finally:
+            self._fail_pending(ConnectionClosed("the peer closed the connection"))
+        await self._finish_serving()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    # ---- outgoing -------------------------------------------------------------------
+
+    async def request(self, method: str, params: Any = None, *, result_type: Any = ...) -> Any:
+        """Send a request and wait for its result (raises PeerError / ConnectionClosed)."""
+        if self._peer_gone or self._closed.is_set():
+            raise ConnectionClosed(f"cannot send {method}: the connection is closed")
+        request_id, data = self.conn.request(method, params, result_type=result_type)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._futures[request_id] = future
+        try:
+            self._write(data)
+            await self._drain()
+            return await future
+        except asyncio.CancelledError:
+            if self.conn.forget(request_id) is not None and not self._closed.is_set():
+                self._write(self.conn.notify("$/cancel_request", {"requestId": request_id}))
+            raise
+        finally:
+            self._futures.pop(request_id, None)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification; it is on the wire (in order) before this returns."""
+        if self._closed.is_set():
+            raise ConnectionClosed(f"cannot send {method}: the connection is closed")
+        self._write(self.conn.notify(method, params))
+        await self._drain()
+
+    def _write(self, data: bytes) -> None:
+        if self._writer is None:
+            raise RuntimeError("Endpoint has no writer: call attach() or run() first")
+        self._writer.write(data)
+
+    async def _drain(self) -> None:
+        try:
+            await self._writer.drain()  # type: ignore[union-attr]
+        except (ConnectionError, OSError) as exc:
+            raise ConnectionClosed(f"the peer stopped reading: {exc}") from exc
+
+    # ---- incoming -------------------------------------------------------------------
+
+    def _dispatch(self, line: Any) -> None:
+        event = self.conn.receive(line)
+        if event is None:
+            return
+        if isinstance(event, Request):
+            task = asyncio.get_running_loop().create_task(self._serve(event))
+            self._serving[event.id] = task
+            task.add_done_callback(lambda _t, rid=event.id: self._serving.pop(rid, None))
+        elif isinstance(event, Notification):
+            self._on_notification(event)
+        elif isinstance(event, Response):
+            self._on_response(event)
+        elif isinstance(event, Reject):
+            log.info("rejected input: %s", event.error.message)
+            self._safe_write(event.reply)
+
+    def _on_notification(self, event: Notification) -> None:
+        if event.method == "$/cancel_request":
+            self._cancel_serving(event.message.get("params"))
+            return
+        handler = self._find_handler(event.method)
+        if handler is None:
+            log.debug("no handler for notification %s", event.method)
+            return
+        message = event.message
+        self._lanes.submit(event.session_id, lambda: _with_message(message, handler, event.params))
+
+    def _on_response(self, event: Response) -> None:
+        future = self._futures.get(event.id)
+        if future is None:
+            return
+
+        def settle() -> None:
+            if future.done():
+                return
+            if event.error is not None:
+                future.set_exception(event.error)
+            else:
+                future.set_result(event.result)
+
+        session_id = event.pending.session_id
+        if session_id is not None and self._lanes.busy(session_id):
+            self._lanes.submit(session_id, settle)
+        else:
+            settle()
+
+    def _cancel_serving(self, params: Any) -> None:
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        task = self._serving.get(request_id)
+        if task is None:
+            log.debug("$/cancel_request for unknown or finished request %r", request_id)
+            return
+        self._cancelled.add(request_id)
+        task.cancel()
+
+    async def _serve(self, request: Request) -> None:
+        _current_message.set(request.message)
+        try:
+            handler = self._find_handler(request.method)
+            if handler is None:
+                raise MethodNotFound(request.method)
+            result = await handler(request.params)
+            data = self.conn.reply(request, _to_result(result))
+        except asyncio.CancelledError:
+            if request.id not in self._cancelled:
+                raise
+            self._cancelled.discard(request.id)
+            data = self.conn.reply_error(request.id, RequestCancelled())
+        except PeerError as exc:
+            # The peer's error to one of our own calls is not ours to re-send as is.
+            log.warning("handler for %s got an error from the peer: %r", request.method, exc)
+            error = InternalError(f"Internal error: the peer answered with error {exc.code}")
+            data = self.conn.reply_error(request.id, error)
+        except AcpError as exc:
+            data = self.conn.reply_error(request.id, exc)
+        except ConnectionClosed:
+            return
+        except Exception as exc:
+            log.exception("handler for %s failed", request.method)
+            error = InternalError(f"Internal error: {type(exc).__name__}")
+            data = self.conn.reply_error(request.id, error)
+        self._safe_write(data)
+
+    def _find_handler(self, method: str) -> Any:
+        if method.startswith("_"):
+            extensions = getattr(self.handler, "extensions", None) or {}
+            return extensions.get(method)
+        spec = self.conn.methods.get(method)
+        name = spec.python_name if spec is not None else method.replace("/", "_")
+        return getattr(self.handler, name, None)
+
+    def _safe_write(self, data: bytes) -> None:
+        if self._closed.is_set():
+            return
+        try:
+            self._write(data)
+        except (ConnectionError, OSError, RuntimeError) as exc:
+            log.info("could not write a reply: %s", exc)
+
+    # ---- shutdown -------------------------------------------------------------------
+
+    def _fail_pending(self, error: ConnectionClosed) -> None:
+        # Only requests with no answer yet: an answer already queued behind its
+        # session's notifications is still delivered, in order.
+        self._peer_gone = True
+        for request_id, _pending in self.conn.close():
+            future = self._futures.get(request_id)
+            if future is not None and not future.done():
+                future.set_exception(error)
+
+    async def _finish_serving(self) -> None:
+        try:
+            await self._lanes.join()
+            if self._serving:
+                _done, running = await asyncio.wait(
+                    list(self._serving.values()), timeout=self.limits.shutdown_grace
+                )
+                for task in running:
+                    task.cancel()
+        finally:
+            self._closed.set()
+
+    async def aclose(self) -> None:
+        """Stop serving now: cancel handlers and fail everything still waiting."""
+        error = ConnectionClosed("the connection was closed locally")
+        self._fail_pending(error)
+        for future in self._futures.values():
+            if not future.done():
+                future.set_exception(error)
+        self._lanes.cancel()
+        for task in list(self._serving.values()):
+            task.cancel()
+        self._closed.set()
+
+
+async def _with_message(message: dict[str, Any], handler: Any, params: Any) -> None:
+    token = _current_message.set(message)
+    try:
+        result = handler(params)
+        if asyncio.iscoroutine(result):
+            await result
+    finally:
+        _current_message.reset(token)
+
+
+def _to_result(result: Any) -> Any:
+    return {} if result is None else result
+
+
+__all__ = ["Endpoint", "Limits", "Reader", "Writer", "current_message"]
