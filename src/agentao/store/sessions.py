@@ -1,0 +1,255 @@
+"""Agent sessions at rest: one row per session, one row per completed turn.
+
+A turn is committed in one transaction together with the session's state after
+it (model, mode, plan, remembered permission grants), so a killed process loses
+at most the turn in flight. Payloads (`events`, `messages`, `state`) are JSON
+the caller encodes; the store does not interpret them. There is no cap on the
+number of sessions kept.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from agentao.store.sqlite import Database, Schema
+
+SESSIONS_SCHEMA = Schema(
+    "sessions",
+    (
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            cwd TEXT NOT NULL,
+            additional_directories TEXT NOT NULL DEFAULT '[]',
+            title TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            turn_count INTEGER NOT NULL DEFAULT 0,
+            state TEXT NOT NULL DEFAULT '{}'
+        )""",
+        """CREATE TABLE turns (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            started_at REAL NOT NULL,
+            ended_at REAL NOT NULL,
+            stop_reason TEXT NOT NULL,
+            events TEXT NOT NULL,
+            messages TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        )""",
+        "CREATE INDEX sessions_by_update ON sessions(updated_at DESC)",
+    ),
+)
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+
+@dataclass(slots=True)
+class SessionRecord:
+    """A stored session, without its turns."""
+
+    id: str
+    cwd: str
+    additional_directories: list[str] = field(default_factory=list)
+    title: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    turn_count: int = 0
+    state: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def updated_at_iso(self) -> str:
+        return datetime.fromtimestamp(self.updated_at, UTC).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """One completed turn: its events (for replay) and the LLM messages it added."""
+
+    events: list[Any]
+    messages: list[Any]
+    stop_reason: str
+    started_at: float
+    ended_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    """Named limits of the session store."""
+
+    list_page_size: int = 100  # sessions per `session/list` page
+    title_chars: int = 80  # a session's title is its first prompt, cut to this length
+
+
+class SessionStore:
+    """Sessions by id in a `Database` opened with `SESSIONS_SCHEMA`."""
+
+    def __init__(self, db: Database, settings: StoreSettings | None = None) -> None:
+        self.db = db
+        self.settings = settings or StoreSettings()
+
+    async def create(self, record: SessionRecord) -> None:
+        now = time.time()
+        record.created_at = record.created_at or now
+        record.updated_at = record.updated_at or now
+        await self.db.call(lambda c: _insert_session(c, record))
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        return await self.db.call(lambda c: _get(c, session_id))
+
+    async def turns(self, session_id: str) -> list[TurnRecord]:
+        return await self.db.call(lambda c: _turns(c, session_id))
+
+    async def commit_turn(
+        self, session_id: str, turn: TurnRecord, state: dict[str, Any], title: str | None = None
+    ) -> None:
+        """Append `turn` and set the session's state, atomically."""
+        if title is not None:
+            title = title[: self.settings.title_chars]
+        await self.db.transaction(lambda c: _commit_turn(c, session_id, turn, state, title))
+
+    async def save_state(self, session_id: str, state: dict[str, Any]) -> None:
+        """Persist a state change made between turns (mode, model)."""
+        await self.db.call(
+            lambda c: c.execute(
+                "UPDATE sessions SET state = ?, updated_at = ? WHERE id = ?",
+                (_encode(state).decode(), time.time(), session_id),
+            )
+        )
+
+    async def page(
+        self, cwd: str | None = None, cursor: str | None = None
+    ) -> tuple[list[SessionRecord], str | None]:
+        """A page of sessions, most recently updated first, and the next page's cursor."""
+        offset = int(cursor) if cursor and cursor.isdigit() else 0
+        size = self.settings.list_page_size
+        rows = await self.db.call(lambda c: _page(c, cwd, offset, size + 1))
+        more = len(rows) > size
+        return rows[:size], (str(offset + size) if more else None)
+
+    async def latest(self) -> SessionRecord | None:
+        """The most recently updated session that has at least one turn."""
+        return await self.db.call(_latest)
+
+    async def delete(self, session_id: str) -> bool:
+        return await self.db.transaction(lambda c: _delete(c, session_id))
+
+
+def _row_to_record(row: sqlite3.Row) -> SessionRecord:
+    return SessionRecord(
+        id=row["id"],
+        cwd=row["cwd"],
+        additional_directories=_decode(row["additional_directories"]),
+        title=row["title"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        turn_count=row["turn_count"],
+        state=_decode(row["state"]),
+    )
+
+
+def _insert_session(conn: sqlite3.Connection, r: SessionRecord) -> None:
+    conn.execute(
+        "INSERT INTO sessions (id, cwd, additional_directories, title, created_at, updated_at, "
+        "turn_count, state) VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
+        (
+            r.id,
+            r.cwd,
+            _encode(r.additional_directories).decode(),
+            r.title,
+            r.created_at,
+            r.updated_at,
+            _encode(r.state).decode(),
+        ),
+    )
+
+
+def _get(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+    row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return _row_to_record(row) if row else None
+
+
+def _turns(conn: sqlite3.Connection, session_id: str) -> list[TurnRecord]:
+    rows = conn.execute(
+        "SELECT events, messages, stop_reason, started_at, ended_at FROM turns "
+        "WHERE session_id = ? ORDER BY seq",
+        (session_id,),
+    ).fetchall()
+    return [
+        TurnRecord(_decode(r["events"]), _decode(r["messages"]), r["stop_reason"], r[3], r[4])
+        for r in rows
+    ]
+
+
+def _commit_turn(
+    conn: sqlite3.Connection,
+    session_id: str,
+    turn: TurnRecord,
+    state: dict[str, Any],
+    title: str | None,
+) -> None:
+    row = conn.execute("SELECT turn_count FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise KeyError(session_id)
+    conn.execute(
+        "INSERT INTO turns (session_id, seq, started_at, ended_at, stop_reason, events, messages) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            session_id,
+            row[0],
+            turn.started_at,
+            turn.ended_at,
+            turn.stop_reason,
+            _encode(turn.events).decode(),
+            _encode(turn.messages).decode(),
+        ),
+    )
+    conn.execute(
+        "UPDATE sessions SET turn_count = turn_count + 1, state = ?, updated_at = ?, "
+        "title = COALESCE(title, ?) WHERE id = ?",
+        (_encode(state).decode(), turn.ended_at, title, session_id),
+    )
+
+
+def _page(
+    conn: sqlite3.Connection, cwd: str | None, offset: int, limit: int
+) -> list[SessionRecord]:
+    if cwd is None:
+        sql, args = "SELECT * FROM sessions", ()
+    else:
+        sql, args = "SELECT * FROM sessions WHERE cwd = ?", (cwd,)
+    sql += " ORDER BY updated_at DESC, id LIMIT ? OFFSET ?"
+    return [_row_to_record(r) for r in conn.execute(sql, (*args, limit, offset)).fetchall()]
+
+
+def _latest(conn: sqlite3.Connection) -> SessionRecord | None:
+    row = conn.execute(
+        "SELECT * FROM sessions WHERE turn_count > 0 ORDER BY updated_at DESC, id LIMIT 1"
+    ).fetchone()
+    return _row_to_record(row) if row else None
+
+
+def _delete(conn: sqlite3.Connection, session_id: str) -> bool:
+    conn.execute("DELETE FROM turns WHERE session_id = ?", (session_id,))
+    return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+
+
+def open_session_store(path: Any, settings: StoreSettings | None = None) -> SessionStore:
+    """A `SessionStore` on its own database file (the agent's default)."""
+    return SessionStore(Database.open(path, [SESSIONS_SCHEMA]), settings)
+
+
+__all__ = [
+    "SESSIONS_SCHEMA",
+    "SessionRecord",
+    "SessionStore",
+    "StoreSettings",
+    "TurnRecord",
+    "open_session_store",
+]

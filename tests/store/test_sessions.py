@@ -1,0 +1,111 @@
+"""The session store on a real SQLite file in a temp directory."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from agentao.store.sessions import (
+    SESSIONS_SCHEMA,
+    SessionRecord,
+    SessionStore,
+    StoreSettings,
+    TurnRecord,
+    open_session_store,
+)
+from agentao.store.sqlite import Database, Schema
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = open_session_store(tmp_path / "db.sqlite3")
+    yield s
+    s.db.close()
+
+
+def turn(n: int, stop: str = "end_turn") -> TurnRecord:
+    return TurnRecord(
+        [["TextDelta", {"text": f"t{n}"}]],
+        [{"role": "user", "content": f"m{n}"}],
+        stop,
+        float(n),
+        float(n) + 0.5,
+    )
+
+
+async def test_create_get_and_turns_in_order(store):
+    await store.create(SessionRecord("s1", "/w", ["/x"]))
+    for n in range(3):
+        await store.commit_turn("s1", turn(n), {"mode": f"m{n}"}, title=f"first prompt {n}")
+    record = await store.get("s1")
+    assert record.cwd == "/w" and record.additional_directories == ["/x"]
+    assert record.turn_count == 3 and record.state == {"mode": "m2"}
+    assert record.title == "first prompt 0"  # the first turn names the session
+    turns = await store.turns("s1")
+    assert [t.events[0][1]["text"] for t in turns] == ["t0", "t1", "t2"]
+    assert turns[1].messages == [{"role": "user", "content": "m1"}]
+
+
+async def test_unknown_session(store):
+    assert await store.get("nope") is None
+    assert await store.turns("nope") == []
+    with pytest.raises(KeyError):
+        await store.commit_turn("nope", turn(0), {})
+    assert await store.delete("nope") is False
+
+
+async def test_failed_commit_leaves_nothing(store, monkeypatch):
+    await store.create(SessionRecord("s1", "/w"))
+    bad = TurnRecord([object()], [], "end_turn", 0.0, 1.0)  # not JSON-encodable
+    with pytest.raises(TypeError):
+        await store.commit_turn("s1", bad, {"mode": "x"})
+    record = await store.get("s1")
+    assert record.turn_count == 0 and record.state == {}
+
+
+async def test_page_latest_delete(tmp_path):
+    store = SessionStore(Database.open(tmp_path / "db", [SESSIONS_SCHEMA]), StoreSettings(2))
+    for i in range(5):
+        await store.create(SessionRecord(f"s{i}", "/a" if i % 2 else "/b", updated_at=100.0 + i))
+    page, cursor = await store.page()
+    assert [r.id for r in page] == ["s4", "s3"] and cursor == "2"
+    page, cursor = await store.page(cursor=cursor)
+    assert [r.id for r in page] == ["s2", "s1"]
+    page, cursor = await store.page(cursor=cursor)
+    assert [r.id for r in page] == ["s0"] and cursor is None
+    page, _ = await store.page(cwd="/a")
+    assert [r.id for r in page] == ["s3", "s1"]
+    assert await store.latest() is None  # no session has a turn yet
+    await store.commit_turn("s1", turn(7), {})
+    assert (await store.latest()).id == "s1"
+    assert await store.delete("s1") is True
+    assert await store.latest() is None
+    assert await store.db.call(lambda c: c.execute("SELECT count(*) FROM turns").fetchone()[0]) == 0
+    store.db.close()
+
+
+async def test_many_sessions_no_cap(store):
+    for i in range(150):
+        await store.create(SessionRecord(f"s{i:03}", "/w", updated_at=float(i)))
+    seen, cursor = [], None
+    while True:
+        page, cursor = await store.page(cursor=cursor)
+        seen += page
+        if cursor is None:
+            break
+    assert len(seen) == 150
+
+
+def test_schema_migrations_are_incremental(tmp_path):
+    path = tmp_path / "db"
+    one = Schema("gateway", ("CREATE TABLE g (x INTEGER)",))
+    Database.open(path, [SESSIONS_SCHEMA, one]).close()
+    two = Schema("gateway", (*one.migrations, "ALTER TABLE g ADD COLUMN y TEXT"))
+    db = Database.open(path, [SESSIONS_SCHEMA, two])
+    versions = dict(db.call_sync(lambda c: c.execute("SELECT * FROM schema_versions").fetchall()))
+    assert versions == {"sessions": 3, "gateway": 2}
+    db.call_sync(lambda c: c.execute("INSERT INTO g (x, y) VALUES (1, 'a')"))
+    db.close()
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
