@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from agentao.agent.events import Location, ToolCallStarted, ToolKind, ToolOutput
+from agentao.agent.events import Location, PlanEntry, ToolCallStarted, ToolKind, ToolOutput
 
 PermissionOutcome = Literal["allow", "allow_always", "reject", "cancelled"]
 ASK_USER_UNAVAILABLE = "(user unavailable)"
@@ -91,6 +91,8 @@ class ToolResult:
     content: tuple[ToolOutput, ...] = ()
     is_error: bool = False
     raw_output: Any = None
+    # A new plan (todo_write): the turn loop stores it and yields PlanChanged.
+    plan: tuple[PlanEntry, ...] | None = None
 
 
 class ToolError(Exception):
@@ -122,6 +124,9 @@ class Tool(ABC):
     kind: ToolKind
     description: str
     parameters: dict[str, Any]
+    # True when the user sees this tool's effect as a plan update, not as a tool call
+    # (todo_write): the turn loop then yields no ToolCallStarted/Finished for it.
+    plan_only: bool = False
 
     def title(self, args: dict[str, Any]) -> str:
         """A human title for the editor: "Read hello.txt", "Run `ls -la`"."""
