@@ -24,14 +24,8 @@ def store(tmp_path):
     s.db.close()
 
 
-def turn(n: int, stop: str = "end_turn") -> TurnRecord:
-    return TurnRecord(
-        [["TextDelta", {"text": f"t{n}"}]],
-        [{"role": "user", "content": f"m{n}"}],
-        stop,
-        float(n),
-        float(n) + 0.5,
-    )
+def turn(n: int, stop: str | None = "end_turn") -> TurnRecord:
+    return TurnRecord({"events": [{"text": f"t{n}"}], "messages": [f"m{n}"]}, stop, 100.0 + n)
 
 
 async def test_create_get_and_turns_in_order(store):
@@ -43,8 +37,8 @@ async def test_create_get_and_turns_in_order(store):
     assert record.turn_count == 3 and record.state == {"mode": "m2"}
     assert record.title == "first prompt 0"  # the first turn names the session
     turns = await store.turns("s1")
-    assert [t.events[0][1]["text"] for t in turns] == ["t0", "t1", "t2"]
-    assert turns[1].messages == [{"role": "user", "content": "m1"}]
+    assert [t.data["events"][0]["text"] for t in turns] == ["t0", "t1", "t2"]
+    assert turns[1].data["messages"] == ["m1"] and turns[1].ended_at == 101.0
 
 
 async def test_unknown_session(store):
@@ -55,9 +49,15 @@ async def test_unknown_session(store):
     assert await store.delete("nope") is False
 
 
-async def test_failed_commit_leaves_nothing(store, monkeypatch):
+async def test_failed_turn_is_kept_with_no_stop_reason(store):
     await store.create(SessionRecord("s1", "/w"))
-    bad = TurnRecord([object()], [], "end_turn", 0.0, 1.0)  # not JSON-encodable
+    await store.commit_turn("s1", turn(0, stop=None), {})
+    assert (await store.turns("s1"))[0].stop_reason is None
+
+
+async def test_failed_commit_leaves_nothing(store):
+    await store.create(SessionRecord("s1", "/w"))
+    bad = TurnRecord([object()], "end_turn")  # not JSON-encodable
     with pytest.raises(TypeError):
         await store.commit_turn("s1", bad, {"mode": "x"})
     record = await store.get("s1")

@@ -2,8 +2,8 @@
 
 A turn is committed in one transaction together with the session's state after
 it (model, mode, plan, remembered permission grants), so a killed process loses
-at most the turn in flight. Payloads (`events`, `messages`, `state`) are JSON
-the caller encodes; the store does not interpret them. There is no cap on the
+at most the turn in flight. Payloads (a turn's `data`, a session's `state`) are
+JSON-safe values the caller encodes; the store does not interpret them. There is no cap on the
 number of sessions kept.
 """
 
@@ -35,11 +35,9 @@ SESSIONS_SCHEMA = Schema(
         """CREATE TABLE turns (
             session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
             seq INTEGER NOT NULL,
-            started_at REAL NOT NULL,
             ended_at REAL NOT NULL,
-            stop_reason TEXT NOT NULL,
-            events TEXT NOT NULL,
-            messages TEXT NOT NULL,
+            stop_reason TEXT,
+            data TEXT NOT NULL,
             PRIMARY KEY (session_id, seq)
         )""",
         "CREATE INDEX sessions_by_update ON sessions(updated_at DESC)",
@@ -70,13 +68,11 @@ class SessionRecord:
 
 @dataclass(frozen=True, slots=True)
 class TurnRecord:
-    """One completed turn: its events (for replay) and the LLM messages it added."""
+    """One completed turn, as the caller encoded it (`stop_reason` None: it failed)."""
 
-    events: list[Any]
-    messages: list[Any]
-    stop_reason: str
-    started_at: float
-    ended_at: float
+    data: Any
+    stop_reason: str | None = None
+    ended_at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,14 +173,10 @@ def _get(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
 
 def _turns(conn: sqlite3.Connection, session_id: str) -> list[TurnRecord]:
     rows = conn.execute(
-        "SELECT events, messages, stop_reason, started_at, ended_at FROM turns "
-        "WHERE session_id = ? ORDER BY seq",
+        "SELECT data, stop_reason, ended_at FROM turns WHERE session_id = ? ORDER BY seq",
         (session_id,),
     ).fetchall()
-    return [
-        TurnRecord(_decode(r["events"]), _decode(r["messages"]), r["stop_reason"], r[3], r[4])
-        for r in rows
-    ]
+    return [TurnRecord(_decode(r["data"]), r["stop_reason"], r["ended_at"]) for r in rows]
 
 
 def _commit_turn(
@@ -197,23 +189,15 @@ def _commit_turn(
     row = conn.execute("SELECT turn_count FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:
         raise KeyError(session_id)
+    ended_at = turn.ended_at or time.time()
     conn.execute(
-        "INSERT INTO turns (session_id, seq, started_at, ended_at, stop_reason, events, messages) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
-            session_id,
-            row[0],
-            turn.started_at,
-            turn.ended_at,
-            turn.stop_reason,
-            _encode(turn.events).decode(),
-            _encode(turn.messages).decode(),
-        ),
+        "INSERT INTO turns (session_id, seq, ended_at, stop_reason, data) VALUES (?, ?, ?, ?, ?)",
+        (session_id, row[0], ended_at, turn.stop_reason, _encode(turn.data).decode()),
     )
     conn.execute(
         "UPDATE sessions SET turn_count = turn_count + 1, state = ?, updated_at = ?, "
         "title = COALESCE(title, ?) WHERE id = ?",
-        (_encode(state).decode(), turn.ended_at, title, session_id),
+        (_encode(state).decode(), ended_at, title, session_id),
     )
 
 
