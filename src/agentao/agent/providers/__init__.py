@@ -1,0 +1,66 @@
+"""LLM providers behind one seam (`LlmProvider.stream`), and `make_provider` to pick one.
+
+Importing this package loads no SDK: each provider module imports its SDK on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agentao.agent.providers.base import (
+    LlmEvent,
+    LlmFinished,
+    LlmProvider,
+    LlmRequest,
+    TextPiece,
+    ThoughtPiece,
+    ToolCallRequest,
+)
+from agentao.agent.providers.errors import LlmError, MissingCredentials, ProviderNotFound
+from agentao.agent.providers.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+if TYPE_CHECKING:
+    from agentao.agent.config import LlmConfig
+
+__all__ = [
+    "AssistantMessage",
+    "LlmError",
+    "LlmEvent",
+    "LlmFinished",
+    "LlmProvider",
+    "LlmRequest",
+    "Message",
+    "MissingCredentials",
+    "ProviderNotFound",
+    "SystemMessage",
+    "TextPiece",
+    "ThoughtPiece",
+    "ToolCall",
+    "ToolCallRequest",
+    "ToolResultMessage",
+    "UserMessage",
+    "make_provider",
+]
+
+
+def make_provider(config: LlmConfig) -> LlmProvider:
+    """A provider for `config` (cheap: no SDK import, no connection until the first stream).
+    Make one per session: the scripted provider keeps its place in the script."""
+    if config.provider_id == "SCRIPTED":
+        from agentao.agent.providers.scripted import ScriptedProvider
+
+        return ScriptedProvider.from_file(config.script or "")
+    if config.provider_id == "ANTHROPIC":
+        from agentao.agent.providers.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(config)
+    from agentao.agent.providers.openai_provider import OpenAIProvider
+
+    return OpenAIProvider(config)

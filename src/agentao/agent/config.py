@@ -1,0 +1,160 @@
+"""Which LLM to talk to, resolved from the environment, and the limits of a turn.
+
+    LLM_PROVIDER=DEEPSEEK            picks the prefix (default OPENAI), any case
+    DEEPSEEK_API_KEY=...             required
+    DEEPSEEK_BASE_URL=...            optional for known prefixes (see _KNOWN), else required
+    DEEPSEEK_MODEL=...               optional for known prefixes, else required
+
+`ANTHROPIC` speaks the Anthropic Messages API, `SCRIPTED` plays the file named by
+`AGENTAO_SCRIPT` (no key), every other prefix an OpenAI-compatible endpoint. Credentials
+are resolved here, server-side, and never travel on the wire (seed C.8).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from agentao.agent.providers.errors import MissingCredentials, ProviderNotFound
+
+__all__ = [
+    "Limits",
+    "LlmConfig",
+    "ModelChoice",
+    "model_catalog",
+    "resolve_provider",
+    "split_model_value",
+]
+
+DEFAULT_PROVIDER = "OPENAI"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The bounds of one turn. Each can be set from the environment (see `from_env`)."""
+
+    request_timeout: float = 600.0  # seconds without progress before an LLM request fails
+    max_retries: int = 3  # retries of a transient LLM error (each announced by a Notice)
+    retry_backoff: float = 1.0  # seconds before the first retry; doubles each time
+    max_retry_wait: float = 60.0  # cap on one wait, also on a provider's Retry-After
+    max_tool_rounds: int = 50  # LLM replies with tool calls per turn → max_turn_requests
+    tool_cancel_grace: float = 2.0  # seconds a cancelled tool gets to clean up
+    max_output_tokens: int = 8192  # sent only where the API requires it (Anthropic)
+
+    _ENV = {
+        "request_timeout": "AGENTAO_LLM_TIMEOUT",
+        "max_retries": "AGENTAO_LLM_MAX_RETRIES",
+        "retry_backoff": "AGENTAO_LLM_RETRY_BACKOFF",
+        "max_tool_rounds": "AGENTAO_MAX_TOOL_ROUNDS",
+    }
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> Limits:
+        """Defaults, overridden by AGENTAO_LLM_TIMEOUT, AGENTAO_LLM_MAX_RETRIES,
+        AGENTAO_LLM_RETRY_BACKOFF and AGENTAO_MAX_TOOL_ROUNDS where set."""
+        values = {}
+        for name, var in cls._ENV.items():
+            if raw := env.get(var, "").strip():
+                kind = type(getattr(cls(), name))
+                try:
+                    values[name] = kind(raw)
+                except ValueError:
+                    raise ValueError(f"{var}={raw!r} is not a valid {kind.__name__}") from None
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class LlmConfig:
+    """One resolved provider. `provider_id` is the upper-case prefix ("OPENAI")."""
+
+    provider_id: str
+    model: str
+    api_key: str = field(default="", repr=False)
+    base_url: str | None = None
+    script: str | None = None  # SCRIPTED only: the script file
+    limits: Limits = field(default_factory=Limits)
+
+    @property
+    def model_value(self) -> str:
+        """The ConfigOption value: "openai/gpt-4o" (provider lower-cased)."""
+        return f"{self.provider_id.lower()}/{self.model}"
+
+    def with_model(self, model: str) -> LlmConfig:
+        return replace(self, model=model)
+
+
+@dataclass(frozen=True, slots=True)
+class _Defaults:
+    base_url: str | None
+    model: str | None
+
+
+# Prefixes whose endpoint and a sensible model are known; others must name both.
+_KNOWN = {
+    "OPENAI": _Defaults("https://api.openai.com/v1", "gpt-4o"),
+    "ANTHROPIC": _Defaults(None, "claude-sonnet-4-5"),  # None: the SDK's default endpoint
+    "DEEPSEEK": _Defaults("https://api.deepseek.com", "deepseek-chat"),
+}
+
+
+def resolve_provider(
+    provider_id: str | None = None, env: Mapping[str, str] = os.environ
+) -> LlmConfig:
+    """The configured provider (`LLM_PROVIDER`), or ProviderNotFound when `provider_id` names
+    another one (case-insensitive); MissingCredentials names the variables to set."""
+    configured = (env.get("LLM_PROVIDER") or DEFAULT_PROVIDER).strip().upper()
+    if provider_id is not None and provider_id.strip().upper() != configured:
+        raise ProviderNotFound(provider_id)
+    limits = Limits.from_env(env)
+    if configured == "SCRIPTED":
+        return _scripted(env, limits)
+    known = _KNOWN.get(configured, _Defaults(None, None))
+    key, base_url, model = (env.get(f"{configured}_{v}", "").strip() for v in _VARS)
+    base_url = base_url or known.base_url
+    model = model or known.model
+    missing = [f"{configured}_API_KEY"] if not key else []
+    if configured not in _KNOWN:
+        missing += [
+            f"{configured}_{v}" for v, s in (("BASE_URL", base_url), ("MODEL", model)) if not s
+        ]
+    if missing:
+        optional = [f"{configured}_{v}" for v in _VARS[1:] if f"{configured}_{v}" not in missing]
+        raise MissingCredentials(missing, optional)
+    assert model is not None  # known prefixes have a default model
+    return LlmConfig(configured, model, key, base_url, limits=limits)
+
+
+_VARS = ("API_KEY", "BASE_URL", "MODEL")
+
+
+def _scripted(env: Mapping[str, str], limits: Limits) -> LlmConfig:
+    script = env.get("AGENTAO_SCRIPT", "").strip()
+    if not script:
+        raise MissingCredentials(["AGENTAO_SCRIPT"])
+    return LlmConfig("SCRIPTED", Path(script).stem, script=script, limits=limits)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """One entry of the "model" ConfigOption's catalog."""
+
+    value: str  # "provider/model"
+    name: str
+    description: str = ""
+
+
+def model_catalog(config: LlmConfig) -> tuple[ModelChoice, ...]:
+    """The default catalog: the single current model (a richer one is the host's to inject)."""
+    description = "scripted responses, no LLM" if config.provider_id == "SCRIPTED" else ""
+    return (ModelChoice(config.model_value, config.model, description),)
+
+
+def split_model_value(value: str, current_provider: str) -> tuple[str, str]:
+    """("provider", "model") from "provider/model" (split on the first "/", provider
+    lower-cased, model kept as is) or from a bare model (the current provider)."""
+    provider, sep, model = value.strip().partition("/")
+    if not sep:
+        return current_provider.lower(), provider
+    return provider.lower(), model
