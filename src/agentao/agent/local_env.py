@@ -1,0 +1,303 @@
+"""The local `ToolEnv`: files on this machine's disk, commands in a local shell.
+
+Theory of operation (run_command)
+---------------------------------
+Each command runs as `bash -c COMMAND` in a new session (`start_new_session=True`),
+so it leads its own process group and everything it starts stays in that group
+unless it calls setsid itself. We read its merged stdout/stderr into a buffer that
+keeps the head and the tail and marks the omitted middle. The command is over when
+the shell has exited and its output has drained (at most `drain_after_exit` more);
+whatever it left running in the background is then killed with the group.
+
+On timeout *and* on asyncio cancellation the group gets SIGTERM, then SIGKILL after
+a grace period (`kill_grace`, or the shorter `cancel_grace` so a cancelled turn
+answers fast). A killed shell's children are re-parented: where PID 1 does not reap
+(containers, microVMs), they would stay zombies and the group would never vanish, so
+LocalEnv makes the agent a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`) and reaps
+the group's members itself, only after asyncio has reaped the shell (we never wait
+on a pid asyncio's child watcher owns).
+
+The shell's environment is the agent's minus provider credentials (`scrubbed_env`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import re
+import shutil
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+
+from agentao.agent.settings import ShellLimits
+from agentao.agent.tools.base import CommandResult
+
+# Providers whose credentials never reach a tool's shell (`{PREFIX}_API_KEY` of any
+# prefix is scrubbed too, whatever LLM_PROVIDER names).
+PROVIDER_PREFIXES = (
+    "OPENAI",
+    "AZURE_OPENAI",
+    "ANTHROPIC",
+    "CLAUDE",
+    "DEEPSEEK",
+    "DASHSCOPE",
+    "QWEN",
+    "OPENROUTER",
+    "GEMINI",
+    "GOOGLE",
+    "MISTRAL",
+    "GROQ",
+    "TOGETHER",
+    "FIREWORKS",
+    "XAI",
+    "COHERE",
+    "MOONSHOT",
+    "KIMI",
+    "ZHIPU",
+    "GLM",
+    "HF",
+    "HUGGINGFACE",
+    "HUGGING_FACE_HUB",
+    "PERPLEXITY",
+    "VOYAGE",
+    "REPLICATE",
+    "SILICONFLOW",
+    "VOLCENGINE",
+    "ARK",
+    "BAICHUAN",
+    "MINIMAX",
+    "OLLAMA",
+    "VLLM",
+    "LLM",
+)
+_SECRET = re.compile(
+    r"^(?:.*_API_?KEY|(?:" + "|".join(PROVIDER_PREFIXES) + r")_(?:\w*_)?(?:TOKEN|SECRET|KEY))$"
+)
+_PR_SET_CHILD_SUBREAPER = 36
+_READ_CHUNK = 64 * 1024
+_POLL = 0.005  # seconds between looks at the shell's exit status
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable is a credential the shell must not inherit."""
+    return bool(_SECRET.match(name.upper()))
+
+
+def scrubbed_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`environ` (default: os.environ) without provider API keys, tokens and secrets."""
+    source = os.environ if environ is None else environ
+    return {k: v for k, v in source.items() if not is_secret_name(k)}
+
+
+class LocalEnv:
+    """`ToolEnv` on the local disk and a local shell."""
+
+    def __init__(self, limits: ShellLimits | None = None, env: Mapping[str, str] | None = None):
+        self.limits = limits or ShellLimits()
+        self._env = scrubbed_env(env)
+        self._shell = shutil.which("bash") or "/bin/sh"
+
+    async def read_text(self, path: Path, line: int | None = None, limit: int | None = None) -> str:
+        """Text from 1-based `line`, at most `limit` lines (ValueError for a binary file)."""
+        return await asyncio.to_thread(_read_lines, Path(path), line, limit)
+
+    async def write_text(self, path: Path, content: str) -> None:
+        """Write `content` (parents created); the final component must not be a symlink."""
+        await asyncio.to_thread(_write, Path(path), content)
+
+    async def run_command(
+        self,
+        command: str,
+        cwd: Path,
+        timeout: float,
+        output_limit: int,
+        on_start: Callable[[str | None], Awaitable[None]] | None = None,
+    ) -> CommandResult:
+        """Run `command` in its own process group; see the module docstring."""
+        if self.limits.become_subreaper:
+            _become_subreaper()
+        proc = await asyncio.create_subprocess_exec(
+            self._shell,
+            "-c",
+            command,
+            cwd=str(cwd),
+            env=self._env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        buf = _HeadTail(output_limit)
+        timed_out = cancelled = False
+        try:
+            if on_start is not None:
+                await on_start(None)
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._pump(proc, buf)
+            except TimeoutError:
+                timed_out = True
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
+        finally:
+            grace = self.limits.cancel_grace if cancelled else self.limits.kill_grace
+            await _stop_group(proc, grace, self.limits.reap_timeout)
+        code = proc.returncode
+        sig = signal.Signals(-code).name if code is not None and code < 0 else None
+        return CommandResult(
+            output=buf.text(),
+            exit_code=None if timed_out or sig else code,
+            signal=sig,
+            truncated=buf.omitted > 0,
+            timed_out=timed_out,
+        )
+
+    async def _pump(self, proc: asyncio.subprocess.Process, buf: _HeadTail) -> None:
+        assert proc.stdout is not None
+        stdout = proc.stdout
+
+        async def read_all() -> None:
+            while chunk := await stdout.read(_READ_CHUNK):
+                buf.add(chunk)
+
+        reader = asyncio.ensure_future(read_all())
+        try:
+            # Not proc.wait(): since 3.11 it also waits for the pipe to close, which a
+            # background child can hold open forever.
+            while proc.returncode is None and not reader.done():
+                await asyncio.wait({reader}, timeout=_POLL)
+            if reader.done():
+                await _exited(proc, None)
+            else:  # exited: drain what background children still write, briefly
+                await asyncio.wait({reader}, timeout=self.limits.drain_after_exit)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+
+
+class _HeadTail:
+    """Keeps the first and last `limit/2` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit: int):
+        self.limit = max(limit, 0)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.omitted = 0
+
+    def add(self, data: bytes) -> None:
+        room = self.limit // 2 - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        keep = self.limit - self.limit // 2
+        if len(self.tail) > keep:
+            cut = len(self.tail) - keep
+            self.omitted += cut
+            del self.tail[:cut]
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", "replace")
+        tail = self.tail.decode("utf-8", "replace")
+        if not self.omitted:
+            return head + tail
+        marker = (
+            f"\n[... {self.omitted} bytes of output omitted: output limit is"
+            f" {self.limit} bytes (first and last halves kept) ...]\n"
+        )
+        return head + marker + tail
+
+
+async def _stop_group(proc: asyncio.subprocess.Process, grace: float, reap_timeout: float) -> None:
+    """TERM the group, KILL it after `grace`, reap the shell and the group's orphans."""
+    pgid = proc.pid
+    try:
+        if proc.returncode is None:
+            _killpg(pgid, signal.SIGTERM)
+            await _exited(proc, grace)
+    finally:
+        # Always: the shell may be gone while children that ignore TERM live on.
+        _killpg(pgid, signal.SIGKILL)
+    await _exited(proc, reap_timeout)
+    await _reap_group(pgid, reap_timeout)
+    # A process that left the group (setsid) may still hold the pipe: let go of it.
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
+
+
+async def _exited(proc: asyncio.subprocess.Process, timeout: float | None) -> bool:
+    """Wait for the shell's exit status (asyncio's child watcher reaps it)."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    while proc.returncode is None:
+        if deadline is not None and loop.time() >= deadline:
+            return False
+        await asyncio.sleep(_POLL)
+    return True
+
+
+async def _reap_group(pgid: int, timeout: float) -> None:
+    """Wait for every member of the group to be gone, reaping those re-parented to us."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-pgid, os.WNOHANG)[0] > 0:  # noqa: ASYNC222 (WNOHANG: no wait)
+                pass
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        await asyncio.sleep(0.005)
+
+
+def _killpg(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+_subreaper_done = False
+
+
+def _become_subreaper() -> None:
+    """Make orphaned descendants re-parent to us so `_reap_group` can reap them."""
+    global _subreaper_done
+    if _subreaper_done or not sys.platform.startswith("linux"):
+        return
+    _subreaper_done = True  # a process-wide, idempotent flag: set once, best effort
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _read_lines(path: Path, line: int | None, limit: int | None) -> str:
+    start = max(line or 1, 1)
+    with open(path, "rb") as f:
+        if b"\0" in f.read(8192):
+            raise ValueError(f"{path} looks like a binary file")
+        f.seek(0)
+        out: list[bytes] = []
+        for n, raw in enumerate(f, start=1):
+            if n < start:
+                continue
+            if limit is not None and len(out) >= limit:
+                break
+            out.append(raw)
+    return b"".join(out).decode("utf-8", "replace")
+
+
+def _write(path: Path, content: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o666)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        f.write(content)
+
+
+__all__ = ["PROVIDER_PREFIXES", "LocalEnv", "is_secret_name", "scrubbed_env"]
