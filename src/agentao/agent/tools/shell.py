@@ -1,0 +1,156 @@
+"""run_shell_command, and the little shell parsing the permission engine needs.
+
+A command is *simple* when it is one plain command with literal words: no `;`, `&`,
+`|`, redirections, substitutions (`$`, backticks), globs, braces, subshells or
+newlines. Only simple commands can match an allowlist entry or a remembered
+"always allow" grant; anything else is asked about again. Deny rules, on the other
+hand, look at every segment of a compound command (best effort: a shell is a
+programming language, and `bash -c "r""m"` defeats any prefix rule).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from agentao.agent.events import Location, TerminalOutput, TextOutput
+from agentao.agent.sandbox import PathAccess, SandboxError, target
+from agentao.agent.settings import ShellLimits
+from agentao.agent.tools.base import Tool, ToolContext, ToolError, ToolResult
+
+_UNSAFE = set(";&|<>`$(){}*?[]!\n\r\\") | {"\t"}
+_SEGMENT_SPLIT = re.compile(r"&&|\|\||[;&|\n\r]|\$\(|`|\(|\)")
+_TITLE_MAX = 80
+
+
+def simple_words(command: str) -> list[str] | None:
+    """The words of a simple command, or None when it is compound or not parseable."""
+    if not command.strip() or any(ch in _UNSAFE for ch in command):
+        return None
+    try:
+        words = shlex.split(command, posix=True)
+    except ValueError:
+        return None
+    return words or None
+
+
+def command_prefix(command: str) -> str | None:
+    """The "always allow" key of a simple command: its first word, plus a subcommand
+    word when there is one (`git status`, `npm test`, `pytest`); None if not simple."""
+    words = simple_words(command)
+    if not words:
+        return None
+    if len(words) > 1 and re.fullmatch(r"[a-z][a-z0-9-]*", words[1]):
+        return f"{words[0]} {words[1]}"
+    return words[0]
+
+
+def segments(command: str) -> list[list[str]]:
+    """Best-effort words of every command in a compound command line (for deny rules)."""
+    out: list[list[str]] = []
+    for part in _SEGMENT_SPLIT.split(command):
+        try:
+            words = shlex.split(part, posix=True)
+        except ValueError:
+            words = part.split()
+        while words and "=" in words[0] and not words[0].startswith("="):
+            words = words[1:]  # leading VAR=value assignments
+        if words:
+            out.append(words)
+    return out
+
+
+def starts_with(words: list[str], prefix: str) -> bool:
+    """Whether `words` begin with the whole words of `prefix`."""
+    want = prefix.split()
+    return bool(want) and words[: len(want)] == want
+
+
+class RunShellCommand(Tool):
+    name = "run_shell_command"
+    kind = "execute"
+    description = (
+        "Run a command with bash -c in the workspace (or `directory`). Output (stdout and"
+        " stderr merged) is returned with the exit code. Background processes are killed"
+        " when the command ends. `timeout` is in seconds."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The bash command line."},
+            "description": {"type": "string", "description": "What it does, for the user."},
+            "directory": {"type": "string", "description": "Working directory (default cwd)."},
+            "timeout": {"type": "number", "description": "Seconds before it is killed."},
+        },
+        "required": ["command"],
+    }
+
+    def __init__(self, limits: ShellLimits | None = None):
+        self.limits = limits or ShellLimits()
+
+    def title(self, args: dict[str, Any]) -> str:
+        command = " ".join(str(args.get("command", "")).split())
+        if len(command) > _TITLE_MAX:
+            command = command[: _TITLE_MAX - 1] + "…"
+        return f"Run `{command}`"
+
+    def locations(self, args: dict[str, Any], cwd: Path) -> tuple[Location, ...]:
+        directory = args.get("directory")
+        return (Location(str(Path(cwd) / directory)),) if isinstance(directory, str) else ()
+
+    def accesses(self, args: dict[str, Any], cwd: Path) -> tuple[PathAccess, ...]:
+        directory = args.get("directory")
+        return (PathAccess(directory if isinstance(directory, str) else ".", "cwd"),)
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        command = args.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ToolError("`command` must be a non-empty string")
+        try:
+            cwd = target(ctx, args.get("directory") or ".", "cwd")
+        except SandboxError as e:
+            raise ToolError(str(e)) from e
+        if not cwd.is_dir():
+            raise ToolError(f"directory {cwd} does not exist")
+        timeout = self._timeout(args.get("timeout"))
+
+        async def on_start(terminal_id: str | None) -> None:
+            if terminal_id is not None and ctx.report is not None:
+                await ctx.report((TerminalOutput(terminal_id),))
+
+        result = await ctx.env.run_command(
+            command, cwd, timeout, self.limits.output_limit, on_start=on_start
+        )
+        status = _status(result.exit_code, result.signal, result.timed_out, timeout)
+        if result.truncated:
+            status += f" (output truncated: limit output_limit={self.limits.output_limit} bytes)"
+        model_text = f"{status}\n{result.output}" if result.output else status
+        content = (
+            (TerminalOutput(result.terminal_id),)
+            if result.terminal_id
+            else (TextOutput(result.output or status),)
+        )
+        # A non-zero exit is information for the model, not a failed call.
+        failed = result.timed_out or result.signal is not None
+        raw = {"exitCode": result.exit_code, "signal": result.signal, "timedOut": result.timed_out}
+        return ToolResult(model_text, content, is_error=failed, raw_output=raw)
+
+    def _timeout(self, value: object) -> float:
+        if value is None:
+            return self.limits.default_timeout
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise ToolError("`timeout` must be a positive number of seconds")
+        return min(float(value), self.limits.max_timeout)
+
+
+def _status(code: int | None, sig: str | None, timed_out: bool, timeout: float) -> str:
+    if timed_out:
+        return f"Command timed out after {timeout:g} s; its process group was killed."
+    if sig:
+        return f"Command killed by {sig}."
+    return f"Exit code: {code}"
+
+
+__all__ = ["RunShellCommand", "command_prefix", "segments", "simple_words", "starts_with"]
