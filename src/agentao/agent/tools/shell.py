@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentao.agent.events import Location, TerminalOutput, TextOutput
-from agentao.agent.sandbox import PathAccess, SandboxError, target
+from agentao.agent.sandbox import PathAccess, SandboxError, is_inside, resolve, target
 from agentao.agent.settings import ShellLimits
 from agentao.agent.tools.base import Tool, ToolContext, ToolError, ToolResult
 
@@ -66,6 +68,66 @@ def starts_with(words: list[str], prefix: str) -> bool:
     """Whether `words` begin with the whole words of `prefix`."""
     want = prefix.split()
     return bool(want) and words[: len(want)] == want
+
+
+@dataclass(frozen=True, slots=True)
+class _ReadOnlyCommand:
+    bad_long: tuple[str, ...] = ()  # option prefixes that write, exec or follow links out
+    bad_short: str = ""  # short option letters with the same effect
+    paths: bool = True  # whether its other words are paths to keep inside
+
+
+# Commands that only read, auto-allowed under workspace-write when simple and when
+# every path word stays inside the workspace.
+READ_ONLY_COMMANDS: dict[str, _ReadOnlyCommand] = {
+    "ls": _ReadOnlyCommand(),
+    "cat": _ReadOnlyCommand(),
+    "pwd": _ReadOnlyCommand(paths=False),
+    "echo": _ReadOnlyCommand(paths=False),
+    "head": _ReadOnlyCommand(),
+    "tail": _ReadOnlyCommand(),
+    "wc": _ReadOnlyCommand(),
+    "which": _ReadOnlyCommand(paths=False),
+    "stat": _ReadOnlyCommand(),
+    "grep": _ReadOnlyCommand(("--dereference-recursive",), "R"),
+    "rg": _ReadOnlyCommand(("--pre", "--hostname-bin", "--follow", "--search-zip"), "Lz"),
+    "git status": _ReadOnlyCommand(),
+    "git diff": _ReadOnlyCommand(("--output", "--ext-diff", "--textconv")),
+    "git log": _ReadOnlyCommand(("--output", "--ext-diff", "--textconv")),
+    "git show": _ReadOnlyCommand(("--output", "--ext-diff", "--textconv")),
+}
+
+
+def is_read_only_command(command: str, cwd: Path, roots: Sequence[Path]) -> bool:
+    """Whether a simple command is on the read-only allowlist with every path inside."""
+    words = simple_words(command)
+    if not words:
+        return False
+    key = next((k for k in (" ".join(words[:2]), words[0]) if k in READ_ONLY_COMMANDS), None)
+    if key is None:
+        return False
+    spec = READ_ONLY_COMMANDS[key]
+    for word in words[len(key.split()) :]:
+        value: str | None = word
+        if word.startswith("--"):
+            name, _, value = word.partition("=")
+            if any(name.startswith(bad) for bad in spec.bad_long):
+                return False
+            value = value or None
+        elif word.startswith("-") and len(word) > 1:
+            if set(word[1:]) & set(spec.bad_short):
+                return False
+            value = None
+        if value is not None and spec.paths and not _word_inside(value, cwd, roots):
+            return False
+    return True
+
+
+def _word_inside(word: str, cwd: Path, roots: Sequence[Path]) -> bool:
+    try:
+        return is_inside(resolve(word, cwd), roots)
+    except SandboxError:
+        return False
 
 
 class RunShellCommand(Tool):
@@ -153,4 +215,12 @@ def _status(code: int | None, sig: str | None, timed_out: bool, timeout: float) 
     return f"Exit code: {code}"
 
 
-__all__ = ["RunShellCommand", "command_prefix", "segments", "simple_words", "starts_with"]
+__all__ = [
+    "READ_ONLY_COMMANDS",
+    "RunShellCommand",
+    "command_prefix",
+    "is_read_only_command",
+    "segments",
+    "simple_words",
+    "starts_with",
+]
