@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -30,22 +31,27 @@ SPEC = {
 }
 
 
-def provider(fake: FakeLLM) -> AnthropicProvider:
-    return AnthropicProvider(LlmConfig("ANTHROPIC", fake.model, fake.api_key, fake.root_url))
+@pytest.fixture
+async def llm(fake_llm: FakeLLM) -> AsyncIterator[AnthropicProvider]:
+    provider = AnthropicProvider(
+        LlmConfig("ANTHROPIC", fake_llm.model, fake_llm.api_key, fake_llm.root_url)
+    )
+    yield provider
+    await provider.aclose()
 
 
-async def collect(req: LlmRequest, fake: FakeLLM) -> list:
-    return [event async for event in provider(fake).stream(req)]
+async def collect(req: LlmRequest, llm: AnthropicProvider) -> list:
+    return [event async for event in llm.stream(req)]
 
 
-async def test_thinking_text_tool_use_and_usage(fake_llm: FakeLLM) -> None:
+async def test_thinking_text_tool_use_and_usage(fake_llm: FakeLLM, llm: AnthropicProvider) -> None:
     fake_llm.reply(
         reasoning=["hmm"],
         text=["Hi", " there"],
         tool_calls=[FakeToolCall("echo", {"text": "a"}, id="tu1")],
     )
     req = LlmRequest("fake-model", (SystemMessage("sys"), UserMessage("hi")), (SPEC,))
-    assert await collect(req, fake_llm) == [
+    assert await collect(req, llm) == [
         ThoughtPiece("hmm"),
         TextPiece("Hi"),
         TextPiece(" there"),
@@ -59,7 +65,9 @@ async def test_thinking_text_tool_use_and_usage(fake_llm: FakeLLM) -> None:
     ]
 
 
-async def test_history_alternates_with_tool_results_in_user_turns(fake_llm: FakeLLM) -> None:
+async def test_history_alternates_with_tool_results_in_user_turns(
+    fake_llm: FakeLLM, llm: AnthropicProvider
+) -> None:
     fake_llm.reply("ok")
     history = (
         UserMessage("go"),
@@ -68,7 +76,7 @@ async def test_history_alternates_with_tool_results_in_user_turns(fake_llm: Fake
         ToolResultMessage("b", "echo", "B failed", is_error=True),
         UserMessage("and then?"),
     )
-    await collect(LlmRequest("fake-model", history), fake_llm)
+    await collect(LlmRequest("fake-model", history), llm)
     messages = fake_llm.requests[0].body["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     assert messages[2]["content"] == [
@@ -83,21 +91,21 @@ async def test_history_alternates_with_tool_results_in_user_turns(fake_llm: Fake
     [(529, True, "server_error"), (429, True, "rate_limited"), (401, False, "auth")],
 )
 async def test_errors_are_mapped(
-    fake_llm: FakeLLM, status: int, transient: bool, reason: str
+    fake_llm: FakeLLM, llm: AnthropicProvider, status: int, transient: bool, reason: str
 ) -> None:
     fake_llm.fail(status, "nope")
     with pytest.raises(LlmError) as info:
-        await collect(LlmRequest("fake-model", (UserMessage("hi"),)), fake_llm)
+        await collect(LlmRequest("fake-model", (UserMessage("hi"),)), llm)
     assert (info.value.transient, info.value.reason) == (transient, reason)
     assert len(fake_llm.requests) == 1
 
 
-async def test_cancel_closes_the_connection(fake_llm: FakeLLM) -> None:
+async def test_cancel_closes_the_connection(fake_llm: FakeLLM, llm: AnthropicProvider) -> None:
     fake_llm.hang("first")
     seen = asyncio.Event()
 
     async def consume() -> None:
-        async for _ in provider(fake_llm).stream(LlmRequest("m", (UserMessage("hi"),))):
+        async for _ in llm.stream(LlmRequest("m", (UserMessage("hi"),))):
             seen.set()
 
     task = asyncio.create_task(consume())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -23,26 +24,33 @@ from agentao.agent.providers import (
     UserMessage,
 )
 from agentao.agent.providers.openai_provider import OpenAIProvider
+from agentao.agent.turn import run_turn
+from tests.agent.test_turn import make_deps, new_session
 from tests.fakes.fake_llm import FakeLLM, FakeToolCall
 
 SPEC = {"type": "function", "function": {"name": "echo", "description": "", "parameters": {}}}
-
-
-def provider(fake: FakeLLM, **kw: object) -> OpenAIProvider:
-    return OpenAIProvider(LlmConfig("OPENAI", fake.model, fake.api_key, fake.base_url, **kw))
 
 
 def request(*messages: object, tools: tuple = ()) -> LlmRequest:
     return LlmRequest("fake-model", messages or (UserMessage("hi"),), tools)  # type: ignore[arg-type]
 
 
+@pytest.fixture
+async def llm(fake_llm: FakeLLM) -> AsyncIterator[OpenAIProvider]:
+    provider = OpenAIProvider(
+        LlmConfig("OPENAI", fake_llm.model, fake_llm.api_key, fake_llm.base_url)
+    )
+    yield provider
+    await provider.aclose()
+
+
 async def collect(p: OpenAIProvider, req: LlmRequest) -> list:
     return [event async for event in p.stream(req)]
 
 
-async def test_text_usage_and_request_body(fake_llm: FakeLLM) -> None:
+async def test_text_usage_and_request_body(fake_llm: FakeLLM, llm: OpenAIProvider) -> None:
     fake_llm.reply("Hel", "lo")
-    events = await collect(provider(fake_llm), request(SystemMessage("be nice"), UserMessage("hi")))
+    events = await collect(llm, request(SystemMessage("be nice"), UserMessage("hi")))
     assert events == [
         TextPiece("Hel"),
         TextPiece("lo"),
@@ -59,9 +67,9 @@ async def test_text_usage_and_request_body(fake_llm: FakeLLM) -> None:
     assert fake_llm.requests[0].headers["authorization"] == "Bearer test-key"
 
 
-async def test_reasoning_becomes_thought(fake_llm: FakeLLM) -> None:
+async def test_reasoning_becomes_thought(fake_llm: FakeLLM, llm: OpenAIProvider) -> None:
     fake_llm.reply(reasoning=["Let me ", "think"], text=["ok"], usage=None)
-    events = await collect(provider(fake_llm), request())
+    events = await collect(llm, request())
     assert events == [
         ThoughtPiece("Let me "),
         ThoughtPiece("think"),
@@ -70,7 +78,7 @@ async def test_reasoning_becomes_thought(fake_llm: FakeLLM) -> None:
     ]
 
 
-async def test_tool_calls_assembled_from_deltas(fake_llm: FakeLLM) -> None:
+async def test_tool_calls_assembled_from_deltas(fake_llm: FakeLLM, llm: OpenAIProvider) -> None:
     fake_llm.reply(
         tool_calls=[
             FakeToolCall("echo", {"text": "a long argument", "n": 1}, id="c1"),
@@ -78,7 +86,7 @@ async def test_tool_calls_assembled_from_deltas(fake_llm: FakeLLM) -> None:
             FakeToolCall("echo", "{not json", id="c3"),
         ]
     )
-    events = await collect(provider(fake_llm), request(tools=(SPEC,)))
+    events = await collect(llm, request(tools=(SPEC,)))
     assert events[:3] == [
         ToolCallRequest("c1", "echo", {"text": "a long argument", "n": 1}),
         ToolCallRequest("c2", "echo", {}),
@@ -88,14 +96,16 @@ async def test_tool_calls_assembled_from_deltas(fake_llm: FakeLLM) -> None:
     assert fake_llm.requests[0].body["tools"] == [SPEC]
 
 
-async def test_history_with_tool_calls_is_sent_in_openai_shape(fake_llm: FakeLLM) -> None:
+async def test_history_with_tool_calls_is_sent_in_openai_shape(
+    fake_llm: FakeLLM, llm: OpenAIProvider
+) -> None:
     fake_llm.reply("done")
     history = (
         UserMessage("run it"),
         AssistantMessage("sure", (ToolCall("c1", "echo", {"x": 1}),), thought="hidden"),
         ToolResultMessage("c1", "echo", "1", is_error=False),
     )
-    await collect(provider(fake_llm), request(*history))
+    await collect(llm, request(*history))
     assert fake_llm.requests[0].body["messages"][1:] == [
         {
             "role": "assistant",
@@ -125,11 +135,11 @@ async def test_history_with_tool_calls_is_sent_in_openai_shape(fake_llm: FakeLLM
     ],
 )
 async def test_http_errors_are_mapped(
-    fake_llm: FakeLLM, status: int, transient: bool, reason: str
+    fake_llm: FakeLLM, llm: OpenAIProvider, status: int, transient: bool, reason: str
 ) -> None:
     fake_llm.fail(status, "nope", headers={"retry-after": "7"})
     with pytest.raises(LlmError) as info:
-        await collect(provider(fake_llm), request())
+        await collect(llm, request())
     assert (info.value.transient, info.value.reason) == (transient, reason)
     assert info.value.retry_after == (7.0 if transient else None)
     assert len(fake_llm.requests) == 1  # the SDK's own retries are off
@@ -139,18 +149,21 @@ async def test_unreachable_server_is_transient() -> None:
     with socket.socket() as s:  # a port with nobody listening
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    config = LlmConfig("OPENAI", "m", "k", f"http://127.0.0.1:{port}/v1")
+    unreachable = OpenAIProvider(LlmConfig("OPENAI", "m", "k", f"http://127.0.0.1:{port}/v1"))
     with pytest.raises(LlmError) as info:
-        await collect(OpenAIProvider(config), request())
+        await collect(unreachable, request())
+    await unreachable.aclose()
     assert (info.value.transient, info.value.reason) == (True, "connection")
 
 
-async def test_cancel_mid_stream_closes_the_connection(fake_llm: FakeLLM) -> None:
+async def test_cancel_mid_stream_closes_the_connection(
+    fake_llm: FakeLLM, llm: OpenAIProvider
+) -> None:
     fake_llm.hang("first")
     got_text = asyncio.Event()
 
     async def consume() -> None:
-        async for event in provider(fake_llm).stream(request()):
+        async for event in llm.stream(request()):
             if isinstance(event, TextPiece):
                 got_text.set()
 
@@ -162,10 +175,37 @@ async def test_cancel_mid_stream_closes_the_connection(fake_llm: FakeLLM) -> Non
     assert await fake_llm.requests[0].wait_disconnected_async()
 
 
-async def test_closing_the_stream_early_closes_the_connection(fake_llm: FakeLLM) -> None:
+async def test_closing_the_stream_early_closes_the_connection(
+    fake_llm: FakeLLM, llm: OpenAIProvider
+) -> None:
     fake_llm.hang("first", "second")
-    stream = provider(fake_llm).stream(request())
+    stream = llm.stream(request())
     assert await anext(stream) == TextPiece("first")
     await stream.aclose()
     assert await fake_llm.requests[0].wait_disconnected_async()
     assert not fake_llm.requests[0].done.is_set()
+
+
+# --- through the turn loop: retries are the loop's, visible as Notices ------------------
+
+
+async def test_turn_retries_a_500_with_a_notice(
+    fake_llm: FakeLLM, llm: OpenAIProvider, tmp_path
+) -> None:
+    fake_llm.fail(500, "overloaded")
+    fake_llm.reply("fine")
+    session = new_session(tmp_path)
+    events = [e async for e in run_turn(session, "hi", make_deps(provider=llm))]
+    assert [type(e).__name__ for e in events] == ["Notice", "TextDelta", "TurnEnded"]
+    assert "server_error" in events[0].text and "Retrying" in events[0].text
+    assert len(fake_llm.requests) == 2 and events[-1].usage == Usage(10, 5, 15)
+
+
+async def test_turn_does_not_retry_401(fake_llm: FakeLLM, llm: OpenAIProvider, tmp_path) -> None:
+    fake_llm.fail(401, "bad key")
+    session = new_session(tmp_path)
+    with pytest.raises(LlmError) as info:
+        [e async for e in run_turn(session, "hi", make_deps(provider=llm))]
+    assert info.value.reason == "auth" and len(fake_llm.requests) == 1
+    assert session.messages == [UserMessage("hi")]
+    assert session.turns[-1].error == "auth"

@@ -81,3 +81,7 @@ class LlmProvider(Protocol):
     def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
         """Stream one reply (implementations are `async def` generators)."""
         ...
+
+    async def aclose(self) -> None:
+        """Release connections (session closed, provider switched); no stream is open."""
+        ...

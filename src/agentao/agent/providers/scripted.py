@@ -99,12 +99,22 @@ class ScriptedProvider:
     def from_file(cls, path: str | Path) -> ScriptedProvider:
         """Load and check a script; LlmError (reason "bad_script") says what is wrong."""
         try:
-            data = Path(path).read_bytes()
-            if data.lstrip().startswith(b"["):
-                return cls(msgspec.json.decode(data, type=list[Response]))
-            return cls(msgspec.json.decode(data, type=Script).responses)
-        except (OSError, msgspec.DecodeError) as exc:
+            return cls.from_data(msgspec.json.decode(Path(path).read_bytes()))
+        except (OSError, msgspec.DecodeError, LlmError) as exc:
             raise LlmError(f"cannot load script {path}: {exc}", reason="bad_script") from None
+
+    @classmethod
+    def from_data(cls, data: Any) -> ScriptedProvider:
+        """A script already parsed from JSON: the object form or the bare list."""
+        try:
+            if isinstance(data, list):
+                return cls(msgspec.convert(data, list[Response]))
+            return cls(msgspec.convert(data, Script).responses)
+        except msgspec.ValidationError as exc:
+            raise LlmError(f"bad script: {exc}", reason="bad_script") from None
+
+    async def aclose(self) -> None:
+        pass
 
     async def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
         response = self._take(_last_user_text(request))

@@ -1,0 +1,210 @@
+"""One session's runtime state, free of ACP, and its JSON-safe form for the store.
+
+A session changes in whole turns: `run_turn` stages a turn's messages and events and
+hands them over in one `commit_turn(record)`, however the turn ended (done, cancelled, or
+failed on an LLM error). The store persists after each commit, so it only ever sees whole
+turns. `replay()` gives back what the user saw, for `session/load`.
+
+For a store that keeps turns as rows: `commit_turn` appends `record.to_dict()` as the
+turn's data with `session.state_dict()` as the session state, in one transaction.
+
+Serialized form: dataclasses become objects tagged with `"type"` (their class name), tuples
+become lists; `raw_input`, `raw_output` and tool `arguments` are the tool's own data and are
+kept as they are. Fields added later get defaults, so older files still load.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from agentao.agent import events as ev
+from agentao.agent.config import LlmConfig
+from agentao.agent.events import PlanEntry, StopReason, TurnEvent
+from agentao.agent.providers import messages as msg
+from agentao.agent.providers.messages import Message
+
+__all__ = ["AgentSession", "TurnRecord", "decode", "encode"]
+
+FORMAT_VERSION = 1
+DEFAULT_MODE = "workspace-write"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """One finished turn. `stop_reason` is None when it failed; `error` then says why."""
+
+    prompt: str
+    messages: tuple[Message, ...]  # what the model saw this turn, from the UserMessage on
+    events: tuple[TurnEvent, ...]  # what the user saw: deltas merged, progress/notices dropped
+    stop_reason: StopReason | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TurnRecord:
+        record = decode(data)
+        if not isinstance(record, cls):
+            raise ValueError("not a turn record")
+        return record
+
+
+@dataclass(slots=True, eq=False)
+class AgentSession:
+    id: str
+    cwd: Path
+    provider_id: str  # "OPENAI": credentials are resolved again, never stored
+    model: str
+    additional_dirs: tuple[Path, ...] = ()
+    mode_id: str = DEFAULT_MODE
+    plan: tuple[PlanEntry, ...] = ()
+    turns: list[TurnRecord] = field(default_factory=list)
+    # Per-session tool state (ToolContext.state); persisted, so keep it JSON-safe.
+    tool_state: dict[str, Any] = field(default_factory=dict)
+    # The server's own JSON-safe data (MCP fingerprint, title, …), persisted as is.
+    meta: dict[str, Any] = field(default_factory=dict)
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+    messages: list[Message] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.messages = [m for turn in self.turns for m in turn.messages]
+
+    @classmethod
+    def new(cls, cwd: Path, llm: LlmConfig, additional_dirs: tuple[Path, ...] = ()) -> AgentSession:
+        return cls(str(uuid.uuid4()), cwd, llm.provider_id, llm.model, additional_dirs)
+
+    @property
+    def workspace(self) -> tuple[Path, ...]:
+        return (self.cwd, *self.additional_dirs)
+
+    @property
+    def model_value(self) -> str:
+        return f"{self.provider_id.lower()}/{self.model}"
+
+    def commit_turn(self, record: TurnRecord, plan: tuple[PlanEntry, ...] | None = None) -> None:
+        """The turn boundary: history, events and plan change together."""
+        self.turns.append(record)
+        self.messages.extend(record.messages)
+        if plan is not None:
+            self.plan = plan
+        self.updated_at = time.time()
+
+    def replay(self) -> Iterator[TurnEvent]:
+        """Every past turn as the user saw it: UserText, then its events (no TurnEnded)."""
+        for turn in self.turns:
+            yield ev.UserText(turn.prompt)
+            yield from (e for e in turn.events if not isinstance(e, ev.TurnEnded))
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state that changes between and across turns (not the id, paths or turns):
+        what a store keeps beside the turn records."""
+        return {
+            "version": FORMAT_VERSION,
+            "provider_id": self.provider_id,
+            "model": self.model,
+            "mode_id": self.mode_id,
+            "plan": encode(self.plan),
+            "tool_state": _json_safe(self.tool_state),
+            "meta": _json_safe(self.meta),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything, JSON-safe; `turns` holds `TurnRecord.to_dict()`s."""
+        return {
+            "id": self.id,
+            "cwd": str(self.cwd),
+            "additional_dirs": [str(p) for p in self.additional_dirs],
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            **self.state_dict(),
+            "turns": [t.to_dict() for t in self.turns],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AgentSession:
+        """The inverse of `to_dict`; also takes a store's pieces put together:
+        {"id", "cwd", "additional_dirs", **state_dict(), "turns": [turn dicts]}."""
+        if data.get("version", FORMAT_VERSION) > FORMAT_VERSION:
+            raise ValueError(f"session format {data['version']} is newer than this agentao")
+        return cls(
+            id=data["id"],
+            cwd=Path(data["cwd"]),
+            provider_id=data["provider_id"],
+            model=data["model"],
+            additional_dirs=tuple(Path(p) for p in data.get("additional_dirs", ())),
+            mode_id=data.get("mode_id", DEFAULT_MODE),
+            plan=decode(data.get("plan", [])),
+            turns=[TurnRecord.from_dict(t) for t in data.get("turns", [])],
+            tool_state=dict(data.get("tool_state", {})),
+            meta=dict(data.get("meta", {})),
+            created_at=data.get("created_at", 0.0),
+            updated_at=data.get("updated_at", 0.0),
+        )
+
+
+# --- the codec -------------------------------------------------------------------------
+
+_TYPES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        *(getattr(ev, name) for name in ev.__all__),
+        *(getattr(msg, name) for name in msg.__all__),
+        TurnRecord,
+    )
+    if isinstance(cls, type) and is_dataclass(cls)
+}
+_OPAQUE = {"raw_input", "raw_output", "arguments"}  # the tool's data: stored as is
+
+
+def encode(obj: Any) -> Any:
+    """JSON-safe builtins for events, messages, turn records (tagged with "type")."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        out: dict[str, Any] = {"type": type(obj).__name__}
+        for f in fields(obj):
+            value = getattr(obj, f.name)
+            out[f.name] = _json_safe(value) if f.name in _OPAQUE else encode(value)
+        return out
+    if isinstance(obj, list | tuple):
+        return [encode(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): encode(v) for k, v in obj.items()}
+    return _json_safe(obj)
+
+
+def decode(data: Any) -> Any:
+    """The inverse of `encode`: tagged objects become their dataclass, lists tuples."""
+    if isinstance(data, list):
+        return tuple(decode(x) for x in data)
+    if isinstance(data, dict) and "type" in data:
+        cls = _TYPES.get(data["type"])
+        if cls is None:
+            raise ValueError(f"unknown record type {data['type']!r}")
+        known = {f.name for f in fields(cls)}
+        return cls(
+            **{
+                k: (v if k in _OPAQUE else decode(v))
+                for k, v in data.items()
+                if k in known  # fields we no longer know are dropped
+            }
+        )
+    return data
+
+
+def _json_safe(value: Any) -> Any:
+    """`value` as JSON builtins; anything else becomes its string (never a failed save)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _json_safe(getattr(value, f.name)) for f in fields(value)}
+    return str(value)

@@ -1,0 +1,486 @@
+"""One turn of the agent: a prompt in, typed events out.
+
+Theory of operation
+-------------------
+`run_turn` is an async generator run by the caller's task. Each round streams one LLM
+reply (text and thought deltas pass straight through; transient errors are retried, each
+retry announced by a Notice), then runs the tool calls it asked for, one at a time:
+announce (ToolCallStarted), ask the gate and maybe the human, run the tool as a child task
+whose live reports are merged in through a queue, finish (ToolCallFinished). The results
+go back to the model and the next round starts; a reply without tool calls ends the turn.
+
+The session does not change during a turn: `_Turn` stages the messages and events and
+commits them in one `session.commit_turn` however the turn ends -- normally, cancelled,
+or on an LLM error (then the failed reply is dropped, never kept as assistant text).
+
+Cancellation is structured: the caller cancels its task (or closes the generator). The
+CancelledError lands on whatever the loop awaits -- the LLM stream (closed, and its HTTP
+connection with it), a tool's child task (cancelled), a permission request -- then the
+staged history is made consistent (partial reply kept, every open tool call answered
+"cancelled") and committed, and the error propagates. `drive_turn` wraps all this for
+callers who want `TurnEnded("cancelled")` as a result instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from agentao.agent.config import Limits
+from agentao.agent.events import (
+    Notice,
+    PlanChanged,
+    PlanEntry,
+    StopReason,
+    TextDelta,
+    TextOutput,
+    ThoughtDelta,
+    ToolCallFinished,
+    ToolCallProgress,
+    ToolCallStarted,
+    ToolOutput,
+    TurnEnded,
+    TurnEvent,
+    Usage,
+)
+from agentao.agent.providers.base import (
+    LlmEvent,
+    LlmFinished,
+    LlmProvider,
+    LlmRequest,
+    TextPiece,
+    ThoughtPiece,
+    ToolCallRequest,
+)
+from agentao.agent.providers.errors import LlmError
+from agentao.agent.providers.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from agentao.agent.session import AgentSession, TurnRecord
+from agentao.agent.tools.base import (
+    Interaction,
+    PermissionGate,
+    Tool,
+    ToolContext,
+    ToolEnv,
+    ToolError,
+    ToolResult,
+)
+
+__all__ = ["TurnDeps", "closing_events", "drive_turn", "run_turn"]
+
+log = logging.getLogger(__name__)
+
+CANCELLED_TEXT = "Cancelled"  # what the user and the model see for a call cut short
+_USER_CANCELLED = "cancelled by user"  # the permission prompt was cancelled
+_FINISH_STOPS: dict[str, StopReason] = {"length": "max_tokens", "content_filter": "refusal"}
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDeps:
+    """What a turn runs against; built by the server per session."""
+
+    provider: LlmProvider
+    tools: Sequence[Tool]
+    gate: PermissionGate
+    env: ToolEnv
+    interaction: Interaction
+    limits: Limits = field(default_factory=Limits)
+    system_prompt: str = ""
+
+
+async def run_turn(
+    session: AgentSession, prompt_text: str, deps: TurnDeps
+) -> AsyncIterator[TurnEvent]:
+    """Run one turn; the last event is TurnEnded. One turn at a time per session.
+
+    Iterate it under `contextlib.aclosing` (or use `drive_turn`), so that abandoning it
+    also closes the LLM stream and the running tool. A `ToolCallProgress` without content
+    means "the tool is running now" (after permission). LlmError (non-transient, or
+    retries exhausted) propagates; the turn is committed without the failed reply."""
+    turn = _Turn(session, prompt_text, deps)
+    try:
+        for _round in range(max(1, deps.limits.max_tool_rounds)):
+            reply = turn.start_reply()
+            async with aclosing(_llm_events(deps, turn.request())) as llm:
+                async for item in llm:
+                    if (out := reply.take(item)) is not None:
+                        yield turn.emit(out)
+            stop = turn.finish_reply()
+            if stop is not None:
+                yield turn.end(stop)
+                return
+            for call in reply.calls:
+                async with aclosing(_run_call(call, turn, deps)) as steps:
+                    async for event in steps:
+                        yield turn.emit(event)
+                if turn.user_cancelled:
+                    yield turn.end("cancelled")
+                    return
+        yield turn.end("max_turn_requests")
+    except (asyncio.CancelledError, GeneratorExit):
+        turn.commit("cancelled")
+        raise
+    except LlmError as exc:
+        turn.commit(None, error=exc.reason)
+        raise
+    except BaseException:
+        turn.commit(None, error="internal")
+        raise
+
+
+async def drive_turn(
+    session: AgentSession,
+    prompt_text: str,
+    deps: TurnDeps,
+    emit: Callable[[TurnEvent], Awaitable[None]],
+) -> TurnEnded:
+    """Run one turn, awaiting `emit(event)` for each event, and return its TurnEnded.
+
+    Meant as the body of the server's per-turn task. Cancelling that task cancels the
+    turn; the task then emits the closing events -- a failed ToolCallFinished for each
+    tool call left open, then TurnEnded("cancelled") -- and *returns* that TurnEnded, so
+    the prompt is answered `stopReason: "cancelled"`. (If the task was cancelled more than
+    once, e.g. by an enclosing timeout as well, the CancelledError propagates.) LlmError
+    and other failures propagate; the turn is committed to the session in every case.
+    """
+    seen: list[TurnEvent] = []
+    try:
+        async with aclosing(run_turn(session, prompt_text, deps)) as events:
+            async for event in events:
+                seen.append(event)
+                await emit(event)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.uncancel() > 0:
+            raise
+        for event in closing_events(seen):
+            await emit(event)
+        return TurnEnded("cancelled")
+    ended = seen[-1]
+    assert isinstance(ended, TurnEnded)
+    return ended
+
+
+def closing_events(events: Sequence[TurnEvent]) -> list[TurnEvent]:
+    """What ends a turn cut short after `events`: a failed finish for each open tool call,
+    then TurnEnded("cancelled")."""
+    open_calls: dict[str, None] = {}
+    for event in events:
+        if isinstance(event, ToolCallStarted):
+            open_calls[event.call_id] = None
+        elif isinstance(event, ToolCallFinished):
+            open_calls.pop(event.call_id, None)
+    cancelled = (TextOutput(CANCELLED_TEXT),)
+    closing: list[TurnEvent] = [ToolCallFinished(c, "failed", cancelled) for c in open_calls]
+    return [*closing, TurnEnded("cancelled")]
+
+
+# --- the LLM side ---------------------------------------------------------------------
+
+
+async def _llm_events(deps: TurnDeps, request: LlmRequest) -> AsyncIterator[LlmEvent | Notice]:
+    """The provider's stream, with transient errors retried (a Notice before each wait).
+    Only a reply that has shown nothing yet is retried: the user saw the rest."""
+    limits = deps.limits
+    for attempt in range(limits.max_retries + 1):
+        shown = False
+        try:
+            async with aclosing(deps.provider.stream(request)) as stream:
+                async for event in stream:
+                    shown = shown or isinstance(event, TextPiece | ThoughtPiece)
+                    yield event
+            return
+        except LlmError as exc:
+            if not exc.transient or shown or attempt == limits.max_retries:
+                raise
+            wait = (
+                exc.retry_after
+                if exc.retry_after is not None
+                else limits.retry_backoff * 2**attempt
+            )
+            wait = min(wait, limits.max_retry_wait)
+            yield Notice(
+                f"LLM error ({exc.reason}): {exc}. Retrying in {wait:.1f}s "
+                f"(retry {attempt + 1} of {limits.max_retries})."
+            )
+            await asyncio.sleep(wait)
+
+
+@dataclass(slots=True)
+class _Reply:
+    """One LLM reply as it streams in."""
+
+    text: list[str] = field(default_factory=list)
+    thought: list[str] = field(default_factory=list)
+    calls: list[ToolCallRequest] = field(default_factory=list)
+    finish: LlmFinished | None = None
+
+    def take(self, item: LlmEvent | Notice) -> TurnEvent | None:
+        """Record `item`; return the event the user should see now, if any."""
+        match item:
+            case TextPiece(text):
+                self.text.append(text)
+                return TextDelta(text)
+            case ThoughtPiece(text):
+                self.thought.append(text)
+                return ThoughtDelta(text)
+            case ToolCallRequest():
+                self.calls.append(item)
+            case LlmFinished():
+                self.finish = item
+            case Notice():
+                return item
+        return None
+
+    def message(self, with_calls: bool) -> AssistantMessage:
+        calls = tuple(ToolCall(c.id, c.name, c.arguments) for c in self.calls) if with_calls else ()
+        return AssistantMessage("".join(self.text), calls, "".join(self.thought))
+
+
+# --- the tool side --------------------------------------------------------------------
+
+
+async def _run_call(call: ToolCallRequest, turn: _Turn, deps: TurnDeps) -> AsyncIterator[TurnEvent]:
+    """One tool call, announced, permitted, run and finished; its result is staged."""
+    tool = turn.tools.get(call.name)
+    ctx = turn.context(call.id)
+    started = _announce(call, tool, ctx)
+    silent = tool is not None and tool.plan_only
+    if not silent:
+        yield started
+    refusal = _check(call, tool)
+    if refusal is None and tool is not None:
+        refusal = await _permission(tool, call, started, ctx, deps)
+    if refusal is not None:
+        if not silent:
+            yield ToolCallFinished(call.id, "failed", (TextOutput(refusal),))
+        turn.answer(call, refusal, is_error=True, cancelled=refusal == _USER_CANCELLED)
+        return
+    assert tool is not None
+    if not silent:
+        yield ToolCallProgress(call.id)  # running now: the editor shows in_progress
+    result: ToolResult | None = None
+    async with aclosing(_execute(tool, call.arguments, ctx, deps.limits)) as running:
+        async for item in running:
+            if isinstance(item, ToolResult):
+                result = item
+            elif not silent:
+                yield item
+    assert result is not None
+    if result.plan is not None:
+        yield turn.set_plan(result.plan)
+    if not silent:
+        content = result.content
+        if result.is_error and not content:  # a failure always says why
+            content = (TextOutput(result.model_text),)
+        status = "failed" if result.is_error else "completed"
+        yield ToolCallFinished(call.id, status, content, result.raw_output)
+    turn.answer(call, result.model_text, is_error=result.is_error)
+
+
+def _announce(call: ToolCallRequest, tool: Tool | None, ctx: ToolContext) -> ToolCallStarted:
+    if tool is None:
+        return ToolCallStarted(call.id, call.name, call.name, "other", call.arguments)
+    try:
+        title, locations = tool.title(call.arguments), tool.locations(call.arguments, ctx.cwd)
+    except Exception:  # bad arguments: the tool itself will say what is wrong
+        title, locations = tool.name, ()
+    return ToolCallStarted(call.id, tool.name, title, tool.kind, call.arguments, locations)
+
+
+def _check(call: ToolCallRequest, tool: Tool | None) -> str | None:
+    if tool is None:
+        return f"unknown tool {call.name!r}"
+    if call.raw_arguments is not None:
+        return f"the arguments are not a JSON object: {call.raw_arguments[:200]!r}"
+    return None
+
+
+async def _permission(
+    tool: Tool, call: ToolCallRequest, started: ToolCallStarted, ctx: ToolContext, deps: TurnDeps
+) -> str | None:
+    """None when the call may run, else the reason it may not."""
+    decision = deps.gate.decide(tool, call.arguments, ctx)
+    if decision.verdict == "allow":
+        return None
+    if decision.verdict == "deny":
+        return f"denied: {decision.reason}" if decision.reason else "denied by permission policy"
+    outcome = await deps.interaction.request_permission(started)
+    if outcome == "allow_always":
+        deps.gate.remember(tool, call.arguments, ctx)
+    if outcome in ("allow", "allow_always"):
+        return None
+    return "rejected by user" if outcome == "reject" else _USER_CANCELLED
+
+
+async def _execute(
+    tool: Tool, args: dict[str, Any], ctx: ToolContext, limits: Limits
+) -> AsyncIterator[ToolCallProgress | ToolResult]:
+    """Run the tool as a child task; yield its live reports, then its result. Closing
+    this generator (cancellation) cancels the task and gives it a grace period."""
+    queue: asyncio.Queue[ToolCallProgress | ToolResult] = asyncio.Queue()
+
+    async def report(content: tuple[ToolOutput, ...]) -> None:
+        queue.put_nowait(ToolCallProgress(ctx.call_id, tuple(content)))
+
+    ctx.report = report
+    task = asyncio.create_task(_run_tool(tool, args, ctx, queue), name=f"tool {tool.name}")
+    try:
+        while not isinstance(item := await queue.get(), ToolResult):
+            yield item
+        yield item
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.wait([task], timeout=limits.tool_cancel_grace)
+            if not task.done():
+                log.warning(
+                    "tool %s still running %.1fs after cancel", tool.name, limits.tool_cancel_grace
+                )
+
+
+async def _run_tool(
+    tool: Tool, args: dict[str, Any], ctx: ToolContext, queue: asyncio.Queue
+) -> None:
+    try:
+        result = await tool.run(args, ctx)
+    except ToolError as exc:
+        result = ToolResult(str(exc), is_error=True)
+    except Exception as exc:  # a bug in the tool: the model and the user are told
+        log.exception("tool %s failed", tool.name)
+        result = ToolResult(f"{tool.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+    queue.put_nowait(result)
+
+
+# --- the staged turn ------------------------------------------------------------------
+
+
+class _Turn:
+    """A turn's messages and events, staged until `commit`."""
+
+    def __init__(self, session: AgentSession, prompt: str, deps: TurnDeps) -> None:
+        self.session = session
+        self.prompt = prompt
+        self.deps = deps
+        self.tools = {t.name: t for t in deps.tools}
+        self.messages: list[Message] = [UserMessage(prompt)]
+        self.events: list[TurnEvent] = []
+        self.reply: _Reply | None = None  # streaming, not yet in messages
+        self.reply_start = 0  # len(events) when it began
+        self.answered: set[str] = set()
+        self.plan: tuple[PlanEntry, ...] | None = None
+        self.usage: Usage | None = None
+        self.user_cancelled = False
+        self.committed = False
+
+    def request(self) -> LlmRequest:
+        system = (SystemMessage(self.deps.system_prompt),) if self.deps.system_prompt else ()
+        history = (*system, *self.session.messages, *self.messages)
+        return LlmRequest(self.session.model, history, tuple(t.schema() for t in self.deps.tools))
+
+    def context(self, call_id: str) -> ToolContext:
+        s = self.session
+        return ToolContext(
+            s.cwd, self.deps.env, self.deps.interaction, s.workspace, call_id, state=s.tool_state
+        )
+
+    def emit(self, event: TurnEvent) -> TurnEvent:
+        self.events.append(event)
+        return event
+
+    def start_reply(self) -> _Reply:
+        self.reply, self.reply_start = _Reply(), len(self.events)
+        return self.reply
+
+    def finish_reply(self) -> StopReason | None:
+        """Stage the reply; the turn's stop reason if it ends here."""
+        reply, self.reply = self.reply, None
+        assert reply is not None and reply.finish is not None
+        self.usage = _add(self.usage, reply.finish.usage)
+        stop = _FINISH_STOPS.get(reply.finish.finish_reason)  # cut short: its calls are not run
+        self._stage(reply.message(with_calls=stop is None))
+        return stop or (None if reply.calls else "end_turn")
+
+    def _stage(self, message: AssistantMessage) -> None:
+        if message.text or message.tool_calls:  # an empty reply is no message at all
+            self.messages.append(message)
+
+    def answer(
+        self, call: ToolCallRequest, text: str, is_error: bool, cancelled: bool = False
+    ) -> None:
+        self.messages.append(ToolResultMessage(call.id, call.name, text, is_error))
+        self.answered.add(call.id)
+        self.user_cancelled = self.user_cancelled or cancelled
+
+    def set_plan(self, plan: tuple[PlanEntry, ...]) -> PlanChanged:
+        self.plan = plan
+        return PlanChanged(plan)
+
+    def end(self, stop: StopReason) -> TurnEnded:
+        ended = TurnEnded(stop, self.usage)
+        self.emit(ended)
+        self.commit(stop)
+        return ended
+
+    def commit(self, stop: StopReason | None, error: str | None = None) -> None:
+        if self.committed:
+            return
+        self.committed = True
+        if stop == "cancelled" and not (self.events and isinstance(self.events[-1], TurnEnded)):
+            self.events += closing_events(self.events)
+        if self.reply is not None:  # cut off mid-reply
+            if error is None:  # cancelled: keep what was said, calls never arrived
+                self._stage(self.reply.message(with_calls=False))
+            else:  # failed: drop the reply, from history and from the record
+                del self.events[self.reply_start :]
+        self._answer_open_calls()
+        record = TurnRecord(self.prompt, tuple(self.messages), _compact(self.events), stop, error)
+        self.session.commit_turn(record, self.plan)
+
+    def _answer_open_calls(self) -> None:
+        """Every tool call the model made gets a result, or the next request is invalid.
+        Only the last reply can have open calls: each round answers all of its own."""
+        last = next((m for m in reversed(self.messages) if isinstance(m, AssistantMessage)), None)
+        for call in last.tool_calls if last is not None else ():
+            if call.id not in self.answered:
+                self.messages.append(ToolResultMessage(call.id, call.name, CANCELLED_TEXT, True))
+
+
+def _compact(events: list[TurnEvent]) -> tuple[TurnEvent, ...]:
+    """Events as replay needs them: adjacent deltas merged, live progress and notices gone."""
+    out: list[TurnEvent] = []
+    for event in events:
+        if isinstance(event, ToolCallProgress | Notice):
+            continue
+        prev = out[-1] if out else None
+        if isinstance(event, TextDelta | ThoughtDelta) and type(prev) is type(event):
+            out[-1] = replace(event, text=prev.text + event.text)  # type: ignore[union-attr]
+        else:
+            out.append(event)
+    return tuple(out)
+
+
+def _add(a: Usage | None, b: Usage | None) -> Usage | None:
+    if a is None or b is None:
+        return a or b
+
+    def opt(x: int | None, y: int | None) -> int | None:
+        return None if x is None and y is None else (x or 0) + (y or 0)
+
+    return Usage(
+        a.input_tokens + b.input_tokens,
+        a.output_tokens + b.output_tokens,
+        a.total_tokens + b.total_tokens,
+        opt(a.thought_tokens, b.thought_tokens),
+        opt(a.cached_read_tokens, b.cached_read_tokens),
+    )
