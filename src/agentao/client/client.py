@@ -1,0 +1,380 @@
+"""`Client`: start an ACP agent, shake hands, open sessions, shut it down.
+
+    async with Client(AgentCommand.parse("qwen --acp"), policy=ClientPolicy(approve="reads")) as c:
+        session = await c.new_session("/path/to/project")
+        async for event in session.prompt("what does main.py do?"):
+            ...
+
+Everything the agent may call on us is served by `serving.ClientSide`
+under the `ClientPolicy`; every wait has a named limit in `Timeouts`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import msgspec
+
+from agentao import __version__
+from agentao.client.config import AgentCommand, ClientPolicy, Limits, Timeouts
+from agentao.client.errors import (
+    AgentDisconnected,
+    AgentError,
+    AgentStartError,
+    ClientError,
+    ClientTimeout,
+    HandshakeError,
+    ProtocolViolation,
+)
+from agentao.client.files import LocalFiles, Workspace
+from agentao.client.permissions import PolicyPermissions
+from agentao.client.process import AgentProcess
+from agentao.client.record import Recorder, RecordingReader, RecordingWriter
+from agentao.client.serving import ClientSide, Handlers
+from agentao.client.session import Session
+from agentao.client.terminals import LocalTerminals
+from agentao.client.tracking import TrackingConnection
+from agentao.protocol.endpoint import Endpoint, Reader, Writer
+from agentao.protocol.endpoint import Limits as EndpointLimits
+from agentao.protocol.errors import ConnectionClosed, PeerError
+
+log = logging.getLogger("agentao.client")
+PROTOCOL_VERSION = 1
+AUTH_REQUIRED = -32000
+T = TypeVar("T")
+
+
+class Client:
+    def __init__(
+        self,
+        command: AgentCommand | None = None,
+        *,
+        policy: ClientPolicy | None = None,
+        timeouts: Timeouts | None = None,
+        limits: Limits | None = None,
+        handlers: Handlers | None = None,
+        record: str | Recorder | None = None,
+    ) -> None:
+        self.command = command or AgentCommand.ours()
+        self.policy = policy or ClientPolicy()
+        self.timeouts = timeouts or Timeouts()
+        self.limits = limits or Limits()
+        self._side = _client_side(self.policy, self.timeouts, self.limits, handlers or Handlers())
+        self._recorder = Recorder.open(record) if isinstance(record, str) else record
+        self.process: AgentProcess | None = None
+        self.init: Any = None  # schema.InitializeResponse
+        self._endpoint: Endpoint | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._sessions: dict[str, Session] = {}
+        self._authenticated = False
+
+    # ---- lifecycle ------------------------------------------------------------------
+
+    async def __aenter__(self) -> Client:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self, streams: tuple[Reader, Writer] | None = None) -> None:
+        """Spawn the agent (or use `streams`), then `initialize` (+ `authenticate`)."""
+        if streams is None:
+            self.process = await AgentProcess.start(self.command, self.limits.stderr_tail_bytes)
+            streams = (self.process.reader, self.process.writer)
+        self._attach(*streams)
+        try:
+            await self._handshake()
+        except BaseException:
+            await self.close()
+            raise
+
+    def _attach(self, reader: Reader, writer: Writer) -> None:
+        if self._recorder is not None:
+            reader, writer = (
+                RecordingReader(reader, self._recorder),
+                RecordingWriter(writer, self._recorder),
+            )
+        limits = EndpointLimits(max_line_bytes=self.limits.max_line_bytes, shutdown_grace=1.0)
+        connection = TrackingConnection(self._on_prompt_answer)
+        self._endpoint = Endpoint(self._side, role="client", limits=limits, connection=connection)
+        self._endpoint.attach(writer)
+        self._reader_task = asyncio.ensure_future(self._endpoint.run(reader))
+
+    async def close(self) -> int | None:
+        """Release terminals, shut the agent down (EOF, SIGTERM, SIGKILL); its exit code."""
+        with contextlib.suppress(Exception):
+            await self._side.terminals.close()  # type: ignore[attr-defined]
+        code = await self.process.shutdown(self.timeouts) if self.process is not None else None
+        if self._reader_task is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._reader_task), self.timeouts.eof_grace)
+        if self._endpoint is not None:
+            await self._endpoint.aclose()
+        if self._recorder is not None:
+            self._recorder.close()
+            self._recorder = None
+        return code
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.process.returncode if self.process is not None else None
+
+    def stderr_tail(self) -> str:
+        return self.process.stderr_tail() if self.process is not None else ""
+
+    # ---- handshake ------------------------------------------------------------------
+
+    async def _handshake(self) -> None:
+        from agentao.protocol import schema
+
+        params = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientCapabilities": {
+                "fs": {"readTextFile": True, "writeTextFile": True},
+                "terminal": self.policy.terminal,
+            },
+            "clientInfo": {"name": "agentao", "title": "agentao client", "version": __version__},
+        }
+        try:
+            raw = await self._call_raw("initialize", params, self.timeouts.handshake, "handshake")
+        except AgentDisconnected as exc:
+            raise AgentStartError(
+                "the agent exited before answering initialize",
+                exit_code=exc.exit_code,
+                stderr_tail=exc.stderr_tail,
+            ) from None
+        except AgentError as exc:
+            raise HandshakeError(f"initialize failed: {exc.message} (code {exc.code})") from exc
+        try:
+            self.init = self._decode(schema.InitializeResponse, raw)
+        except ProtocolViolation as exc:
+            raise HandshakeError(f"unusable initialize answer: {exc}") from None
+        if self.init.protocol_version != PROTOCOL_VERSION:
+            raise HandshakeError(
+                f"the agent speaks ACP version {self.init.protocol_version}, we speak {PROTOCOL_VERSION}"
+            )
+        if self.policy.auth_method:
+            await self.authenticate(self.policy.auth_method)
+
+    async def authenticate(self, method_id: str) -> None:
+        try:
+            await self._call_raw(
+                "authenticate", {"methodId": method_id}, self.timeouts.handshake, "handshake"
+            )
+        except AgentError as exc:
+            raise HandshakeError(
+                f"authenticate({method_id}) failed: {exc.message} (code {exc.code})"
+            ) from exc
+        self._authenticated = True
+
+    @property
+    def agent_info(self) -> Any:
+        return getattr(self.init, "agent_info", None)
+
+    @property
+    def auth_methods(self) -> list[Any]:
+        return list(getattr(self.init, "auth_methods", None) or [])
+
+    def supports(self, capability: str) -> bool:
+        """`loadSession`, or a session capability such as "list", "resume", "close"."""
+        caps = getattr(self.init, "agent_capabilities", None)
+        if capability in ("load", "loadSession"):
+            return bool(getattr(caps, "load_session", False))
+        session_caps = getattr(caps, "session_capabilities", None)
+        return getattr(session_caps, capability, None) is not None
+
+    # ---- sessions -------------------------------------------------------------------
+
+    async def new_session(
+        self,
+        cwd: str | None = None,
+        *,
+        additional_dirs: Sequence[str] = (),
+        mcp_servers: Sequence[Any] = (),
+    ) -> Session:
+        cwd, dirs = _abs(cwd), tuple(map(_abs, additional_dirs))
+        params = _session_params(cwd, dirs, mcp_servers)
+        opening = Workspace.of("", cwd, dirs)
+        self._side.opening.append(opening)
+        try:
+            response = await self._with_auth(
+                lambda: self._call("session/new", params, "NewSessionResponse")
+            )
+        finally:
+            self._side.opening.remove(opening)
+        return self._open(response.session_id, response, cwd, dirs)
+
+    async def load_session(
+        self,
+        session_id: str,
+        cwd: str | None = None,
+        *,
+        additional_dirs: Sequence[str] = (),
+        mcp_servers: Sequence[Any] = (),
+    ) -> Session:
+        """`session/load`: the replayed history waits in `session.drain()`."""
+        return await self._reopen(
+            "session/load", "LoadSessionResponse", session_id, cwd, additional_dirs, mcp_servers
+        )
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str | None = None,
+        *,
+        additional_dirs: Sequence[str] = (),
+        mcp_servers: Sequence[Any] = (),
+    ) -> Session:
+        """`session/resume`: reattach without a history replay."""
+        return await self._reopen(
+            "session/resume", "ResumeSessionResponse", session_id, cwd, additional_dirs, mcp_servers
+        )
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None) -> Any:
+        params = {k: v for k, v in (("cwd", cwd and _abs(cwd)), ("cursor", cursor)) if v}
+        return await self._call("session/list", params, "ListSessionsResponse")
+
+    async def _reopen(
+        self,
+        method: str,
+        result: str,
+        session_id: str,
+        cwd: str | None,
+        dirs: Sequence[str],
+        mcp: Sequence[Any],
+    ) -> Session:
+        cwd, extra = _abs(cwd), tuple(map(_abs, dirs))
+        st = self._side.state(session_id)  # replayed updates land here, in order
+        st.workspace = Workspace.of(session_id, cwd, extra)
+        params = {"sessionId": session_id, **_session_params(cwd, extra, mcp)}
+        try:
+            response = await self._with_auth(lambda: self._call(method, params, result))
+        except BaseException:
+            if session_id not in self._sessions:
+                self._side.states.pop(session_id, None)
+            raise
+        return self._open(session_id, response, cwd, extra)
+
+    def _open(self, session_id: str, response: Any, cwd: str, dirs: tuple[str, ...]) -> Session:
+        st = self._side.state(session_id)
+        st.workspace = Workspace.of(session_id, cwd, dirs)
+        session = self._sessions[session_id] = Session(self, st, response, cwd)
+        return session
+
+    async def _forget_session(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+        self._side.states.pop(session_id, None)
+        with contextlib.suppress(Exception):
+            await self._side.terminals.release_session(session_id)
+
+    def _on_prompt_answer(self, session_id: str, position: int) -> None:
+        session = self._sessions.get(session_id)
+        turn = session._turn if session is not None else None
+        if turn is not None:
+            turn.end_seq = position
+
+    async def _with_auth(self, call: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await call()
+        except AgentError as exc:
+            if exc.code != AUTH_REQUIRED:
+                raise
+            if self.policy.auth_method and not self._authenticated:
+                await self.authenticate(self.policy.auth_method)
+                return await call()
+            methods = (
+                ", ".join(getattr(m, "id", "?") for m in self.auth_methods) or "none advertised"
+            )
+            raise HandshakeError(f"the agent requires authentication (methods: {methods})") from exc
+
+    # ---- requests -------------------------------------------------------------------
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        """Any request (e.g. an `_agentao.cn/*` extension); the raw result."""
+        return await self._call_raw(method, params, self.timeouts.request)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        try:
+            await self._endpoint_or_fail().notify(method, params)
+        except ConnectionClosed:
+            raise await self._disconnected(f"agent disconnected before {method}") from None
+
+    async def _call(self, method: str, params: Any, result_type: str) -> Any:
+        from agentao.protocol import schema
+
+        raw = await self._call_raw(method, params, self.timeouts.request)
+        return self._decode(getattr(schema, result_type), raw)
+
+    async def _call_raw(
+        self, method: str, params: Any, timeout: float | None = None, timeout_name: str = "request"
+    ) -> Any:
+        endpoint = self._endpoint_or_fail()
+        try:
+            return await asyncio.wait_for(
+                endpoint.request(method, params, result_type=None), timeout
+            )
+        except PeerError as exc:
+            raise AgentError(method, exc.code, exc.message, exc.data) from None
+        except ConnectionClosed:
+            raise await self._disconnected(f"the agent disconnected during {method}") from None
+        except TimeoutError:
+            raise ClientTimeout(timeout_name, timeout or 0.0, method) from None
+
+    def _decode(self, type_: Any, raw: Any) -> Any:
+        from agentao.protocol.decode import decode_lenient
+
+        try:
+            return decode_lenient(type_, {} if raw is None else raw)
+        except (msgspec.ValidationError, TypeError) as exc:
+            raise ProtocolViolation(f"bad {type_.__name__} from the agent: {exc}") from None
+
+    def _endpoint_or_fail(self) -> Endpoint:
+        if self._endpoint is None:
+            raise ClientError("the client is not started")
+        return self._endpoint
+
+    async def _disconnected(self, what: str) -> AgentDisconnected:
+        code = (
+            await self.process.wait(self.timeouts.eof_grace) if self.process is not None else None
+        )
+        return AgentDisconnected(what, exit_code=code, stderr_tail=self.stderr_tail())
+
+    async def _settle_after_disconnect(self) -> None:
+        """After EOF: let the endpoint hand over every update it read before it."""
+        if self._endpoint is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._endpoint.wait_closed(), self.timeouts.eof_grace)
+
+
+def _client_side(
+    policy: ClientPolicy, timeouts: Timeouts, limits: Limits, h: Handlers
+) -> ClientSide:
+    side = ClientSide(
+        files=h.files or LocalFiles(policy.missing_file, limits.max_read_bytes),
+        terminals=h.terminals or LocalTerminals(timeouts.term_grace),
+        permission=h.permission or PolicyPermissions(policy),
+        ask_user=h.ask_user,
+        max_backlog=limits.max_backlog,
+    )
+    side.extensions.update(h.extensions)
+    return side
+
+
+def _abs(path: str | None) -> str:
+    return os.path.abspath(path or os.getcwd())
+
+
+def _session_params(cwd: str, dirs: tuple[str, ...], mcp_servers: Sequence[Any]) -> dict[str, Any]:
+    params: dict[str, Any] = {"cwd": cwd, "mcpServers": list(mcp_servers)}
+    if dirs:
+        params["additionalDirectories"] = list(dirs)
+    return params
+
+
+__all__ = ["PROTOCOL_VERSION", "Client"]

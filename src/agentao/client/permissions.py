@@ -1,0 +1,133 @@
+"""`session/request_permission`: a policy picks one of the agent's options.
+
+The handler seam is one async callable: it gets a `PermissionRequest` and
+returns the chosen `optionId`, or None for the `cancelled` outcome. The
+client races it against the turn: when the turn is cancelled, a pending
+request is answered `cancelled` whatever the handler is doing.
+
+Rules of the default policy, in order:
+* approving picks `allow_once`; rejecting picks `reject_once`;
+* an `*_always` option is picked only with `ClientPolicy.remember`, so the
+  client never hands out a standing permission on its own;
+* when no acceptable option exists, the answer is `cancelled`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentao.client.config import ClientPolicy
+
+READ_KINDS = frozenset({"read", "search", "think"})
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionOption:
+    option_id: str
+    name: str
+    kind: str  # allow_once | allow_always | reject_once | reject_always (or unknown)
+
+    @property
+    def allows(self) -> bool:
+        return self.kind.startswith("allow")
+
+    @property
+    def always(self) -> bool:
+        return self.kind.endswith("_always")
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionRequest:
+    """What the agent asks; `tool_call` is merged with what was announced before."""
+
+    session_id: str
+    tool_call_id: str
+    title: str
+    kind: str  # the tool kind ("edit", "execute", ...; "other" when unknown)
+    options: tuple[PermissionOption, ...]
+    tool_call: dict[str, Any] = field(default_factory=dict)  # merged raw tool call
+
+
+PermissionHandler = Callable[[PermissionRequest], Awaitable[str | None]]
+
+
+def choose(options: tuple[PermissionOption, ...], *, allow: bool, remember: bool) -> str | None:
+    """The option id that approves (or rejects), or None (-> `cancelled`)."""
+    wanted = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
+    for kind in wanted:
+        if kind.endswith("_always") and not remember:
+            continue
+        for option in options:
+            if option.kind == kind:
+                return option.option_id
+    return None
+
+
+class PolicyPermissions:
+    """The default handler: answer by `ClientPolicy.approve`."""
+
+    def __init__(self, policy: ClientPolicy, ask: PermissionHandler | None = None) -> None:
+        self.policy = policy
+        self.ask = ask
+
+    async def __call__(self, request: PermissionRequest) -> str | None:
+        approve = self.policy.approve
+        if approve == "ask":
+            if self.ask is not None:
+                return await self.ask(request)
+            if sys.stdin.isatty():
+                return await ask_in_terminal(request, remember=self.policy.remember)
+            approve = "none"
+        allow = approve == "all" or (approve == "reads" and request.kind in READ_KINDS)
+        return choose(request.options, allow=allow, remember=self.policy.remember)
+
+
+async def ask_in_terminal(request: PermissionRequest, *, remember: bool = False) -> str | None:
+    """Ask the person at the terminal (rich prompt); `*_always` only with `remember`."""
+    offered = [o for o in request.options if remember or not o.always]
+    if not offered:
+        return None
+    return await asyncio.to_thread(_prompt, request, offered)
+
+
+def _prompt(request: PermissionRequest, offered: list[PermissionOption]) -> str | None:
+    from rich.console import Console
+    from rich.prompt import Prompt
+
+    console = Console(stderr=True)
+    console.print(f"\n[bold yellow]Permission[/] {request.title} [dim]({request.kind})[/]")
+    for i, option in enumerate(offered, 1):
+        console.print(f"  [bold]{i}[/] {option.name} [dim]{option.kind}[/]")
+    choices = [str(i) for i in range(1, len(offered) + 1)]
+    default = next((str(i) for i, o in enumerate(offered, 1) if not o.allows), choices[-1])
+    try:
+        answer = Prompt.ask("Choose", choices=choices, default=default, console=console)
+    except (EOFError, KeyboardInterrupt):
+        return None
+    return offered[int(answer) - 1].option_id
+
+
+def parse_options(raw: Any) -> tuple[PermissionOption, ...]:
+    """The agent's options, skipping malformed ones (lenient, like the schema asks)."""
+    out = []
+    for item in raw if isinstance(raw, list) else ():
+        if isinstance(item, dict) and isinstance(item.get("optionId"), str):
+            kind = item.get("kind") if isinstance(item.get("kind"), str) else ""
+            out.append(PermissionOption(item["optionId"], str(item.get("name", "")), kind))
+    return tuple(out)
+
+
+__all__ = [
+    "READ_KINDS",
+    "PermissionHandler",
+    "PermissionOption",
+    "PermissionRequest",
+    "PolicyPermissions",
+    "ask_in_terminal",
+    "choose",
+    "parse_options",
+]

@@ -1,0 +1,222 @@
+"""The client side of the wire: the methods an agent calls on us.
+
+The endpoint looks methods up by wire name (`fs/read_text_file` ->
+`fs_read_text_file`, extensions in `extensions`). Each one delegates to a
+replaceable handler (`Handlers`), after the checks that are not optional:
+the session must be known, paths stay inside its workspace, and a pending
+permission or ask_user question is answered `cancelled` / unavailable the
+moment its turn is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from agentao.client.events import PermissionDecision
+from agentao.client.files import FileHandler, Workspace
+from agentao.client.permissions import (
+    PermissionHandler,
+    PermissionRequest,
+    parse_options,
+)
+from agentao.client.state import SessionState
+from agentao.client.terminals import TerminalHandler
+from agentao.protocol.endpoint import current_message
+from agentao.protocol.errors import InvalidParams, SessionNotFound
+
+log = logging.getLogger("agentao.client")
+
+ASK_USER_UNAVAILABLE = "(user unavailable)"
+AskUser = Callable[[str, str], Awaitable[str]]  # (session id, question) -> answer
+Extension = Callable[[dict[str, Any]], Awaitable[Any]]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Handlers:
+    """Replacements for the default handlers (None keeps the default)."""
+
+    files: FileHandler | None = None
+    terminals: TerminalHandler | None = None
+    permission: PermissionHandler | None = None
+    ask_user: AskUser | None = None
+    extensions: Mapping[str, Extension] = field(default_factory=dict)  # "_vendor/method" -> fn
+
+
+class ClientSide:
+    """The handler object bound to the client's endpoint."""
+
+    def __init__(
+        self,
+        files: FileHandler,
+        terminals: TerminalHandler,
+        permission: PermissionHandler,
+        ask_user: AskUser | None,
+        max_backlog: int,
+    ) -> None:
+        self.files = files
+        self.terminals = terminals
+        self.permission = permission
+        self.ask_user = ask_user
+        self.max_backlog = max_backlog
+        self.states: dict[str, SessionState] = {}
+        self.opening: list[Workspace] = []  # workspaces of session/new calls in flight
+        self.extensions: dict[str, Extension] = {"_agentao.cn/ask_user": self._ask_user}
+
+    def state(self, session_id: str) -> SessionState:
+        st = self.states.get(session_id)
+        if st is None:
+            st = self.states[session_id] = SessionState(session_id, self.max_backlog)
+        return st
+
+    def workspace(self, session_id: Any) -> Workspace:
+        st = self.states.get(session_id) if isinstance(session_id, str) else None
+        if st is not None and st.workspace is not None:
+            return st.workspace
+        if self.opening:  # asked while its session/new is still being answered
+            ws = self.opening[-1]
+            return Workspace(str(session_id), ws.roots)
+        raise SessionNotFound(str(session_id))
+
+    # ---- session/update -------------------------------------------------------------
+
+    def session_update(self, params: Any) -> None:
+        raw = _raw_params()
+        raw_update = raw.get("update") if isinstance(raw.get("update"), dict) else {}
+        session_id = getattr(params, "session_id", None) or raw.get("sessionId")
+        kind = raw_update.get("sessionUpdate")
+        if not isinstance(session_id, str):
+            log.warning("session/update without a sessionId: ignored")
+            return
+        if not isinstance(kind, str):
+            kind = "unknown"
+        value = getattr(params, "update", None)
+        st = self.state(session_id)
+        st.stream.push_update(st.apply(kind, _known(value), raw_update))
+
+    # ---- session/request_permission -------------------------------------------------
+
+    async def session_request_permission(self, params: Any) -> dict[str, Any]:
+        raw = _raw_params()
+        st = self.state(_session_of(params, raw))
+        tool_raw = raw.get("toolCall") if isinstance(raw.get("toolCall"), dict) else {}
+        tool = st.upsert_tool_call(tool_raw, announced=False)  # logs one never announced
+        request = PermissionRequest(
+            st.session_id,
+            tool.tool_call_id if tool else "",
+            tool.title if tool else "",
+            tool.kind if tool else "other",
+            parse_options(raw.get("options")),
+            dict(tool.raw) if tool else dict(tool_raw),
+        )
+        option_id, by_turn = await _unless_cancelled(st, self.permission(request), None)
+        if option_id is not None and not any(o.option_id == option_id for o in request.options):
+            log.warning(
+                "permission handler chose unknown option %r: answering cancelled", option_id
+            )
+            option_id = None
+        chosen = next((o for o in request.options if o.option_id == option_id), None)
+        approved = chosen is not None and chosen.allows
+        if not approved and not by_turn:
+            st.denied += 1
+        st.stream.push_event(PermissionDecision(request, option_id, approved, by_turn))
+        if option_id is None:
+            return {"outcome": {"outcome": "cancelled"}}
+        return {"outcome": {"outcome": "selected", "optionId": option_id}}
+
+    async def _ask_user(self, params: dict[str, Any]) -> dict[str, Any]:
+        st = self.state(_session_of(None, params))
+        question = params.get("question")
+        if self.ask_user is None or not isinstance(question, str):
+            return {"answer": ASK_USER_UNAVAILABLE}
+        answer, _ = await _unless_cancelled(st, self.ask_user(st.session_id, question), None)
+        return {"answer": answer if isinstance(answer, str) else ASK_USER_UNAVAILABLE}
+
+    # ---- fs/* -----------------------------------------------------------------------
+
+    async def fs_read_text_file(self, params: Any) -> dict[str, Any]:
+        ws = self.workspace(params.session_id)
+        content = await self.files.read_text_file(ws, params.path, params.line, params.limit)
+        return {"content": content}
+
+    async def fs_write_text_file(self, params: Any) -> dict[str, Any]:
+        ws = self.workspace(params.session_id)
+        await self.files.write_text_file(ws, params.path, params.content)
+        return {}
+
+    # ---- terminal/* -----------------------------------------------------------------
+
+    async def terminal_create(self, params: Any) -> dict[str, Any]:
+        ws = self.workspace(params.session_id)
+        return {"terminalId": await self.terminals.create(ws, _raw_params())}
+
+    async def terminal_output(self, params: Any) -> dict[str, Any]:
+        return await self.terminals.output(self.workspace(params.session_id), params.terminal_id)
+
+    async def terminal_wait_for_exit(self, params: Any) -> dict[str, Any]:
+        ws = self.workspace(params.session_id)
+        return await self.terminals.wait_for_exit(ws, params.terminal_id)
+
+    async def terminal_kill(self, params: Any) -> dict[str, Any]:
+        await self.terminals.kill(self.workspace(params.session_id), params.terminal_id)
+        return {}
+
+    async def terminal_release(self, params: Any) -> dict[str, Any]:
+        await self.terminals.release(self.workspace(params.session_id), params.terminal_id)
+        return {}
+
+
+async def _unless_cancelled(st: SessionState, work: Awaitable[T], fallback: T) -> tuple[T, bool]:
+    """Run `work` unless the session's turn is cancelled first: (result, cancelled_by_turn)."""
+    if st.cancelled.is_set():
+        _close(work)
+        return fallback, True
+    task = asyncio.ensure_future(work)
+    cancelled = asyncio.ensure_future(st.cancelled.wait())
+    try:
+        await asyncio.wait({task, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        cancelled.cancel()
+        if not task.done():
+            task.cancel()
+    if not task.done() or task.cancelled():
+        return fallback, True
+    if task.exception() is not None:  # a broken handler must not leave the agent waiting
+        log.error("client handler failed: %r; answering with the safe default", task.exception())
+        return fallback, False
+    return task.result(), False
+
+
+def _close(work: Awaitable[Any]) -> None:
+    close = getattr(work, "close", None)
+    if close is not None:
+        close()  # never awaited: avoid the "coroutine was never awaited" warning
+
+
+def _raw_params() -> dict[str, Any]:
+    message = current_message() or {}
+    params = message.get("params")
+    return params if isinstance(params, dict) else {}
+
+
+def _session_of(params: Any, raw: dict[str, Any]) -> str:
+    session_id = getattr(params, "session_id", None) or raw.get("sessionId")
+    if not isinstance(session_id, str):
+        raise InvalidParams(
+            'Invalid params: "sessionId" must be a string', {"sessionId": session_id}
+        )
+    return session_id
+
+
+def _known(value: Any) -> Any:
+    """The typed update, or None when the schema did not know its kind."""
+    if value is None or type(value).__name__ == "UnknownVariant":
+        return None
+    return value
+
+
+__all__ = ["ASK_USER_UNAVAILABLE", "AskUser", "ClientSide", "Extension", "Handlers"]

@@ -1,0 +1,74 @@
+"""A client-side Connection that notes where each prompt's answer falls in the stream.
+
+The endpoint hands a session's updates to our handler in order, and resolves
+a `session/prompt` answer behind them; but an update the agent sent *after*
+the answer could still be handled before the turn's task wakes up. So the
+position is taken here, synchronously, as lines come off the wire: when the
+answer to a prompt is received, the number of that session's updates
+received so far is the turn's end (see `stream.py`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from agentao.protocol.connection import (
+    Connection,
+    Notification,
+    PendingRequest,
+    RequestId,
+    Response,
+    session_id_of,
+)
+from agentao.protocol.framing import Oversize
+
+# (session id, updates of that session received before the answer) -> None
+OnPromptAnswer = Callable[[str, int], None]
+
+
+class TrackingConnection(Connection):
+    def __init__(self, on_prompt_answer: OnPromptAnswer) -> None:
+        super().__init__("client")
+        self._on_prompt_answer = on_prompt_answer
+        self._received: defaultdict[str | None, int] = defaultdict(int)
+        self._prompts: dict[RequestId, str] = {}
+
+    def receive(self, line: bytes | Oversize) -> Any:
+        event = super().receive(line)
+        if isinstance(event, Notification):
+            if event.method == "session/update":
+                self._received[event.session_id] += 1
+        elif isinstance(event, Response):
+            session_id = self._prompts.pop(event.id, None)
+            if session_id is not None:
+                self._on_prompt_answer(session_id, self._received[session_id])
+        return event
+
+    def request(
+        self, method: str, params: Any = None, *, result_type: Any = ...
+    ) -> tuple[int, bytes]:
+        request_id, data = super().request(method, params, result_type=result_type)
+        if method == "session/prompt":
+            session_id = _session_id(params)
+            if session_id is not None:
+                self._prompts[request_id] = session_id
+        return request_id, data
+
+    def forget(self, request_id: RequestId) -> PendingRequest | None:
+        self._prompts.pop(request_id, None)
+        return super().forget(request_id)
+
+    def received(self, session_id: str) -> int:
+        return self._received[session_id]
+
+
+def _session_id(params: Any) -> str | None:
+    if isinstance(params, dict):
+        return session_id_of(params)
+    sid = getattr(params, "session_id", None)
+    return sid if isinstance(sid, str) else None
+
+
+__all__ = ["TrackingConnection"]

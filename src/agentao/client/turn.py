@@ -1,0 +1,131 @@
+"""One prompt turn: an async iterator over its events, ending with `TurnEnd`.
+
+    turn = session.prompt("fix the test")
+    async for event in turn:          # Update | PermissionDecision | TurnEnd (last)
+        ...
+
+The `session/prompt` request is sent when the turn is created. Events come
+from the session's stream (`stream.py`) up to the position where the answer
+was read, so the order is exactly the agent's. Failure modes end the
+iteration with an exception *after* everything received before it:
+AgentError (the agent answered with an error), AgentDisconnected (it went
+away mid-turn; the endpoint fails the request at EOF, we never hang).
+
+`cancel()` sends `session/cancel`, answers pending permission requests
+`cancelled` at once, and waits `Timeouts.cancel_grace` for the agent's answer;
+an agent that never answers gets `$/cancel_request` and the turn ends with a
+`TurnEnd(stop_reason="cancelled", forced=True)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from agentao.client.errors import ClientError, ProtocolViolation
+from agentao.client.events import Event, TurnEnd
+
+if TYPE_CHECKING:
+    from agentao.client.session import Session
+
+log = logging.getLogger("agentao.client")
+
+
+class Turn:
+    def __init__(self, session: Session, prompt: list[Any]) -> None:
+        self.session = session
+        self._stream = session.state.stream
+        self.end_seq: int | None = None  # set when the answer is read off the wire
+        self._forced = False
+        self._finished = False
+        self._error: BaseException | None = None  # raised once the stream is drained
+        self._timer: asyncio.TimerHandle | None = None
+        params = {"sessionId": session.id, "prompt": prompt}
+        self._task = asyncio.ensure_future(session.client._call_raw("session/prompt", params))
+        self._task.add_done_callback(lambda _t: self._stream.wake())
+
+    @property
+    def done(self) -> bool:
+        return self._finished
+
+    def __aiter__(self) -> Turn:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._finished:
+            return self._after_end()
+        while True:
+            item = self._stream.pop(self.end_seq)
+            if item is not None:
+                return item
+            if self._task.done() and self._caught_up():
+                return await self._end()
+            await self._stream.changed()
+
+    async def run(self) -> TurnEnd:
+        """Consume the whole turn; return its end (events are dropped)."""
+        end = None
+        async for event in self:
+            if isinstance(event, TurnEnd):
+                end = event
+        assert end is not None
+        return end
+
+    async def cancel(self) -> None:
+        """Ask the agent to stop; pending permission requests are answered `cancelled`."""
+        if self._task.done():
+            return
+        self.session.state.cancelled.set()
+        with contextlib.suppress(ClientError):
+            await self.session.client.notify("session/cancel", {"sessionId": self.session.id})
+        if self._timer is None:
+            grace = self.session.client.timeouts.cancel_grace
+            self._timer = asyncio.get_running_loop().call_later(grace, self._force)
+
+    def _force(self) -> None:
+        if not self._task.done():
+            log.warning("agent did not answer session/cancel in time; ending the turn")
+            self._forced = True
+            self._task.cancel()
+
+    def _caught_up(self) -> bool:
+        return self.end_seq is None or self._stream.seq >= self.end_seq
+
+    async def _end(self) -> Event:
+        self._finished = True
+        self.session._turn_finished(self)
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._task.cancelled():
+            return TurnEnd(self.session.id, "cancelled", forced=self._forced)
+        error = self._task.exception()
+        if error is None:
+            return self._turn_end(self._task.result())
+        if self.end_seq is None:  # the agent went away: hand over what it sent first
+            await self.session.client._settle_after_disconnect()
+        self._error = error
+        return self._after_end()
+
+    def _after_end(self) -> Event:
+        if self._error is None:
+            raise StopAsyncIteration
+        item = self._stream.pop(self.end_seq)
+        if item is not None:
+            return item
+        error, self._error = self._error, None
+        raise error
+
+    def _turn_end(self, raw: Any) -> TurnEnd:
+        from agentao.protocol import schema
+
+        result = raw if isinstance(raw, dict) else {}
+        stop_reason = result.get("stopReason")
+        if not isinstance(stop_reason, str):
+            raise ProtocolViolation(f"session/prompt answered without a stopReason: {raw!r}")
+        response = self.session.client._decode(schema.PromptResponse, result)
+        return TurnEnd(self.session.id, stop_reason, response, result)
+
+
+__all__ = ["Turn"]

@@ -1,0 +1,311 @@
+"""A scripted fake ACP agent: the prompt's first word picks a misbehaviour.
+
+    python tests/fakes/fake_agents/scenario.py [--early-update] [--auth]
+
+Prompts (text of the first content block):
+    hello                 one chunk, end_turn
+    flood N               N chunks "0".."N-1", end_turn
+    dup-tool              tool_call, the same tool_call again, an update, end_turn
+    late                  a chunk, the prompt result, then a late update (one write)
+    unknown               an update of an unknown kind with extra fields, then a chunk
+    perm KIND             tool_call of KIND, request_permission; reports the outcome
+    perm-unannounced      request_permission for a tool call never announced
+    perm-hang             request_permission, then waits for session/cancel
+    hang                  a chunk, then waits for session/cancel; one more update; cancelled
+    ignore-cancel         a chunk, then never answers (not even to session/cancel)
+    crash                 a chunk, a line on stderr, exit code 3
+    fs-read PATH [LINE LIMIT]   fs/read_text_file; reports the answer (or error) as text
+    fs-write PATH TEXT    fs/write_text_file; reports the answer
+    term CMD...           terminal/create + wait_for_exit + output + release; reports them
+    ask QUESTION          _agentao.cn/ask_user; reports the answer
+    ids                   its own requests use id 0 and a string id
+    error                 answers the prompt with a JSON-RPC error -32603
+
+Options: --early-update sends a session/update for the new session *before*
+the session/new result; --auth answers session/new with -32000 until
+`authenticate` was called.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from typing import Any
+
+from _wire import Wire, chunk, update
+
+wire = Wire()
+ARGS = sys.argv[1:]
+state = {"authed": False, "next_id": 100}
+
+
+def next_id() -> int:
+    state["next_id"] += 1
+    return state["next_id"]
+
+
+def on_initialize(msg: dict[str, Any]) -> None:
+    auth = [{"id": "key", "name": "API key"}] if "--auth" in ARGS else []
+    wire.reply(
+        msg,
+        {
+            "protocolVersion": 1,
+            "agentCapabilities": {"loadSession": True, "sessionCapabilities": {"close": {}}},
+            "authMethods": auth,
+            "agentInfo": {"name": "fake", "version": "0"},
+            "_meta": {"extra": True},
+        },
+    )
+
+
+def on_session_new(msg: dict[str, Any]) -> None:
+    if "--auth" in ARGS and not state["authed"]:
+        wire.error(msg, -32000, "Authentication required")
+        return
+    sid = str(uuid.uuid4())
+    response = {"jsonrpc": "2.0", "id": msg["id"], "result": {"sessionId": sid}}
+    if "--early-update" in ARGS:
+        wire.send(chunk(sid, "early"), response)
+    else:
+        wire.send(response)
+
+
+def wait_cancel(sid: str) -> None:
+    """Block until session/cancel for `sid` (other messages are kept for later)."""
+    while True:
+        msg = wire._read_line()
+        if msg is None:
+            raise SystemExit(0)
+        if msg.get("method") == "session/cancel":
+            return
+        wire.backlog.append(msg)
+
+
+def tool_call(sid: str, tid: str, kind: str, **extra: Any) -> dict[str, Any]:
+    body = {"sessionUpdate": "tool_call", "toolCallId": tid, "title": f"{kind} thing", "kind": kind}
+    return update(sid, {**body, "status": "pending", **extra})
+
+
+def permission(sid: str, tid: str, kind: str, request_id: Any = None) -> dict[str, Any]:
+    options = [
+        {"optionId": "yes-always", "name": "Always", "kind": "allow_always"},
+        {"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "no", "name": "Reject", "kind": "reject_once"},
+    ]
+    tool = {"toolCallId": tid, "title": f"{kind} thing", "kind": kind}
+    params = {"sessionId": sid, "toolCall": tool, "options": options}
+    return wire.call(
+        next_id() if request_id is None else request_id, "session/request_permission", params
+    )
+
+
+def report(sid: str, value: Any) -> None:
+    wire.send(chunk(sid, json.dumps(value)))
+
+
+def end(msg: dict[str, Any], reason: str = "end_turn") -> None:
+    wire.reply(msg, {"stopReason": reason})
+
+
+def on_prompt(msg: dict[str, Any]) -> None:
+    sid = msg["params"]["sessionId"]
+    words = msg["params"]["prompt"][0].get("text", "").split()
+    name, args = (words[0], words[1:]) if words else ("hello", [])
+    handler = PROMPTS.get(name)
+    if handler is None:
+        wire.send(chunk(sid, f"unknown scenario {name}"))
+        end(msg)
+        return
+    handler(msg, sid, args)
+
+
+def p_hello(msg, sid, args):
+    wire.send(chunk(sid, "hello"))
+    end(msg)
+
+
+def p_flood(msg, sid, args):
+    n = int(args[0])
+    batch = []
+    for i in range(n):
+        batch.append(chunk(sid, str(i)))
+        if len(batch) == 500:
+            wire.send(*batch)
+            batch = []
+    wire.send(*batch)
+    end(msg)
+
+
+def p_dup_tool(msg, sid, args):
+    wire.send(tool_call(sid, "t1", "read"))
+    wire.send(tool_call(sid, "t1", "read", title="read thing again", rawInput={"a": 1}))
+    wire.send(
+        update(
+            sid, {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"}
+        )
+    )
+    end(msg)
+
+
+def p_late(msg, sid, args):
+    late = update(sid, {"sessionUpdate": "available_commands_update", "availableCommands": []})
+    wire.send(
+        chunk(sid, "before"),
+        {"jsonrpc": "2.0", "id": msg["id"], "result": {"stopReason": "end_turn"}},
+        late,
+    )
+
+
+def p_unknown(msg, sid, args):
+    wire.send(update(sid, {"sessionUpdate": "brand_new_kind", "payload": {"x": 1}}))
+    odd = chunk(sid, "after")
+    odd["params"]["update"]["futureField"] = [1, 2]
+    wire.send(odd)
+    end(msg)
+
+
+def p_perm(msg, sid, args):
+    kind = args[0] if args else "edit"
+    wire.send(tool_call(sid, "p1", kind))
+    answer = permission(sid, "p1", kind)
+    report(sid, answer.get("result"))
+    end(msg)
+
+
+def p_perm_unannounced(msg, sid, args):
+    answer = permission(sid, "ghost", "read")
+    report(sid, answer.get("result"))
+    end(msg)
+
+
+def p_perm_hang(msg, sid, args):
+    request_id = next_id()
+    options = [{"optionId": "no", "name": "Reject", "kind": "reject_once"}]
+    params = {"sessionId": sid, "toolCall": {"toolCallId": "h1", "title": "x"}, "options": options}
+    wire.send(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "session/request_permission",
+            "params": params,
+        }
+    )
+    answer = wire.wait_response(request_id)  # the client answers when the turn is cancelled
+    report(sid, answer.get("result"))
+    end(msg, "cancelled")
+
+
+def p_hang(msg, sid, args):
+    wire.send(chunk(sid, "working"))
+    wait_cancel(sid)
+    wire.send(chunk(sid, "stopping"))
+    end(msg, "cancelled")
+
+
+def p_ignore_cancel(msg, sid, args):
+    wire.send(chunk(sid, "working"))
+    while wire._read_line() is not None:
+        pass
+    raise SystemExit(0)
+
+
+def p_crash(msg, sid, args):
+    wire.send(chunk(sid, "about to crash"))
+    sys.stderr.write("fatal: the fake agent crashed on purpose\n")
+    sys.stderr.flush()
+    raise SystemExit(3)
+
+
+def p_fs_read(msg, sid, args):
+    params: dict[str, Any] = {"sessionId": sid, "path": args[0]}
+    if len(args) >= 3:
+        params.update(line=int(args[1]), limit=int(args[2]))
+    answer = wire.call(next_id(), "fs/read_text_file", params)
+    report(sid, answer.get("result", answer.get("error")))
+    end(msg)
+
+
+def p_fs_write(msg, sid, args):
+    params = {"sessionId": sid, "path": args[0], "content": " ".join(args[1:])}
+    answer = wire.call(next_id(), "fs/write_text_file", params)
+    report(sid, answer.get("result", answer.get("error")))
+    end(msg)
+
+
+def p_term(msg, sid, args):
+    created = wire.call(next_id(), "terminal/create", {"sessionId": sid, "command": " ".join(args)})
+    tid = created["result"]["terminalId"]
+    ref = {"sessionId": sid, "terminalId": tid}
+    waited = wire.call(next_id(), "terminal/wait_for_exit", ref)
+    output = wire.call(next_id(), "terminal/output", ref)
+    wire.call(next_id(), "terminal/release", ref)
+    report(sid, {"exit": waited["result"], "output": output["result"]})
+    end(msg)
+
+
+def p_ask(msg, sid, args):
+    answer = wire.call(
+        next_id(), "_agentao.cn/ask_user", {"sessionId": sid, "question": " ".join(args)}
+    )
+    report(sid, answer.get("result"))
+    end(msg)
+
+
+def p_ids(msg, sid, args):
+    wire.send(tool_call(sid, "i1", "read"))
+    first = permission(sid, "i1", "read", request_id=0)
+    second = permission(sid, "i1", "read", request_id="req-abc")
+    report(sid, [first.get("result"), second.get("result")])
+    end(msg)
+
+
+def p_error(msg, sid, args):
+    wire.send(chunk(sid, "failing"))
+    wire.error(msg, -32603, "Internal error: the model fell over")
+
+
+PROMPTS = {
+    "hello": p_hello,
+    "flood": p_flood,
+    "dup-tool": p_dup_tool,
+    "late": p_late,
+    "unknown": p_unknown,
+    "perm": p_perm,
+    "perm-unannounced": p_perm_unannounced,
+    "perm-hang": p_perm_hang,
+    "hang": p_hang,
+    "ignore-cancel": p_ignore_cancel,
+    "crash": p_crash,
+    "fs-read": p_fs_read,
+    "fs-write": p_fs_write,
+    "term": p_term,
+    "ask": p_ask,
+    "ids": p_ids,
+    "error": p_error,
+}
+
+
+def main() -> None:
+    while (msg := wire.read()) is not None:
+        method = msg.get("method")
+        if method == "initialize":
+            on_initialize(msg)
+        elif method == "authenticate":
+            state["authed"] = True
+            wire.reply(msg, {})
+        elif method in ("session/new",):
+            on_session_new(msg)
+        elif method in ("session/load", "session/resume"):
+            wire.send(chunk(msg["params"]["sessionId"], "replayed"))
+            wire.reply(msg, {})
+        elif method == "session/prompt":
+            on_prompt(msg)
+        elif method in ("session/set_mode", "session/set_config_option", "session/close"):
+            wire.reply(msg, {})
+        elif "id" in msg and method is not None:
+            wire.error(msg, -32601, f"Method not found: {method}")
+
+
+if __name__ == "__main__":
+    main()
