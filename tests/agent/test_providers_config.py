@@ -36,6 +36,14 @@ def test_prefix_variables_and_case_insensitive_id() -> None:
     assert config.model_value == "deepseek/deepseek-reasoner"
 
 
+def test_anthropic_prefix_speaks_the_messages_api() -> None:
+    from agentao.agent.providers.anthropic_provider import AnthropicProvider
+
+    config = resolve_provider(None, {"LLM_PROVIDER": "Anthropic", "ANTHROPIC_API_KEY": "k"})
+    assert (config.model, config.base_url) == ("claude-sonnet-4-5", None)
+    assert isinstance(make_provider(config), AnthropicProvider)
+
+
 def test_only_the_configured_provider_resolves() -> None:
     with pytest.raises(ProviderNotFound) as info:
         resolve_provider("anthropic", {"OPENAI_API_KEY": "k"})

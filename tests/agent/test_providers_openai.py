@@ -209,3 +209,18 @@ async def test_turn_does_not_retry_401(fake_llm: FakeLLM, llm: OpenAIProvider, t
     assert info.value.reason == "auth" and len(fake_llm.requests) == 1
     assert session.messages == [UserMessage("hi")]
     assert session.turns[-1].error == "auth"
+
+
+async def test_fake_llm_also_serves_models_and_plain_completions(fake_llm: FakeLLM) -> None:
+    """Other suites (gateway, client) use these routes of the fake directly."""
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=fake_llm.base_url, api_key="test-key", max_retries=0)
+    assert [m.id async for m in client.models.list()] == ["fake-model"]
+    fake_llm.reply("a", "b", reasoning=["r"], tool_calls=[FakeToolCall("echo", {"x": 1}, id="c")])
+    reply = await client.chat.completions.create(model="fake-model", messages=[])
+    message = reply.choices[0].message
+    assert message.content == "ab" and message.tool_calls[0].function.arguments == '{"x": 1}'
+    assert reply.choices[0].finish_reason == "tool_calls" and reply.usage.total_tokens == 15
+    assert fake_llm.requests[0].done.is_set() and not fake_llm.requests[0].disconnected.is_set()
+    await client.close()

@@ -91,6 +91,8 @@ class _Defaults:
     model: str | None
 
 
+_VARS = ("API_KEY", "BASE_URL", "MODEL")  # {PREFIX}_...
+
 # Prefixes whose endpoint and a sensible model are known; others must name both.
 _KNOWN = {
     "OPENAI": _Defaults("https://api.openai.com/v1", "gpt-4o"),
@@ -111,22 +113,17 @@ def resolve_provider(
     if configured == "SCRIPTED":
         return _scripted(env, limits)
     known = _KNOWN.get(configured, _Defaults(None, None))
-    key, base_url, model = (env.get(f"{configured}_{v}", "").strip() for v in _VARS)
-    base_url = base_url or known.base_url
-    model = model or known.model
-    missing = [f"{configured}_API_KEY"] if not key else []
-    if configured not in _KNOWN:
-        missing += [
-            f"{configured}_{v}" for v, s in (("BASE_URL", base_url), ("MODEL", model)) if not s
-        ]
-    if missing:
-        optional = [f"{configured}_{v}" for v in _VARS[1:] if f"{configured}_{v}" not in missing]
-        raise MissingCredentials(missing, optional)
-    assert model is not None  # known prefixes have a default model
+    names = {v: f"{configured}_{v}" for v in _VARS}
+    values = {v: env.get(names[v], "").strip() for v in _VARS}
+    key = values["API_KEY"]
+    base_url = values["BASE_URL"] or known.base_url
+    model = values["MODEL"] or known.model
+    required = ("API_KEY",) if configured in _KNOWN else _VARS
+    found = {"API_KEY": key, "BASE_URL": base_url, "MODEL": model}
+    if missing := [names[v] for v in required if not found[v]]:
+        raise MissingCredentials(missing, [names[v] for v in _VARS if v not in required])
+    assert model is not None  # required, or known
     return LlmConfig(configured, model, key, base_url, limits=limits)
-
-
-_VARS = ("API_KEY", "BASE_URL", "MODEL")
 
 
 def _scripted(env: Mapping[str, str], limits: Limits) -> LlmConfig:
