@@ -1,0 +1,344 @@
+"""`AcpAgent`: the handler object the endpoint dispatches to (one method per ACP method).
+
+Each method checks its params, finds or builds the `LiveSession`, and hands
+the work to the module that owns it: `turns.py` (prompts), `replay.py`
+(load), `config_options.py` (model, modes), `persistence.py` (the store).
+Work a session does after it is announced (starting MCP servers, a startup
+replay) is scheduled to run after the reply, so the `session/new` result is
+on the wire before the session's first update.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+from agentao.agent.config import LlmConfig, resolve_provider, split_model_value
+from agentao.agent.events import TurnEvent
+from agentao.agent.mcp import McpHub, McpServerConfig
+from agentao.agent.providers import make_provider
+from agentao.agent.providers.errors import MissingCredentials, ProviderNotFound
+from agentao.agent.session import AgentSession
+from agentao.protocol import schema
+from agentao.protocol.endpoint import Endpoint
+from agentao.protocol.errors import AuthRequired, InvalidParams, InvalidRequest, SessionNotFound
+from agentao.server import config_options as opts
+from agentao.server.capabilities import initialize_response
+from agentao.server.client_env import ClientIo
+from agentao.server.live import LiveSession, SessionRegistry
+from agentao.server.mcp_config import fingerprint, parse_mcp_servers
+from agentao.server.opening import SessionFactory
+from agentao.server.params import directories, directory, is_request, raw_params
+from agentao.server.persistence import CorruptSession, SessionArchive
+from agentao.server.replay import history
+from agentao.server.settings import ServerSettings
+from agentao.server.turns import prompt_text, run_prompt
+from agentao.server.updates import UpdateMapper, config_option_update, current_mode_update
+
+log = logging.getLogger("agentao.server")
+
+SET_MODEL_METHOD = "_agentao.cn/set_model"
+
+
+class AcpAgent:
+    def __init__(
+        self, archive: SessionArchive, settings: ServerSettings, resume: str | None = None
+    ) -> None:
+        self.archive = archive
+        self.settings = settings
+        self.endpoint: Endpoint | None = None
+        self.sessions = SessionRegistry()
+        self.mapper = UpdateMapper()
+        self.io = ClientIo()
+        self._resume = resume  # seed C.2 "Startup resume": consumed by the first session/new
+        self._background: set[asyncio.Task[Any]] = set()
+        self.extensions = {SET_MODEL_METHOD: self.set_model}
+
+    @property
+    def factory(self) -> SessionFactory:
+        assert self.endpoint is not None, "bind the endpoint first"
+        return SessionFactory(self.endpoint, self.io, self.settings)
+
+    # ---- connection ------------------------------------------------------------------
+
+    async def initialize(self, params: schema.InitializeRequest) -> dict[str, Any]:
+        caps = params.client_capabilities
+        self.io = ClientIo.from_capabilities(caps)
+        self.mapper = UpdateMapper(
+            notices=caps.session is not None and caps.session.notices is not None
+        )
+        return initialize_response()
+
+    # ---- session lifecycle -----------------------------------------------------------
+
+    async def session_new(self, params: schema.NewSessionRequest) -> schema.NewSessionResponse:
+        cwd = directory(params.cwd, "cwd")
+        extra = directories(params.additional_directories, "additionalDirectories")
+        raw_servers = raw_params().get("mcpServers")
+        servers = parse_mcp_servers(raw_servers, str(cwd))
+        llm = _resolve_llm(None)
+        resume, self._resume = self._resume, None
+        live = await self._startup_resume(resume, cwd, servers) if resume is not None else None
+        replay = live is not None
+        if live is None:
+            agent = AgentSession.new(cwd, llm, extra)
+            agent.meta["mcp_fingerprint"] = fingerprint(raw_servers)
+            live = self.factory.open(agent, llm, {}, servers)
+            await self.archive.create(agent, live.engine)
+        self.sessions.add(live)
+        live.setup = self._after_reply(self._setup(live, replay=replay))
+        return schema.NewSessionResponse(
+            session_id=live.id,
+            modes=opts.mode_state(live.agent.mode_id),
+            config_options=opts.model_options(live.llm),
+        )
+
+    async def session_load(self, params: schema.LoadSessionRequest) -> schema.LoadSessionResponse:
+        live = await self._restore(params)
+        for event in history(live.agent):
+            await self._emit(live.id, event)
+        live.setup = self._after_reply(self._setup(live, replay=False))
+        return schema.LoadSessionResponse(
+            modes=opts.mode_state(live.agent.mode_id), config_options=opts.model_options(live.llm)
+        )
+
+    async def session_resume(
+        self, params: schema.ResumeSessionRequest
+    ) -> schema.ResumeSessionResponse:
+        live = self.sessions.find(params.session_id)
+        if live is None or live.state.state != "idle":
+            live = await self._restore(params)
+            live.setup = self._after_reply(self._setup(live, replay=False))
+        return schema.ResumeSessionResponse(
+            modes=opts.mode_state(live.agent.mode_id), config_options=opts.model_options(live.llm)
+        )
+
+    async def session_list(self, params: schema.ListSessionsRequest) -> schema.ListSessionsResponse:
+        summaries, cursor = await self.archive.page(params.cwd, params.cursor)
+        infos = [
+            schema.SessionInfo(
+                session_id=s.id,
+                cwd=s.cwd,
+                additional_directories=s.additional_directories or None,
+                title=s.title,
+                updated_at=s.updated_at,
+            )
+            for s in summaries
+        ]
+        return schema.ListSessionsResponse(sessions=infos, next_cursor=cursor)
+
+    async def session_close(self, params: schema.CloseSessionRequest) -> None:
+        live = self.sessions.get(params.session_id)
+        self.sessions.remove(live.id)
+        await live.close(self.settings.close_grace)
+
+    async def session_delete(self, params: schema.DeleteSessionRequest) -> None:
+        live = self.sessions.remove(params.session_id)
+        if live is not None:
+            await live.close(self.settings.close_grace)
+        if not await self.archive.delete(params.session_id) and live is None:
+            raise SessionNotFound(params.session_id)
+
+    # ---- turns -----------------------------------------------------------------------
+
+    async def session_prompt(self, params: schema.PromptRequest) -> schema.PromptResponse:
+        live = self.sessions.get(params.session_id)
+        text = prompt_text(params.prompt)
+
+        async def emit(event: TurnEvent) -> None:
+            await self._emit(live.id, event)
+
+        return await run_prompt(live, text, emit, self._commit, self.settings.turn)
+
+    async def session_cancel(self, params: schema.CancelNotification) -> None:
+        live = self.sessions.find(params.session_id)
+        if live is None:
+            if is_request():
+                raise SessionNotFound(params.session_id)
+            log.info("session/cancel for unknown session %s", params.session_id)
+            return
+        live.cancel()
+
+    # ---- modes and models ------------------------------------------------------------
+
+    async def session_set_mode(self, params: schema.SetSessionModeRequest) -> dict[str, Any]:
+        live = self.sessions.get(params.session_id)
+        mode = opts.mode_value(params.mode_id)
+        live.agent.mode_id = mode
+        if mode in opts.PRESETS:  # other ids are UI state: the posture stays as it is
+            live.engine.mode = mode
+            live.agent.meta["posture"] = mode
+        await self._send(live.id, current_mode_update(mode))
+        await self.archive.save_state(live.agent, live.engine)
+        return {"modeId": mode}
+
+    async def session_set_config_option(
+        self, params: schema.SetSessionConfigOptionRequest
+    ) -> schema.SetSessionConfigOptionResponse:
+        raw = opts.only_fields(raw_params(), opts.SET_CONFIG_FIELDS)
+        live = self.sessions.get(params.session_id)
+        value = opts.config_value(raw)
+        provider, model = split_model_value(value, live.llm.provider_id)
+        await self._switch_model(live, provider, model)
+        return schema.SetSessionConfigOptionResponse(config_options=opts.model_options(live.llm))
+
+    async def set_model(self, params: dict[str, Any]) -> dict[str, Any]:
+        raw = opts.only_fields(params, opts.SET_MODEL_FIELDS)
+        session_id = raw.get("sessionId")
+        if not isinstance(session_id, str):
+            raise InvalidParams(
+                "Invalid params: sessionId must be a string", {"field": "sessionId"}
+            )
+        live = self.sessions.get(session_id)
+        await self._switch_model(live, live.llm.provider_id.lower(), opts.model_value(raw))
+        options = opts.model_options(live.llm)
+        self._after_reply(self._send(live.id, config_option_update(options)))
+        return {"model": live.llm.model}
+
+    async def _switch_model(self, live: LiveSession, provider: str, model: str) -> None:
+        if provider == live.llm.provider_id.lower():
+            live.llm = live.llm.with_model(model)  # same provider: the model rides on requests
+        else:
+            try:
+                llm = resolve_provider(provider).with_model(model)
+            except (ProviderNotFound, MissingCredentials) as exc:
+                # Only the id and the exception type: a message could embed a key.
+                log.warning("cannot resolve provider %r: %s", provider, type(exc).__name__)
+                raise InvalidRequest(f"cannot resolve provider '{provider}'") from None
+            live.llm, live.provider = llm, make_provider(llm)
+        live.agent.provider_id, live.agent.model = live.llm.provider_id, live.llm.model
+        await self.archive.save_state(live.agent, live.engine)
+
+    # ---- helpers ---------------------------------------------------------------------
+
+    async def _restore(self, params: Any) -> LiveSession:
+        """A stored session made live again (session/load, session/resume)."""
+        cwd = directory(params.cwd, "cwd")
+        raw_servers = raw_params().get("mcpServers")
+        servers = parse_mcp_servers(raw_servers, str(cwd))
+        current = self.sessions.find(params.session_id)
+        if current is not None:
+            if current.state.state != "idle":
+                raise InvalidRequest(
+                    "Invalid Request: the session is running a prompt",
+                    {"sessionId": current.id, "reason": "busy"},
+                )
+            self.sessions.remove(current.id)
+            await current.close(self.settings.close_grace)
+        agent, grants = await self._load(params.session_id)
+        if str(agent.cwd) != str(cwd):
+            raise InvalidParams(
+                f"Invalid params: cwd must match the session's cwd ({agent.cwd})", {"field": "cwd"}
+            )
+        if params.additional_directories:
+            agent.additional_dirs = directories(
+                params.additional_directories, "additionalDirectories"
+            )
+        if agent.meta.get("mcp_fingerprint") != fingerprint(raw_servers):
+            log.info("session %s: MCP servers differ from last time; using the new list", agent.id)
+            agent.meta["mcp_fingerprint"] = fingerprint(raw_servers)
+        live = self.factory.open(agent, self._llm_for(agent), grants, servers)
+        self.sessions.add(live)
+        return live
+
+    async def _load(self, session_id: str) -> tuple[AgentSession, dict[str, Any]]:
+        try:
+            loaded = await self.archive.load(session_id)
+        except CorruptSession:
+            raise InvalidRequest(
+                "Invalid Request: the stored session cannot be loaded",
+                {"sessionId": session_id, "reason": "corrupt"},
+            ) from None
+        if loaded is None:
+            raise SessionNotFound(session_id)
+        return loaded
+
+    async def _startup_resume(
+        self, resume: str, cwd: Path, servers: list[McpServerConfig]
+    ) -> LiveSession | None:
+        """Seed C.2: the persisted session to resume, or None for any miss (silently)."""
+        try:
+            session_id = resume or await self.archive.latest_id()
+            if session_id is None or session_id in self.sessions:
+                return None
+            agent, grants = await self._load(session_id)
+            if agent.cwd != cwd:
+                log.info(
+                    "--resume: session %s belongs to %s; starting fresh", session_id, agent.cwd
+                )
+                return None
+            return self.factory.open(agent, self._llm_for(agent), grants, servers)
+        except (SessionNotFound, InvalidRequest, OSError) as exc:
+            log.info("--resume %r: %s; starting a fresh session", resume, type(exc).__name__)
+            return None
+
+    def _llm_for(self, agent: AgentSession) -> LlmConfig:
+        """The stored provider and model again, if the environment still configures them."""
+        try:
+            llm = _resolve_llm(agent.provider_id).with_model(agent.model)
+        except ProviderNotFound:
+            llm = _resolve_llm(None)
+            log.info("session %s: provider %s is not configured now", agent.id, agent.provider_id)
+        agent.provider_id, agent.model = llm.provider_id, llm.model
+        return llm
+
+    async def _setup(self, live: LiveSession, replay: bool) -> None:
+        """After the reply: replay a resumed history, then start the MCP servers."""
+        if replay:
+            for event in history(live.agent):
+                await self._emit(live.id, event)
+        if live.mcp_servers:
+            live.mcp = McpHub(live.mcp_servers, self.settings.mcp)
+            for failure in await live.mcp.start():
+                log.warning("session %s: %s", live.id, failure.message)
+                await self._emit(live.id, failure.notice())
+
+    async def _commit(self, live: LiveSession) -> None:
+        await self.archive.commit_turn(live.agent, live.engine)
+
+    async def _emit(self, session_id: str, event: TurnEvent) -> None:
+        update = self.mapper(event)
+        if update is not None:
+            await self._send(session_id, update)
+
+    async def _send(self, session_id: str, update: Any) -> None:
+        assert self.endpoint is not None
+        notification = schema.SessionNotification(session_id=session_id, update=update)
+        await self.endpoint.notify("session/update", notification)
+
+    def _after_reply(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run `coro` once the current handler has returned (its reply is written first)."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("background work failed: %r", task.exception())
+
+    async def shutdown(self) -> None:
+        """Close every live session (turns cancelled, MCP servers stopped)."""
+        sessions = self.sessions.all()
+        await asyncio.gather(
+            *(s.close(self.settings.close_grace) for s in sessions), return_exceptions=True
+        )
+        for task in list(self._background):
+            task.cancel()
+
+
+def _resolve_llm(provider_id: str | None) -> LlmConfig:
+    try:
+        return resolve_provider(provider_id)
+    except MissingCredentials as exc:
+        raise AuthRequired(
+            f"Authentication required: LLM credentials are missing: {exc}",
+            {"reason": "missing_credentials", "variables": exc.variables},
+        ) from None
+
+
+__all__ = ["AcpAgent"]

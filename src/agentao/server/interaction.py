@@ -1,0 +1,129 @@
+"""The human behind the client: `session/request_permission` and `_agentao.cn/ask_user`.
+
+Theory of operation. Each question to the client runs as its own task, kept in
+`pending` until answered. `cancel_pending()` (from `session/cancel`) cancels
+those tasks: the endpoint then sends `$/cancel_request` for each, and the caller
+gets "cancelled" (permission) or the "(user unavailable)" sentinel (ask_user) at
+once, whether or not the client ever answers (seed C.5). The turn task itself is
+cancelled too, so a cancelled permission never lets a tool run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Protocol
+
+from agentao.agent.events import ToolCallStarted
+from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, PermissionOutcome
+from agentao.protocol import schema
+from agentao.protocol.errors import ConnectionClosed, PeerError
+from agentao.server.updates import tool_call_update_for_permission
+
+log = logging.getLogger("agentao.server")
+
+ASK_USER_METHOD = "_agentao.cn/ask_user"
+
+# optionId -> (name shown, ACP kind); the optionId is also our outcome.
+PERMISSION_OPTIONS: tuple[tuple[PermissionOutcome, str, str], ...] = (
+    ("allow", "Allow", "allow_once"),
+    ("allow_always", "Always allow", "allow_always"),
+    ("reject", "Reject", "reject_once"),
+)
+
+
+class Requester(Protocol):
+    async def request(self, method: str, params: Any = None, *, result_type: Any = ...) -> Any: ...
+
+
+class ClientInteraction:
+    """`Interaction` for one session, answered by the ACP client."""
+
+    def __init__(self, peer: Requester, session_id: str) -> None:
+        self.peer = peer
+        self.session_id = session_id
+        self.pending: set[asyncio.Task[Any]] = set()
+
+    async def request_permission(self, call: ToolCallStarted) -> PermissionOutcome:
+        params = schema.RequestPermissionRequest(
+            session_id=self.session_id,
+            tool_call=tool_call_update_for_permission(call),
+            options=[
+                schema.PermissionOption(option_id=oid, name=name, kind=kind)
+                for oid, name, kind in PERMISSION_OPTIONS
+            ],
+        )
+        try:
+            result = await self._ask("session/request_permission", params)
+        except asyncio.CancelledError:
+            raise
+        except (_Unanswered, ConnectionClosed):
+            return "cancelled"
+        return _permission_outcome(result)
+
+    async def ask_user(self, question: str) -> str:
+        params = {"sessionId": self.session_id, "question": question}
+        try:
+            result = await self._ask(ASK_USER_METHOD, params, result_type=None)
+        except asyncio.CancelledError:
+            raise
+        except (_Unanswered, ConnectionClosed):
+            return ASK_USER_UNAVAILABLE
+        return ask_user_answer(result)
+
+    def cancel_pending(self) -> int:
+        """Cancel every question still waiting for the client; how many there were."""
+        tasks = [t for t in self.pending if not t.done()]
+        for task in tasks:
+            task.cancel()
+        return len(tasks)
+
+    async def _ask(self, method: str, params: Any, result_type: Any = ...) -> Any:
+        coro = self.peer.request(method, params, result_type=result_type)
+        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
+        self.pending.add(task)
+        try:
+            return await task  # cancelling us cancels it: $/cancel_request goes out
+        except asyncio.CancelledError:
+            if _current_cancelling():
+                raise  # the turn is being cancelled
+            raise _Unanswered("cancelled") from None  # cancel_pending(): the question only
+        except PeerError as exc:
+            log.info("client answered %s with error %s", method, exc.code)
+            raise _Unanswered("error") from exc
+        finally:
+            self.pending.discard(task)
+
+
+class _Unanswered(Exception):
+    """The client gave no usable answer (cancelled, or an error reply)."""
+
+
+def _current_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _permission_outcome(result: Any) -> PermissionOutcome:
+    outcome = getattr(result, "outcome", None)
+    option_id = getattr(outcome, "option_id", None)
+    if option_id in ("allow", "allow_always", "reject"):
+        return option_id
+    if option_id is not None:
+        log.warning("client chose an unknown permission option %r: treated as reject", option_id)
+        return "reject"
+    return "cancelled"
+
+
+def ask_user_answer(result: Any) -> str:
+    """`{answer}` (seed C.11) or `{outcome: "answered", text}`; anything else: unavailable."""
+    if isinstance(result, dict):
+        answer = result.get("answer")
+        if isinstance(answer, str):
+            return answer
+        if result.get("outcome") == "answered" and isinstance(result.get("text"), str):
+            return result["text"]
+    return ASK_USER_UNAVAILABLE
+
+
+__all__ = ["ASK_USER_METHOD", "PERMISSION_OPTIONS", "ClientInteraction", "ask_user_answer"]

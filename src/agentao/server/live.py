@@ -1,0 +1,143 @@
+"""Sessions this process serves: the runtime session plus everything a turn runs against.
+
+A `LiveSession` owns its LLM provider, permission engine, tools (built-ins and
+its MCP servers' tools), the client-backed `Interaction` and `ToolEnv`, and its
+turn state (`turn_state.py`). `setup` is work scheduled after the session's
+reply (starting MCP servers, a startup-resume replay); a turn waits for it.
+The `SessionRegistry` maps ids to live sessions: there is no cap on how many.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import platform
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentao.agent.config import Limits as TurnLimits
+from agentao.agent.config import LlmConfig
+from agentao.agent.mcp import McpHub, McpServerConfig
+from agentao.agent.permissions import PermissionEngine
+from agentao.agent.providers import LlmProvider
+from agentao.agent.session import AgentSession
+from agentao.agent.tools.base import Tool, ToolEnv
+from agentao.agent.tools.registry import combine
+from agentao.agent.turn import TurnDeps
+from agentao.protocol.errors import SessionNotFound
+from agentao.server.interaction import ClientInteraction
+from agentao.server.turn_state import TurnState
+
+log = logging.getLogger("agentao.server")
+
+
+@dataclass(eq=False)
+class LiveSession:
+    agent: AgentSession
+    llm: LlmConfig
+    provider: LlmProvider
+    engine: PermissionEngine
+    interaction: ClientInteraction
+    env: ToolEnv
+    builtins: list[Tool]
+    mcp_servers: list[McpServerConfig] = field(default_factory=list)
+    mcp: McpHub | None = None
+    state: TurnState = field(default_factory=TurnState)
+    turn_task: asyncio.Task[Any] | None = None
+    setup: asyncio.Task[Any] | None = None
+
+    @property
+    def id(self) -> str:
+        return self.agent.id
+
+    @property
+    def tools(self) -> list[Tool]:
+        return combine(self.builtins, self.mcp.tools if self.mcp else [])
+
+    def deps(self, limits: TurnLimits) -> TurnDeps:
+        return TurnDeps(
+            provider=self.provider,
+            tools=self.tools,
+            gate=self.engine,
+            env=self.env,
+            interaction=self.interaction,
+            limits=limits,
+            system_prompt=system_prompt(self.agent),
+        )
+
+    async def wait_setup(self) -> None:
+        """Wait for the post-reply setup (never fails: its errors were reported)."""
+        if self.setup is not None and not self.setup.done():
+            await asyncio.wait([self.setup])
+
+    def cancel(self) -> bool:
+        """Cancel the running turn (seed C.6): pending questions to the client first."""
+        if self.state.state != "prompting":
+            self.state.fire("cancel")  # a no-op transition when idle or already cancelling
+            return False
+        self.state.fire("cancel")
+        self.interaction.cancel_pending()
+        if self.turn_task is not None:
+            self.turn_task.cancel()
+        return True
+
+    async def close(self, grace: float) -> None:
+        """Cancel any turn, wait up to `grace` for it, then stop the MCP servers."""
+        self.cancel()
+        tasks = [t for t in (self.turn_task, self.setup) if t is not None and not t.done()]
+        if self.setup in tasks:
+            self.setup.cancel()  # type: ignore[union-attr]
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace)
+        self.state.fire("close")
+        if self.mcp is not None:
+            with contextlib.suppress(Exception):
+                await self.mcp.aclose()
+
+
+class SessionRegistry:
+    """Live sessions by id."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, LiveSession] = {}
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self._sessions
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def get(self, session_id: str) -> LiveSession:
+        """The live session, or -32002 with data {"sessionId"}."""
+        live = self._sessions.get(session_id)
+        if live is None:
+            raise SessionNotFound(session_id)
+        return live
+
+    def find(self, session_id: str) -> LiveSession | None:
+        return self._sessions.get(session_id)
+
+    def add(self, live: LiveSession) -> None:
+        self._sessions[live.id] = live
+
+    def remove(self, session_id: str) -> LiveSession | None:
+        return self._sessions.pop(session_id, None)
+
+    def all(self) -> list[LiveSession]:
+        return list(self._sessions.values())
+
+
+def system_prompt(agent: AgentSession) -> str:
+    """What the model is told about where it works (no secrets, no ACP)."""
+    roots = ", ".join(str(p) for p in agent.workspace)
+    return (
+        "You are agentao, a coding agent working in the user's workspace through tools.\n"
+        f"Working directory: {agent.cwd}\nWorkspace roots: {roots}\n"
+        f"Platform: {platform.system()}\n"
+        "Read before you edit, keep changes minimal, and say what you changed. Use todo_write "
+        "to plan multi-step work. Paths may be relative to the working directory."
+    )
+
+
+__all__ = ["LiveSession", "SessionRegistry", "system_prompt"]

@@ -1,0 +1,79 @@
+"""Building a `LiveSession`: the runtime session wired to this client.
+
+The client's advertised capabilities decide the `ToolEnv` (editor fs/terminal
+where offered, local elsewhere); the session's mode and stored grants decide
+its permission engine; the user's rules file (under AGENTAO_HOME, never the
+project) is read for every session, so an edit applies to the next one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentao.agent.config import LlmConfig
+from agentao.agent.local_env import LocalEnv
+from agentao.agent.mcp import McpServerConfig
+from agentao.agent.permissions import PermissionEngine, PermissionRulesError, load_rules
+from agentao.agent.providers import make_provider
+from agentao.agent.session import AgentSession
+from agentao.agent.tools.base import ToolEnv
+from agentao.agent.tools.registry import builtin_tools
+from agentao.protocol.endpoint import Endpoint
+from agentao.protocol.errors import InternalError
+from agentao.server.client_env import ClientEnv, ClientIo
+from agentao.server.config_options import DEFAULT_MODE, PRESETS
+from agentao.server.interaction import ClientInteraction
+from agentao.server.live import LiveSession
+from agentao.server.settings import ServerSettings
+
+
+class SessionFactory:
+    def __init__(self, endpoint: Endpoint, io: ClientIo, settings: ServerSettings) -> None:
+        self.endpoint = endpoint
+        self.io = io
+        self.settings = settings
+
+    def open(
+        self,
+        agent: AgentSession,
+        llm: LlmConfig,
+        grants: dict[str, Any],
+        servers: list[McpServerConfig],
+    ) -> LiveSession:
+        s = self.settings
+        return LiveSession(
+            agent=agent,
+            llm=llm,
+            provider=make_provider(llm),
+            engine=PermissionEngine.from_dict(grants, posture(agent), _rules()),
+            interaction=ClientInteraction(self.endpoint, agent.id),
+            env=self.env(agent.id),
+            builtins=builtin_tools(s.files, s.shell, s.web),
+            mcp_servers=servers,
+        )
+
+    def env(self, session_id: str) -> ToolEnv:
+        local = LocalEnv(self.settings.shell)
+        if not self.io.any:
+            return local
+        return ClientEnv(self.endpoint, session_id, self.io, local)
+
+
+def posture(agent: AgentSession) -> str:
+    """The permission preset in force: the mode if it is one, else the last preset set."""
+    if agent.mode_id in PRESETS:
+        return agent.mode_id
+    return agent.meta.get("posture") or DEFAULT_MODE
+
+
+def _rules() -> Any:
+    try:
+        return load_rules()
+    except PermissionRulesError as exc:
+        raise InternalError(
+            f"Internal error: the permission rules file is invalid: {exc}",
+            {"reason": "permission_rules"},
+        ) from None
+
+
+__all__ = ["SessionFactory", "posture"]

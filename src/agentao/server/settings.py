@@ -1,0 +1,32 @@
+"""The agent server's named settings, grouped; each limit has a documented default."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from agentao.agent.config import Limits as TurnLimits
+from agentao.agent.settings import FileLimits, McpLimits, ShellLimits, WebLimits
+from agentao.store.sessions import StoreSettings
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    turn: TurnLimits = field(default_factory=TurnLimits)
+    files: FileLimits = field(default_factory=FileLimits)
+    shell: ShellLimits = field(default_factory=ShellLimits)
+    web: WebLimits = field(default_factory=WebLimits)
+    mcp: McpLimits = field(default_factory=McpLimits)
+    store: StoreSettings = field(default_factory=StoreSettings)
+    close_grace: float = 2.0  # seconds a closing session's turn gets to end (close, EOF)
+    log_level: str = "INFO"  # AGENTAO_LOG_LEVEL
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> ServerSettings:
+        """Defaults, with the turn limits' variables (agent/config.py) and AGENTAO_LOG_LEVEL."""
+        level = env.get("AGENTAO_LOG_LEVEL", "").strip().upper() or "INFO"
+        return cls(turn=TurnLimits.from_env(env), log_level=level)
+
+
+__all__ = ["ServerSettings"]

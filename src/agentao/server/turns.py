@@ -1,0 +1,149 @@
+"""`session/prompt`: one turn as a task, its events as updates, its end committed.
+
+Theory of operation. The prompt handler starts the turn as its own task and
+waits for it (`asyncio.wait`, so the handler can tell "the turn was
+cancelled" from "this request was cancelled"). `session/cancel` cancels that
+task (`LiveSession.cancel`): the CancelledError lands wherever the turn waits
+-- the LLM stream (closed), a tool (killed), a question to the client
+(`$/cancel_request` goes out) -- and `drive_turn` answers it with the closing
+events and `TurnEnded("cancelled")`. Each event is written as a
+`session/update` before the next is taken, so every update of the turn is on
+the wire before the result. The turn's record is committed to the store
+before the reply, so a turn the client saw end is never lost.
+
+A prompt arriving while a turn runs is refused (-32600, data.reason "busy");
+one arriving while a cancelled turn winds down waits for it (`turn_state.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from agentao.agent.config import Limits as TurnLimits
+from agentao.agent.events import TurnEnded, TurnEvent
+from agentao.agent.providers.errors import LlmError
+from agentao.agent.turn import drive_turn
+from agentao.protocol import schema
+from agentao.protocol.errors import (
+    AcpError,
+    AuthRequired,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    SessionNotFound,
+)
+from agentao.server.live import LiveSession
+
+log = logging.getLogger("agentao.server")
+
+Emit = Callable[[TurnEvent], Awaitable[None]]
+Commit = Callable[[LiveSession], Awaitable[None]]
+
+
+async def run_prompt(
+    live: LiveSession, text: str, emit: Emit, commit: Commit, limits: TurnLimits
+) -> schema.PromptResponse:
+    """Run one turn of `live` and answer the prompt (see the module docstring)."""
+    await _claim(live)
+    task = asyncio.create_task(_turn(live, text, emit, commit, limits), name=f"turn {live.id}")
+    live.turn_task = task
+    try:
+        await asyncio.wait([task])
+    except asyncio.CancelledError:  # this request was cancelled ($/cancel_request)
+        live.cancel()
+        raise
+    if task.cancelled():
+        return schema.PromptResponse(stop_reason="cancelled")
+    try:
+        ended: TurnEnded = task.result()
+    except LlmError as exc:
+        raise llm_error(exc) from None
+    return schema.PromptResponse(stop_reason=ended.stop_reason, usage=_usage(ended))
+
+
+async def _claim(live: LiveSession) -> None:
+    """Move the session to `prompting`, waiting behind a turn that is being cancelled."""
+    while not live.state.can("prompt"):
+        verdict = live.state.verdict()
+        if verdict == "gone":
+            raise SessionNotFound(live.id)
+        if verdict == "reject":
+            raise InvalidRequest(
+                "Invalid Request: a prompt is already running in this session; "
+                "send session/cancel first",
+                {"sessionId": live.id, "reason": "busy"},
+            )
+        await live.state.wait_idle()
+    live.state.fire("prompt")
+
+
+async def _turn(
+    live: LiveSession, text: str, emit: Emit, commit: Commit, limits: TurnLimits
+) -> TurnEnded:
+    before = len(live.agent.turns)
+    try:
+        try:
+            await live.wait_setup()
+        except asyncio.CancelledError:
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            return TurnEnded("cancelled")  # cancelled before it began: nothing to record
+        return await drive_turn(live.agent, text, live.deps(limits), emit)
+    finally:
+        try:
+            if len(live.agent.turns) > before:
+                await commit(live)
+        except Exception:
+            log.exception("session %s: the turn could not be stored", live.id)
+        finally:
+            if live.state.can("finish"):
+                live.state.fire("finish")
+            live.turn_task = None
+
+
+def llm_error(exc: LlmError) -> AcpError:
+    """A failed LLM call as a JSON-RPC error; `data.reason` is the machine-readable cause."""
+    data: dict[str, Any] = {"reason": exc.reason, "transient": exc.transient}
+    message = f"LLM request failed ({exc.reason}): {exc}"
+    if exc.reason in ("auth", "missing_credentials"):
+        return AuthRequired(message, data)
+    return InternalError(message, data)
+
+
+def prompt_text(blocks: list[Any]) -> str:
+    """The user's message from prompt content blocks (text and resource links, seed C.3)."""
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, schema.TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, schema.ResourceLinkContentBlock):
+            parts.append(f"[{block.name}]({block.uri})")
+        elif isinstance(block, schema.ResourceContentBlock) and hasattr(block.resource, "text"):
+            parts.append(f"```{block.resource.uri}\n{block.resource.text}\n```")
+        else:
+            kind = getattr(block, "type", None) or type(block).__name__.lower()
+            raise InvalidParams(
+                f"Invalid params: {kind} content is not supported (see promptCapabilities)",
+                {"field": "prompt"},
+            )
+    if not parts:
+        raise InvalidParams("Invalid params: prompt has no text", {"field": "prompt"})
+    return "\n".join(parts)
+
+
+def _usage(ended: TurnEnded) -> schema.Usage | None:
+    u = ended.usage
+    if u is None:
+        return None
+    return schema.Usage(
+        total_tokens=u.total_tokens or u.input_tokens + u.output_tokens,
+        input_tokens=u.input_tokens,
+        output_tokens=u.output_tokens,
+        thought_tokens=u.thought_tokens,
+        cached_read_tokens=u.cached_read_tokens,
+    )
+
+
+__all__ = ["llm_error", "prompt_text", "run_prompt"]
