@@ -1,0 +1,183 @@
+"""Round trips: wire -> struct -> wire loses no known field, for the seed's message shapes
+(tests/data/seed_messages.jsonl), what four real agents sent (tests/data/real-agent-transcripts)
+and every `examples` value in the schema."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from agentao.protocol import methods, schema
+from agentao.protocol.decode import decode_lenient, decode_strict, encode
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SPEC = Path(__file__).resolve().parents[2] / "spec"
+
+
+def payloads(path: Path) -> Iterator[tuple[str, Any, Any]]:
+    """(label, type, wire value) for every params/result of a method the table knows.
+
+    Lines are `{"dir": "send"|"recv", "msg": ...}`: send = client -> agent."""
+    pending: dict[tuple[str, Any], methods.MethodSpec] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        entry = json.loads(line)
+        msg, sender = entry["msg"], entry["dir"]
+        label = f"{path.name}:{n}"
+        if "method" in msg:
+            kind = "request" if "id" in msg else "notification"
+            side = "agent" if sender == "send" else "client"
+            spec = methods.find_method(msg["method"], side, kind) or methods.find_method(
+                msg["method"], "protocol", kind
+            )
+            if spec is None:  # an extension method (`_vendor/...`): plain dicts by design
+                continue
+            if kind == "request":
+                pending[(sender, msg["id"])] = spec
+            yield f"{label} {msg['method']}", spec.params, _empty(msg.get("params"))
+        elif "result" in msg:
+            spec = pending.pop(("recv" if sender == "send" else "send", msg["id"]), None)
+            if spec is not None:
+                yield f"{label} {spec.method} result", spec.result, _empty(msg["result"])
+
+
+def _empty(value: Any) -> Any:
+    """Absent/null params or result stand for `{}` (the endpoint's rule; the recording client
+    answers `fs/write_text_file` with `null`)."""
+    return {} if value is None else value
+
+
+def cases(*paths: Path) -> list:
+    return [pytest.param(tp, wire, id=label) for p in paths for label, tp, wire in payloads(p)]
+
+
+SEEDS = cases(DATA / "seed_messages.jsonl")
+TRANSCRIPTS = cases(*sorted((DATA / "real-agent-transcripts").glob("*.jsonl")))
+
+
+def assert_kept(wire: Any, value: Any, path: str = "$") -> None:
+    """Every known field of `value` matches `wire`; those absent from `wire` hold defaults."""
+    if isinstance(value, schema.UnknownVariant):
+        assert value.raw == wire, path
+    elif isinstance(value, msgspec.Struct):
+        assert isinstance(wire, dict), path
+        config = value.__struct_config__
+        if config.tag_field:
+            assert wire[config.tag_field] == config.tag, path
+        for field in msgspec.structs.fields(value):
+            got = getattr(value, field.name)
+            where = f"{path}.{field.encode_name}"
+            if field.encode_name in wire:
+                assert_kept(wire[field.encode_name], got, where)
+            else:
+                default = (
+                    field.default_factory()
+                    if field.default_factory is not msgspec.NODEFAULT
+                    else field.default
+                )
+                assert got == default, where
+    elif isinstance(value, list):
+        assert isinstance(wire, list) and len(wire) == len(value), path
+        for i, (w, v) in enumerate(zip(wire, value, strict=True)):
+            assert_kept(w, v, f"{path}[{i}]")
+    elif isinstance(value, dict) and not isinstance(wire, dict):
+        raise AssertionError(path)
+    elif isinstance(value, dict):
+        assert wire.keys() == value.keys(), path
+        for key in wire:
+            assert_kept(wire[key], value[key], f"{path}.{key}")
+    else:
+        assert wire == value and type(wire) is type(value), path
+
+
+def check_round_trip(tp: Any, wire: Any, decode) -> None:
+    value = decode(tp, wire)
+    assert_kept(wire, value)
+    again = json.loads(encode(value))
+    assert_kept(again, value)  # what we write says the same, modulo defaults and key order
+    assert decode(tp, again) == value
+
+
+@pytest.mark.parametrize(("tp", "wire"), SEEDS)
+def test_seed_messages_round_trip_strictly(tp: Any, wire: Any) -> None:
+    check_round_trip(tp, wire, decode_strict)
+
+
+@pytest.mark.parametrize(("tp", "wire"), SEEDS)
+def test_seed_messages_round_trip_leniently(tp: Any, wire: Any) -> None:
+    check_round_trip(tp, wire, decode_lenient)
+
+
+def test_seed_wire_is_reproduced_exactly() -> None:
+    """Our own messages come back as the same JSON, key order aside, once default-looking values
+    are set aside: msgspec omits a field equal to its default (None, false, []), and writes an
+    object default such as `clientCapabilities.auth` as `{}`. assert_kept checks each field."""
+    strays = {"session/set_mode result": {"modeId"}}  # agentao's echo, not a schema field
+    for param in SEEDS:
+        tp, wire = param.values
+        again = _plain(json.loads(encode(decode_strict(tp, wire))))
+        ignore = next((keys for name, keys in strays.items() if param.id.endswith(name)), set())
+        assert again == _plain(wire, ignore), param.id
+
+
+def _plain(value: Any, ignore: set[str] = frozenset()) -> Any:
+    if isinstance(value, dict):
+        out = {k: _plain(v, ignore) for k, v in value.items() if k not in ignore}
+        return {k: v for k, v in out.items() if v not in (None, False, [], {})}
+    if isinstance(value, list):
+        return [_plain(v, ignore) for v in value]
+    return value
+
+
+def test_seed_covers_every_stable_update_kind() -> None:
+    kinds = {
+        wire["update"]["sessionUpdate"]
+        for param in SEEDS
+        for tp, wire in [param.values]
+        if tp is schema.SessionNotification
+    }
+    all_kinds = {m.__struct_config__.tag for m in schema.SessionUpdate.__args__}
+    assert kinds == all_kinds
+
+
+@pytest.mark.parametrize(("tp", "wire"), TRANSCRIPTS)
+def test_real_agent_messages_round_trip_leniently(tp: Any, wire: Any) -> None:
+    check_round_trip(tp, wire, decode_lenient)
+
+
+def test_transcripts_were_read() -> None:
+    assert len(TRANSCRIPTS) > 100
+
+
+# -- the schema's own examples ---------------------------------------------------------------
+
+
+def examples() -> list:
+    """(def name, example) for every `examples` value under a `$def` of either schema."""
+    found = []
+
+    def walk(node: Any, owner: str | None, at_def_root: bool) -> None:
+        if isinstance(node, dict):
+            if "examples" in node and at_def_root:
+                found.extend((owner, ex) for ex in node["examples"])
+            for key, sub in node.items():
+                walk(sub, owner, False) if key != "examples" else None
+        elif isinstance(node, list):
+            for sub in node:
+                walk(sub, owner, False)
+
+    for name in ("acp-schema.v1.json", "acp-schema.v1.unstable.json"):
+        for owner, d in json.loads((SPEC / name).read_text())["$defs"].items():
+            walk(d, owner, True)
+    return found
+
+
+def test_schema_examples_decode() -> None:
+    # The v1 schemas carry no `examples` today; this keeps them honest when they do.
+    for owner, example in examples():
+        tp = getattr(schema, owner)
+        check_round_trip(tp, example, decode_strict)
