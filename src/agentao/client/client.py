@@ -305,11 +305,20 @@ class Client:
         except ConnectionClosed:
             raise await self._disconnected(f"agent disconnected before {method}") from None
 
-    async def _call(self, method: str, params: Any, result_type: str) -> Any:
+    async def _call(
+        self, method: str, params: Any, result_type: str, *, needed: bool = True
+    ) -> Any:
+        """Request and decode the result; with `needed=False` an odd result is only logged."""
         from agentao.protocol import schema
 
         raw = await self._call_raw(method, params, self.timeouts.request)
-        return self._decode(getattr(schema, result_type), raw)
+        try:
+            return self._decode(getattr(schema, result_type), raw)
+        except ProtocolViolation as exc:
+            if needed:
+                raise
+            log.warning("%s: %s (ignored)", method, exc)
+            return None
 
     async def _call_raw(
         self, method: str, params: Any, timeout: float | None = None, timeout_name: str = "request"

@@ -75,7 +75,10 @@ class Session:
 
     async def set_mode(self, mode_id: str) -> Any:
         result = await self.client._call(
-            "session/set_mode", {"sessionId": self.id, "modeId": mode_id}, "SetSessionModeResponse"
+            "session/set_mode",
+            {"sessionId": self.id, "modeId": mode_id},
+            "SetSessionModeResponse",
+            needed=False,
         )
         self.state.current_mode = mode_id
         return result
@@ -85,7 +88,7 @@ class Session:
         if isinstance(value, bool):
             params["type"] = "boolean"
         return await self.client._call(
-            "session/set_config_option", params, "SetSessionConfigOptionResponse"
+            "session/set_config_option", params, "SetSessionConfigOptionResponse", needed=False
         )
 
     async def set_model(self, model: str) -> str:
@@ -100,7 +103,9 @@ class Session:
         """End the turn, `session/close` if the agent supports it, release terminals."""
         await self.cancel()
         if self.client.supports("close"):
-            await self.client._call("session/close", {"sessionId": self.id}, "CloseSessionResponse")
+            await self.client._call(
+                "session/close", {"sessionId": self.id}, "CloseSessionResponse", needed=False
+            )
         await self.client._forget_session(self.id)
 
     def _turn_finished(self, turn: Turn) -> None:

@@ -47,12 +47,15 @@ class Terminal:
 
     def append(self, data: bytes) -> None:
         self.buffer += data
+        cut = 0
         if self.limit is not None and len(self.buffer) > self.limit:
             cut = len(self.buffer) - self.limit
-            while cut < len(self.buffer) and (self.buffer[cut] & 0xC0) == 0x80:
-                cut += 1  # never start inside a multi-byte character
-            del self.buffer[:cut]
             self.truncated = True
+        if self.truncated:  # never start inside a multi-byte character (even one still arriving)
+            while cut < len(self.buffer) and (self.buffer[cut] & 0xC0) == 0x80:
+                cut += 1
+        if cut:
+            del self.buffer[:cut]
 
     def output(self) -> str:
         return self.buffer.decode("utf-8", "replace")

@@ -42,8 +42,8 @@ class Turn:
         self._finished = False
         self._error: BaseException | None = None  # raised once the stream is drained
         self._timer: asyncio.TimerHandle | None = None
-        params = {"sessionId": session.id, "prompt": prompt}
-        self._task = asyncio.ensure_future(session.client._call_raw("session/prompt", params))
+        self._sent = asyncio.Event()
+        self._task = asyncio.ensure_future(self._send({"sessionId": session.id, "prompt": prompt}))
         self._task.add_done_callback(lambda _t: self._stream.wake())
 
     @property
@@ -78,11 +78,17 @@ class Turn:
         if self._task.done():
             return
         self.session.state.cancelled.set()
+        await self._sent.wait()  # session/cancel must not overtake the prompt on the wire
         with contextlib.suppress(ClientError):
             await self.session.client.notify("session/cancel", {"sessionId": self.session.id})
         if self._timer is None:
             grace = self.session.client.timeouts.cancel_grace
             self._timer = asyncio.get_running_loop().call_later(grace, self._force)
+
+    async def _send(self, params: dict[str, Any]) -> Any:
+        request = self.session.client._call_raw("session/prompt", params)
+        self._sent.set()  # the request is written in this same step, before its first await
+        return await request
 
     def _force(self) -> None:
         if not self._task.done():
