@@ -5,7 +5,9 @@ and `Connection.receive()`; it never awaits a handler, so control messages
 (`session/cancel`, `$/cancel_request`, replies) are seen at once however busy
 the handlers are.
 
-* A request runs in its own task; its reply is written when the handler returns.
+* `initialize` is a barrier (lifecycle.BARRIERS): reading waits for its reply,
+  so a client that pipelines `session/new` right behind it is served in order.
+* Any other request runs in its own task; its reply is written when the handler returns.
   Notifications the handler sent meanwhile were written first, because writes
   happen synchronously in call order.
 * A notification goes on its session's lane (`lanes.py`) and is handled in
@@ -25,9 +27,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agentao.protocol import lifecycle
 from agentao.protocol.connection import (
     Connection,
     Notification,
@@ -123,9 +127,11 @@ class Endpoint:
                 if not data:
                     break
                 for line in buffer.feed(data):
-                    self._dispatch(line)
+                    if barrier := self._dispatch(line):
+                        await barrier
             for line in buffer.flush():
-                self._dispatch(line)
+                if barrier := self._dispatch(line):
+                    await barrier
         except (ConnectionError, OSError) as exc:
             log.info("read loop ended: %s", exc)
         finally:
@@ -179,10 +185,13 @@ class Endpoint:
 
     # ---- incoming -------------------------------------------------------------------
 
-    def _dispatch(self, line: Any) -> None:
+    def _dispatch(self, line: Any) -> Awaitable[None] | None:
+        """Route one line; returns an awaitable when reading must wait for it (a barrier)."""
         event = self.conn.receive(line)
         if event is None:
-            return
+            return None
+        if isinstance(event, Request) and lifecycle.is_barrier(event.method):
+            return self._serve(event)
         if isinstance(event, Request):
             task = asyncio.get_running_loop().create_task(self._serve(event))
             self._serving[event.id] = task
@@ -194,6 +203,7 @@ class Endpoint:
         elif isinstance(event, Reject):
             log.info("rejected input: %s", event.error.message)
             self._safe_write(event.reply)
+        return None
 
     def _on_notification(self, event: Notification) -> None:
         if event.method == "$/cancel_request":

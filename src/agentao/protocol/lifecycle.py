@@ -38,3 +38,11 @@ def accepts(role: str, state: State, method: str) -> bool:
 
 def after_reply(state: State, method: str) -> State:
     return TRANSITIONS.get((state, method), state)
+
+
+# Methods served before the next line is read: what follows them depends on their outcome.
+BARRIERS: Final[frozenset[str]] = frozenset({"initialize"})
+
+
+def is_barrier(method: str) -> bool:
+    return method in BARRIERS
