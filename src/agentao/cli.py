@@ -28,8 +28,28 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SESSION_ID",
         help="with --acp: the first session/new resumes the latest (or the named) session",
     )
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_serve(commands)
     return parser
+
+
+def _add_serve(commands: argparse._SubParsersAction) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="OpenAI-compatible HTTP API, task stream and web UI in front of ACP agents",
+        description="Serve ACP agents behind /v1/chat/completions, /v1/responses, a task-stream "
+        "WebSocket and a web UI at /. With no --agent (and none in the config), serves agentao.",
+    )
+    serve.add_argument("--config", metavar="FILE", help="TOML config: agents, API keys, limits")
+    serve.add_argument(
+        "--agent",
+        action="append",
+        metavar="NAME=CMD",
+        help='an agent to serve as model NAME, e.g. --agent "qwen=qwen --acp" (repeatable)',
+    )
+    serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default 8765)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,5 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         from agentao.server.main import serve_stdio
 
         return serve_stdio(resume=args.resume)
+    if args.command == "serve":
+        from agentao.gateway.main import run_serve
+
+        return run_serve(args)
     _parser().print_help(sys.stderr)
     return 2

@@ -1,0 +1,104 @@
+"""The FastAPI application: routes, OpenAI-shaped errors, agent processes started with it.
+
+    app = create_app(config)            # agents start in the app's lifespan
+    uvicorn.run(app, host=..., port=...)
+
+`serve()` is what `agentao serve` runs: it refuses a non-loopback bind without
+API keys, opens the store and runs uvicorn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+
+from agentao import __version__
+from agentao.gateway import errors, openai_chat, openai_responses, tasks, web
+from agentao.gateway.config import GatewayConfig
+from agentao.gateway.service import Gateway, models_listing
+from agentao.store.gateway import GatewayStore, open_gateway_store
+from agentao.store.paths import ensure_state_dir
+
+log = logging.getLogger("agentao.gateway")
+
+
+def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> FastAPI:
+    """An app serving `config`'s agents; the store defaults to the configured SQLite file."""
+    store = store if store is not None else open_gateway_store(_store_path(config))
+    gateway = Gateway(config, store)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await gateway.start()
+        try:
+            yield
+        finally:
+            await gateway.close()
+
+    app = FastAPI(
+        title="agentao gateway",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.gateway = gateway
+    errors.install(app)
+    app.include_router(openai_chat.router)
+    app.include_router(openai_responses.router)
+    app.include_router(tasks.router)
+    app.include_router(web.router)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, Any]:
+        agents = {
+            name: {"live": p.live, "processes": len(p.workers)} for name, p in gateway.pools.items()
+        }
+        ok = all(a["live"] > 0 for a in agents.values())
+        return {
+            "status": "ok" if ok else "degraded",
+            "version": __version__,
+            "auth_required": gateway.auth.required,
+            "agents": agents,
+        }
+
+    @app.get("/v1/models")
+    async def list_models(request: Request) -> dict[str, Any]:
+        principal = gateway.principal(request)
+        return {"object": "list", "data": models_listing(gateway, principal)}
+
+    @app.get("/v1/models/{model_id:path}")
+    async def get_model(model_id: str, request: Request) -> dict[str, Any]:
+        principal = gateway.principal(request)
+        for entry in models_listing(gateway, principal):
+            if entry["id"] == model_id:
+                return entry
+        raise errors.NotFound(f"the model {model_id!r} does not exist", param="model")
+
+    return app
+
+
+def _store_path(config: GatewayConfig) -> str:
+    if config.store_path:
+        return config.store_path
+    return str(ensure_state_dir() / "gateway.sqlite3")
+
+
+def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
+    """Run the gateway until interrupted (what `agentao serve` does)."""
+    import uvicorn
+
+    config.check_bind()
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    app = create_app(config)
+    names = ", ".join(a.name for a in config.agents)
+    log.info("agentao gateway on http://%s:%d (agents: %s)", config.host, config.port, names)
+    uvicorn.run(app, host=config.host, port=config.port, log_level=log_level, access_log=False)
+    return 0
+
+
+__all__ = ["create_app", "serve"]

@@ -1,0 +1,259 @@
+"""The gateway's settings: agents, API keys and limits, from a TOML file and the command line.
+
+A config file looks like this (every section optional)::
+
+    [server]
+    host = "127.0.0.1"
+    port = 8765
+    store = "/var/lib/agentao/gateway.sqlite3"   # default: the state directory
+
+    [limits]
+    permission_deadline_seconds = 60
+
+    [agents.agentao]
+    command = ["agentao", "--acp"]      # or one string, split like a shell would
+    processes = 2
+    cwd = "/srv/work"                   # the sessions' working directory
+    env = { LLM_PROVIDER = "SCRIPTED" }
+
+    [[keys]]
+    name = "alice"
+    key = "sk-alice-..."                # or key_sha256 = "<hex digest>"
+    agents = ["agentao"]                # default: every agent
+    ceiling = "ask"                     # the most a request may ask for
+    policy = "reads"                    # what a request gets when it asks for nothing
+
+Permission policies, weakest first: `reject` < `reads` < `ask` < `all`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import sys
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+Policy = Literal["reject", "reads", "ask", "all"]
+POLICY_ORDER: tuple[Policy, ...] = ("reject", "reads", "ask", "all")
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+class ConfigError(ValueError):
+    """The config file or a command-line option is not usable; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Named limits of the gateway, each with its default."""
+
+    retry_after_seconds: int = 1  # Retry-After on a 409 for a busy session
+    cancel_grace_seconds: float = 2.0  # a new request waits this long for a cancelling turn
+    permission_deadline_seconds: float = 60.0  # "ask": no human answer by then -> reject
+    ping_interval_seconds: float = 15.0  # task-stream keep-alive frames
+    max_request_bytes: int = 16 * 1024 * 1024  # a larger HTTP body -> 413
+    restart_backoff_seconds: float = 0.5  # first delay before restarting a crashed agent
+    max_restart_backoff_seconds: float = 30.0
+    start_timeout_seconds: float = 30.0  # spawn + initialize of one agent process
+    conversations_listed: int = 100  # past sessions shown by the web UI
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """One ACP agent command, served as the model `name`."""
+
+    name: str
+    command: tuple[str, ...]
+    processes: int = 1
+    cwd: str = field(default_factory=os.getcwd)
+    env: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """A bearer key: who it is, which agents it may use, and its permission bounds."""
+
+    name: str
+    sha256: str
+    agents: frozenset[str] | None = None  # None: every agent
+    ceiling: Policy = "reject"
+    policy: Policy = "reject"
+
+    def allows(self, agent: str) -> bool:
+        return self.agents is None or agent in self.agents
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConfig:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    store_path: str | None = None  # None: `gateway.sqlite3` in the state directory
+    agents: tuple[AgentSpec, ...] = ()
+    keys: tuple[ApiKey, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+
+    def agent(self, name: str) -> AgentSpec | None:
+        return next((a for a in self.agents if a.name == name), None)
+
+    def check_bind(self) -> None:
+        """Refuse to listen beyond loopback when no API key guards the server."""
+        if not self.keys and self.host not in LOOPBACK_HOSTS:
+            raise ConfigError(
+                f"refusing to bind {self.host!r} without API keys: add [[keys]] to the config "
+                "file, or bind 127.0.0.1"
+            )
+
+
+def policy_rank(policy: str) -> int:
+    return POLICY_ORDER.index(policy)  # type: ignore[arg-type]
+
+
+def check_policy(value: Any, where: str) -> Policy:
+    if value not in POLICY_ORDER:
+        raise ConfigError(f"{where}: {value!r} is not one of {', '.join(POLICY_ORDER)}")
+    return value
+
+
+def default_agent() -> AgentSpec:
+    """Our own agent, with the same interpreter as the gateway."""
+    return AgentSpec("agentao", (sys.executable, "-m", "agentao", "--acp"))
+
+
+def parse_agent_option(option: str) -> AgentSpec:
+    """`NAME=CMD ARGS` from `--agent`."""
+    name, sep, command = option.partition("=")
+    if not sep or not name.strip() or not command.strip():
+        raise ConfigError(f"--agent {option!r}: expected NAME=COMMAND")
+    return AgentSpec(name.strip(), tuple(shlex.split(command)))
+
+
+def load_config(path: str | Path | None) -> GatewayConfig:
+    """Read a TOML config file (or defaults when `path` is None)."""
+    if path is None:
+        return GatewayConfig()
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    return config_from_dict(data, where=str(path))
+
+
+def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConfig:
+    server = _table(data, "server", where)
+    limits = _limits(_table(data, "limits", where), where)
+    agents = tuple(_agent(n, s, where) for n, s in _table(data, "agents", where).items())
+    keys = tuple(_key(k, where) for k in data.get("keys", []))
+    if len({k.name for k in keys}) != len(keys):
+        raise ConfigError(f"{where}: two keys share a name")
+    return GatewayConfig(
+        host=str(server.get("host", "127.0.0.1")),
+        port=int(server.get("port", 8765)),
+        store_path=server.get("store"),
+        agents=agents,
+        keys=keys,
+        limits=limits,
+    )
+
+
+def with_overrides(
+    config: GatewayConfig,
+    *,
+    agents: list[str] | None = None,
+    host: str | None = None,
+    port: int | None = None,
+) -> GatewayConfig:
+    """Apply command-line options; with no agent anywhere, serve our own."""
+    extra = tuple(parse_agent_option(a) for a in agents or ())
+    merged = tuple(a for a in config.agents if a.name not in {e.name for e in extra}) + extra
+    config = replace(
+        config,
+        agents=merged or (default_agent(),),
+        host=host if host is not None else config.host,
+        port=port if port is not None else config.port,
+    )
+    names = [a.name for a in config.agents]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"agent names must be unique: {names}")
+    return config
+
+
+def _table(data: Any, key: str, where: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: [{key}] must be a table")
+    return value
+
+
+def _limits(table: dict[str, Any], where: str) -> Limits:
+    known = set(Limits.__dataclass_fields__)
+    unknown = set(table) - known
+    if unknown:
+        raise ConfigError(f"{where}: unknown [limits] settings {sorted(unknown)}")
+    return Limits(**table)
+
+
+def _agent(name: str, spec: Any, where: str) -> AgentSpec:
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{where}: [agents.{name}] must be a table")
+    command = spec.get("command")
+    if isinstance(command, str):
+        command = shlex.split(command)
+    if not command or not all(isinstance(c, str) for c in command):
+        raise ConfigError(f"{where}: agents.{name}.command must be a string or list of strings")
+    processes = int(spec.get("processes", 1))
+    if processes < 1:
+        raise ConfigError(f"{where}: agents.{name}.processes must be at least 1")
+    env = spec.get("env", {})
+    return AgentSpec(
+        name=name,
+        command=tuple(command),
+        processes=processes,
+        cwd=str(Path(spec.get("cwd", os.getcwd())).expanduser().resolve()),
+        env=tuple((str(k), str(v)) for k, v in env.items()),
+    )
+
+
+def _key(entry: dict[str, Any], where: str) -> ApiKey:
+    name = entry.get("name")
+    if not name:
+        raise ConfigError(f"{where}: every [[keys]] entry needs a name")
+    if "key" in entry:
+        digest = hashlib.sha256(str(entry["key"]).encode()).hexdigest()
+    elif "key_sha256" in entry:
+        digest = str(entry["key_sha256"]).lower()
+    else:
+        raise ConfigError(f"{where}: key {name!r} needs `key` or `key_sha256`")
+    agents = entry.get("agents")
+    ceiling = check_policy(entry.get("ceiling", "reject"), f"{where}: key {name!r} ceiling")
+    policy = check_policy(entry.get("policy", "reject"), f"{where}: key {name!r} policy")
+    if policy_rank(policy) > policy_rank(ceiling):
+        raise ConfigError(f"{where}: key {name!r} has a policy above its ceiling")
+    return ApiKey(
+        name=str(name),
+        sha256=digest,
+        agents=None if agents is None or "*" in agents else frozenset(agents),
+        ceiling=ceiling,
+        policy=policy,
+    )
+
+
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "POLICY_ORDER",
+    "AgentSpec",
+    "ApiKey",
+    "ConfigError",
+    "GatewayConfig",
+    "Limits",
+    "Policy",
+    "check_policy",
+    "config_from_dict",
+    "default_agent",
+    "load_config",
+    "parse_agent_option",
+    "policy_rank",
+    "with_overrides",
+]

@@ -1,0 +1,150 @@
+"""OpenAI-shaped errors: `{"error": {"message", "type", "param", "code"}}` with a status.
+
+ApiError                       status, OpenAI `type`
+├── BadRequest                 400  invalid_request_error (names `param` when one is at fault)
+├── Unauthorized               401  authentication_error
+├── Forbidden                  403  permission_error
+├── NotFound                   404  not_found_error
+├── SessionBusy                409  conflict_error, with Retry-After
+├── PayloadTooLarge            413  invalid_request_error
+├── AgentFailed                502  agent_error (the turn failed: the agent died or erred)
+└── AgentUnavailable           503  agent_error (no agent process could take the request)
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+
+class ApiError(Exception):
+    status: ClassVar[int] = 500
+    type: ClassVar[str] = "server_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code
+        self.headers = headers or {}
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.message, self.type, param=self.param, code=self.code)
+
+    def response(self) -> JSONResponse:
+        return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
+
+
+class BadRequest(ApiError):
+    status = 400
+    type = "invalid_request_error"
+
+
+class Unauthorized(ApiError):
+    status = 401
+    type = "authentication_error"
+
+
+class Forbidden(ApiError):
+    status = 403
+    type = "permission_error"
+
+
+class NotFound(ApiError):
+    status = 404
+    type = "not_found_error"
+
+
+class SessionBusy(ApiError):
+    status = 409
+    type = "conflict_error"
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            "this conversation's agent session is busy with another request; retry later",
+            code="session_busy",
+            headers={"Retry-After": str(retry_after)},
+        )
+
+
+class PayloadTooLarge(ApiError):
+    status = 413
+    type = "invalid_request_error"
+
+
+class AgentFailed(ApiError):
+    status = 502
+    type = "agent_error"
+
+
+class AgentUnavailable(ApiError):
+    status = 503
+    type = "agent_error"
+
+
+def error_body(
+    message: str, type_: str, *, param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def unsupported(param: str, why: str = "is not supported by this gateway") -> BadRequest:
+    """A 400 that names the parameter the gateway cannot honour."""
+    return BadRequest(f"'{param}' {why}", param=param, code="unsupported_parameter")
+
+
+async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return exc.response()
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    first = exc.errors()[0] if exc.errors() else {}
+    loc = [str(p) for p in first.get("loc", ()) if p != "body"]
+    return BadRequest(
+        f"invalid request: {first.get('msg', 'malformed body')}",
+        param=".".join(loc) or None,
+        code="invalid_value",
+    ).response()
+
+
+async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    types = {401: "authentication_error", 403: "permission_error", 404: "not_found_error"}
+    body = error_body(str(exc.detail), types.get(exc.status_code, "invalid_request_error"))
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+
+def install(app: Any) -> None:
+    """Make every error the app returns OpenAI-shaped."""
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+
+
+__all__ = [
+    "AgentFailed",
+    "AgentUnavailable",
+    "ApiError",
+    "BadRequest",
+    "Forbidden",
+    "NotFound",
+    "PayloadTooLarge",
+    "SessionBusy",
+    "Unauthorized",
+    "error_body",
+    "install",
+    "unsupported",
+]

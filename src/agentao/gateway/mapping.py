@@ -1,0 +1,314 @@
+"""ACP session updates -> what an OpenAI client may be told (design.md §5).
+
+Theory of operation. ACP tools run *inside* the agent. An OpenAI `tool_calls` /
+`function_call` tells the HTTP client to run a tool itself, so agent-run tools
+are never sent that way: they become reasoning text ("Running: Write hello.txt",
+"Done: Write hello.txt"), like thoughts and the plan. The raw update is always
+at hand for the opt-in `x_acp` extension. `TurnMapper.feed()` folds one turn's
+updates, one at a time, into `Delta`s; it remembers each tool call's title and
+kind by id because a `tool_call_update` usually carries only what changed.
+
+Stop reasons and usage are mapped by the small functions at the bottom, one
+table per API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+READ_KINDS = frozenset({"read", "search", "think"})
+_PLAN_MARK = {"completed": "x", "in_progress": "~"}
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """What one ACP update adds to the answer: message text and/or reasoning text."""
+
+    text: str = ""
+    reasoning: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.text or self.reasoning)
+
+
+@dataclass(slots=True)
+class ToolState:
+    title: str
+    kind: str
+    status: str = "pending"
+
+
+@dataclass(slots=True)
+class TurnMapper:
+    """One turn's mapping state. `inline=True` writes reasoning into the text with the
+    seed's `[Thinking]` / `[Tool: ...]` prefixes, for clients that cannot show reasoning."""
+
+    inline: bool = False
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    tools: dict[str, ToolState] = field(default_factory=dict)
+
+    def feed(self, kind: str, update: Any) -> Delta:
+        """Map one update (`kind` is its `sessionUpdate` tag, `update` the typed struct)."""
+        if update is None:  # an unknown kind, or one the client could not decode
+            return Delta()
+        delta = self._map(kind, update)
+        if self.inline and delta.reasoning:
+            delta = Delta(text=delta.text + delta.reasoning)
+        if delta.text:
+            self.text.append(delta.text)
+        if delta.reasoning:
+            self.reasoning.append(delta.reasoning)
+        return delta
+
+    @property
+    def full_text(self) -> str:
+        return "".join(self.text)
+
+    @property
+    def full_reasoning(self) -> str:
+        return "".join(self.reasoning)
+
+    def tool_kind(self, tool_call_id: str) -> str:
+        """The kind announced for a tool call ("other" when never announced)."""
+        state = self.tools.get(tool_call_id)
+        return state.kind if state else "other"
+
+    # ---- one method per update kind -------------------------------------------------
+
+    def _map(self, kind: str, update: Any) -> Delta:
+        if kind == "agent_message_chunk":
+            return Delta(text=content_text(update.content))
+        if kind == "agent_thought_chunk":
+            text = content_text(update.content)
+            return Delta(reasoning=f"[Thinking] {text}" if self.inline else text)
+        if kind == "tool_call":
+            return Delta(reasoning=self._tool_call(update))
+        if kind == "tool_call_update":
+            return Delta(reasoning=self._tool_call_update(update))
+        if kind == "plan":
+            return Delta(reasoning=plan_text(update.entries))
+        if kind == "notice":
+            detail = f": {update.description}" if getattr(update, "description", None) else ""
+            return Delta(reasoning=f"\nNotice ({update.severity}): {update.title}{detail}\n")
+        return Delta()
+
+    def _tool_call(self, update: Any) -> str:
+        title = update.title or getattr(update, "name", None) or "tool"
+        kind = _str(getattr(update, "kind", None), "other")
+        state = ToolState(title, kind)
+        self.tools[update.tool_call_id] = state
+        lines = self._started(title, kind)
+        status = _str(getattr(update, "status", None), "pending")
+        return lines + self._status_change(state, status, update)
+
+    def _tool_call_update(self, update: Any) -> str:
+        state = self.tools.get(update.tool_call_id)
+        announced = ""
+        if state is None:  # an update for a call never announced: announce it now
+            title = getattr(update, "title", None) or "tool"
+            state = ToolState(title, _str(getattr(update, "kind", None), "other"))
+            self.tools[update.tool_call_id] = state
+            announced = self._started(state.title, state.kind)
+        if getattr(update, "title", None):
+            state.title = update.title
+        if getattr(update, "kind", None):
+            state.kind = _str(update.kind, state.kind)
+        status = getattr(update, "status", None)
+        return announced + (self._status_change(state, _str(status, ""), update) if status else "")
+
+    def _started(self, title: str, kind: str) -> str:
+        if self.inline:
+            return f"\n[Tool: {title}] ({kind})\n"
+        return f"\nRunning: {title} ({kind})\n"
+
+    def _status_change(self, state: ToolState, status: str, update: Any) -> str:
+        if status == state.status or status not in ("completed", "failed"):
+            state.status = status or state.status
+            return ""
+        state.status = status
+        content = getattr(update, "content", None) or ()
+        if status == "failed":
+            reason = _first_line(tool_text(content))
+            return f"Failed: {state.title}{': ' + reason if reason else ''}\n"
+        summary = "".join(f"  {line}\n" for line in diff_summaries(content))
+        return f"Done: {state.title}\n{summary}"
+
+
+# ---- content helpers -----------------------------------------------------------------
+
+
+def block_type(block: Any) -> str:
+    tag = getattr(getattr(type(block), "__struct_config__", None), "tag", None)
+    return str(tag if tag is not None else getattr(block, "type", ""))
+
+
+def content_text(block: Any) -> str:
+    """A ContentBlock as text: text as is, anything else as a short marker."""
+    kind = block_type(block)
+    if kind == "text":
+        return block.text
+    if kind == "resource_link":
+        return f"[{block.name}]({block.uri})"
+    if kind == "resource":
+        return getattr(block.resource, "text", None) or f"[resource {block.resource.uri}]"
+    if kind in ("image", "audio"):
+        return f"[{kind}]"
+    return ""
+
+
+def tool_text(contents: Any) -> str:
+    return "".join(content_text(c.content) for c in contents if block_type(c) == "content")
+
+
+def diff_summaries(contents: Any) -> list[str]:
+    """`edited /a/b.txt (+3 -1)` per diff a tool call produced."""
+    out = []
+    for c in contents:
+        if block_type(c) != "diff":
+            continue
+        old = (c.old_text or "").splitlines()
+        new = c.new_text.splitlines()
+        verb = "created" if c.old_text is None else "edited"
+        added, removed = _line_changes(old, new)
+        out.append(f"{verb} {c.path} (+{added} -{removed})")
+    return out
+
+
+def plan_text(entries: Any) -> str:
+    lines = [f"  [{_PLAN_MARK.get(_str(e.status, ''), ' ')}] {e.content}" for e in entries]
+    return "\nPlan:\n" + "\n".join(lines) + "\n"
+
+
+def _line_changes(old: list[str], new: list[str]) -> tuple[int, int]:
+    # Multiset difference: cheap, and right for the usual "lines added/removed" summary.
+    remaining: dict[str, int] = {}
+    for line in old:
+        remaining[line] = remaining.get(line, 0) + 1
+    added = 0
+    for line in new:
+        if remaining.get(line, 0) > 0:
+            remaining[line] -= 1
+        else:
+            added += 1
+    return added, sum(remaining.values())
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line[:limit]
+
+
+def _str(value: Any, default: str) -> str:
+    if value is None:
+        return default
+    return str(getattr(value, "value", value))
+
+
+# ---- stop reasons and usage ------------------------------------------------------------
+
+CHAT_FINISH = {
+    "end_turn": "stop",
+    "max_tokens": "length",
+    "max_turn_requests": "length",
+    "refusal": "content_filter",
+}
+
+
+def chat_finish_reason(stop_reason: str) -> str | None:
+    """Chat Completions `finish_reason`; None for `cancelled` (no OpenAI equivalent)."""
+    return CHAT_FINISH.get(stop_reason, "stop" if stop_reason != "cancelled" else None)
+
+
+def response_status(stop_reason: str) -> tuple[str, str | None]:
+    """Responses API (status, incomplete_details.reason)."""
+    if stop_reason == "max_tokens":
+        return "incomplete", "max_output_tokens"
+    if stop_reason == "max_turn_requests":
+        return "incomplete", "max_turn_requests"
+    if stop_reason == "cancelled":
+        return "cancelled", None
+    return "completed", None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Token counts of one turn; `estimated` when the agent reported none."""
+
+    input_tokens: int
+    output_tokens: int
+    reasoning_tokens: int = 0
+    cached_tokens: int = 0
+    estimated: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def chat(self) -> dict[str, Any]:
+        usage: dict[str, Any] = {
+            "prompt_tokens": self.input_tokens,
+            "completion_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+            "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
+            "completion_tokens_details": {"reasoning_tokens": self.reasoning_tokens},
+        }
+        if self.estimated:
+            usage["x_estimated"] = True
+        return usage
+
+    def responses(self) -> dict[str, Any]:
+        usage: dict[str, Any] = {
+            "input_tokens": self.input_tokens,
+            "input_tokens_details": {"cached_tokens": self.cached_tokens},
+            "output_tokens": self.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": self.reasoning_tokens},
+            "total_tokens": self.total_tokens,
+        }
+        if self.estimated:
+            usage["x_estimated"] = True
+        return usage
+
+
+def usage_from_agent(usage: Any) -> TokenUsage | None:
+    """ACP `PromptResponse.usage` (unstable schema), typed or raw; None when absent."""
+    if usage is None:
+        return None
+    get = usage.get if isinstance(usage, dict) else lambda k, d=None: getattr(usage, k, d)
+    inp = get("inputTokens", None) if isinstance(usage, dict) else get("input_tokens")
+    out = get("outputTokens", None) if isinstance(usage, dict) else get("output_tokens")
+    if not isinstance(inp, int) or not isinstance(out, int):
+        return None
+    if isinstance(usage, dict):
+        thought, cached = usage.get("thoughtTokens"), usage.get("cachedReadTokens")
+    else:
+        thought, cached = get("thought_tokens"), get("cached_read_tokens")
+    return TokenUsage(inp, out, thought or 0, cached or 0)
+
+
+def estimate_usage(prompt_chars: int, mapper: TurnMapper) -> TokenUsage:
+    """About four characters a token: an estimate, and flagged as one."""
+    out = len(mapper.full_text)
+    reasoning = len(mapper.full_reasoning)
+    return TokenUsage(
+        input_tokens=max(1, prompt_chars // 4),
+        output_tokens=(out + reasoning + 3) // 4,
+        reasoning_tokens=(reasoning + 3) // 4,
+        estimated=True,
+    )
+
+
+__all__ = [
+    "READ_KINDS",
+    "Delta",
+    "TokenUsage",
+    "TurnMapper",
+    "chat_finish_reason",
+    "content_text",
+    "diff_summaries",
+    "estimate_usage",
+    "plan_text",
+    "response_status",
+    "usage_from_agent",
+]

@@ -1,0 +1,309 @@
+"""`POST /v1/chat/completions`: a conversation turn as a Chat Completions answer.
+
+Binding (see `transcript.py`): an explicit key (`X-Session-Id` header or the
+body's `x_session_id`) names the conversation; without one, the longest
+transcript prefix that ends with one of our stored answers does. Only the
+messages after that prefix go to the agent. The answer carries
+`X-Session-Id`, so a client may switch to explicit binding at any time.
+
+Mapping (design.md §5): message text -> `content`; thoughts, tool activity and
+the plan -> `reasoning_content` (or into `content` with the seed's prefixes
+when `x_reasoning: "inline"`); the raw ACP update -> `delta.x_acp` when the
+request sets `x_acp: true`. Agent-run tools are never `tool_calls`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+import msgspec
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from agentao.client import TurnEnd
+from agentao.gateway.auth import Principal
+from agentao.gateway.errors import AgentFailed, ApiError, BadRequest, unsupported
+from agentao.gateway.inputs import parse_chat_messages, prompt_blocks
+from agentao.gateway.mapping import chat_finish_reason, estimate_usage, usage_from_agent
+from agentao.gateway.service import Gateway, ModelChoice
+from agentao.gateway.sessions import LiveConversation, SessionLost, TurnRequest
+from agentao.gateway.streaming import EventStream, sse, watch_disconnect
+from agentao.gateway.transcript import (
+    ChatMessage,
+    candidate_prefixes,
+    render,
+    tail_after_last_answer,
+    transcript_hash,
+)
+from agentao.gateway.turns import GatewayTurn, Step, TurnFailed
+
+router = APIRouter()
+SESSION_HEADER = "x-session-id"
+
+
+class StreamOptions(msgspec.Struct):
+    include_usage: bool = False
+
+
+class ChatBody(msgspec.Struct, kw_only=True):
+    """The fields we read; sampling knobs (temperature, top_p, ...) are the agent's business."""
+
+    model: str
+    messages: list[Any]
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    n: int | None = None
+    tools: list[Any] | None = None
+    tool_choice: Any = None
+    functions: list[Any] | None = None
+    function_call: Any = None
+    response_format: dict[str, Any] | None = None
+    logprobs: bool | None = None
+    audio: Any = None
+    modalities: list[str] | None = None
+    stop: str | list[str] | None = None
+    x_acp: bool = False
+    x_session_id: str | None = None
+    x_permission_policy: str | None = None
+    x_reasoning: Literal["separate", "inline", "omit"] = "separate"
+
+
+def check_supported(body: ChatBody) -> None:
+    """400 naming the first parameter the gateway cannot honour."""
+    if body.n is not None and body.n != 1:
+        raise unsupported("n", "must be 1: an agent turn has one answer")
+    if body.tools or body.functions:
+        raise unsupported(
+            "tools" if body.tools else "functions", "client-side tools are not supported"
+        )
+    if body.tool_choice not in (None, "none", "auto") or body.function_call is not None:
+        raise unsupported("tool_choice", "client-side tools are not supported")
+    if body.response_format and body.response_format.get("type") not in (None, "text"):
+        raise unsupported("response_format", "only 'text' can be honoured by an agent")
+    if body.logprobs:
+        raise unsupported("logprobs", "agents do not report token log-probabilities")
+    if body.audio is not None or (body.modalities and set(body.modalities) - {"text"}):
+        raise unsupported("modalities", "only text output is supported")
+    if body.stop:
+        raise unsupported("stop", "stop sequences cannot be applied to an agent turn")
+
+
+@router.post("/v1/chat/completions")
+async def chat_completions(request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    body = await gw.decode(request, ChatBody)
+    check_supported(body)
+    choice = gw.resolve_model(principal, body.model)
+    policy = gw.policy(principal, request, body.x_permission_policy)
+    pool = gw.conversations.pool(choice.agent)
+    messages = parse_chat_messages(body.messages, images=pool.info.images)
+    key = body.x_session_id or request.headers.get(SESSION_HEADER)
+    conv, new, fresh = await _conversation(gw, principal, choice, key, messages)
+    turn_request = _turn_request(body, principal, policy, choice, messages, new, fresh)
+    try:
+        turn = await gw.conversations.begin(conv, turn_request)
+    except SessionLost:  # start the conversation over, with the whole transcript
+        conv.record.session_id, conv.session = None, None
+        turn_request = _turn_request(body, principal, policy, choice, messages, messages, True)
+        turn = await gw.conversations.begin(conv, turn_request)
+    headers = {"X-Session-Id": key or conv.id}
+    reply = _Reply("chatcmpl-" + uuid.uuid4().hex, int(time.time()), choice, body, turn)
+    if body.stream:
+        return EventStream(reply.stream(), turn.cancel, headers)
+    async with watch_disconnect(request, turn.cancel):
+        result = await reply.collect()
+    return JSONResponse(result, headers=headers)
+
+
+async def _conversation(
+    gw: Gateway,
+    principal: Principal,
+    choice: ModelChoice,
+    key: str | None,
+    messages: list[ChatMessage],
+) -> tuple[LiveConversation, list[ChatMessage], bool]:
+    """(conversation, messages to send, whether the agent starts fresh)."""
+    convs = gw.conversations
+    candidates = candidate_prefixes(messages)
+    if key:
+        conv = await convs.get(key)
+        if conv is None or conv.record.owner != principal.name:
+            derived = "conv_" + hashlib.sha256(f"{principal.name}\0{key}".encode()).hexdigest()[:32]
+            conv = await convs.get(derived) or await convs.create(
+                principal.name, choice.agent, "chat", derived
+            )
+        if conv.record.agent != choice.agent:
+            raise BadRequest(
+                f"this session belongs to the agent {conv.record.agent!r}", param="model"
+            )
+        if conv.record.turn_count == 0:
+            return conv, messages, True
+        for digest, length in candidates:
+            if digest == conv.record.transcript_hash:
+                return conv, _new_only(messages[length:]), False
+        return conv, _new_only(tail_after_last_answer(messages)), False
+    hashes = [digest for digest, _ in candidates]
+    found = (
+        await gw.store.find_by_transcript(principal.name, choice.agent, hashes) if hashes else None
+    )
+    if found is not None:
+        record, digest = found
+        conv = await convs.get(record.id)
+        length = dict(candidates)[digest]
+        if conv is not None:
+            return conv, _new_only(messages[length:]), False
+    return await convs.create(principal.name, choice.agent, "chat"), messages, True
+
+
+def _new_only(messages: list[ChatMessage]) -> list[ChatMessage]:
+    if not any(m.role in ("user", "system", "developer") for m in messages):
+        raise BadRequest(
+            "no new user message to send after the conversation so far", param="messages"
+        )
+    return messages
+
+
+def _turn_request(
+    body: ChatBody,
+    principal: Principal,
+    policy: Any,
+    choice: ModelChoice,
+    transcript: list[ChatMessage],
+    new: list[ChatMessage],
+    fresh: bool,
+) -> TurnRequest:
+    text = render(new, history=fresh and len(new) > 1)
+
+    def on_end(conv: LiveConversation, turn: GatewayTurn) -> None:
+        result = turn.result
+        if isinstance(result, TurnEnd) and result.stop_reason != "cancelled":
+            conv.record.transcript_hash = transcript_hash(transcript, turn.mapper.full_text)
+
+    return TurnRequest(
+        prompt=prompt_blocks(new, text),
+        title=text,
+        owner=principal.name,
+        policy=policy,
+        model=choice.model,
+        source="chat",
+        inline_reasoning=body.x_reasoning == "inline",
+        on_end=on_end,
+    )
+
+
+class _Reply:
+    """Builds the Chat Completions answer of one turn, streamed or whole."""
+
+    def __init__(
+        self, reply_id: str, created: int, choice: ModelChoice, body: ChatBody, turn: GatewayTurn
+    ) -> None:
+        self.id = reply_id
+        self.created = created
+        self.choice = choice
+        self.body = body
+        self.turn = turn
+        self.prompt_chars = sum(len(b.get("text", "")) for b in turn.prompt)
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.choice.name,
+            "system_fingerprint": None,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+
+    def _delta(self, step: Step) -> dict[str, Any]:
+        delta: dict[str, Any] = {}
+        if step.delta.text:
+            delta["content"] = step.delta.text
+        if step.delta.reasoning and self.body.x_reasoning == "separate":
+            delta["reasoning_content"] = step.delta.reasoning
+        if self.body.x_acp:
+            delta["x_acp"] = step.update.raw
+        return delta
+
+    def _usage(self, end: TurnEnd) -> dict[str, Any]:
+        usage = usage_from_agent(end.raw.get("usage") if isinstance(end.raw, dict) else None)
+        return (usage or estimate_usage(self.prompt_chars, self.turn.mapper)).chat()
+
+    async def stream(self) -> AsyncIterator[bytes]:
+        try:
+            yield sse(self._chunk({"role": "assistant", "content": ""}))
+            async for item in self.turn.items():
+                if isinstance(item, Step):
+                    delta = self._delta(item)
+                    if delta:
+                        yield sse(self._chunk(delta))
+                elif isinstance(item, TurnFailed):
+                    yield sse(_error(item.message, item.code))
+                else:
+                    yield from_end(self, item)
+            yield b"data: [DONE]\n\n"
+        finally:
+            self.turn.detach()
+
+    async def collect(self) -> dict[str, Any]:
+        raw: list[Any] = []
+        end: TurnEnd | None = None
+        async for item in self.turn.items():
+            if isinstance(item, Step) and self.body.x_acp:
+                raw.append(item.update.raw)
+            elif isinstance(item, TurnFailed):
+                raise AgentFailed(item.message, code=item.code)
+            elif isinstance(item, TurnEnd):
+                end = item
+        assert end is not None
+        finish = chat_finish_reason(end.stop_reason)
+        if finish is None:
+            raise ApiError("the turn was cancelled before it finished", code="cancelled")
+        mapper = self.turn.mapper
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": mapper.full_text,
+            "refusal": None,
+        }
+        if self.body.x_reasoning == "separate" and mapper.full_reasoning:
+            message["reasoning_content"] = mapper.full_reasoning
+        result: dict[str, Any] = {
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.choice.name,
+            "system_fingerprint": None,
+            "choices": [
+                {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
+            ],
+            "usage": self._usage(end),
+        }
+        if self.body.x_acp:
+            result["x_acp"] = raw
+        return result
+
+
+def from_end(reply: _Reply, end: TurnEnd) -> bytes:
+    """The closing chunk(s) of a streamed answer."""
+    finish = chat_finish_reason(end.stop_reason)
+    if finish is None:
+        return sse(_error("the turn was cancelled before it finished", "cancelled"))
+    out = sse(reply._chunk({}, finish))
+    options = reply.body.stream_options
+    if options is not None and options.include_usage:
+        chunk = reply._chunk({})
+        chunk["choices"] = []
+        chunk["usage"] = reply._usage(end)
+        out += sse(chunk)
+    return out
+
+
+def _error(message: str, code: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "agent_error", "param": None, "code": code}}
+
+
+__all__ = ["ChatBody", "check_supported", "router"]

@@ -1,0 +1,302 @@
+"""`/v1/responses`: create (whole, streamed or in the background), retrieve, cancel, delete.
+
+Not streamed unless asked (`stream: true`), so the SDK's plain
+`responses.create()` gets one Response object. `previous_response_id` continues
+the same ACP session: the stored response names its conversation and turn, and
+the conversation names the agent's `sessionId`, so this survives a gateway
+restart (the session is reopened with `session/load`). Only the latest response
+of a conversation can be continued: an ACP session cannot fork.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from agentao.client import TurnEnd
+from agentao.gateway.auth import Principal, check_owner
+from agentao.gateway.errors import BadRequest, NotFound, unsupported
+from agentao.gateway.inputs import parse_response_input, prompt_blocks
+from agentao.gateway.mapping import estimate_usage, usage_from_agent
+from agentao.gateway.response_builder import Event, ResponseBuilder
+from agentao.gateway.service import Gateway
+from agentao.gateway.sessions import LiveConversation, TurnRequest
+from agentao.gateway.streaming import EventStream, sse, watch_disconnect
+from agentao.gateway.transcript import ChatMessage, render
+from agentao.gateway.turns import GatewayTurn, Step, TurnFailed
+from agentao.store.gateway import ResponseRecord
+
+log = logging.getLogger("agentao.gateway")
+router = APIRouter()
+
+
+class ResponsesBody(msgspec.Struct, kw_only=True):
+    model: str
+    input: Any
+    instructions: str | None = None
+    previous_response_id: str | None = None
+    stream: bool = False
+    store: bool = True
+    background: bool = False
+    metadata: dict[str, str] | None = None
+    tools: list[Any] | None = None
+    tool_choice: Any = None
+    text: dict[str, Any] | None = None
+    conversation: Any = None
+    prompt: Any = None
+    x_acp: bool = False
+    x_permission_policy: str | None = None
+
+
+def check_supported(body: ResponsesBody) -> None:
+    if body.tools:
+        raise unsupported("tools", "client-side tools are not supported (agent tools run inside)")
+    if body.tool_choice not in (None, "auto", "none"):
+        raise unsupported("tool_choice", "client-side tools are not supported")
+    fmt = (body.text or {}).get("format") or {}
+    if fmt.get("type") not in (None, "text"):
+        raise unsupported("text.format", "only 'text' can be honoured by an agent")
+    if body.conversation is not None:
+        raise unsupported("conversation", "use previous_response_id to continue a conversation")
+    if body.prompt is not None:
+        raise unsupported("prompt", "stored prompts are not supported")
+    if body.stream and body.background:
+        raise unsupported("background", "cannot be combined with stream")
+    if body.background and not body.store:
+        raise unsupported("background", "needs store: true")
+
+
+@dataclass(slots=True)
+class _Live:
+    """A response still being produced: GET and cancel read it here."""
+
+    builder: ResponseBuilder
+    turn: GatewayTurn
+    owner: str
+    done: asyncio.Event
+
+
+@router.post("/v1/responses")
+async def create_response(request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    body = await gw.decode(request, ResponsesBody)
+    check_supported(body)
+    choice = gw.resolve_model(principal, body.model)
+    policy = gw.policy(principal, request, body.x_permission_policy)
+    pool = gw.conversations.pool(choice.agent)
+    messages = parse_response_input(body.input, images=pool.info.images)
+    if body.instructions:
+        messages.insert(0, ChatMessage("system", body.instructions))
+    conv, fresh = await _conversation(gw, principal, choice.agent, body.previous_response_id)
+    text = render(messages, history=fresh and len(messages) > 1)
+    turn_index = conv.record.turn_count
+    turn = await gw.conversations.begin(
+        conv,
+        TurnRequest(
+            prompt=prompt_blocks(messages, text),
+            title=text,
+            owner=principal.name,
+            policy=policy,
+            model=choice.model,
+            source="responses",
+        ),
+    )
+    echo = {
+        "instructions": body.instructions,
+        "metadata": body.metadata or {},
+        "previous_response_id": body.previous_response_id,
+        "store": body.store,
+        "background": body.background,
+        "x_conversation_id": conv.id,
+    }
+    builder = ResponseBuilder(choice.name, echo, x_acp=body.x_acp)
+    live = _Live(builder, turn, principal.name, asyncio.Event())
+    run = _Run(gw, live, conv, turn_index, body.store, len(text))
+    await run.save()
+    if body.stream:
+        return EventStream(run.sse(), turn.cancel, {"X-Session-Id": conv.id})
+    if body.background:
+        run.in_background()
+        return JSONResponse(builder.snapshot())
+    async with watch_disconnect(request, turn.cancel):
+        async for _event in run.events():
+            pass
+    return JSONResponse(builder.snapshot())
+
+
+async def _conversation(
+    gw: Gateway, principal: Principal, agent: str, previous: str | None
+) -> tuple[LiveConversation, bool]:
+    if previous is None:
+        return await gw.conversations.create(principal.name, agent, "responses"), True
+    record = await gw.store.get_response(previous)
+    conv = await gw.conversations.get(record.conversation_id) if record else None
+    if record is None or conv is None or not _owns(principal, conv.record.owner):
+        raise NotFound(
+            f"previous response {previous!r} not found",
+            param="previous_response_id",
+            code="previous_response_not_found",
+        )
+    if conv.record.agent != agent:
+        raise BadRequest(
+            f"the previous response came from the agent {conv.record.agent!r}", param="model"
+        )
+    if record.turn < conv.record.turn_count - 1:
+        raise BadRequest(
+            "previous_response_id is not the latest response of its conversation; an agent "
+            "session cannot fork",
+            param="previous_response_id",
+            code="not_latest_response",
+        )
+    return conv, False
+
+
+def _owns(principal: Principal, owner: str) -> bool:
+    return principal.name in ("local", owner)
+
+
+class _Run:
+    """Drives one response: events from the turn, the stored row kept current."""
+
+    def __init__(
+        self,
+        gw: Gateway,
+        live: _Live,
+        conv: LiveConversation,
+        turn_index: int,
+        store: bool,
+        prompt_chars: int,
+    ) -> None:
+        self.gw = gw
+        self.live = live
+        self.conv = conv
+        self.turn_index = turn_index
+        self.store = store
+        self.prompt_chars = prompt_chars
+        gw.live_responses[live.builder.id] = live
+
+    async def save(self) -> None:
+        if not self.store:
+            return
+        b = self.live.builder
+        record = ResponseRecord(b.id, self.conv.id, self.turn_index, b.status, b.snapshot())
+        await self.gw.store.put_response(record)
+
+    async def events(self) -> AsyncIterator[Event]:
+        builder, turn = self.live.builder, self.live.turn
+        try:
+            for event in builder.start():
+                yield event
+            async for item in turn.items():
+                if isinstance(item, Step):
+                    for event in builder.feed(item):
+                        yield event
+                elif isinstance(item, TurnFailed):
+                    for event in builder.fail(item.message, item.code):
+                        yield event
+                else:
+                    for event in builder.finish(item, self._usage(item, turn)):
+                        yield event
+        finally:
+            turn.detach()
+            await self._finished()
+
+    async def _finished(self) -> None:
+        builder = self.live.builder
+        if builder.status == "in_progress":  # the consumer left before the end
+            result = await self.live.turn.wait()
+            if isinstance(result, TurnEnd):
+                builder.finish(result, self._usage(result, self.live.turn))
+            else:
+                builder.fail(result.message, result.code)
+        try:
+            await self.save()
+        finally:
+            self.gw.live_responses.pop(builder.id, None)
+            self.live.done.set()
+
+    def _usage(self, end: TurnEnd, turn: GatewayTurn) -> Any:
+        usage = usage_from_agent(end.raw.get("usage") if isinstance(end.raw, dict) else None)
+        return usage or estimate_usage(self.prompt_chars, turn.mapper)
+
+    async def sse(self) -> AsyncIterator[bytes]:
+        async for event in self.events():
+            yield sse(event, event["type"])
+
+    def in_background(self) -> None:
+        async def drive() -> None:
+            async for _event in self.events():
+                pass
+
+        task = asyncio.get_running_loop().create_task(drive())
+        self.gw.background.add(task)
+        task.add_done_callback(self.gw.background.discard)
+
+
+async def _find(gw: Gateway, principal: Principal, response_id: str) -> dict[str, Any]:
+    live = gw.live_responses.get(response_id)
+    if live is not None:
+        if not _owns(principal, live.owner):
+            raise NotFound(f"no response {response_id!r}", code="response_not_found")
+        return live.builder.snapshot()
+    record = await gw.store.get_response(response_id)
+    conv = await gw.store.get_conversation(record.conversation_id) if record else None
+    if record is None or conv is None:
+        raise NotFound(f"no response {response_id!r}", code="response_not_found")
+    check_owner(principal, conv.owner, "response")
+    return record.body
+
+
+@router.get("/v1/responses/{response_id}")
+async def get_response(response_id: str, request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    if request.query_params.get("stream") in ("true", "1"):
+        raise unsupported("stream", "resuming a response stream is not supported")
+    return JSONResponse(await _find(gw, principal, response_id))
+
+
+@router.post("/v1/responses/{response_id}/cancel")
+async def cancel_response(response_id: str, request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    body = await _find(gw, principal, response_id)
+    live = gw.live_responses.get(response_id)
+    if live is None:
+        if body.get("status") == "cancelled":
+            return JSONResponse(body)
+        raise BadRequest(
+            f"response {response_id!r} is {body.get('status')}; only one in progress can be "
+            "cancelled",
+            code="not_in_progress",
+        )
+    live.turn.cancel()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(live.done.wait(), gw.limits.cancel_grace_seconds + 5)
+    return JSONResponse(live.builder.snapshot())
+
+
+@router.delete("/v1/responses/{response_id}")
+async def delete_response(response_id: str, request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    await _find(gw, principal, response_id)
+    live = gw.live_responses.get(response_id)
+    if live is not None:
+        live.turn.cancel()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(live.done.wait(), gw.limits.cancel_grace_seconds + 5)
+    await gw.store.delete_response(response_id)
+    return JSONResponse({"id": response_id, "object": "response", "deleted": True})
+
+
+__all__ = ["ResponsesBody", "check_supported", "router"]

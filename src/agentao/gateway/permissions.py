@@ -1,0 +1,152 @@
+"""`session/request_permission` for a gateway turn: the key's policy, or a human with a deadline.
+
+Policies (see `config.py`): `reject` picks `reject_once`; `reads` approves tool
+kinds read/search/think and rejects the rest; `all` approves with `allow_once`;
+`ask` sends a `permission-request` frame on the turn's task stream and waits for
+a `permission-response` (WebSocket, or `POST /v1/permissions/{id}`) until the
+deadline, then rejects. Never an `*_always` option: the gateway does not hand
+out standing permissions, and a human is offered the `*_once` choices only.
+
+Every decision is recorded on the task stream as a `permission-response` frame
+that says who decided (`policy`, `human`, `deadline`, `cancelled`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from agentao.client.permissions import PermissionOption, PermissionRequest, choose
+from agentao.gateway.config import Policy
+from agentao.gateway.mapping import READ_KINDS
+from agentao.gateway.tasklog import TaskLog
+
+
+@dataclass(slots=True)
+class PendingAsk:
+    """A question to a human, open until answered, cancelled or past its deadline."""
+
+    id: str
+    task_id: str
+    owner: str
+    request: PermissionRequest
+    deadline: float
+    future: asyncio.Future[str | None] = field(repr=False)
+
+    @property
+    def choices(self) -> tuple[PermissionOption, ...]:
+        return tuple(o for o in self.request.options if not o.always)
+
+    def frame(self) -> dict[str, object]:
+        return {
+            "requestId": self.id,
+            "toolCallId": self.request.tool_call_id,
+            "title": self.request.title,
+            "kind": self.request.kind,
+            "toolCall": self.request.tool_call,
+            "options": [
+                {"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in self.choices
+            ],
+            "deadline": self.deadline,
+        }
+
+
+class AnswerRejected(ValueError):
+    """A human answer that does not fit the question (unknown id or option)."""
+
+
+class PermissionDesk:
+    """Open questions to humans, across all tasks."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, PendingAsk] = {}
+
+    async def decide(
+        self,
+        policy: Policy,
+        request: PermissionRequest,
+        task_log: TaskLog,
+        *,
+        owner: str,
+        deadline_seconds: float,
+    ) -> str | None:
+        """The option id to answer with (None: `cancelled`)."""
+        if policy != "ask":
+            allow = policy == "all" or (policy == "reads" and request.kind in READ_KINDS)
+            option = choose(request.options, allow=allow, remember=False)
+            _record(task_log, request, option, by="policy", request_id=None)
+            return option
+        return await self._ask(request, task_log, owner, deadline_seconds)
+
+    async def _ask(
+        self, request: PermissionRequest, task_log: TaskLog, owner: str, seconds: float
+    ) -> str | None:
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        ask = PendingAsk(
+            "perm_" + uuid.uuid4().hex[:16],
+            task_log.task_id,
+            owner,
+            request,
+            time.time() + seconds,
+            future,
+        )
+        self._pending[ask.id] = ask
+        task_log.emit("permission-request", ask.frame())
+        by, option = "human", None
+        try:
+            option = await asyncio.wait_for(asyncio.shield(future), seconds)
+        except TimeoutError:
+            by, option = "deadline", choose(request.options, allow=False, remember=False)
+        except asyncio.CancelledError:  # the turn was cancelled: the client answers `cancelled`
+            _record(task_log, request, None, by="cancelled", request_id=ask.id)
+            raise
+        finally:
+            self._pending.pop(ask.id, None)
+        _record(task_log, request, option, by=by, request_id=ask.id)
+        return option
+
+    def answer(self, request_id: str, option_id: str | None, *, owner: str) -> None:
+        """A human's answer (None: reject). Raises AnswerRejected when it does not fit."""
+        ask = self._pending.get(request_id)
+        if ask is None or (owner != "local" and owner != ask.owner):
+            raise AnswerRejected(f"no open permission request {request_id!r}")
+        if option_id is None:
+            option_id = choose(ask.request.options, allow=False, remember=False)
+        elif option_id not in {o.option_id for o in ask.choices}:
+            raise AnswerRejected(f"{option_id!r} is not one of the options offered")
+        if not ask.future.done():
+            ask.future.set_result(option_id)
+
+    def pending(self, owner: str) -> list[PendingAsk]:
+        return [a for a in self._pending.values() if owner == "local" or a.owner == owner]
+
+
+def _record(
+    task_log: TaskLog,
+    request: PermissionRequest,
+    option_id: str | None,
+    *,
+    by: str,
+    request_id: str | None,
+) -> None:
+    kinds = {o.option_id: o.kind for o in request.options}
+    kind = kinds.get(option_id or "", "")
+    if task_log.finished.is_set():
+        return
+    task_log.emit(
+        "permission-response",
+        {
+            "requestId": request_id,
+            "toolCallId": request.tool_call_id,
+            "title": request.title,
+            "optionId": option_id,
+            "outcome": "selected" if option_id else "cancelled",
+            "approved": kind.startswith("allow"),
+            "by": by,
+        },
+    )
+
+
+__all__ = ["AnswerRejected", "PendingAsk", "PermissionDesk"]

@@ -1,0 +1,149 @@
+"""The gateway's running parts in one place, and the request plumbing every route shares.
+
+`Gateway` holds the config, the store, the agent pools, the conversation
+registry, the task hub and the permission desk; `app.py` builds one and puts it
+on `app.state.gateway`. Routes call `gateway.principal(request)`,
+`gateway.decode(request, Type)` and `gateway.resolve_model(...)` so that
+authentication, body limits and model names behave the same everywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import msgspec
+from starlette.requests import HTTPConnection, Request
+
+from agentao.gateway.auth import POLICY_HEADER, Authenticator, Principal
+from agentao.gateway.config import GatewayConfig, Policy
+from agentao.gateway.errors import BadRequest, NotFound, PayloadTooLarge
+from agentao.gateway.permissions import PermissionDesk
+from agentao.gateway.pool import AgentPool
+from agentao.gateway.sessions import Conversations
+from agentao.gateway.tasklog import TaskHub
+from agentao.store.gateway import GatewayStore
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """`agent` or `agent/model` from a request's `model` field."""
+
+    agent: str
+    model: str | None  # the agent's own model id, None for its default
+
+    @property
+    def name(self) -> str:
+        return f"{self.agent}/{self.model}" if self.model else self.agent
+
+
+class Gateway:
+    def __init__(self, config: GatewayConfig, store: GatewayStore) -> None:
+        self.config = config
+        self.limits = config.limits
+        self.store = store
+        self.auth = Authenticator(config)
+        self.hub = TaskHub(store)
+        self.desk = PermissionDesk()
+        self.pools: dict[str, AgentPool] = {}
+        self.live_responses: dict[str, Any] = {}  # response id -> openai_responses._Live
+        self.background: set[asyncio.Task[None]] = set()  # background responses and tasks
+        self.conversations = Conversations(store, self.pools, self.hub, self.desk, self.limits)
+        for spec in config.agents:
+            self.pools[spec.name] = AgentPool(spec, self.limits, self.conversations.permission)
+
+    async def start(self) -> None:
+        for pool in self.pools.values():
+            await pool.start()
+
+    async def close(self) -> None:
+        for task in list(self.background):
+            task.cancel()
+        for pool in self.pools.values():
+            await pool.close()
+        self.hub.close()
+        with contextlib.suppress(Exception):
+            self.store.close()
+
+    # ---- per request ----------------------------------------------------------------------
+
+    def principal(self, conn: HTTPConnection) -> Principal:
+        return self.auth.authenticate(
+            conn.headers.get("authorization"), conn.query_params.get("api_key")
+        )
+
+    async def decode(self, request: Request, type_: type[T]) -> T:
+        """The JSON body as `type_`; 413 above the size limit, 400 naming a bad field."""
+        limit = self.limits.max_request_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise PayloadTooLarge(f"request body above {limit} bytes", code="body_too_large")
+        body = await request.body()
+        if len(body) > limit:
+            raise PayloadTooLarge(f"request body above {limit} bytes", code="body_too_large")
+        try:
+            return msgspec.json.decode(body, type=type_)
+        except msgspec.ValidationError as exc:
+            raise BadRequest(f"invalid request: {exc}", param=_param_of(exc)) from None
+        except msgspec.DecodeError as exc:
+            raise BadRequest(f"the body is not valid JSON: {exc}", code="invalid_json") from None
+
+    def resolve_model(self, principal: Principal, model: str) -> ModelChoice:
+        """`agent` or `agent/model`: the agent must exist and be allowed for this key."""
+        agent, _, own = model.partition("/")
+        if agent not in self.pools:
+            known = ", ".join(sorted(self.pools))
+            raise NotFound(
+                f"the model {model!r} does not exist (agents: {known})",
+                param="model",
+                code="model_not_found",
+            )
+        principal.check_agent(agent)
+        return ModelChoice(agent, own or None)
+
+    def policy(self, principal: Principal, request: Request, body_value: str | None) -> Policy:
+        return principal.choose_policy(body_value or request.headers.get(POLICY_HEADER))
+
+
+def _param_of(exc: msgspec.ValidationError) -> str | None:
+    # msgspec says "... - at `$.messages[0].role`"
+    text = str(exc)
+    if "`$." in text:
+        return text.split("`$.", 1)[1].split("`", 1)[0]
+    return None
+
+
+def models_listing(gateway: Gateway, principal: Principal) -> list[dict[str, Any]]:
+    """`/v1/models` entries: every agent this key may use, and its own models."""
+    out = []
+    for name, pool in gateway.pools.items():
+        if principal.agents is not None and name not in principal.agents:
+            continue
+        out.append(_model_entry(name, pool))
+        out.extend(_model_entry(f"{name}/{m}", pool) for m in pool.info.models)
+    return out
+
+
+def _model_entry(model_id: str, pool: AgentPool) -> dict[str, Any]:
+    return {
+        "id": model_id,
+        "object": "model",
+        "created": 0,
+        "owned_by": "agentao",
+        "x_agent": {
+            "name": pool.spec.name,
+            "title": pool.info.title,
+            "version": pool.info.version,
+            "processes": len(pool.workers),
+            "live": pool.live,
+            "load_session": pool.info.load_session,
+            "images": pool.info.images,
+        },
+    }
+
+
+__all__ = ["Gateway", "ModelChoice", "models_listing"]

@@ -1,0 +1,274 @@
+"""Conversations: one ACP session each, one turn at a time, bound to a live agent process.
+
+Theory of operation. A `LiveConversation` is the in-memory side of a stored
+`Conversation`: the client `Session` carrying it (if bound to a live process)
+and the turn running on it. `Conversations.begin()` is the only way a turn
+starts:
+
+1. *Reserve* the conversation. Busy -> 409 with Retry-After; but a turn that
+   is only cancelling (its client went away) is waited for, up to
+   `Limits.cancel_grace_seconds`, so a client that reconnects at once is served.
+2. *Bind* an ACP session: reuse the live one; else `session/load` the stored
+   `sessionId` on a live process (after a gateway restart or an agent crash);
+   else `session/new`. A stored session the agent cannot reload raises
+   `SessionLost` (Chat Completions then starts afresh with the whole transcript).
+3. *Drain* whatever the session received while no turn ran (late updates of a
+   cancelled turn, a replayed history): none of it belongs to the new answer.
+4. Open the task (store row + `TaskLog`) and start the `GatewayTurn`.
+
+Permission requests from every agent process come to `permission()`, which
+finds the session's running turn and lets it decide under its policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agentao.client import AgentError, ClientError, PermissionRequest, Session, TurnEnd
+from agentao.client.permissions import choose
+from agentao.gateway.config import Limits, Policy
+from agentao.gateway.errors import AgentUnavailable, ApiError, NotFound, SessionBusy
+from agentao.gateway.permissions import PermissionDesk
+from agentao.gateway.pool import AgentPool
+from agentao.gateway.tasklog import TaskHub
+from agentao.gateway.turns import GatewayTurn, TurnContext
+from agentao.store.gateway import Conversation, GatewayStore, TaskRecord
+
+log = logging.getLogger("agentao.gateway")
+
+
+class SessionLost(ApiError):
+    """The conversation's ACP session is gone and the agent cannot load it again."""
+
+    status = 409
+    type = "conflict_error"
+
+
+@dataclass(slots=True)
+class LiveConversation:
+    record: Conversation
+    pool: AgentPool
+    session: Session | None = None
+    model: str | None = None
+    turn: GatewayTurn | None = None
+    reserved: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRequest:
+    """What to send and under which rules."""
+
+    prompt: list[dict[str, Any]]
+    title: str  # the prompt as text, for the task record and a new conversation's title
+    owner: str
+    policy: Policy
+    model: str | None = None  # the agent's own model id, from `agent/model`
+    source: str = "chat"
+    inline_reasoning: bool = False
+    # Runs when the turn ended with a stop reason, before the conversation is saved and
+    # released (e.g. Chat Completions records the transcript hash here).
+    on_end: Callable[[LiveConversation, GatewayTurn], None] | None = None
+
+
+class Conversations:
+    def __init__(
+        self,
+        store: GatewayStore,
+        pools: dict[str, AgentPool],
+        hub: TaskHub,
+        desk: PermissionDesk,
+        limits: Limits,
+    ) -> None:
+        self.store = store
+        self.pools = pools
+        self.hub = hub
+        self.desk = desk
+        self.limits = limits
+        self._live: dict[str, LiveConversation] = {}
+        self._by_session: dict[str, LiveConversation] = {}
+        self._running: dict[str, tuple[LiveConversation, GatewayTurn, TurnRequest]] = {}
+
+    # ---- finding and creating -----------------------------------------------------------
+
+    def pool(self, agent: str) -> AgentPool:
+        pool = self.pools.get(agent)
+        if pool is None:
+            raise NotFound(f"no agent named {agent!r}", param="model", code="model_not_found")
+        return pool
+
+    async def get(self, conversation_id: str) -> LiveConversation | None:
+        live = self._live.get(conversation_id)
+        if live is not None:
+            return live
+        record = await self.store.get_conversation(conversation_id)
+        if record is None or record.agent not in self.pools:
+            return None
+        return self._remember(record)
+
+    async def create(
+        self, owner: str, agent: str, source: str, conversation_id: str | None = None
+    ) -> LiveConversation:
+        record = Conversation(
+            id=conversation_id or "conv_" + uuid.uuid4().hex,
+            owner=owner,
+            agent=agent,
+            source=source,
+        )
+        self.pool(agent)
+        await self.store.create_conversation(record)
+        return self._remember(record)
+
+    def _remember(self, record: Conversation) -> LiveConversation:
+        live = self._live.get(record.id)
+        if live is None:
+            live = self._live[record.id] = LiveConversation(record, self.pool(record.agent))
+        return live
+
+    def running(self, task_id: str) -> GatewayTurn | None:
+        entry = self._running.get(task_id)
+        return entry[1] if entry is not None else None
+
+    # ---- starting a turn ----------------------------------------------------------------
+
+    async def begin(self, conv: LiveConversation, request: TurnRequest) -> GatewayTurn:
+        await self._reserve(conv)
+        try:
+            session = await self._bind(conv)
+            if request.model and request.model != conv.model:
+                await self._set_model(conv, session, request.model)
+            stale = session.drain()
+            if stale:
+                log.info("conversation %s: dropped %d stale updates", conv.id, len(stale))
+            return await self._start(conv, session, request)
+        except BaseException:
+            conv.reserved = False
+            raise
+
+    async def _reserve(self, conv: LiveConversation) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.limits.cancel_grace_seconds
+        while conv.reserved:
+            turn = conv.turn
+            remaining = deadline - loop.time()
+            if turn is None or not turn.cancelling or remaining <= 0:
+                raise SessionBusy(self.limits.retry_after_seconds)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(turn.done.wait(), remaining)
+        conv.reserved = True
+
+    async def _bind(self, conv: LiveConversation) -> Session:
+        if conv.session is not None and conv.pool.hosts(conv.session):
+            return conv.session
+        if conv.session is not None:  # its process died
+            self._by_session.pop(conv.session.id, None)
+            conv.session, conv.model = None, None
+        stored = conv.record.session_id
+        try:
+            if stored is not None:
+                session = await self._load(conv, stored)
+            else:
+                session = await conv.pool.new_session()
+                conv.record.session_id = session.id
+                await self.store.update_conversation(conv.record)
+        except ClientError as exc:
+            raise AgentUnavailable(f"agent {conv.record.agent!r}: {exc}") from None
+        conv.session = session
+        self._by_session[session.id] = conv
+        return session
+
+    async def _load(self, conv: LiveConversation, session_id: str) -> Session:
+        if not conv.pool.info.load_session:
+            raise SessionLost(
+                f"the agent {conv.record.agent!r} cannot load sessions, and this conversation's "
+                "session is gone (the gateway or the agent restarted)",
+                code="session_lost",
+            )
+        try:
+            return await conv.pool.load_session(session_id)
+        except AgentError as exc:
+            raise SessionLost(
+                f"the agent could not load this conversation's session: {exc.message}",
+                code="session_lost",
+            ) from None
+
+    async def _set_model(self, conv: LiveConversation, session: Session, model: str) -> None:
+        option = conv.pool.info.model_option or "model"
+        try:
+            await session.set_config_option(option, model)
+        except AgentError as exc:
+            raise ApiError(f"the agent refused model {model!r}: {exc.message}") from None
+        conv.model = model
+
+    async def _start(
+        self, conv: LiveConversation, session: Session, request: TurnRequest
+    ) -> GatewayTurn:
+        task_id = "task_" + uuid.uuid4().hex
+        task_log = self.hub.open(task_id)  # before the row: a watcher finding the row finds it
+        try:
+            await self.store.create_task(
+                TaskRecord(task_id, conv.id, "running", prompt=request.title[:2000])
+            )
+        except BaseException:
+            self.hub.discard(task_id)
+            raise
+        if conv.record.title is None:
+            conv.record.title = request.title[:80]
+            await self.store.update_conversation(conv.record)
+        context = TurnContext(
+            request.owner,
+            request.policy,
+            self.limits.permission_deadline_seconds,
+            self.desk,
+            request.inline_reasoning,
+        )
+        turn = GatewayTurn(session, request.prompt, task_log, context, self._ended)
+        conv.turn = turn
+        self._running[task_id] = (conv, turn, request)
+        turn.start(
+            {
+                "taskId": task_id,
+                "conversationId": conv.id,
+                "agent": conv.record.agent,
+                "sessionId": session.id,
+                "source": request.source,
+                "prompt": request.prompt,
+            }
+        )
+        return turn
+
+    async def _ended(self, turn: GatewayTurn) -> None:
+        conv, _turn, request = self._running.pop(turn.id)
+        ok = isinstance(turn.result, TurnEnd)
+        try:
+            await self.store.finish_task(turn.id, "ended" if ok else "error")
+            if ok:
+                conv.record.turn_count += 1
+                if request.on_end is not None:
+                    request.on_end(conv, turn)
+                await self.store.update_conversation(conv.record)
+        finally:
+            if conv.turn is turn:
+                conv.reserved = False
+
+    # ---- the agents' permission requests ------------------------------------------------
+
+    async def permission(self, request: PermissionRequest) -> str | None:
+        conv = self._by_session.get(request.session_id)
+        turn = conv.turn if conv is not None else None
+        if turn is None or turn.done.is_set():
+            log.info("permission request outside a turn (session %s): rejected", request.session_id)
+            return choose(request.options, allow=False, remember=False)
+        return await turn.decide(request)
+
+
+__all__ = ["Conversations", "LiveConversation", "SessionLost", "TurnRequest"]

@@ -1,0 +1,267 @@
+"""The task stream: start a turn (`POST /v1/tasks`), watch it over a WebSocket, answer it.
+
+Frames (JSON objects, one per WebSocket message), each with `seq`, `type`, `at`:
+
+    task-started         taskId, conversationId, agent, sessionId, source, prompt
+    task-running         update: the ACP update exactly as the agent sent it (unknown fields too)
+    permission-request   requestId, toolCallId, title, kind, toolCall, options, deadline
+    permission-response  requestId, toolCallId, title, optionId, outcome, approved, by
+    task-ended           stopReason, usage (the agent's, or null)
+    task-error           error: {message, code}
+    ping                 (no seq; not stored) while nothing else happens
+
+`WS /v1/tasks/{id}/stream?after_seq=N` first sends every stored frame with
+`seq > N`, then live ones, and closes after `task-ended` / `task-error`. A
+watcher may send `{"type": "permission-response", "requestId", "optionId"}`
+(optionId null rejects) or `{"type": "cancel"}`. Every task is here, whether it
+was started here, by Chat Completions or by the Responses API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+import msgspec
+from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse
+
+from agentao.gateway.auth import Principal, check_owner
+from agentao.gateway.errors import ApiError, BadRequest, NotFound
+from agentao.gateway.permissions import AnswerRejected
+from agentao.gateway.service import Gateway
+from agentao.gateway.sessions import TurnRequest
+from agentao.gateway.tasklog import TERMINAL
+from agentao.store.gateway import TaskEvent, TaskRecord
+
+log = logging.getLogger("agentao.gateway")
+router = APIRouter()
+
+
+class TaskBody(msgspec.Struct, kw_only=True):
+    agent: str  # an agent name, or `agent/model`
+    prompt: str | list[dict[str, Any]]
+    conversation_id: str | None = None
+    permission_policy: str | None = None
+
+
+class PermissionAnswer(msgspec.Struct, kw_only=True):
+    option_id: str | None = msgspec.field(default=None, name="optionId")
+
+
+@router.post("/v1/tasks", status_code=201)
+async def start_task(request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    body = await gw.decode(request, TaskBody)
+    choice = gw.resolve_model(principal, body.agent)
+    policy = gw.policy(principal, request, body.permission_policy)
+    if body.conversation_id:
+        conv = await gw.conversations.get(body.conversation_id)
+        if conv is None or principal.name not in ("local", conv.record.owner):
+            raise NotFound("no such conversation", param="conversation_id")
+        if conv.record.agent != choice.agent:
+            raise BadRequest(f"the conversation belongs to {conv.record.agent!r}", param="agent")
+    else:
+        conv = await gw.conversations.create(principal.name, choice.agent, "task")
+    blocks = (
+        [{"type": "text", "text": body.prompt}] if isinstance(body.prompt, str) else body.prompt
+    )
+    if not blocks:
+        raise BadRequest("'prompt' must not be empty", param="prompt")
+    title = " ".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict)).strip()
+    turn = await gw.conversations.begin(
+        conv,
+        TurnRequest(blocks, title or "(prompt)", principal.name, policy, choice.model, "task"),
+    )
+    turn.detach()  # nobody consumes it here: watchers read the log
+    return JSONResponse(
+        {
+            "id": turn.id,
+            "object": "task",
+            "conversation_id": conv.id,
+            "status": "running",
+            "stream_url": f"/v1/tasks/{turn.id}/stream",
+        },
+        status_code=201,
+    )
+
+
+async def _task(gw: Gateway, principal: Principal, task_id: str) -> TaskRecord:
+    task = await gw.store.get_task(task_id)
+    conv = await gw.store.get_conversation(task.conversation_id) if task else None
+    if task is None or conv is None:
+        raise NotFound(f"no task {task_id!r}")
+    check_owner(principal, conv.owner, "task")
+    return task
+
+
+@router.get("/v1/tasks/{task_id}")
+async def get_task(task_id: str, request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    task = await _task(gw, gw.principal(request), task_id)
+    return {
+        "id": task.id,
+        "object": "task",
+        "conversation_id": task.conversation_id,
+        "status": task.status,
+        "prompt": task.prompt,
+        "created_at": task.created_at,
+        "ended_at": task.ended_at,
+    }
+
+
+@router.get("/v1/tasks/{task_id}/events")
+async def task_events(task_id: str, request: Request, after_seq: int = 0) -> Any:
+    """The stored frames (for a page that renders a past turn without a WebSocket)."""
+    gw: Gateway = request.app.state.gateway
+    await _task(gw, gw.principal(request), task_id)
+    events = await gw.store.events_after(task_id, after_seq)
+    return {"object": "list", "data": [e.frame() for e in events]}
+
+
+@router.get("/v1/conversations")
+async def list_conversations(request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    owner = None if principal.name == "local" else principal.name
+    convs = await gw.store.list_conversations(owner, gw.limits.conversations_listed)
+    data = [
+        {
+            "id": c.id,
+            "agent": c.agent,
+            "title": c.title,
+            "source": c.source,
+            "turn_count": c.turn_count,
+            "updated_at": c.updated_at,
+        }
+        for c in convs
+        if principal.agents is None or c.agent in principal.agents
+    ]
+    return {"object": "list", "data": data}
+
+
+@router.get("/v1/conversations/{conversation_id}/tasks")
+async def conversation_tasks(conversation_id: str, request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    conv = await gw.store.get_conversation(conversation_id)
+    if conv is None:
+        raise NotFound("no such conversation")
+    check_owner(principal, conv.owner, "conversation")
+    tasks = await gw.store.list_tasks(conversation_id)
+    data = [{"id": t.id, "status": t.status, "prompt": t.prompt} for t in tasks]
+    return {"object": "list", "data": data}
+
+
+@router.get("/v1/permissions")
+async def pending_permissions(request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    data = [{"taskId": a.task_id, **a.frame()} for a in gw.desk.pending(principal.name)]
+    return {"object": "list", "data": data}
+
+
+@router.post("/v1/permissions/{request_id}")
+async def answer_permission(request_id: str, request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    body = await gw.decode(request, PermissionAnswer)
+    try:
+        gw.desk.answer(request_id, body.option_id, owner=principal.name)
+    except AnswerRejected as exc:
+        raise BadRequest(str(exc), param="optionId") from None
+    return {"requestId": request_id, "optionId": body.option_id, "accepted": True}
+
+
+# ---- the WebSocket ----------------------------------------------------------------------
+
+
+@router.websocket("/v1/tasks/{task_id}/stream")
+async def stream_task(websocket: WebSocket, task_id: str) -> None:
+    gw: Gateway = websocket.app.state.gateway
+    try:
+        principal = gw.principal(websocket)
+        await _task(gw, principal, task_id)
+        after = int(websocket.query_params.get("after_seq", "0") or 0)
+    except (ApiError, ValueError) as exc:
+        await websocket.close(code=4401 if getattr(exc, "status", 0) == 401 else 4404)
+        return
+    await websocket.accept()
+    reader = asyncio.get_running_loop().create_task(_read(websocket, gw, principal, task_id))
+    try:
+        await _send_frames(websocket, gw, task_id, after)
+        await websocket.close(code=1000)
+    except (WebSocketDisconnect, RuntimeError):
+        pass  # the watcher left; it can come back with after_seq
+    finally:
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await reader
+
+
+async def _send_frames(websocket: WebSocket, gw: Gateway, task_id: str, after: int) -> None:
+    task_log = gw.hub.get(task_id)
+    queue = task_log.subscribe() if task_log is not None else None
+    try:
+        last = after
+        for event in await gw.store.events_after(task_id, after):
+            await websocket.send_json(event.frame())
+            last = event.seq
+            if event.type in TERMINAL:
+                return
+        if queue is None:  # ended before we looked, and its log had been stored in full
+            return
+        while True:
+            event = await _next(queue, websocket, gw.limits.ping_interval_seconds)
+            if event is None or event.seq <= last:
+                continue
+            await websocket.send_json(event.frame())
+            last = event.seq
+            if event.type in TERMINAL:
+                return
+    finally:
+        if task_log is not None and queue is not None:
+            task_log.unsubscribe(queue)
+
+
+async def _next(
+    queue: asyncio.Queue[TaskEvent], websocket: WebSocket, ping_interval: float
+) -> TaskEvent | None:
+    try:
+        return await asyncio.wait_for(queue.get(), ping_interval)
+    except TimeoutError:
+        await websocket.send_json({"type": "ping", "at": time.time()})
+        return None
+
+
+async def _read(websocket: WebSocket, gw: Gateway, principal: Principal, task_id: str) -> None:
+    """Frames from the watcher: permission answers and cancel."""
+    while True:
+        try:
+            frame = await websocket.receive_json()
+        except (WebSocketDisconnect, RuntimeError):
+            return
+        except ValueError:
+            await websocket.send_json({"type": "error", "message": "frames must be JSON"})
+            continue
+        kind = frame.get("type") if isinstance(frame, dict) else None
+        if kind == "permission-response":
+            try:
+                gw.desk.answer(
+                    str(frame.get("requestId")), frame.get("optionId"), owner=principal.name
+                )
+            except AnswerRejected as exc:
+                await websocket.send_json({"type": "error", "message": str(exc)})
+        elif kind == "cancel":
+            turn = gw.conversations.running(task_id)
+            if turn is not None:
+                turn.cancel()
+        else:
+            await websocket.send_json({"type": "error", "message": f"unknown frame {kind!r}"})
+
+
+__all__ = ["router"]

@@ -1,0 +1,198 @@
+"""One prompt turn, run by the gateway in its own task.
+
+Theory of operation. An HTTP handler or a task-stream request starts a
+`GatewayTurn`; the turn drives the client's `session.prompt()` in a task of its
+own, so the HTTP side can vanish at any moment without cancelling the iteration
+half-way. Every item goes two ways: onto the task log (persisted, for watchers)
+and onto a queue for the one consumer that started it (`items()`).
+
+Cancel (`cancel()`, synchronous so a disconnect callback can call it) sends
+`session/cancel` at once through the client. The turn keeps reading until the
+agent's `stopReason` arrives, so the session is left clean: nothing of this turn
+can surface in the next one (and the registry drains the session before the next
+prompt anyway). A consumer that left calls `detach()` so nothing more is queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agentao.client import (
+    AgentDisconnected,
+    AgentError,
+    ClientError,
+    ClientTimeout,
+    PermissionRequest,
+    Session,
+    TurnEnd,
+    Update,
+)
+from agentao.gateway.config import Policy
+from agentao.gateway.mapping import Delta, TurnMapper
+from agentao.gateway.permissions import PermissionDesk
+from agentao.gateway.tasklog import TaskLog
+
+log = logging.getLogger("agentao.gateway")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One update and what it means for an OpenAI client (mapped in the turn, in order)."""
+
+    update: Update
+    delta: Delta
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFailed:
+    """The turn could not finish: the agent died, answered an error, or timed out."""
+
+    message: str
+    code: str  # agent_disconnected | agent_error | agent_timeout | gateway_error
+
+
+TurnItem = Step | TurnEnd | TurnFailed
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """Who runs the turn and under which rules."""
+
+    owner: str
+    policy: Policy
+    deadline_seconds: float
+    desk: PermissionDesk
+    inline_reasoning: bool = False  # reasoning written into the text, seed-style prefixes
+
+
+class GatewayTurn:
+    def __init__(
+        self,
+        session: Session,
+        prompt: list[dict[str, Any]],
+        task_log: TaskLog,
+        context: TurnContext,
+        on_finish: Callable[[GatewayTurn], Awaitable[None]],
+    ) -> None:
+        self.id = task_log.task_id
+        self.session = session
+        self.prompt = prompt
+        self.log = task_log
+        self.context = context
+        self.mapper = TurnMapper(inline=context.inline_reasoning)
+        self._on_finish = on_finish
+        self._queue: asyncio.Queue[TurnItem] | None = asyncio.Queue()
+        self._client_turn: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self.cancelling = False
+        self.result: TurnEnd | TurnFailed | None = None
+        self.done = asyncio.Event()
+
+    def start(self, started: dict[str, Any]) -> None:
+        """Emit `task-started` (with `started` as its payload) and run the turn."""
+        self.log.emit("task-started", started)
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def items(self) -> AsyncIterator[TurnItem]:
+        """The consumer's view: steps, then one TurnEnd or TurnFailed."""
+        queue = self._queue
+        if queue is None:
+            return
+        while True:
+            item = await queue.get()
+            yield item
+            if not isinstance(item, Step):
+                return
+
+    def detach(self) -> None:
+        """The consumer is gone: stop queueing for it (the log still gets everything)."""
+        self._queue = None
+
+    def cancel(self) -> None:
+        """Ask the agent to stop (`session/cancel` goes out now); idempotent."""
+        if self.done.is_set() or self.cancelling:
+            return
+        self.cancelling = True
+        if self._client_turn is not None:
+            self._spawn_cancel()
+
+    async def wait(self) -> TurnEnd | TurnFailed:
+        await self.done.wait()
+        assert self.result is not None
+        return self.result
+
+    async def decide(self, request: PermissionRequest) -> str | None:
+        """Answer a permission request of this turn under its policy."""
+        ctx = self.context
+        return await ctx.desk.decide(
+            ctx.policy, request, self.log, owner=ctx.owner, deadline_seconds=ctx.deadline_seconds
+        )
+
+    # ---- the run ----------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        try:
+            self._client_turn = self.session.prompt(self.prompt)
+            if self.cancelling:
+                self._spawn_cancel()
+            result = await self._consume()
+        except AgentDisconnected as exc:
+            result = TurnFailed(f"the agent exited during the turn: {exc}", "agent_disconnected")
+        except ClientTimeout as exc:
+            result = TurnFailed(str(exc), "agent_timeout")
+        except AgentError as exc:
+            result = TurnFailed(f"the agent answered an error: {exc.message}", "agent_error")
+        except ClientError as exc:
+            result = TurnFailed(str(exc), "agent_error")
+        except Exception as exc:  # never leave a consumer hanging
+            log.exception("turn %s failed", self.id)
+            result = TurnFailed(f"gateway error: {type(exc).__name__}", "gateway_error")
+        self._finish(result)
+        try:
+            await self._on_finish(self)
+        finally:
+            self.done.set()
+
+    async def _consume(self) -> TurnEnd:
+        end = None
+        async for event in self._client_turn:
+            if isinstance(event, Update):
+                self.log.emit("task-running", {"update": event.raw})
+                self._put(Step(event, self.mapper.feed(event.kind, event.value)))
+            elif isinstance(event, TurnEnd):
+                end = event
+        if end is None:
+            raise ClientError("the turn ended without a stop reason")
+        return end
+
+    def _finish(self, result: TurnEnd | TurnFailed) -> None:
+        self.result = result
+        if isinstance(result, TurnEnd):
+            usage = result.raw.get("usage") if isinstance(result.raw, dict) else None
+            payload = {"stopReason": result.stop_reason, "usage": usage}
+            if result.forced:
+                payload["forced"] = True
+            self.log.emit("task-ended", payload)
+        else:
+            self.log.emit("task-error", {"error": {"message": result.message, "code": result.code}})
+        self._put(result)
+
+    def _put(self, item: TurnItem) -> None:
+        if self._queue is not None:
+            self._queue.put_nowait(item)
+
+    def _spawn_cancel(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._cancel_client_turn())
+        task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+
+    async def _cancel_client_turn(self) -> None:
+        with contextlib.suppress(ClientError):
+            await self._client_turn.cancel()
+
+
+__all__ = ["GatewayTurn", "Step", "TurnContext", "TurnFailed", "TurnItem"]
