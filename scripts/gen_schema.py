@@ -653,6 +653,8 @@ class _Emitter:
 
     def _class(self, item: Item) -> list[str]:
         args = [*item.bases, "kw_only=True"]  # msgspec's kw_only is not inherited
+        if item.name in WRITE_NULLS:
+            args.append("omit_defaults=False")
         if item.tag_field:
             args += [f"tag_field={json.dumps(item.tag_field)}", f"tag={json.dumps(item.tag)}"]
         lines = wrap(f"class {item.name}(", args, "):")
@@ -767,6 +769,10 @@ Conventions
   properties, required only when all variants require them.
 - Not generated (JSON-RPC envelopes, framing's job): {skipped}.
 """'''
+
+# Structs whose unset optional fields are written as null rather than omitted, because a
+# peer reads the null: a diff's `oldText: null` says "this edit created the file".
+WRITE_NULLS = frozenset({"Diff"})
 
 PREAMBLE = '''
 from __future__ import annotations

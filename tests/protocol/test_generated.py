@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from agentao.protocol import methods, schema
+from agentao.protocol import decode, methods, schema
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATED = ROOT / "src/agentao/protocol"
@@ -69,9 +69,16 @@ def test_every_object_def_has_a_struct_with_exact_wire_names() -> None:
 def test_struct_config() -> None:
     for cls in _structs():
         config = cls.__struct_config__
-        assert config.omit_defaults and not config.forbid_unknown_fields, cls
+        writes_nulls = any(base.__name__ == "Diff" for base in cls.__mro__)
+        assert config.omit_defaults != writes_nulls, cls
+        assert not config.forbid_unknown_fields, cls
         kinds = {p.kind for p in inspect.signature(cls).parameters.values()}
         assert kinds <= {inspect.Parameter.KEYWORD_ONLY}, cls
+
+
+def test_new_file_diff_writes_old_text_null() -> None:
+    diff = schema.DiffToolCallContent(path="/w/new.txt", new_text="hi")
+    assert b'"oldText":null' in decode.encode(diff)
 
 
 def test_meta_and_camel_names() -> None:

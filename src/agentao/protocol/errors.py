@@ -1,19 +1,19 @@
 """JSON-RPC / ACP errors: the code lives on the class, the details in `data`.
 
-    Exception
-    ├── AcpError                     an error that travels on the wire as {code, message, data}
-    │   ├── ParseError               -32700  the line is not JSON (or not UTF-8, or too deep)
-    │   ├── InvalidRequest           -32600  JSON, but not a JSON-RPC 2.0 message
-    │   │   └── LineTooLong          -32600  the line is above Limits.max_line_bytes
-    │   ├── MethodNotFound           -32601
-    │   ├── InvalidParams            -32602  names the offending field
-    │   ├── InternalError            -32603  a handler crashed; no traceback on the wire
-    │   ├── AuthRequired             -32000
-    │   ├── NotInitialized           -32002  "Server not initialized" (seed C.2/C.12)
-    │   ├── SessionNotFound          -32002  same code; message and data={"sessionId"} differ
-    │   ├── RequestCancelled         -32800  the request was cancelled ($/cancel_request)
-    │   └── PeerError                (any)   an error response the *peer* sent us
-    └── ConnectionClosed             local: EOF or a dead peer; pending requests fail with it
+Exception
+├── AcpError                     an error that travels on the wire as {code, message, data}
+│   ├── ParseError               -32700  the line is not JSON (or not UTF-8, or too deep)
+│   ├── InvalidRequest           -32600  JSON, but not a JSON-RPC 2.0 message
+│   │   └── LineTooLong          -32600  the line is above Limits.max_line_bytes
+│   ├── MethodNotFound           -32601
+│   ├── InvalidParams            -32602  names the offending field
+│   ├── InternalError            -32603  a handler crashed; no traceback on the wire
+│   ├── AuthRequired             -32000
+│   ├── NotInitialized           -32002  "Server not initialized" (seed C.2/C.12)
+│   ├── SessionNotFound          -32002  same code; message and data={"sessionId"} differ
+│   ├── RequestCancelled         -32800  the request was cancelled ($/cancel_request)
+│   └── PeerError                (any)   an error response the *peer* sent us
+└── ConnectionClosed             local: EOF or a dead peer; pending requests fail with it
 """
 
 from __future__ import annotations

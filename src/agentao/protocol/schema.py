@@ -220,7 +220,7 @@ class ContentToolCallContent(Content, kw_only=True, tag_field="type", tag="conte
     """Standard content block (text, images, resources)."""
 
 
-class Diff(_Base, kw_only=True):
+class Diff(_Base, kw_only=True, omit_defaults=False):
     """A diff representing file modifications."""
 
     path: str
