@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from agentao.agent.events import Location, TerminalOutput, TextOutput
-from agentao.agent.sandbox import PathAccess, SandboxError, is_inside, resolve, target
+from agentao.agent.sandbox import (
+    PathAccess,
+    SandboxError,
+    absolute,
+    is_inside,
+    resolve,
+    target,
+)
 from agentao.agent.settings import ShellLimits
 from agentao.agent.tools.base import Tool, ToolContext, ToolError, ToolResult
 
@@ -160,7 +167,10 @@ class RunShellCommand(Tool):
 
     def locations(self, args: dict[str, Any], cwd: Path) -> tuple[Location, ...]:
         directory = args.get("directory")
-        return (Location(str(Path(cwd) / directory)),) if isinstance(directory, str) else ()
+        try:
+            return (Location(str(absolute(directory, cwd))),) if isinstance(directory, str) else ()
+        except SandboxError:
+            return ()
 
     def accesses(self, args: dict[str, Any], cwd: Path) -> tuple[PathAccess, ...]:
         directory = args.get("directory")
