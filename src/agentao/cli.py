@@ -30,7 +30,40 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_serve(commands)
+    _add_run(commands)
+    commands.add_parser(
+        "demo",
+        help="a complete offline session with agentao's scripted agent (no API key)",
+        description="Drive agentao's own agent through a scripted session over real pipes: "
+        "streaming text, a thought, a plan, file edits with diffs, a permission request, "
+        "and a resumed session. No LLM and no API key involved.",
+    )
     return parser
+
+
+def _add_run(commands: argparse._SubParsersAction) -> None:
+    run = commands.add_parser(
+        "run",
+        help="send one prompt to any ACP agent and stream its answer",
+        description="Start an ACP agent (default: agentao), open a session in --cwd, send PROMPT "
+        "(or stdin) and stream the turn. Exit codes: 0 done, 1 error, 2 usage, "
+        "3 permission needed or denied, 130 interrupted (Ctrl-C sends session/cancel).",
+    )
+    run.add_argument("prompt", nargs="?", help="the prompt (default: read from stdin)")
+    run.add_argument(
+        "--agent", metavar="CMD", help='agent command, e.g. "qwen --acp" (default: agentao)'
+    )
+    run.add_argument("--cwd", metavar="DIR", help="the session's working directory (default: .)")
+    run.add_argument("--mode", metavar="M", help="session mode to set first (session/set_mode)")
+    run.add_argument("--model", metavar="M", help="model to switch to first")
+    run.add_argument(
+        "--approve",
+        choices=["reads", "all", "ask"],
+        help="answer permission requests: reads (read/search/think), all, or ask in the "
+        "terminal (default: reject)",
+    )
+    run.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
+    run.add_argument("--record", metavar="FILE", help="write every message both ways as JSONL")
 
 
 def _add_serve(commands: argparse._SubParsersAction) -> None:
@@ -58,6 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         from agentao.server.main import serve_stdio
 
         return serve_stdio(resume=args.resume)
+    if args.command == "run":
+        from agentao.client.run import main as run_main
+
+        return run_main(args)
+    if args.command == "demo":
+        from agentao.client.demo import main as demo_main
+
+        return demo_main()
     if args.command == "serve":
         from agentao.gateway.main import run_serve
 

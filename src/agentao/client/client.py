@@ -291,7 +291,9 @@ class Client:
             methods = (
                 ", ".join(getattr(m, "id", "?") for m in self.auth_methods) or "none advertised"
             )
-            raise HandshakeError(f"the agent requires authentication (methods: {methods})") from exc
+            raise HandshakeError(
+                f"the agent requires authentication: {exc.message} (methods: {methods})"
+            ) from exc
 
     # ---- requests -------------------------------------------------------------------
 

@@ -1,0 +1,253 @@
+"""Showing a turn: rich for people (`ConsoleView`), one JSON object per line for scripts.
+
+ConsoleView: agent text is written as it arrives; thoughts are dimmed; each
+tool call is one status line (title, kind, status, result, diff summary)
+that is rewritten in place while it is the last thing on screen; a plan is a
+checklist; permission answers get their own line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from typing import IO, Any
+
+from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
+
+_STATUS = {"pending": "…", "in_progress": "⋯", "completed": "✓", "failed": "✗"}
+_PLAN = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+
+
+class ConsoleView:
+    def __init__(self, console: Any = None, *, diff_lines: int = 20) -> None:
+        from rich.console import Console
+
+        self.console = console or Console(highlight=False, soft_wrap=True)
+        self.diff_lines = diff_lines  # lines of each edit's diff to show (0: summary only)
+        self._live_tool: str | None = None  # tool call whose status line is the last line
+        self._mid_line = False  # the cursor is not at the start of a line
+        self._stream: str | None = None  # the chunk kind being written on the current line
+
+    # ---- entry points ---------------------------------------------------------------
+
+    def event(self, event: Event) -> None:
+        if isinstance(event, Update):
+            self._update(event)
+        elif isinstance(event, PermissionDecision):
+            self._permission(event)
+        elif isinstance(event, TurnEnd):
+            self._line(f"[dim]— {event.stop_reason}{' (forced)' if event.forced else ''}[/]")
+
+    def info(self, text: str) -> None:
+        from rich.markup import escape
+
+        self._line(f"[dim]{escape(text)}[/]")
+
+    def started(self, client: Any, session: Any) -> None:
+        info = client.agent_info
+        name = f"{getattr(info, 'name', '?')} {getattr(info, 'version', '')}".strip()
+        self.info(f"{name} · session {session.id} · {session.cwd}")
+
+    def error(self, text: str) -> None:
+        from rich.markup import escape
+
+        self._line(f"[bold red]error:[/] {escape(text)}", stderr=True)
+
+    def replayed(self, events: list[Event]) -> None:
+        """History replayed by `session/load`, shown compactly."""
+        for event in events:
+            if isinstance(event, Update) and event.kind == "user_message_chunk" and event.text:
+                self._line(f"[bold cyan]you>[/] {event.text}")
+            else:
+                self.event(event)
+        self._end_line()
+
+    # ---- updates --------------------------------------------------------------------
+
+    def _update(self, update: Update) -> None:
+        kind = update.kind
+        if kind == "agent_message_chunk" and update.text is not None:
+            self._write(update.text, kind)
+        elif kind == "agent_thought_chunk" and update.text is not None:
+            self._write(update.text, kind, style="dim italic")
+        elif kind in ("tool_call", "tool_call_update") and update.tool_call is not None:
+            self._tool(update.tool_call)
+        elif kind == "plan":
+            self._plan(update.raw.get("entries"))
+        elif kind == "current_mode_update":
+            self._line(f"[dim]mode: {update.raw.get('currentModeId')}[/]")
+
+    def _write(self, text: str, stream: str, style: str | None = None) -> None:
+        if self._live_tool is not None or self._stream != stream:
+            self._end_line()  # a thought and the answer never share a line
+        self.console.print(text, style=style, end="", markup=False, emoji=False, soft_wrap=True)
+        self._mid_line = not text.endswith("\n")
+        self._stream = stream
+
+    def _tool(self, tool: ToolCallState) -> None:
+        from rich.markup import escape
+
+        mark = _STATUS.get(tool.status, "·")
+        text = f"{mark} {escape(tool.title or tool.tool_call_id)} [dim]({tool.kind})[/]"
+        text += f" [dim]{tool.status}[/]" + escape(_summary(tool))
+        style = {"completed": "green", "failed": "red"}.get(tool.status, "yellow")
+        text = f"[{style}]{text}[/]"
+        if self._live_tool == tool.tool_call_id and self.console.is_terminal:
+            self.console.file.write("\r\x1b[2K")  # rewrite the status line in place
+            self.console.print(text, end="")
+        else:
+            self._end_line()
+            self.console.print(text, end="")
+        self._live_tool, self._mid_line, self._stream = tool.tool_call_id, True, None
+        if tool.status == "completed" and self.diff_lines:
+            self._diffs(tool)
+
+    def _diffs(self, tool: ToolCallState) -> None:
+        from rich.markup import escape
+
+        for item in tool.content:
+            if isinstance(item, dict) and item.get("type") == "diff":
+                lines = _diff_lines(item)
+                shown = lines[: self.diff_lines]
+                if len(lines) > len(shown):
+                    shown.append(f"… {len(lines) - len(shown)} more lines")
+                styles = {"+": "green", "-": "red", "@": "cyan"}
+                self._end_line()
+                for line in shown:
+                    self.console.print(f"    [{styles.get(line[:1], 'dim')}]{escape(line)}[/]")
+
+    def _plan(self, entries: Any) -> None:
+        from rich.markup import escape
+
+        lines = ["[bold]Plan[/]"]
+        for entry in entries if isinstance(entries, list) else ():
+            if isinstance(entry, dict):
+                box = _PLAN.get(str(entry.get("status")), "[ ]")
+                lines.append(f"  {escape(box)} {escape(str(entry.get('content', '')))}")
+        self._line("\n".join(lines))
+
+    def _permission(self, decision: PermissionDecision) -> None:
+        from rich.markup import escape
+
+        request = decision.request
+        chosen = next((o for o in request.options if o.option_id == decision.option_id), None)
+        if decision.cancelled_by_turn or chosen is None:
+            verdict = "[yellow]cancelled[/]"
+        elif decision.approved:
+            verdict = f"[green]{escape(chosen.name or chosen.kind)}[/]"
+        else:
+            verdict = f"[red]{escape(chosen.name or chosen.kind)}[/]"
+        self._line(f"🔒 permission: {escape(request.title)} [dim]({request.kind})[/] → {verdict}")
+
+    # ---- lines ----------------------------------------------------------------------
+
+    def _line(self, markup: str, *, stderr: bool = False) -> None:
+        self._end_line()
+        if stderr:
+            from rich.console import Console
+
+            Console(stderr=True, highlight=False, soft_wrap=True).print(markup)
+        else:
+            self.console.print(markup)
+
+    def _end_line(self) -> None:
+        if self._mid_line:
+            self.console.print()
+        self._mid_line = False
+        self._live_tool = None
+        self._stream = None
+
+
+def _summary(tool: ToolCallState) -> str:
+    """ " — first line of the result" and "+a -b" per diff, for the status line."""
+    parts = []
+    raw_output = tool.raw.get("rawOutput")
+    if isinstance(raw_output, dict) and isinstance(raw_output.get("exitCode"), int):
+        parts.append(f"exit {raw_output['exitCode']}")
+    for item in tool.content:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "diff":
+            parts.append(_diff_summary(item))
+        elif item.get("type") == "content" and tool.status in ("completed", "failed"):
+            text = (item.get("content") or {}).get("text")
+            if isinstance(text, str) and text.strip():
+                first = text.strip().splitlines()[0]
+                parts.append(first[:60] + ("…" if len(first) > 60 else ""))
+    return (" — " + "; ".join(parts)) if parts else ""
+
+
+def _diff_lines(diff: dict[str, Any]) -> list[str]:
+    """The unified diff of one `diff` content item, without the file header."""
+    old = str(diff.get("oldText") or "").splitlines()
+    new = str(diff.get("newText") or "").splitlines()
+    return list(difflib.unified_diff(old, new, lineterm="", n=1))[2:]
+
+
+def _diff_summary(diff: dict[str, Any]) -> str:
+    lines = _diff_lines(diff)
+    added = sum(1 for line in lines if line.startswith("+"))
+    removed = sum(1 for line in lines if line.startswith("-"))
+    name = str(diff.get("path", "")).rsplit("/", 1)[-1]
+    return f"{name} +{added} -{removed}"
+
+
+class JsonView:
+    """One JSON object per line: session, update, permission, end, error."""
+
+    def __init__(self, file: IO[str] | None = None) -> None:
+        self.file = file or sys.stdout
+
+    def emit(self, obj: dict[str, Any]) -> None:
+        self.file.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        self.file.flush()
+
+    def event(self, event: Event) -> None:
+        self.emit(to_json(event))
+
+    def info(self, text: str) -> None:
+        return None
+
+    def started(self, client: Any, session: Any) -> None:
+        info = client.agent_info
+        agent = {"name": getattr(info, "name", None), "version": getattr(info, "version", None)}
+        self.emit({"type": "session", "sessionId": session.id, "cwd": session.cwd, "agent": agent})
+
+    def error(self, text: str) -> None:
+        self.emit({"type": "error", "message": text})
+
+    def replayed(self, events: list[Event]) -> None:
+        for event in events:
+            self.emit({**to_json(event), "replayed": True})
+
+
+def to_json(event: Event) -> dict[str, Any]:
+    """The JSON form of one event (what `agentao run --json` prints)."""
+    if isinstance(event, Update):
+        out: dict[str, Any] = {"type": "update", "sessionId": event.session_id, "update": event.raw}
+        if event.tool_call is not None:
+            out["toolCall"] = event.tool_call.raw
+        return out
+    if isinstance(event, PermissionDecision):
+        request = event.request
+        return {
+            "type": "permission",
+            "sessionId": request.session_id,
+            "toolCallId": request.tool_call_id,
+            "title": request.title,
+            "kind": request.kind,
+            "optionId": event.option_id,
+            "approved": event.approved,
+            "cancelledByTurn": event.cancelled_by_turn,
+        }
+    return {
+        "type": "end",
+        "sessionId": event.session_id,
+        "stopReason": event.stop_reason,
+        "forced": event.forced,
+        "result": event.raw,
+    }
+
+
+__all__ = ["ConsoleView", "JsonView", "to_json"]

@@ -1,0 +1,166 @@
+"""`agentao run`: one prompt to any ACP agent, streamed to the terminal or as JSON lines.
+
+Exit codes: 0 the turn ended, 1 an error, 2 usage, 3 a permission was needed
+and rejected (or cancelled by the policy), 130 interrupted (Ctrl-C sends
+`session/cancel` and waits for the turn to end; a second Ctrl-C stops at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from agentao.client.client import Client
+from agentao.client.config import AgentCommand, ClientPolicy
+from agentao.client.errors import ClientError
+from agentao.client.events import TurnEnd
+from agentao.client.render import ConsoleView, JsonView
+from agentao.client.session import Session
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PERMISSION, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+APPROVE = {"none": "none", "reads": "reads", "all": "all", "ask": "ask"}
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    agent: AgentCommand
+    prompt: str
+    cwd: str
+    policy: ClientPolicy
+    setup: tuple[tuple[str, str], ...] = ()  # ("mode", id) / ("model", id), applied in order
+    record: str | None = None
+
+
+class UsageError(Exception):
+    pass
+
+
+def options(args: argparse.Namespace, stdin: Any = None) -> RunOptions:
+    """Validate the command line (UsageError -> exit 2)."""
+    stdin = stdin or sys.stdin
+    prompt = args.prompt
+    if prompt in (None, "-"):
+        if stdin.isatty():
+            raise UsageError("no prompt: pass one, or pipe it on stdin")
+        prompt = stdin.read()
+    if not prompt.strip():
+        raise UsageError("the prompt is empty")
+    try:
+        agent = AgentCommand.parse(args.agent) if args.agent is not None else AgentCommand.ours()
+    except ValueError as exc:
+        raise UsageError(f"bad --agent: {exc}") from None
+    cwd = os.path.abspath(args.cwd or os.getcwd())
+    if not os.path.isdir(cwd):
+        raise UsageError(f"--cwd {cwd} is not a directory")
+    setup = tuple((k, v) for k, v in (("mode", args.mode), ("model", args.model)) if v)
+    policy = ClientPolicy(approve=APPROVE[args.approve or "none"])  # type: ignore[arg-type]
+    return RunOptions(agent, prompt, cwd, policy, setup, args.record)
+
+
+def main(args: argparse.Namespace) -> int:
+    """The `agentao run` entry point."""
+    view: Any = JsonView() if args.json else ConsoleView()
+    try:
+        opts = options(args)
+    except UsageError as exc:
+        view.error(str(exc))
+        return EXIT_USAGE
+    try:
+        return asyncio.run(run(opts, view))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+async def run(opts: RunOptions, view: Any) -> int:
+    """Start the agent, open a session, run the prompt, show it; the exit code."""
+    try:
+        async with Client(opts.agent, policy=opts.policy, record=opts.record) as client:
+            session = await client.new_session(opts.cwd)
+            view.started(client, session)
+            for what, value in opts.setup:
+                await apply_setting(session, what, value)
+            return await _turn(session, opts.prompt, view)
+    except ClientError as exc:  # the agent failed to start, answer, or stay
+        view.error(str(exc))
+    return EXIT_ERROR
+
+
+async def apply_setting(session: Session, what: str, value: str) -> None:
+    if what == "mode":
+        await session.set_mode(value)
+    elif _has_config_option(session, "model"):
+        await session.set_config_option("model", value)
+    else:
+        await session.set_model(value)
+
+
+async def _turn(session: Session, prompt: str, view: Any) -> int:
+    turn = session.prompt(prompt)
+    interrupted = _on_interrupt(lambda: asyncio.ensure_future(turn.cancel()))
+    try:
+        end: TurnEnd | None = None
+        async for event in turn:
+            view.event(event)
+            if isinstance(event, TurnEnd):
+                end = event
+    finally:
+        _restore_interrupt()
+    if interrupted.is_set():
+        return EXIT_INTERRUPTED
+    if session.denied_permissions:
+        view.info(
+            f"{session.denied_permissions} permission request(s) rejected; "
+            "re-run with --approve reads|all|ask to allow them"
+        )
+        return EXIT_PERMISSION
+    return EXIT_OK if end is not None else EXIT_ERROR
+
+
+def _on_interrupt(cancel: Any) -> asyncio.Event:
+    """First Ctrl-C: cancel the turn; the second one interrupts for real."""
+    interrupted = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def handler() -> None:
+        if interrupted.is_set():
+            _restore_interrupt()
+            os.kill(os.getpid(), signal.SIGINT)
+            return
+        interrupted.set()
+        cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, handler)
+    except (NotImplementedError, RuntimeError):  # not the main thread: no handler
+        pass
+    return interrupted
+
+
+def _restore_interrupt() -> None:
+    try:
+        asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+    except (NotImplementedError, RuntimeError):
+        pass
+
+
+def _has_config_option(session: Session, config_id: str) -> bool:
+    for option in getattr(session.response, "config_options", None) or ():
+        if getattr(option, "id", None) == config_id:
+            return True
+    return False
+
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_PERMISSION",
+    "EXIT_USAGE",
+    "main",
+    "run",
+]
