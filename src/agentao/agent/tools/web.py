@@ -15,14 +15,15 @@ import asyncio
 import ipaddress
 import socket
 from html.parser import HTMLParser
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
-
-import httpx
 
 from agentao.agent.events import TextOutput
 from agentao.agent.settings import WebLimits, cap_text
 from agentao.agent.tools.base import Tool, ToolContext, ToolError, ToolResult
+
+if TYPE_CHECKING:
+    import httpx  # imported on first fetch: ~0.1 s the agent need not pay at startup
 
 _TEXTUAL = ("text/", "application/json", "application/xml", "application/xhtml", "+json", "+xml")
 
@@ -50,6 +51,8 @@ class WebFetch(Tool):
         return f"Fetch {args.get('url', '')}"
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        import httpx
+
         url, prompt = args.get("url"), args.get("prompt")
         if not isinstance(url, str) or not url:
             raise ToolError("`url` must be a non-empty string")
@@ -73,6 +76,8 @@ class WebFetch(Tool):
         return ToolResult(model_text, (TextOutput(model_text),), is_error=failed, raw_output=raw)
 
     async def _fetch(self, url: str) -> tuple[str, httpx.Response, bytes, bool]:
+        import httpx
+
         headers = {
             "User-Agent": self.limits.user_agent,
             "Accept": "text/html, text/*;q=0.9, */*;q=0.5",
