@@ -1,0 +1,216 @@
+"""agentao.client driving our own agent (`python -m agentao --acp`, scripted provider).
+
+Real subprocesses over real pipes; the "LLM" is a script file, so every turn
+is deterministic and offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentao.client import (
+    AgentCommand,
+    Client,
+    ClientPolicy,
+    Handlers,
+    PermissionDecision,
+    TurnEnd,
+    Update,
+)
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def agent(tmp_path):
+    """A factory: our agent playing the given script responses, state in tmp."""
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def make(responses: list[dict]) -> AgentCommand:
+        script = tmp_path / f"script-{len(list(tmp_path.glob('script-*')))}.json"
+        script.write_text(json.dumps({"responses": responses}))
+        env = {"LLM_PROVIDER": "SCRIPTED", "AGENTAO_SCRIPT": str(script), "AGENTAO_HOME": str(home)}
+        return AgentCommand.ours(env=env)
+
+    return make
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return str(ws)
+
+
+WRITE_AND_RUN = [
+    {
+        "thought": "Plan, write, run.",
+        "text": "On it.",
+        "tool_calls": [
+            {
+                "name": "todo_write",
+                "arguments": {"todos": [{"content": "write", "status": "in_progress"}]},
+            },
+            {"name": "write_file", "arguments": {"file_path": "a.txt", "content": "one\n"}},
+        ],
+    },
+    {
+        "tool_calls": [
+            {"name": "run_shell_command", "arguments": {"command": "cat a.txt | tr a-z A-Z"}}
+        ]
+    },
+    {"text": "Done."},
+]
+
+
+async def test_a_tool_turn(agent, workspace):
+    async with Client(agent(WRITE_AND_RUN), policy=ClientPolicy(approve="all")) as client:
+        session = await client.new_session(workspace)
+        events = [e async for e in session.prompt("go")]
+    kinds = [e.kind for e in events if isinstance(e, Update)]
+    assert kinds[0] == "agent_thought_chunk" and "plan" in kinds and "tool_call" in kinds
+    assert (
+        "".join(e.text for e in events if isinstance(e, Update) and e.kind == "agent_message_chunk")
+        == "On it.Done."
+    )
+    write = next(s for s in session.tool_calls.values() if s.kind == "edit")
+    assert write.status == "completed"
+    assert write.content[0]["type"] == "diff" and write.content[0]["newText"] == "one\n"
+    shell = next(s for s in session.tool_calls.values() if s.kind == "execute")
+    assert shell.status == "completed" and shell.raw["rawOutput"]["exitCode"] == 0
+    (decision,) = [e for e in events if isinstance(e, PermissionDecision)]
+    assert decision.approved and decision.request.kind == "execute"
+    assert isinstance(events[-1], TurnEnd) and events[-1].stop_reason == "end_turn"
+    assert read(workspace, "a.txt") == "one\n"
+
+
+async def test_default_policy_rejects_the_shell(agent, workspace):
+    async with Client(agent(WRITE_AND_RUN)) as client:
+        session = await client.new_session(workspace)
+        events = [e async for e in session.prompt("go")]
+    (decision,) = [e for e in events if isinstance(e, PermissionDecision)]
+    assert not decision.approved and decision.option_id is not None
+    assert session.denied_permissions == 1
+    shell = next(s for s in session.tool_calls.values() if s.kind == "execute")
+    assert shell.status == "failed"
+
+
+async def test_cancel_mid_stream(agent, workspace):
+    slow = [{"text": {"repeat": "tick ", "count": 500}, "delay": 0.01}]
+    async with Client(agent(slow)) as client:
+        session = await client.new_session(workspace)
+        turn = session.prompt("go")
+        seen = 0
+        async for event in turn:
+            if isinstance(event, Update):
+                seen += 1
+                if seen == 5:
+                    await turn.cancel()
+            elif isinstance(event, TurnEnd):
+                end = event
+    assert end.stop_reason == "cancelled" and not end.forced
+    assert seen < 100
+
+
+async def test_cancel_mid_permission(agent, workspace):
+    asked = asyncio.Event()
+
+    async def wait_forever(request):
+        asked.set()
+        await asyncio.sleep(3600)
+
+    responses = [
+        {"tool_calls": [{"name": "run_shell_command", "arguments": {"command": "echo hi > b.txt"}}]}
+    ]
+    async with Client(agent(responses), handlers=Handlers(permission=wait_forever)) as client:
+        session = await client.new_session(workspace)
+        turn = session.prompt("go")
+        collected = asyncio.ensure_future(_collect(turn))
+        await asyncio.wait_for(asked.wait(), 20)
+        await turn.cancel()
+        events = await asyncio.wait_for(collected, 20)
+    (decision,) = [e for e in events if isinstance(e, PermissionDecision)]
+    assert decision.cancelled_by_turn and decision.option_id is None
+    assert events[-1].stop_reason == "cancelled"
+    assert read(workspace, "b.txt") is None
+
+
+async def test_ask_user_through_the_client(agent, workspace):
+    responses = [
+        {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which color?"}}]},
+        {"text": "ok"},
+    ]
+
+    async def answer(session_id, question):
+        return f"blue ({question})"
+
+    async with Client(agent(responses), handlers=Handlers(ask_user=answer)) as client:
+        session = await client.new_session(workspace)
+        await session.prompt("go").run()
+    ask = next(s for s in session.tool_calls.values() if s.title.startswith("Ask"))
+    assert ask.raw["rawOutput"] == {"answer": "blue (Which color?)"}
+
+
+async def test_load_in_a_second_process_replays_history(agent, workspace):
+    responses = [
+        {"match": "first", "text": "answer one"},
+        {"match": "second", "text": "answer two"},
+    ]
+    command = agent(responses)
+    async with Client(command) as client:
+        session = await client.new_session(workspace)
+        await session.prompt("first").run()
+        session_id = session.id
+        listed = await client.list_sessions(workspace)
+        assert session_id in [s.session_id for s in listed.sessions]
+    async with Client(command) as client:
+        loaded = await client.load_session(session_id, workspace)
+        history = loaded.drain()
+        assert [(e.kind, e.text) for e in history] == [
+            ("user_message_chunk", "first"),
+            ("agent_message_chunk", "answer one"),
+        ]
+        events = [e async for e in loaded.prompt("second")]
+        assert "".join(e.text or "" for e in events if isinstance(e, Update)) == "answer two"
+
+
+async def test_resume_mode_and_model(agent, workspace):
+    command = agent([{"text": "hi"}])
+    async with Client(command) as client:
+        session = await client.new_session(workspace)
+        session_id = session.id
+        await session.prompt("x").run()
+    async with Client(command) as client:
+        assert client.supports("resume") and client.supports("close")
+        resumed = await client.resume_session(session_id, workspace)
+        assert resumed.drain() == []  # resume does not replay
+        await resumed.set_mode("read-only")
+        assert resumed.current_mode == "read-only"
+        assert await resumed.set_model("another-model") == "another-model"
+        await resumed.set_config_option("model", "scripted/other")
+        await resumed.close()
+
+
+async def test_ten_thousand_updates_from_the_echo_agent(workspace):
+    command = AgentCommand((sys.executable, str(ROOT / "examples" / "echo_agent.py")))
+    async with Client(command) as client:
+        session = await client.new_session(workspace)
+        events = [e async for e in session.prompt("chunks 10000")]
+    assert [e.text for e in events[:-1]] == [str(i) for i in range(10000)]
+    assert events[-1].stop_reason == "end_turn"
+
+
+def read(*path: str) -> str | None:
+    file = Path(*path)
+    return file.read_text() if file.exists() else None
+
+
+async def _collect(turn) -> list:
+    return [event async for event in turn]
