@@ -48,19 +48,31 @@ class TurnMapper:
     text: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     tools: dict[str, ToolState] = field(default_factory=dict)
+    _last: str = ""  # the kind of the last update that said something (inline mode)
 
     def feed(self, kind: str, update: Any) -> Delta:
         """Map one update (`kind` is its `sessionUpdate` tag, `update` the typed struct)."""
         if update is None:  # an unknown kind, or one the client could not decode
             return Delta()
         delta = self._map(kind, update)
-        if self.inline and delta.reasoning:
-            delta = Delta(text=delta.text + delta.reasoning)
+        if self.inline:
+            delta = self._inline(kind, delta)
         if delta.text:
             self.text.append(delta.text)
         if delta.reasoning:
             self.reasoning.append(delta.reasoning)
         return delta
+
+    def _inline(self, kind: str, delta: Delta) -> Delta:
+        # One "[Thinking]" per run of thoughts, and a blank line before the answer resumes.
+        text = delta.reasoning
+        if kind == "agent_thought_chunk" and self._last != kind:
+            text = "[Thinking] " + text
+        if delta.text and self._last not in ("", "agent_message_chunk"):
+            text += "\n\n"
+        if delta:
+            self._last = kind
+        return Delta(text=text + delta.text)
 
     @property
     def full_text(self) -> str:
@@ -81,8 +93,7 @@ class TurnMapper:
         if kind == "agent_message_chunk":
             return Delta(text=content_text(update.content))
         if kind == "agent_thought_chunk":
-            text = content_text(update.content)
-            return Delta(reasoning=f"[Thinking] {text}" if self.inline else text)
+            return Delta(reasoning=content_text(update.content))
         if kind == "tool_call":
             return Delta(reasoning=self._tool_call(update))
         if kind == "tool_call_update":

@@ -111,7 +111,7 @@ async def chat_completions(request: Request) -> Any:
         conv.record.session_id, conv.session = None, None
         turn_request = _turn_request(body, principal, policy, choice, messages, messages, True)
         turn = await gw.conversations.begin(conv, turn_request)
-    headers = {"X-Session-Id": key or conv.id}
+    headers = {"X-Session-Id": key or conv.id, "X-Task-Id": turn.id}
     reply = _Reply("chatcmpl-" + uuid.uuid4().hex, int(time.time()), choice, body, turn)
     if body.stream:
         return EventStream(reply.stream(), turn.cancel, headers)

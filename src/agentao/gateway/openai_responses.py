@@ -122,15 +122,16 @@ async def create_response(request: Request) -> Any:
     live = _Live(builder, turn, principal.name, asyncio.Event())
     run = _Run(gw, live, conv, turn_index, body.store, len(text))
     await run.save()
+    headers = {"X-Session-Id": conv.id, "X-Task-Id": turn.id}
     if body.stream:
-        return EventStream(run.sse(), turn.cancel, {"X-Session-Id": conv.id})
+        return EventStream(run.sse(), turn.cancel, headers)
     if body.background:
         run.in_background()
-        return JSONResponse(builder.snapshot())
+        return JSONResponse(builder.snapshot(), headers=headers)
     async with watch_disconnect(request, turn.cancel):
         async for _event in run.events():
             pass
-    return JSONResponse(builder.snapshot())
+    return JSONResponse(builder.snapshot(), headers=headers)
 
 
 async def _conversation(

@@ -152,10 +152,13 @@ class GatewayTurn:
         except Exception as exc:  # never leave a consumer hanging
             log.exception("turn %s failed", self.id)
             result = TurnFailed(f"gateway error: {type(exc).__name__}", "gateway_error")
+        # The conversation is saved and released before the consumer hears of the end, so
+        # a client that asks again the moment it has its answer is not told "busy".
         self._finish(result)
         try:
             await self._on_finish(self)
         finally:
+            self._put(result)
             self.done.set()
 
     async def _consume(self) -> TurnEnd:
@@ -180,7 +183,6 @@ class GatewayTurn:
             self.log.emit("task-ended", payload)
         else:
             self.log.emit("task-error", {"error": {"message": result.message, "code": result.code}})
-        self._put(result)
 
     def _put(self, item: TurnItem) -> None:
         if self._queue is not None:

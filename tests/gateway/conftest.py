@@ -1,0 +1,199 @@
+"""A live gateway on 127.0.0.1 in a background thread, in front of real agent processes.
+
+    gw = gateway_factory(script=[...])      # our agent (`python -m agentao --acp`), scripted
+    client = gw.openai()                    # the real `openai` SDK, pointed at it
+    gw.gateway                              # the running `Gateway` (pools, store) for checks
+
+The uvicorn server runs in its own thread and event loop, so tests may use the
+synchronous SDK, httpx and WebSocket clients without blocking it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+import uvicorn
+
+from agentao.gateway.app import create_app
+from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig, Limits
+from agentao.store.gateway import open_gateway_store
+
+OUR_AGENT = (sys.executable, "-m", "agentao", "--acp")
+
+# A script for our agent's scripted provider. Responses are used once per session, in
+# order; one with `match` only for a prompt containing that word. So on one session the
+# plain answers come as "Answer one.", "Answer two.", ... which is how tests see that a
+# conversation kept its session.
+DEFAULT_SCRIPT: list[dict[str, Any]] = [
+    {"match": "slow", "text": {"repeat": "tick ", "count": 150}, "delay": 0.02},
+    {"match": "brief", "text": {"repeat": "tock ", "count": 40}, "delay": 0.005},
+    {
+        "match": "write",
+        "thought": "I will write the file.",
+        "tool_calls": [
+            {"name": "write_file", "arguments": {"file_path": "hello.txt", "content": "hi\n"}}
+        ],
+    },
+    {"match": "write", "text": "Wrote hello.txt."},
+    {
+        "match": "read",
+        "tool_calls": [{"name": "read_file", "arguments": {"file_path": "notes.txt"}}],
+    },
+    {"match": "read", "text": "Read notes.txt."},
+    {"match": "refuse", "text": "No.", "finish": "content_filter"},
+    {"thought": "Thinking it over.", "text": "Answer one."},
+    {"text": "Answer two."},
+    {"text": "Answer three."},
+    {"text": "Answer four."},
+]
+
+
+class LiveGateway:
+    def __init__(self, config: GatewayConfig, store_path: Path) -> None:
+        self.config = config
+        self.store_path = store_path
+        self.app = create_app(config, open_gateway_store(store_path))
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
+        server_config = uvicorn.Config(
+            self.app, log_level="warning", access_log=False, timeout_graceful_shutdown=2
+        )
+        self._server = uvicorn.Server(server_config)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def gateway(self) -> Any:
+        return self.app.state.gateway
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def openai(self, key: str = "unused", **kwargs: Any) -> openai.OpenAI:
+        return openai.OpenAI(
+            base_url=f"{self.url}/v1", api_key=key, max_retries=0, timeout=30, **kwargs
+        )
+
+    def http(self, key: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+    def ws_url(self, path: str) -> str:
+        return f"ws://127.0.0.1:{self.port}{path}"
+
+    def start(self) -> LiveGateway:
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the gateway did not start")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=15)
+        self._sock.close()
+
+    def agent_pid(self, agent: str = "agentao", index: int = 0) -> int:
+        client = self.gateway.pools[agent].workers[index].client
+        assert client is not None and client.process is not None
+        return client.process.pid
+
+    def wait_live(self, agent: str = "agentao", timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.gateway.pools[agent].live < len(self.gateway.pools[agent].workers):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"agent {agent} did not come back")
+            time.sleep(0.02)
+
+
+def scripted_spec(
+    tmp: Path, script: list[dict[str, Any]] | None = None, name: str = "agentao", **kw: Any
+) -> AgentSpec:
+    """Our agent with the scripted provider; state and workspace under `tmp`."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    script_path = tmp / f"{name}-script.json"
+    script_path.write_text(json.dumps({"responses": script or DEFAULT_SCRIPT}))
+    work = tmp / "work"
+    work.mkdir(exist_ok=True)
+    (work / "notes.txt").write_text("remember the milk\n")
+    home = tmp / "agent-home"
+    home.mkdir(exist_ok=True)
+    # The agent asks before reading or writing files, so every policy has something to decide.
+    rules = [{"action": "ask", "tool": "write_file"}, {"action": "ask", "tool": "read_file"}]
+    (home / "permissions.json").write_text(json.dumps({"rules": rules}))
+    env = (
+        ("AGENTAO_HOME", str(home)),
+        ("LLM_PROVIDER", "SCRIPTED"),
+        ("AGENTAO_SCRIPT", str(script_path)),
+    )
+    return AgentSpec(name, OUR_AGENT, cwd=str(work), env=env, **kw)
+
+
+def llm_spec(tmp: Path, llm_env: dict[str, str], name: str = "agentao") -> AgentSpec:
+    """Our agent talking to a fake OpenAI-compatible LLM on loopback."""
+    work = tmp / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    env = (("AGENTAO_HOME", str(tmp / "agent-home")), *llm_env.items())
+    return AgentSpec(name, OUR_AGENT, cwd=str(work), env=env)
+
+
+@pytest.fixture
+def gateway_factory(tmp_path: Path) -> Iterator[Any]:
+    started: list[LiveGateway] = []
+
+    def make(
+        *,
+        agents: tuple[AgentSpec, ...] | None = None,
+        script: list[dict[str, Any]] | None = None,
+        keys: tuple[ApiKey, ...] = (),
+        limits: Limits | None = None,
+        processes: int = 1,
+        store: Path | None = None,
+    ) -> LiveGateway:
+        specs = agents or (scripted_spec(tmp_path, script, processes=processes),)
+        config = GatewayConfig(agents=specs, keys=keys, limits=limits or Limits())
+        live = LiveGateway(config, store or tmp_path / "gateway.sqlite3").start()
+        started.append(live)
+        return live
+
+    yield make
+    for live in started:
+        live.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
+    """One gateway for the tests that only need a well-behaved agent (fast)."""
+    tmp = tmp_path_factory.mktemp("shared-gateway")
+    config = GatewayConfig(agents=(scripted_spec(tmp, processes=2),))
+    live = LiveGateway(config, tmp / "gateway.sqlite3").start()
+    yield live
+    live.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Agent processes start in ~0.2 s; a hung test should still fail, not stall CI.
+    for item in items:
+        if "gateway" in str(item.fspath) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(60))
+
+
+__all__ = ["DEFAULT_SCRIPT", "LiveGateway", "llm_spec", "scripted_spec"]

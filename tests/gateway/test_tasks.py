@@ -1,0 +1,179 @@
+"""The task stream: frames persisted before they are sent, reconnecting and parallel watchers,
+permission requests answered by a human (or by the deadline)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from websockets.sync.client import ClientConnection, connect
+
+from agentao.gateway.config import Limits
+from tests.gateway.conftest import LiveGateway
+
+
+def start_task(gw: LiveGateway, prompt: str, **extra: Any) -> dict[str, Any]:
+    with gw.http() as http:
+        reply = http.post("/v1/tasks", json={"agent": "agentao", "prompt": prompt, **extra})
+    assert reply.status_code == 201, reply.text
+    return reply.json()
+
+
+def frames(ws: ClientConnection, *, until_seq: int | None = None) -> list[dict[str, Any]]:
+    """Frames (pings skipped) until the server closes, or until `until_seq` was seen."""
+    out = []
+    for message in ws:
+        frame = json.loads(message)
+        if frame["type"] == "ping":
+            continue
+        out.append(frame)
+        if until_seq is not None and frame.get("seq", 0) >= until_seq:
+            break
+    return out
+
+
+def test_a_reconnecting_watcher_misses_nothing(shared_gateway: LiveGateway) -> None:
+    task = start_task(shared_gateway, "brief please")
+    url = shared_gateway.ws_url(task["stream_url"])
+    with connect(url) as ws:
+        first = frames(ws, until_seq=6)
+    last = first[-1]["seq"]
+    with connect(f"{url}?after_seq={last}") as ws:
+        rest = frames(ws)
+    seen = first + rest
+    assert [f["seq"] for f in seen] == list(range(1, len(seen) + 1))
+    assert (
+        seen[0]["type"] == "task-started" and seen[0]["conversationId"] == task["conversation_id"]
+    )
+    assert seen[-1]["type"] == "task-ended" and seen[-1]["stopReason"] == "end_turn"
+    running = [f for f in seen if f["type"] == "task-running"]
+    assert {f["update"]["sessionUpdate"] for f in running} == {"agent_message_chunk"}
+    assert "".join(f["update"]["content"]["text"] for f in running) == "tock " * 40
+    with connect(url) as ws:  # after the end: the whole stored log, then close
+        assert frames(ws) == seen
+
+
+def test_several_watchers_see_the_same_frames(shared_gateway: LiveGateway) -> None:
+    task = start_task(shared_gateway, "brief please")
+    url = shared_gateway.ws_url(task["stream_url"])
+    results: list[list[dict[str, Any]]] = [[], [], []]
+
+    def watch(i: int) -> None:
+        with connect(url) as ws:
+            results[i] = frames(ws)
+
+    threads = [threading.Thread(target=watch, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results[0] == results[1] == results[2]
+    assert results[0][-1]["type"] == "task-ended"
+
+
+def test_a_human_approves_through_the_task_stream(shared_gateway: LiveGateway) -> None:
+    work = Path(shared_gateway.config.agents[0].cwd)
+    (work / "hello.txt").unlink(missing_ok=True)
+    task = start_task(shared_gateway, "write the file", permission_policy="ask")
+    with connect(shared_gateway.ws_url(task["stream_url"])) as ws:
+        seen = []
+        for message in ws:
+            frame = json.loads(message)
+            seen.append(frame)
+            if frame["type"] == "permission-request":
+                assert frame["title"] == "Write hello.txt" and frame["kind"] == "edit"
+                kinds = {o["kind"] for o in frame["options"]}
+                assert "allow_always" not in kinds  # humans get the *_once choices
+                allow = next(o for o in frame["options"] if o["kind"] == "allow_once")
+                ws.send(
+                    json.dumps(
+                        {
+                            "type": "permission-response",
+                            "requestId": frame["requestId"],
+                            "optionId": allow["optionId"],
+                        }
+                    )
+                )
+    decision = next(f for f in seen if f["type"] == "permission-response")
+    assert decision["by"] == "human" and decision["approved"] is True
+    assert seen[-1]["type"] == "task-ended"
+    assert (work / "hello.txt").read_text() == "hi\n"
+
+
+def test_unanswered_ask_is_rejected_at_the_deadline(gateway_factory) -> None:
+    gw = gateway_factory(limits=Limits(permission_deadline_seconds=0.3))
+    task = start_task(gw, "write the file", permission_policy="ask")
+    with connect(gw.ws_url(task["stream_url"])) as ws:
+        seen = frames(ws)
+    decision = next(f for f in seen if f["type"] == "permission-response")
+    assert decision["by"] == "deadline" and decision["approved"] is False
+    updates = [f["update"] for f in seen if f["type"] == "task-running"]
+    assert any(
+        u.get("status") == "failed" for u in updates if u["sessionUpdate"] == "tool_call_update"
+    )
+
+
+def test_policies_decide_without_a_human(shared_gateway: LiveGateway) -> None:
+    def decision(prompt: str, policy: str | None) -> dict[str, Any]:
+        extra = {"permission_policy": policy} if policy else {}
+        task = start_task(shared_gateway, prompt, **extra)
+        with connect(shared_gateway.ws_url(task["stream_url"])) as ws:
+            seen = frames(ws)
+        return next(f for f in seen if f["type"] == "permission-response")
+
+    assert decision("write the file", None)["approved"] is False  # the default: reject
+    assert decision("read the notes", "reads")["approved"] is True
+    assert decision("write the file", "reads")["approved"] is False
+    verdict = decision("write the file", "all")
+    assert verdict["approved"] is True and verdict["by"] == "policy"
+
+
+def test_pending_permissions_can_be_answered_over_http(shared_gateway: LiveGateway) -> None:
+    task = start_task(shared_gateway, "write the file", permission_policy="ask")
+    with connect(shared_gateway.ws_url(task["stream_url"])) as ws, shared_gateway.http() as http:
+        for message in ws:
+            if json.loads(message)["type"] == "permission-request":
+                break
+        pending = http.get("/v1/permissions").json()["data"]
+        ask = next(p for p in pending if p["taskId"] == task["id"])
+        bad = http.post(f"/v1/permissions/{ask['requestId']}", json={"optionId": "nope"})
+        assert bad.status_code == 400 and bad.json()["error"]["param"] == "optionId"
+        ok = http.post(f"/v1/permissions/{ask['requestId']}", json={"optionId": None})
+        assert ok.status_code == 200
+        rest = frames(ws)
+    decision = next(f for f in rest if f["type"] == "permission-response")
+    assert decision["by"] == "human" and decision["approved"] is False
+
+
+def test_a_watcher_can_cancel_the_task(shared_gateway: LiveGateway) -> None:
+    task = start_task(shared_gateway, "slow please")
+    with connect(shared_gateway.ws_url(task["stream_url"])) as ws:
+        frames(ws, until_seq=3)
+        ws.send(json.dumps({"type": "cancel"}))
+        rest = frames(ws)
+    assert rest[-1]["type"] == "task-ended" and rest[-1]["stopReason"] == "cancelled"
+
+
+def test_continuing_a_conversation_and_bad_requests(shared_gateway: LiveGateway) -> None:
+    first = start_task(shared_gateway, "hello")
+    with connect(shared_gateway.ws_url(first["stream_url"])) as ws:
+        frames(ws)
+    second = start_task(shared_gateway, "again", conversation_id=first["conversation_id"])
+    with connect(shared_gateway.ws_url(second["stream_url"])) as ws:
+        seen = frames(ws)
+    text = "".join(
+        f["update"]["content"]["text"]
+        for f in seen
+        if f["type"] == "task-running" and f["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
+    assert text == "Answer two."
+    with shared_gateway.http() as http:
+        missing = http.post(
+            "/v1/tasks", json={"agent": "agentao", "prompt": "x", "conversation_id": "nope"}
+        )
+        assert missing.status_code == 404
+        bad = http.post("/v1/tasks", json={"agent": "agentao"})
+        assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
+        assert http.get("/v1/tasks/task_nope").status_code == 404
