@@ -1,5 +1,7 @@
 """What a session's stream yields: updates, permission decisions, the end of a turn.
 
+Immutable msgspec Structs (cheap to create: one per update on the hot path).
+
 `Update.value` is the generated schema struct for the update (e.g.
 `schema.AgentMessageChunk`, `schema.ToolCall`, `schema.Plan`), decoded
 leniently; `Update.raw` is the update object exactly as the agent sent it, so
@@ -10,16 +12,16 @@ after it was applied.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from agentao.client.permissions import PermissionRequest
 
 TEXT_KINDS = frozenset({"agent_message_chunk", "agent_thought_chunk", "user_message_chunk"})
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallState:
+class ToolCallState(msgspec.Struct, frozen=True):
     """A tool call as known so far: every field the agent sent, latest value wins."""
 
     tool_call_id: str
@@ -47,8 +49,7 @@ class ToolCallState:
         return content if isinstance(content, list) else []
 
 
-@dataclass(frozen=True, slots=True)
-class Update:
+class Update(msgspec.Struct, frozen=True):
     """One `session/update`, in the order the agent sent it."""
 
     session_id: str
@@ -69,8 +70,7 @@ class Update:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class PermissionDecision:
+class PermissionDecision(msgspec.Struct, frozen=True):
     """How the client answered a `session/request_permission` (in stream order)."""
 
     request: PermissionRequest
@@ -83,14 +83,13 @@ class PermissionDecision:
         return self.request.session_id
 
 
-@dataclass(frozen=True, slots=True)
-class TurnEnd:
+class TurnEnd(msgspec.Struct, frozen=True):
     """The last item of a turn: why the agent stopped."""
 
     session_id: str
     stop_reason: str  # end_turn | max_tokens | max_turn_requests | refusal | cancelled | ...
     response: Any = None  # schema.PromptResponse (usage, _meta) when the agent answered
-    raw: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = {}
     forced: bool = False  # True: the agent never answered the cancel; we ended the turn
 
 

@@ -17,16 +17,16 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from agentao.client.config import ClientPolicy
 
 READ_KINDS = frozenset({"read", "search", "think"})
 
 
-@dataclass(frozen=True, slots=True)
-class PermissionOption:
+class PermissionOption(msgspec.Struct, frozen=True):
     option_id: str
     name: str
     kind: str  # allow_once | allow_always | reject_once | reject_always (or unknown)
@@ -40,8 +40,7 @@ class PermissionOption:
         return self.kind.endswith("_always")
 
 
-@dataclass(frozen=True, slots=True)
-class PermissionRequest:
+class PermissionRequest(msgspec.Struct, frozen=True):
     """What the agent asks; `tool_call` is merged with what was announced before."""
 
     session_id: str
@@ -49,7 +48,7 @@ class PermissionRequest:
     title: str
     kind: str  # the tool kind ("edit", "execute", ...; "other" when unknown)
     options: tuple[PermissionOption, ...]
-    tool_call: dict[str, Any] = field(default_factory=dict)  # merged raw tool call
+    tool_call: dict[str, Any] = {}  # merged raw tool call
 
 
 PermissionHandler = Callable[[PermissionRequest], Awaitable[str | None]]

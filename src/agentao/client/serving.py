@@ -27,6 +27,7 @@ from agentao.client.state import SessionState
 from agentao.client.terminals import TerminalHandler
 from agentao.protocol.endpoint import current_message
 from agentao.protocol.errors import InvalidParams, SessionNotFound
+from agentao.protocol.schema import UnknownVariant
 
 log = logging.getLogger("agentao.client")
 
@@ -85,18 +86,14 @@ class ClientSide:
     # ---- session/update -------------------------------------------------------------
 
     def session_update(self, params: Any) -> None:
-        raw = _raw_params()
-        raw_update = raw.get("update") if isinstance(raw.get("update"), dict) else {}
-        session_id = getattr(params, "session_id", None) or raw.get("sessionId")
-        kind = raw_update.get("sessionUpdate")
-        if not isinstance(session_id, str):
-            log.warning("session/update without a sessionId: ignored")
-            return
-        if not isinstance(kind, str):
-            kind = "unknown"
-        value = getattr(params, "update", None)
-        st = self.state(session_id)
-        st.stream.push_update(st.apply(kind, _known(value), raw_update))
+        # `params` decoded as a SessionNotification, so sessionId is a string and the raw
+        # update an object with a string tag (an unknown kind is an UnknownVariant).
+        raw_update = _raw_params()["update"]
+        value = params.update
+        if type(value) is UnknownVariant:
+            value = None
+        st = self.states.get(params.session_id) or self.state(params.session_id)
+        st.stream.push_update(st.apply(raw_update["sessionUpdate"], value, raw_update))
 
     # ---- session/request_permission -------------------------------------------------
 
@@ -210,13 +207,6 @@ def _session_of(params: Any, raw: dict[str, Any]) -> str:
             'Invalid params: "sessionId" must be a string', {"sessionId": session_id}
         )
     return session_id
-
-
-def _known(value: Any) -> Any:
-    """The typed update, or None when the schema did not know its kind."""
-    if value is None or type(value).__name__ == "UnknownVariant":
-        return None
-    return value
 
 
 __all__ = ["ASK_USER_UNAVAILABLE", "AskUser", "ClientSide", "Extension", "Handlers"]
