@@ -34,6 +34,10 @@ OUR_AGENT = (sys.executable, "-m", "agentao", "--acp")
 # order; one with `match` only for a prompt containing that word. So on one session the
 # plain answers come as "Answer one.", "Answer two.", ... which is how tests see that a
 # conversation kept its session.
+PLAN = [
+    {"content": "Write hello.txt", "status": "in_progress"},
+    {"content": "Report back", "status": "pending"},
+]
 DEFAULT_SCRIPT: list[dict[str, Any]] = [
     {"match": "slow", "text": {"repeat": "tick ", "count": 150}, "delay": 0.02},
     {"match": "brief", "text": {"repeat": "tock ", "count": 40}, "delay": 0.005},
@@ -41,7 +45,8 @@ DEFAULT_SCRIPT: list[dict[str, Any]] = [
         "match": "write",
         "thought": "I will write the file.",
         "tool_calls": [
-            {"name": "write_file", "arguments": {"file_path": "hello.txt", "content": "hi\n"}}
+            {"name": "todo_write", "arguments": {"todos": PLAN}},
+            {"name": "write_file", "arguments": {"file_path": "hello.txt", "content": "hi\n"}},
         ],
     },
     {"match": "write", "text": "Wrote hello.txt."},

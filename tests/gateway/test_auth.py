@@ -1,0 +1,109 @@
+"""API keys: who may use which agent, permission ceilings, and objects kept per key."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import openai
+import pytest
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+
+from agentao.gateway.config import ApiKey
+from tests.gateway.conftest import LiveGateway, scripted_spec
+
+
+def key(name: str, secret: str, **kw) -> ApiKey:
+    return ApiKey(name, hashlib.sha256(secret.encode()).hexdigest(), **kw)
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory):
+    from agentao.gateway.config import GatewayConfig
+
+    tmp = tmp_path_factory.mktemp("keyed")
+    agents = (scripted_spec(tmp / "a"), scripted_spec(tmp / "b", name="other"))
+    keys = (
+        key("alice", "sk-alice", agents=frozenset({"agentao"}), ceiling="ask", policy="reads"),
+        key("bob", "sk-bob", ceiling="reject"),
+    )
+    live = LiveGateway(GatewayConfig(agents=agents, keys=keys), tmp / "gw.sqlite3").start()
+    yield live
+    live.stop()
+
+
+def hi(client: openai.OpenAI, model: str = "agentao", **kw) -> str:
+    reply = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "hi"}], **kw
+    )
+    return reply.choices[0].message.content
+
+
+def test_a_key_is_required_and_checked(keyed: LiveGateway) -> None:
+    with keyed.http() as http:  # the SDK will not send a request without a key
+        missing = http.get("/v1/models")
+    assert missing.status_code == 401
+    assert missing.json()["error"]["code"] == "missing_api_key"
+    with pytest.raises(openai.AuthenticationError) as wrong:
+        keyed.openai(key="sk-mallory").models.list()
+    assert wrong.value.body["code"] == "invalid_api_key"
+    with keyed.http() as http:
+        health = http.get("/healthz").json()  # no key needed to ask if the server is up
+    assert health["auth_required"] is True
+
+
+def test_keys_see_and_use_only_their_agents(keyed: LiveGateway) -> None:
+    alice, bob = keyed.openai("sk-alice"), keyed.openai("sk-bob")
+    assert [m.id for m in alice.models.list()] == ["agentao"]
+    assert {m.id for m in bob.models.list()} >= {"agentao", "other"}
+    with pytest.raises(openai.PermissionDeniedError) as denied:
+        hi(alice, "other")
+    assert denied.value.body["param"] == "model"
+    assert hi(alice) == "Answer one."
+    assert hi(bob, "other") == "Answer one."
+
+
+def test_policy_above_the_ceiling_is_refused(keyed: LiveGateway) -> None:
+    alice = keyed.openai("sk-alice")
+    with pytest.raises(openai.PermissionDeniedError) as info:
+        hi(alice, extra_headers={"X-Permission-Policy": "all"})
+    assert info.value.body["code"] == "policy_above_ceiling"
+    assert hi(alice, extra_body={"x_permission_policy": "ask"}) == "Answer one."
+    with pytest.raises(openai.BadRequestError):
+        hi(alice, extra_body={"x_permission_policy": "sometimes"})
+
+
+def test_the_key_default_policy_applies(keyed: LiveGateway) -> None:
+    with keyed.http("sk-alice") as http:  # alice: reads approved by default
+        task = http.post("/v1/tasks", json={"agent": "agentao", "prompt": "read the notes"}).json()
+    with connect(
+        keyed.ws_url(task["stream_url"]), additional_headers={"Authorization": "Bearer sk-alice"}
+    ) as ws:
+        frames = [json.loads(m) for m in ws]
+    decision = next(f for f in frames if f["type"] == "permission-response")
+    assert decision["approved"] is True and decision["by"] == "policy"
+
+
+def test_objects_of_one_key_are_invisible_to_another(keyed: LiveGateway) -> None:
+    alice, bob = keyed.openai("sk-alice"), keyed.openai("sk-bob")
+    response = alice.responses.create(model="agentao", input="secret")
+    with pytest.raises(openai.NotFoundError):
+        bob.responses.retrieve(response.id)
+    with pytest.raises(openai.NotFoundError):
+        bob.responses.create(model="agentao", input="x", previous_response_id=response.id)
+    with keyed.http("sk-bob") as http:
+        titles = [c["title"] for c in http.get("/v1/conversations").json()["data"]]
+    assert "secret" not in titles
+
+
+def test_websocket_needs_the_key_too(keyed: LiveGateway) -> None:
+    with keyed.http("sk-alice") as http:
+        task = http.post("/v1/tasks", json={"agent": "agentao", "prompt": "hello"}).json()
+    with pytest.raises(InvalidStatus), connect(keyed.ws_url(task["stream_url"])):
+        pass
+    bob = keyed.ws_url(task["stream_url"] + "?api_key=sk-bob")  # may not watch alice's task
+    with pytest.raises(InvalidStatus), connect(bob):
+        pass
+    with connect(keyed.ws_url(task["stream_url"] + "?api_key=sk-alice")) as ws:
+        assert json.loads(ws.recv())["type"] == "task-started"

@@ -1,0 +1,77 @@
+"""`agentao serve` as a user runs it: a real process, a config file, the SDK against it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import openai
+
+from tests.gateway.conftest import DEFAULT_SCRIPT
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_refuses_a_public_bind_without_keys() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agentao", "serve", "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert "refusing to bind '0.0.0.0' without API keys" in done.stderr
+
+
+def test_serve_with_a_config_file(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"responses": DEFAULT_SCRIPT}))
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f"""
+[agents.agentao]
+command = ["{sys.executable}", "-m", "agentao", "--acp"]
+cwd = "{tmp_path}"
+env = {{ LLM_PROVIDER = "SCRIPTED", AGENTAO_SCRIPT = "{script}" }}
+"""
+    )
+    port = free_port()
+    env = {**os.environ, "AGENTAO_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentao", "serve", "--config", str(config), "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz").json()["status"] == "ok":
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.05)
+        client = openai.OpenAI(
+            base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0
+        )
+        reply = client.chat.completions.create(
+            model="agentao", messages=[{"role": "user", "content": "hello"}]
+        )
+        assert reply.choices[0].message.content == "Answer one."
+        assert (tmp_path / "home" / "gateway.sqlite3").exists()  # the state directory
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0

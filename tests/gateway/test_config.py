@@ -1,0 +1,101 @@
+"""The gateway's config file and command line."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentao.gateway.config import (
+    ConfigError,
+    GatewayConfig,
+    Limits,
+    config_from_dict,
+    load_config,
+    parse_agent_option,
+    with_overrides,
+)
+
+CONFIG = """
+[server]
+host = "0.0.0.0"
+port = 9000
+
+[limits]
+permission_deadline_seconds = 5
+
+[agents.qwen]
+command = "qwen --acp --model x"
+processes = 2
+env = { A = "1" }
+
+[[keys]]
+name = "alice"
+key = "sk-alice"
+agents = ["qwen"]
+ceiling = "ask"
+policy = "reads"
+
+[[keys]]
+name = "ci"
+key_sha256 = "ABC"
+"""
+
+
+def test_a_full_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(CONFIG)
+    config = load_config(path)
+    assert (config.host, config.port) == ("0.0.0.0", 9000)
+    assert config.limits.permission_deadline_seconds == 5
+    qwen = config.agent("qwen")
+    assert qwen.command == ("qwen", "--acp", "--model", "x") and qwen.processes == 2
+    assert qwen.env == (("A", "1"),)
+    alice, ci = config.keys
+    assert alice.sha256 == hashlib.sha256(b"sk-alice").hexdigest()
+    assert alice.allows("qwen") and not alice.allows("other")
+    assert (alice.ceiling, alice.policy) == ("ask", "reads")
+    assert ci.sha256 == "abc" and ci.agents is None and ci.policy == "reject"
+    config.check_bind()  # keys present: any interface is allowed
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"limits": {"nope": 1}}, r"unknown \[limits\]"),
+        ({"agents": {"a": {"command": []}}}, "command"),
+        ({"agents": {"a": {"command": "x", "processes": 0}}}, "processes"),
+        ({"keys": [{"name": "k"}]}, "key_sha256"),
+        ({"keys": [{"name": "k", "key": "s", "ceiling": "sometimes"}]}, "ceiling"),
+        (
+            {"keys": [{"name": "k", "key": "s", "ceiling": "reads", "policy": "all"}]},
+            "above its ceiling",
+        ),
+        ({"keys": [{"name": "k", "key": "a"}, {"name": "k", "key": "b"}]}, "share a name"),
+    ],
+)
+def test_bad_configs_say_what_is_wrong(data: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(data)
+
+
+def test_command_line_overrides_and_the_default_agent() -> None:
+    config = with_overrides(GatewayConfig(), agents=None, host=None, port=None)
+    assert [a.name for a in config.agents] == ["agentao"]
+    assert config.agents[0].command == (sys.executable, "-m", "agentao", "--acp")
+    config = with_overrides(GatewayConfig(), agents=["q=qwen --acp"], host="::1", port=1)
+    assert config.agents[0].command == ("qwen", "--acp") and (config.host, config.port) == (
+        "::1",
+        1,
+    )
+    with pytest.raises(ConfigError, match="NAME=COMMAND"):
+        parse_agent_option("qwen")
+
+
+def test_no_keys_means_loopback_only() -> None:
+    GatewayConfig(host="127.0.0.1").check_bind()
+    with pytest.raises(ConfigError, match="without API keys"):
+        GatewayConfig(host="0.0.0.0").check_bind()
+    assert Limits().retry_after_seconds == 1
