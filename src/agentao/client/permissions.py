@@ -97,7 +97,7 @@ def _prompt(request: PermissionRequest, offered: list[PermissionOption]) -> str 
     from rich.console import Console
     from rich.prompt import Prompt
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, highlight=False)
     console.print(f"\n[bold yellow]Permission[/] {request.title} [dim]({request.kind})[/]")
     for i, option in enumerate(offered, 1):
         console.print(f"  [bold]{i}[/] {option.name} [dim]{option.kind}[/]")
