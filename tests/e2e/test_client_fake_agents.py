@@ -21,9 +21,11 @@ from agentao.client import (
     AgentStartError,
     Client,
     ClientPolicy,
+    ClientTimeout,
     Handlers,
     HandshakeError,
     PermissionDecision,
+    ProtocolViolation,
     Timeouts,
     TurnEnd,
     Update,
@@ -167,6 +169,21 @@ async def test_agent_error_keeps_its_code(session):
     assert texts(seen) == ["failing"]
     assert err.value.code == -32603 and "fell over" in err.value.message
     assert texts(await run(session, "hello")) == ["hello"]  # the session lives on
+
+
+async def test_a_prompt_answer_without_stop_reason_is_a_violation(session):
+    with pytest.raises(ProtocolViolation, match="stopReason"):
+        await session.prompt("no-stop").run()
+    assert texts(await run(session, "hello")) == ["hello"]
+
+
+async def test_silent_agent_times_out_the_handshake():
+    silent = AgentCommand((sys.executable, "-c", "import time; time.sleep(30)"))
+    client = Client(silent, timeouts=Timeouts(handshake=0.3, eof_grace=0.1, term_grace=0.5))
+    with pytest.raises(ClientTimeout) as err:
+        await client.start()
+    assert err.value.name == "handshake" and err.value.seconds == 0.3
+    assert client.exit_code is not None  # start() shut it down
 
 
 async def test_cancel_mid_stream(session):

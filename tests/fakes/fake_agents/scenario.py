@@ -20,6 +20,7 @@ Prompts (text of the first content block):
     ask QUESTION          _agentao.cn/ask_user; reports the answer
     ids                   its own requests use id 0 and a string id
     error                 answers the prompt with a JSON-RPC error -32603
+    no-stop               answers the prompt without a stopReason (a protocol violation)
 
 Options: --early-update sends a session/update for the new session *before*
 the session/new result; --auth answers session/new with -32000 until
@@ -265,6 +266,10 @@ def p_error(msg, sid, args):
     wire.error(msg, -32603, "Internal error: the model fell over")
 
 
+def p_no_stop(msg, sid, args):
+    wire.reply(msg, {"stop": "yes"})
+
+
 PROMPTS = {
     "hello": p_hello,
     "flood": p_flood,
@@ -283,6 +288,7 @@ PROMPTS = {
     "ask": p_ask,
     "ids": p_ids,
     "error": p_error,
+    "no-stop": p_no_stop,
 }
 
 
