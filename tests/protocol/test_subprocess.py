@@ -94,3 +94,36 @@ def test_fuzz_5000_frames_every_request_answered_once() -> None:
     assert sorted(ok_ids) == sorted(valid_ids)
     assert all(r["jsonrpc"] == "2.0" for r in replies)
     assert all("error" in r for r in replies if r["id"] not in set(valid_ids))
+
+
+def test_stdin_from_dev_null_exits_cleanly() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ECHO_AGENT)], stdin=subprocess.DEVNULL, capture_output=True, timeout=30
+    )
+    assert proc.returncode == 0 and proc.stdout == b""
+
+
+def test_files_as_stdin_and_stdout(tmp_path: Path) -> None:
+    (tmp_path / "in.jsonl").write_bytes(request(1, "initialize", {"protocolVersion": 1}) + b"\n")
+    with (tmp_path / "in.jsonl").open("rb") as stdin, (tmp_path / "out.jsonl").open("wb") as stdout:
+        subprocess.run(
+            [sys.executable, str(ECHO_AGENT)], stdin=stdin, stdout=stdout, timeout=30, check=True
+        )
+    assert json.loads((tmp_path / "out.jsonl").read_bytes())["id"] == 1
+
+
+def test_stray_print_goes_to_stderr_not_the_wire() -> None:
+    code = (
+        "import asyncio, sys; sys.argv = ['x']\n"
+        "from agentao.protocol.stdio import open_stdio\n"
+        "async def main():\n"
+        "    r, w = await open_stdio()\n"
+        "    print('stray')\n"
+        "    w.write(b'{}\\n')\n"
+        "asyncio.run(main())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, timeout=30, stdin=subprocess.PIPE
+    )
+    assert proc.stdout == b"{}\n"
+    assert b"stray" in proc.stderr

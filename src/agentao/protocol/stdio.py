@@ -14,7 +14,7 @@ import sys
 
 
 class _FdReader:
-    """Reads a regular file (e.g. `agentao --acp < lines.jsonl`) without blocking the loop."""
+    """Reads a file or /dev/null (`agentao --acp < lines.jsonl`) without blocking the loop."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -24,7 +24,7 @@ class _FdReader:
 
 
 class _FdWriter:
-    """Blocking writes for a stdout that is a regular file (pipes use a transport)."""
+    """Blocking writes for a stdout that is a file or /dev/null (pipes use a transport)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -38,8 +38,10 @@ class _FdWriter:
         return None
 
 
-def _is_regular(fd: int) -> bool:
-    return stat.S_ISREG(os.fstat(fd).st_mode)
+def _pollable(fd: int) -> bool:
+    """Pipes, sockets and terminals work with the event loop; files and /dev/null do not."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
 def _claim_stdout() -> int:
@@ -55,7 +57,7 @@ async def open_stdio() -> tuple[object, object]:
     """(reader, writer) over this process's stdin and (claimed) stdout."""
     loop = asyncio.get_running_loop()
     in_fd, wire_fd = sys.stdin.fileno(), _claim_stdout()
-    if _is_regular(in_fd):
+    if not _pollable(in_fd):
         reader: object = _FdReader(in_fd)
     else:
         stream_reader = asyncio.StreamReader(limit=1 << 20)
@@ -63,7 +65,7 @@ async def open_stdio() -> tuple[object, object]:
             lambda: asyncio.StreamReaderProtocol(stream_reader), os.fdopen(in_fd, "rb", 0)
         )
         reader = stream_reader
-    if _is_regular(wire_fd):
+    if not _pollable(wire_fd):
         return reader, _FdWriter(wire_fd)
     transport, protocol = await loop.connect_write_pipe(
         asyncio.streams.FlowControlMixin, os.fdopen(wire_fd, "wb", 0)
