@@ -18,7 +18,8 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,30 @@ def agent_env(home: Path, **extra: str) -> dict[str, str]:
     env.update(AGENTAO_HOME=str(home), PYTHONUNBUFFERED="1")
     env.update(extra)
     return env
+
+
+def scripted_env(tmp_path: Path, responses: list[dict[str, Any]], **extra: str) -> dict[str, str]:
+    """An environment for the scripted provider playing `responses` (state in tmp_path/home)."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"responses": responses}))
+    return agent_env(
+        tmp_path / "home", LLM_PROVIDER="SCRIPTED", AGENTAO_SCRIPT=str(script), **extra
+    )
+
+
+@asynccontextmanager
+async def running(
+    env: dict[str, str], *args: str, capabilities: dict[str, Any] | None = None, init: bool = True
+) -> AsyncIterator[AgentProcess]:
+    """A started agent (initialized unless `init=False`), closed (EOF) afterwards."""
+    agent = await AgentProcess.start(env, *args)
+    try:
+        if init:
+            await agent.initialize(capabilities)
+        yield agent
+    finally:
+        code = await agent.close()
+        assert code in (0, -9), agent.stderr.decode()[-3000:]
 
 
 class AgentProcess:

@@ -18,7 +18,6 @@ from typing import Any
 
 from agentao.agent.config import LlmConfig, resolve_provider, split_model_value
 from agentao.agent.events import TurnEvent
-from agentao.agent.mcp import McpHub, McpServerConfig
 from agentao.agent.providers import make_provider
 from agentao.agent.providers.errors import MissingCredentials, ProviderNotFound
 from agentao.agent.session import AgentSession
@@ -65,12 +64,15 @@ class AcpAgent:
     # ---- connection ------------------------------------------------------------------
 
     async def initialize(self, params: schema.InitializeRequest) -> dict[str, Any]:
-        caps = params.client_capabilities
+        self.accept_client(params.client_capabilities)
+        return initialize_response()
+
+    def accept_client(self, caps: schema.ClientCapabilities) -> None:
+        """What the client can do: editor fs/terminal, notice updates."""
         self.io = ClientIo.from_capabilities(caps)
         self.mapper = UpdateMapper(
             notices=caps.session is not None and caps.session.notices is not None
         )
-        return initialize_response()
 
     # ---- session lifecycle -----------------------------------------------------------
 
@@ -257,7 +259,7 @@ class AcpAgent:
         return loaded
 
     async def _startup_resume(
-        self, resume: str, cwd: Path, servers: list[McpServerConfig]
+        self, resume: str, cwd: Path, servers: list[Any]
     ) -> LiveSession | None:
         """Seed C.2: the persisted session to resume, or None for any miss (silently)."""
         try:
@@ -291,6 +293,8 @@ class AcpAgent:
             for event in history(live.agent):
                 await self._emit(live.id, event)
         if live.mcp_servers:
+            from agentao.agent.mcp import McpHub  # the mcp SDK loads only when it is used
+
             live.mcp = McpHub(live.mcp_servers, self.settings.mcp)
             for failure in await live.mcp.start():
                 log.warning("session %s: %s", live.id, failure.message)

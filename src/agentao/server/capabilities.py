@@ -11,14 +11,16 @@ _meta["_agentao.cn/extensions"]  the vendor methods, [{method, description}]
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from agentao import __version__
 from agentao.protocol import schema
 from agentao.protocol.decode import to_builtins
-from agentao.server.mcp_config import SUPPORTED_TRANSPORTS
 
 PROTOCOL_VERSION = 1
+# MCP transports and whether this agent takes them (seed C.1: SSE yes, HTTP no).
+SUPPORTED_TRANSPORTS: Mapping[str, bool] = {"stdio": True, "sse": True, "http": False}
 EXTENSIONS_META_KEY = "_agentao.cn/extensions"
 EXTENSIONS: tuple[dict[str, str], ...] = (
     {
@@ -75,4 +77,10 @@ def _response() -> schema.InitializeResponse:
     )
 
 
-__all__ = ["EXTENSIONS", "EXTENSIONS_META_KEY", "PROTOCOL_VERSION", "initialize_response"]
+__all__ = [
+    "EXTENSIONS",
+    "EXTENSIONS_META_KEY",
+    "PROTOCOL_VERSION",
+    "SUPPORTED_TRANSPORTS",
+    "initialize_response",
+]

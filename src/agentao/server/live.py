@@ -13,17 +13,16 @@ import asyncio
 import contextlib
 import logging
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentao.agent.config import Limits as TurnLimits
 from agentao.agent.config import LlmConfig
-from agentao.agent.mcp import McpHub, McpServerConfig
 from agentao.agent.permissions import PermissionEngine
 from agentao.agent.providers import LlmProvider
 from agentao.agent.session import AgentSession
 from agentao.agent.tools.base import Tool, ToolEnv
-from agentao.agent.tools.registry import combine
 from agentao.agent.turn import TurnDeps
 from agentao.protocol.errors import SessionNotFound
 from agentao.server.interaction import ClientInteraction
@@ -40,9 +39,10 @@ class LiveSession:
     engine: PermissionEngine
     interaction: ClientInteraction
     env: ToolEnv
-    builtins: list[Tool]
-    mcp_servers: list[McpServerConfig] = field(default_factory=list)
-    mcp: McpHub | None = None
+    make_tools: Callable[[], list[Tool]]  # the built-ins, made at the first turn
+    mcp_servers: list[Any] = field(default_factory=list)  # agent.mcp.McpServerConfig
+    mcp: Any = None  # agent.mcp.McpHub once started
+    _builtins: list[Tool] | None = None
     state: TurnState = field(default_factory=TurnState)
     turn_task: asyncio.Task[Any] | None = None
     setup: asyncio.Task[Any] | None = None
@@ -53,7 +53,11 @@ class LiveSession:
 
     @property
     def tools(self) -> list[Tool]:
-        return combine(self.builtins, self.mcp.tools if self.mcp else [])
+        from agentao.agent.tools.registry import combine
+
+        if self._builtins is None:
+            self._builtins = self.make_tools()
+        return combine(self._builtins, self.mcp.tools if self.mcp else [])
 
     def deps(self, limits: TurnLimits) -> TurnDeps:
         return TurnDeps(

@@ -1,66 +1,57 @@
 """`agentao --acp`: serve ACP on stdio until the client closes stdin.
 
-Stdout carries protocol messages only (`open_stdio` moves everything else to
-stderr). Logs go to stderr and to `agent.log` in the state directory, never
-to the session's project. The exit code is 0 after a clean EOF.
+`initialize` is answered first, synchronously (`handshake.py`), before the
+event loop and the runtime are imported; then the endpoint serves the rest.
+Stdout carries protocol messages only; logs go to stderr and to `agent.log`
+in the state directory, never to the session's project. Exit code 0 at EOF.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
+from typing import Any
 
-from agentao.protocol.endpoint import Endpoint
-from agentao.protocol.stdio import open_stdio
-from agentao.server.agent import AcpAgent
-from agentao.server.persistence import SessionArchive
-from agentao.server.settings import ServerSettings
-from agentao.store.paths import LOG_NAME, database_path, ensure_state_dir
-from agentao.store.sessions import open_session_store
-
-log = logging.getLogger("agentao.server")
+from agentao.protocol.connection import Connection
+from agentao.server.capabilities import initialize_response
+from agentao.server.handshake import handshake
 
 
 def serve_stdio(resume: str | None = None) -> int:
     """Run the ACP agent on this process's stdin/stdout; `resume` as `--resume [ID]`."""
-    settings = ServerSettings.from_env()
-    _setup_logging(settings.log_level)
+    conn = Connection("agent")
+    client: dict[str, Any] = {}
+
+    def answer(params: Any) -> dict[str, Any]:
+        client["capabilities"] = params.client_capabilities
+        return initialize_response()
+
+    leftover = handshake(conn, answer)
+    import asyncio
+
+    from agentao.server.serve import serve
+
     try:
-        asyncio.run(serve(settings, resume))
+        asyncio.run(serve(conn, leftover, client.get("capabilities"), resume))
     except KeyboardInterrupt:
         return 130
     return 0
 
 
-async def serve(settings: ServerSettings, resume: str | None) -> None:
-    store = open_session_store(database_path(), settings.store)
-    agent = AcpAgent(SessionArchive(store), settings, resume=resume)
-    endpoint = Endpoint(agent, role="agent")
-    agent.endpoint = endpoint
-    try:
-        reader, writer = await open_stdio()
-        log.info("agentao ACP agent ready (state in %s)", database_path().parent)
-        await endpoint.run(reader, writer)  # type: ignore[arg-type]
-    finally:
-        await agent.shutdown()
-        store.db.close()
-
-
-def _setup_logging(level: str) -> None:
+def setup_logging(level: str, log_file: Any | None) -> None:
+    """Log to stderr and, when it can be opened, to `log_file`."""
     root = logging.getLogger("agentao")
     root.setLevel(getattr(logging, level, logging.INFO))
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    to_stderr = logging.StreamHandler(sys.stderr)
-    to_stderr.setFormatter(fmt)
-    root.addHandler(to_stderr)
-    try:
-        to_file = logging.FileHandler(ensure_state_dir() / LOG_NAME, encoding="utf-8")
-    except OSError as exc:
-        root.warning("cannot write the log file: %s", exc)
-        return
-    to_file.setFormatter(fmt)
-    root.addHandler(to_file)
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file is not None:
+        try:
+            handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+        except OSError as exc:
+            print(f"agentao: cannot write the log file: {exc}", file=sys.stderr)
+    for handler in handlers:
+        handler.setFormatter(fmt)
+        root.addHandler(handler)
 
 
-__all__ = ["serve", "serve_stdio"]
+__all__ = ["serve_stdio", "setup_logging"]

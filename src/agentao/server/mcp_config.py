@@ -18,16 +18,13 @@ exactly which field is wrong.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from agentao.agent.mcp import HttpServer, McpServerConfig, SseServer, StdioServer
 from agentao.protocol.errors import InvalidParams
-
-# What `initialize` advertises (seed C.1): SSE yes, HTTP no.
-SUPPORTED_TRANSPORTS: Mapping[str, bool] = {"stdio": True, "sse": True, "http": False}
+from agentao.server.capabilities import SUPPORTED_TRANSPORTS
 
 
 def parse_mcp_servers(raw: Any, cwd: str) -> list[McpServerConfig]:
@@ -102,4 +99,4 @@ def _bad(field: str, problem: str) -> InvalidParams:
     return InvalidParams(f"Invalid params: {field} {problem}", {"field": field})
 
 
-__all__ = ["SUPPORTED_TRANSPORTS", "fingerprint", "parse_mcp_servers"]
+__all__ = ["fingerprint", "parse_mcp_servers"]

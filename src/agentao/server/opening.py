@@ -11,13 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from agentao.agent.config import LlmConfig
-from agentao.agent.local_env import LocalEnv
-from agentao.agent.mcp import McpServerConfig
 from agentao.agent.permissions import PermissionEngine, PermissionRulesError, load_rules
 from agentao.agent.providers import make_provider
 from agentao.agent.session import AgentSession
-from agentao.agent.tools.base import ToolEnv
-from agentao.agent.tools.registry import builtin_tools
+from agentao.agent.tools.base import Tool, ToolEnv
 from agentao.protocol.endpoint import Endpoint
 from agentao.protocol.errors import InternalError
 from agentao.server.client_env import ClientEnv, ClientIo
@@ -38,9 +35,8 @@ class SessionFactory:
         agent: AgentSession,
         llm: LlmConfig,
         grants: dict[str, Any],
-        servers: list[McpServerConfig],
+        servers: list[Any],
     ) -> LiveSession:
-        s = self.settings
         return LiveSession(
             agent=agent,
             llm=llm,
@@ -48,11 +44,19 @@ class SessionFactory:
             engine=PermissionEngine.from_dict(grants, posture(agent), _rules()),
             interaction=ClientInteraction(self.endpoint, agent.id),
             env=self.env(agent.id),
-            builtins=builtin_tools(s.files, s.shell, s.web),
+            make_tools=self.tools,
             mcp_servers=servers,
         )
 
+    def tools(self) -> list[Tool]:
+        from agentao.agent.tools.registry import builtin_tools
+
+        s = self.settings
+        return builtin_tools(s.files, s.shell, s.web)
+
     def env(self, session_id: str) -> ToolEnv:
+        from agentao.agent.local_env import LocalEnv
+
         local = LocalEnv(self.settings.shell)
         if not self.io.any:
             return local
