@@ -1,0 +1,194 @@
+"""Seed C.2 (session/new): cwd and mcpServers checked field by field, the result's shape,
+missing credentials, and the result written before the session's first update."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.agent_process import agent_env, running, scripted_env
+
+pytestmark = pytest.mark.timeout(60)
+MCP_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
+
+
+@pytest.fixture
+def env(tmp_path):
+    return scripted_env(tmp_path, [{"text": "ok"}])
+
+
+@pytest.fixture
+def ws(tmp_path):
+    path = tmp_path / "ws"
+    path.mkdir()
+    (tmp_path / "file.txt").write_text("x")
+    return path
+
+
+async def test_c2_result_session_id_modes_config_options(env, ws):
+    async with running(env) as agent:
+        result = await agent.call("session/new", {"cwd": str(ws), "mcpServers": []})
+    assert str(uuid.UUID(result["sessionId"])) == result["sessionId"]
+    modes = result["modes"]
+    assert modes["currentModeId"] == "workspace-write"
+    assert [m["id"] for m in modes["availableModes"]] == [
+        "read-only",
+        "workspace-write",
+        "full-access",
+        "plan",
+    ]
+    [option] = result["configOptions"]
+    assert option["id"] == "model" and option["name"] == "Model"
+    assert option["category"] == "model" and option["type"] == "select"
+    assert option["currentValue"] == "scripted/script"
+    assert [o["value"] for o in option["options"]] == ["scripted/script"]
+
+
+@pytest.mark.parametrize(
+    "cwd, problem",
+    [("relative/dir", "absolute"), ("/no/such/dir", "does not exist"), ("FILE", "not a directory")],
+)
+async def test_c2_cwd_absolute_existing_directory(env, ws, cwd, problem):
+    if cwd == "FILE":
+        cwd = str(ws.parent / "file.txt")
+    async with running(env) as agent:
+        reply = await agent.request("session/new", {"cwd": cwd, "mcpServers": []})
+    assert reply["error"]["code"] == -32602
+    assert problem in reply["error"]["message"]
+    assert reply["error"]["data"] == {"field": "cwd"}
+
+
+BAD_MCP = [
+    ("not a list", {"name": "x"}, "mcpServers"),
+    ("item not object", ["x"], "mcpServers[0]"),
+    ("empty name", [{"name": "", "command": "x", "args": [], "env": []}], "mcpServers[0].name"),
+    ("no command", [{"name": "a", "args": [], "env": []}], "mcpServers[0]"),
+    ("args not list", [{"name": "a", "command": "x", "args": "y", "env": []}], "mcpServers[0]"),
+    (
+        "env as a map",
+        [{"name": "a", "command": "x", "args": [], "env": {"K": "V"}}],
+        "mcpServers[0]",
+    ),
+    (
+        "env item bad",
+        [{"name": "a", "command": "x", "args": [], "env": [{"name": "K"}]}],
+        "mcpServers[0]",
+    ),
+    ("sse no url", [{"type": "sse", "name": "a", "headers": []}], "mcpServers[0]"),
+    ("unknown type", [{"type": "ws", "name": "a", "url": "ws://x"}], "mcpServers[0]"),
+    (
+        "duplicate names",
+        [
+            {"name": "a", "command": "x", "args": [], "env": []},
+            {"name": "a", "command": "y", "args": [], "env": []},
+        ],
+        "mcpServers[1].name",
+    ),
+]
+
+
+@pytest.mark.parametrize("why, servers, field", BAD_MCP, ids=[b[0] for b in BAD_MCP])
+async def test_c2_mcp_servers_malformed_is_32602(env, ws, why, servers, field):
+    async with running(env) as agent:
+        reply = await agent.request("session/new", {"cwd": str(ws), "mcpServers": servers})
+    assert reply["error"]["code"] == -32602, reply
+    assert field in reply["error"]["message"] or field in str(reply["error"].get("data"))
+
+
+async def test_c2_http_transport_not_advertised_is_32602(env, ws):
+    server = {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": []}
+    async with running(env) as agent:
+        reply = await agent.request("session/new", {"cwd": str(ws), "mcpServers": [server]})
+    assert reply["error"]["code"] == -32602
+    assert "http" in reply["error"]["message"]
+
+
+async def test_c2_mcp_servers_missing_is_32602(env, ws):
+    async with running(env) as agent:
+        reply = await agent.request("session/new", {"cwd": str(ws)})
+    assert reply["error"]["code"] == -32602
+
+
+async def test_c2_valid_stdio_server_tools_are_offered(env, ws):
+    server = {
+        "name": "fake",
+        "command": sys.executable,
+        "args": [MCP_SERVER, "--name", "fake"],
+        "env": [{"name": "FAKE_VAR", "value": "1"}],
+    }
+    async with running(env) as agent:
+        sid = (await agent.call("session/new", {"cwd": str(ws), "mcpServers": [server]}))[
+            "sessionId"
+        ]
+        reply = await agent.prompt(sid, "hello")
+    assert reply["result"]["stopReason"] == "end_turn"
+
+
+async def test_c2_result_before_first_update_mcp_failure_is_a_notice(env, ws):
+    broken = {
+        "name": "broken",
+        "command": sys.executable,
+        "args": [MCP_SERVER, "--fail"],
+        "env": [],
+    }
+    async with running(env) as agent:
+        reply = await agent.request("session/new", {"cwd": str(ws), "mcpServers": [broken]})
+        sid = reply["result"]["sessionId"]
+        notice = await agent.wait_for(lambda m: m.get("method") == "session/update")
+        # The session still works without the server.
+        assert (await agent.prompt(sid, "hi"))["result"]["stopReason"] == "end_turn"
+    first = agent.received.index(notice)
+    assert agent.received.index(reply) < first
+    assert notice["params"]["sessionId"] == sid
+    update = notice["params"]["update"]
+    assert update["sessionUpdate"] == "agent_thought_chunk"
+    assert "broken" in update["content"]["text"]
+
+
+async def test_c2_mcp_failure_is_a_notice_update_when_the_client_shows_notices(env, ws):
+    broken = {
+        "name": "broken",
+        "command": sys.executable,
+        "args": [MCP_SERVER, "--fail"],
+        "env": [],
+    }
+    caps = {"session": {"notices": {}}}
+    async with running(env, capabilities=caps) as agent:
+        await agent.request("session/new", {"cwd": str(ws), "mcpServers": [broken]})
+        notice = await agent.wait_for(lambda m: m.get("method") == "session/update")
+    update = notice["params"]["update"]
+    assert update["sessionUpdate"] == "notice" and "broken" in update["title"]
+
+
+async def test_c2_missing_credentials_is_32000_naming_the_variables(tmp_path, ws):
+    env = agent_env(tmp_path / "home", LLM_PROVIDER="DEEPSEEK")
+    async with running(env) as agent:
+        reply = await agent.request("session/new", {"cwd": str(ws), "mcpServers": []})
+    error = reply["error"]
+    assert error["code"] == -32000
+    assert "DEEPSEEK_API_KEY" in error["message"]
+    assert error["data"]["variables"] == ["DEEPSEEK_API_KEY"]
+
+
+async def test_c2_additional_directories_must_exist(env, ws):
+    async with running(env) as agent:
+        reply = await agent.request(
+            "session/new",
+            {"cwd": str(ws), "mcpServers": [], "additionalDirectories": ["/no/such"]},
+        )
+        assert reply["error"]["code"] == -32602
+        ok = await agent.request(
+            "session/new",
+            {"cwd": str(ws), "mcpServers": [], "additionalDirectories": [str(ws.parent)]},
+        )
+        assert "sessionId" in ok["result"]
+
+
+async def test_c2_nothing_is_written_into_the_session_cwd(env, ws):
+    async with running(env) as agent:
+        sid = await agent.new_session(ws)
+        await agent.prompt(sid, "hello")
+    assert list(ws.iterdir()) == []
