@@ -58,18 +58,20 @@ async def test_responses_survive_reopening(tmp_path) -> None:
 
 async def test_task_events_in_order_after_a_seq(store) -> None:
     await store.create_conversation(Conversation("c1", "local", "agentao", "task"))
-    await store.create_task(TaskRecord("t1", "c1", "running", prompt="hi"))
     events = [
         TaskEvent("t1", n, "task-running", float(n), {"update": {"n": n}}) for n in range(1, 6)
     ]
-    await store.append_events(events[:3])
+    await store.append_events(events[:3], tasks=[TaskRecord("t1", "c1", "running", prompt="hi")])
     await store.append_events(events[3:])
     after = await store.events_after("t1", 2)
     assert [e.seq for e in after] == [3, 4, 5]
     assert after[0].frame() == {"seq": 3, "type": "task-running", "at": 3.0, "update": {"n": 3}}
     with pytest.raises(Exception, match="UNIQUE"):
         await store.append_events(events[:1])  # a seq is written once
-    await store.finish_task("t1", "ended")
+    conv = await store.get_conversation("c1")
+    conv.turn_count = 1
+    await store.finish_task("t1", "ended", conv)  # the task and its conversation, together
     task = await store.get_task("t1")
     assert task.status == "ended" and task.ended_at is not None
+    assert (await store.get_conversation("c1")).turn_count == 1
     assert [t.id for t in await store.list_tasks("c1")] == ["t1"]

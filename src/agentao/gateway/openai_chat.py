@@ -131,12 +131,7 @@ async def _conversation(
     convs = gw.conversations
     candidates = candidate_prefixes(messages)
     if key:
-        conv = await convs.get(key)
-        if conv is None or conv.record.owner != principal.name:
-            derived = "conv_" + hashlib.sha256(f"{principal.name}\0{key}".encode()).hexdigest()[:32]
-            conv = await convs.get(derived) or await convs.create(
-                principal.name, choice.agent, "chat", derived
-            )
+        conv = await _keyed(gw, principal, choice, key)
         if conv.record.agent != choice.agent:
             raise BadRequest(
                 f"this session belongs to the agent {conv.record.agent!r}", param="model"
@@ -148,16 +143,28 @@ async def _conversation(
                 return conv, _new_only(messages[length:]), False
         return conv, _new_only(tail_after_last_answer(messages)), False
     hashes = [digest for digest, _ in candidates]
-    found = (
-        await gw.store.find_by_transcript(principal.name, choice.agent, hashes) if hashes else None
-    )
+    found = await convs.by_transcript(principal.name, choice.agent, hashes) if hashes else None
     if found is not None:
-        record, digest = found
-        conv = await convs.get(record.id)
-        length = dict(candidates)[digest]
-        if conv is not None:
-            return conv, _new_only(messages[length:]), False
+        conv, digest = found
+        return conv, _new_only(messages[dict(candidates)[digest] :]), False
     return await convs.create(principal.name, choice.agent, "chat"), messages, True
+
+
+async def _keyed(
+    gw: Gateway, principal: Principal, choice: ModelChoice, key: str
+) -> LiveConversation:
+    """The conversation an explicit key names: one of ours by id, else the key's own."""
+    convs = gw.conversations
+    derived = "conv_" + hashlib.sha256(f"{principal.name}\0{key}".encode()).hexdigest()[:32]
+    for conv in (convs.live(key), convs.live(derived)):  # the hot path: no store lookup
+        if conv is not None and conv.record.owner == principal.name:
+            return conv
+    conv = await convs.get(key)
+    if conv is not None and conv.record.owner == principal.name:
+        return conv
+    return await convs.get(derived) or await convs.create(
+        principal.name, choice.agent, "chat", derived
+    )
 
 
 def _new_only(messages: list[ChatMessage]) -> list[ChatMessage]:
@@ -208,6 +215,9 @@ class _Reply:
         self.body = body
         self.turn = turn
         self.prompt_chars = sum(len(b.get("text", "")) for b in turn.prompt)
+        # The role rides on the first chunk that says something, as OpenAI's does when
+        # the first token is ready: one write less before the first token.
+        self._first: dict[str, Any] = {"role": "assistant"}
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {
@@ -235,19 +245,25 @@ class _Reply:
 
     async def stream(self) -> AsyncIterator[bytes]:
         try:
-            yield sse(self._chunk({"role": "assistant", "content": ""}))
-            async for item in self.turn.items():
-                if isinstance(item, Step):
-                    delta = self._delta(item)
-                    if delta:
-                        yield sse(self._chunk(delta))
-                elif isinstance(item, TurnFailed):
-                    yield sse(_error(item.message, item.code))
-                else:
-                    yield from_end(self, item)
+            async for batch in self.turn.batches():
+                out = b"".join(self._encode(item) for item in batch)
+                if out:
+                    yield out
             yield b"data: [DONE]\n\n"
         finally:
             self.turn.detach()
+
+    def _encode(self, item: Any) -> bytes:
+        if isinstance(item, Step):
+            delta = self._delta(item)
+            if not delta:
+                return b""
+            chunk, self._first = self._chunk({**self._first, **delta}), {}
+            return sse(chunk)
+        if isinstance(item, TurnFailed):
+            return sse(_error(item.message, item.code))
+        head = sse(self._chunk({**self._first, "content": ""})) if self._first else b""
+        return head + from_end(self, item)
 
     async def collect(self) -> dict[str, Any]:
         raw: list[Any] = []

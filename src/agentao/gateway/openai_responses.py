@@ -121,15 +121,15 @@ async def create_response(request: Request) -> Any:
     builder = ResponseBuilder(choice.name, echo, x_acp=body.x_acp)
     live = _Live(builder, turn, principal.name, asyncio.Event())
     run = _Run(gw, live, conv, turn_index, body.store, len(text))
-    await run.save()
     headers = {"X-Session-Id": conv.id, "X-Task-Id": turn.id}
     if body.stream:
         return EventStream(run.sse(), turn.cancel, headers)
-    if body.background:
+    if body.background:  # stored now: it must outlive this request, even a restart
+        await run.save()
         run.in_background()
         return JSONResponse(builder.snapshot(), headers=headers)
     async with watch_disconnect(request, turn.cancel):
-        async for _event in run.events():
+        async for _events in run.events():
             pass
     return JSONResponse(builder.snapshot(), headers=headers)
 
@@ -192,21 +192,21 @@ class _Run:
         record = ResponseRecord(b.id, self.conv.id, self.turn_index, b.status, b.snapshot())
         await self.gw.store.put_response(record)
 
-    async def events(self) -> AsyncIterator[Event]:
+    async def events(self) -> AsyncIterator[list[Event]]:
+        """The response's events, a batch per wake-up (see `GatewayTurn.batches`)."""
         builder, turn = self.live.builder, self.live.turn
         try:
-            for event in builder.start():
-                yield event
-            async for item in turn.items():
-                if isinstance(item, Step):
-                    for event in builder.feed(item):
-                        yield event
-                elif isinstance(item, TurnFailed):
-                    for event in builder.fail(item.message, item.code):
-                        yield event
-                else:
-                    for event in builder.finish(item, self._usage(item, turn)):
-                        yield event
+            yield builder.start()
+            async for batch in turn.batches():
+                events: list[Event] = []
+                for item in batch:
+                    if isinstance(item, Step):
+                        events += builder.feed(item)
+                    elif isinstance(item, TurnFailed):
+                        events += builder.fail(item.message, item.code)
+                    else:
+                        events += builder.finish(item, self._usage(item, turn))
+                yield events
         finally:
             turn.detach()
             await self._finished()
@@ -230,12 +230,13 @@ class _Run:
         return usage or estimate_usage(self.prompt_chars, turn.mapper)
 
     async def sse(self) -> AsyncIterator[bytes]:
-        async for event in self.events():
-            yield sse(event, event["type"])
+        async for events in self.events():
+            if events:
+                yield b"".join(sse(event, event["type"]) for event in events)
 
     def in_background(self) -> None:
         async def drive() -> None:
-            async for _event in self.events():
+            async for _events in self.events():
                 pass
 
         task = asyncio.get_running_loop().create_task(drive())

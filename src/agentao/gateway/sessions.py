@@ -97,6 +97,7 @@ class Conversations:
         self._live: dict[str, LiveConversation] = {}
         self._by_session: dict[str, LiveConversation] = {}
         self._running: dict[str, tuple[LiveConversation, GatewayTurn, TurnRequest]] = {}
+        self._by_hash: dict[tuple[str, str, str], str] = {}  # (owner, agent, hash) -> conv id
 
     # ---- finding and creating -----------------------------------------------------------
 
@@ -105,6 +106,10 @@ class Conversations:
         if pool is None:
             raise NotFound(f"no agent named {agent!r}", param="model", code="model_not_found")
         return pool
+
+    def live(self, conversation_id: str) -> LiveConversation | None:
+        """A conversation already in memory (no store lookup)."""
+        return self._live.get(conversation_id)
 
     async def get(self, conversation_id: str) -> LiveConversation | None:
         live = self._live.get(conversation_id)
@@ -132,7 +137,29 @@ class Conversations:
         live = self._live.get(record.id)
         if live is None:
             live = self._live[record.id] = LiveConversation(record, self.pool(record.agent))
+            self._index(live, None)
         return live
+
+    async def by_transcript(
+        self, owner: str, agent: str, hashes: list[str]
+    ) -> tuple[LiveConversation, str] | None:
+        """The conversation whose last answer ends one of `hashes` (memory, then the store)."""
+        for digest in hashes:
+            conv_id = self._by_hash.get((owner, agent, digest))
+            if conv_id is not None:
+                return self._live[conv_id], digest
+        found = await self.store.find_by_transcript(owner, agent, hashes)
+        if found is None or found[0].agent not in self.pools:
+            return None
+        record, digest = found
+        return self._live.get(record.id) or self._remember(record), digest
+
+    def _index(self, conv: LiveConversation, old_hash: str | None) -> None:
+        record = conv.record
+        if old_hash is not None:
+            self._by_hash.pop((record.owner, record.agent, old_hash), None)
+        if record.transcript_hash is not None:
+            self._by_hash[(record.owner, record.agent, record.transcript_hash)] = record.id
 
     def running(self, task_id: str) -> GatewayTurn | None:
         entry = self._running.get(task_id)
@@ -213,14 +240,10 @@ class Conversations:
         self, conv: LiveConversation, session: Session, request: TurnRequest
     ) -> GatewayTurn:
         task_id = "task_" + uuid.uuid4().hex
-        task_log = self.hub.open(task_id)  # before the row: a watcher finding the row finds it
-        try:
-            await self.store.create_task(
-                TaskRecord(task_id, conv.id, "running", prompt=request.title[:2000])
-            )
-        except BaseException:
-            self.hub.discard(task_id)
-            raise
+        # The log writes the task's row before its first frame, off the critical path.
+        task_log = self.hub.open(
+            TaskRecord(task_id, conv.id, "running", prompt=request.title[:2000])
+        )
         if conv.record.title is None:
             conv.record.title = request.title[:80]
             await self.store.update_conversation(conv.record)
@@ -250,12 +273,15 @@ class Conversations:
         conv, _turn, request = self._running.pop(turn.id)
         ok = isinstance(turn.result, TurnEnd)
         try:
-            await self.store.finish_task(turn.id, "ended" if ok else "error")
             if ok:
                 conv.record.turn_count += 1
                 if request.on_end is not None:
+                    old_hash = conv.record.transcript_hash
                     request.on_end(conv, turn)
-                await self.store.update_conversation(conv.record)
+                    self._index(conv, old_hash)
+            await turn.log.stored.wait()
+            status = "ended" if ok else "error"
+            await self.store.finish_task(turn.id, status, conv.record if ok else None)
         finally:
             if conv.turn is turn:
                 conv.reserved = False

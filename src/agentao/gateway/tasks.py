@@ -91,6 +91,9 @@ async def start_task(request: Request) -> Any:
 
 
 async def _task(gw: Gateway, principal: Principal, task_id: str) -> TaskRecord:
+    live = gw.hub.get(task_id)
+    if live is not None:  # just started: its row may be on its way to the store
+        await live.stored.wait()
     task = await gw.store.get_task(task_id)
     conv = await gw.store.get_conversation(task.conversation_id) if task else None
     if task is None or conv is None:

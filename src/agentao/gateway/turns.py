@@ -96,6 +96,12 @@ class GatewayTurn:
     def start(self, started: dict[str, Any]) -> None:
         """Emit `task-started` (with `started` as its payload) and run the turn."""
         self.log.emit("task-started", started)
+        try:  # the prompt is queued for the agent now, not when the task first runs
+            self._client_turn = self.session.prompt(self.prompt)
+        except ClientError as exc:
+            self._start_error: ClientError | None = exc
+        else:
+            self._start_error = None
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def items(self) -> AsyncIterator[TurnItem]:
@@ -107,6 +113,20 @@ class GatewayTurn:
             item = await queue.get()
             yield item
             if not isinstance(item, Step):
+                return
+
+    async def batches(self) -> AsyncIterator[list[TurnItem]]:
+        """Like `items()`, but whatever is already waiting comes at once: one write to the
+        HTTP client for many updates when the agent is faster than the network."""
+        queue = self._queue
+        if queue is None:
+            return
+        while True:
+            batch = [await queue.get()]
+            while isinstance(batch[-1], Step) and not queue.empty():
+                batch.append(queue.get_nowait())
+            yield batch
+            if not isinstance(batch[-1], Step):
                 return
 
     def detach(self) -> None:
@@ -137,7 +157,8 @@ class GatewayTurn:
 
     async def _run(self) -> None:
         try:
-            self._client_turn = self.session.prompt(self.prompt)
+            if self._start_error is not None:
+                raise self._start_error
             if self.cancelling:
                 self._spawn_cancel()
             result = await self._consume()

@@ -141,11 +141,14 @@ class GatewayStore(Protocol):
     async def put_response(self, record: ResponseRecord) -> None: ...
     async def get_response(self, response_id: str) -> ResponseRecord | None: ...
     async def delete_response(self, response_id: str) -> bool: ...
-    async def create_task(self, task: TaskRecord) -> None: ...
     async def get_task(self, task_id: str) -> TaskRecord | None: ...
-    async def finish_task(self, task_id: str, status: str) -> None: ...
+    async def finish_task(
+        self, task_id: str, status: str, conversation: Conversation | None = None
+    ) -> None: ...
     async def list_tasks(self, conversation_id: str) -> list[TaskRecord]: ...
-    async def append_events(self, events: Sequence[TaskEvent]) -> None: ...
+    async def append_events(
+        self, events: Sequence[TaskEvent], tasks: Sequence[TaskRecord] = ()
+    ) -> None: ...
     async def events_after(self, task_id: str, after_seq: int) -> list[TaskEvent]: ...
     def close(self) -> None: ...
 
@@ -180,20 +183,7 @@ class SqliteGatewayStore:
 
     async def update_conversation(self, conv: Conversation) -> None:
         conv.updated_at = time.time()
-        await self.db.call(
-            lambda c: c.execute(
-                "UPDATE gw_conversations SET session_id = ?, title = ?, updated_at = ?, "
-                "turn_count = ?, transcript_hash = ? WHERE id = ?",
-                (
-                    conv.session_id,
-                    conv.title,
-                    conv.updated_at,
-                    conv.turn_count,
-                    conv.transcript_hash,
-                    conv.id,
-                ),
-            )
-        )
+        await self.db.call(lambda c: _update_conversation(c, conv))
 
     async def list_conversations(self, owner: str | None, limit: int = 100) -> list[Conversation]:
         """Most recently updated first; `owner=None` lists everyone's."""
@@ -251,29 +241,28 @@ class SqliteGatewayStore:
 
     # ---- tasks and their events -------------------------------------------------------
 
-    async def create_task(self, task: TaskRecord) -> None:
-        task.created_at = task.created_at or time.time()
-        await self.db.call(
-            lambda c: c.execute(
-                "INSERT INTO gw_tasks (id, conversation_id, status, created_at, prompt) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (task.id, task.conversation_id, task.status, task.created_at, task.prompt),
-            )
-        )
-
     async def get_task(self, task_id: str) -> TaskRecord | None:
         row = await self.db.call(
             lambda c: c.execute("SELECT * FROM gw_tasks WHERE id = ?", (task_id,)).fetchone()
         )
         return _task(row) if row else None
 
-    async def finish_task(self, task_id: str, status: str) -> None:
-        await self.db.call(
-            lambda c: c.execute(
-                "UPDATE gw_tasks SET status = ?, ended_at = ? WHERE id = ?",
-                (status, time.time(), task_id),
+    async def finish_task(
+        self, task_id: str, status: str, conversation: Conversation | None = None
+    ) -> None:
+        """Mark a task ended, and save its conversation as it is now, in one transaction."""
+        now = time.time()
+        if conversation is not None:
+            conversation.updated_at = now
+
+        def finish(c: sqlite3.Connection) -> None:
+            c.execute(
+                "UPDATE gw_tasks SET status = ?, ended_at = ? WHERE id = ?", (status, now, task_id)
             )
-        )
+            if conversation is not None:
+                _update_conversation(c, conversation)
+
+        await self.db.transaction(finish)
 
     async def list_tasks(self, conversation_id: str) -> list[TaskRecord]:
         rows = await self.db.call(
@@ -284,16 +273,29 @@ class SqliteGatewayStore:
         )
         return [_task(r) for r in rows]
 
-    async def append_events(self, events: Sequence[TaskEvent]) -> None:
-        """Write a batch of events in one transaction (all or none)."""
+    async def append_events(
+        self, events: Sequence[TaskEvent], tasks: Sequence[TaskRecord] = ()
+    ) -> None:
+        """Write new task rows, then events, in one transaction (all or none)."""
+        now = time.time()
+        for task in tasks:
+            task.created_at = task.created_at or now
+        new = [(t.id, t.conversation_id, t.status, t.created_at, t.prompt) for t in tasks]
         rows = [(e.task_id, e.seq, e.type, e.at, _encode(e.payload).decode()) for e in events]
-        await self.db.transaction(
-            lambda c: c.executemany(
+
+        def append(c: sqlite3.Connection) -> None:
+            c.executemany(
+                "INSERT INTO gw_tasks (id, conversation_id, status, created_at, prompt) "
+                "VALUES (?, ?, ?, ?, ?)",
+                new,
+            )
+            c.executemany(
                 "INSERT INTO gw_task_events (task_id, seq, type, at, payload) "
                 "VALUES (?, ?, ?, ?, ?)",
                 rows,
             )
-        )
+
+        await self.db.transaction(append)
 
     async def events_after(self, task_id: str, after_seq: int) -> list[TaskEvent]:
         rows = await self.db.call(
@@ -327,6 +329,14 @@ def _insert_conversation(conn: sqlite3.Connection, v: Conversation) -> None:
             v.turn_count,
             v.transcript_hash,
         ),
+    )
+
+
+def _update_conversation(conn: sqlite3.Connection, v: Conversation) -> None:
+    conn.execute(
+        "UPDATE gw_conversations SET session_id = ?, title = ?, updated_at = ?, "
+        "turn_count = ?, transcript_hash = ? WHERE id = ?",
+        (v.session_id, v.title, v.updated_at, v.turn_count, v.transcript_hash, v.id),
     )
 
 
