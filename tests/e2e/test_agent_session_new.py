@@ -192,3 +192,14 @@ async def test_c2_nothing_is_written_into_the_session_cwd(env, ws):
         sid = await agent.new_session(ws)
         await agent.prompt(sid, "hello")
     assert list(ws.iterdir()) == []
+
+
+async def test_c12_internal_error_is_32603_without_traceback(tmp_path, ws):
+    env = scripted_env(tmp_path, [])
+    (tmp_path / "home").mkdir(exist_ok=True)
+    (tmp_path / "home" / "permissions.json").write_text("{not json")
+    async with running(env) as agent:
+        reply = await agent.request("session/new", {"cwd": str(ws), "mcpServers": []})
+    assert reply["error"]["code"] == -32603
+    assert "permission rules" in reply["error"]["message"]
+    assert "Traceback" not in str(reply)
