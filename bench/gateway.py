@@ -35,6 +35,7 @@ import httpx
 from agentao.client import AgentCommand, Client, Update
 
 REPLY = {"text": ["Hello", " there", ",", " this", " is", " a", " scripted", " answer", "."]}
+SLOW = {"match": "slow", "text": {"repeat": "tick ", "count": 500}, "delay": 0.01}
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -68,7 +69,7 @@ class Setup:
 
     def __init__(self, root: Path, turns: int) -> None:
         script = root / "script.json"
-        script.write_text(json.dumps({"responses": [REPLY] * (turns + 10)}))
+        script.write_text(json.dumps({"responses": [SLOW, *[REPLY] * (turns + 10)]}))
         self.work = root / "work"
         self.work.mkdir()
         self.env = {
@@ -266,6 +267,36 @@ def _summary(outcomes: list, wall: float) -> dict[str, float]:
     }
 
 
+async def cancel_latency(port: int, n: int) -> list[float]:
+    """Client disconnect mid-stream -> the agent's `cancelled` answer, as the gateway logged it."""
+    body = json.dumps(
+        {"model": "agentao", "stream": True, "messages": [{"role": "user", "content": "slow"}]}
+    ).encode()
+    out = []
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+        for i in range(n):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(
+                f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Session-Id: cancel-{i}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            head = (await reader.readuntil(b"\r\n\r\n")).decode().lower()
+            task_id = head.split("x-task-id: ", 1)[1].split("\r\n", 1)[0]
+            while b"tick" not in await reader.readline():
+                pass
+            left = time.time()
+            writer.close()
+            while True:
+                frames = (await http.get(f"/v1/tasks/{task_id}/events")).json()["data"]
+                if frames and frames[-1]["type"] == "task-ended":
+                    assert frames[-1]["stopReason"] == "cancelled"
+                    out.append(frames[-1]["at"] - left)
+                    break
+                await asyncio.sleep(0.005)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=200)
@@ -277,6 +308,7 @@ def main() -> None:
         proc, port = start_gateway(setup, args.processes)
         try:
             ttft = asyncio.run(bench_ttft(setup, port, args.turns))
+            cancels = asyncio.run(cancel_latency(port, 20))
             rss_before = rss_mb(proc.pid)
             cold = asyncio.run(bench_concurrent(port, args.concurrency, "cold"))
             warm = asyncio.run(bench_concurrent(port, args.concurrency, "warm"))
@@ -287,6 +319,10 @@ def main() -> None:
             proc.wait(timeout=30)
         direct = asyncio.run(direct_concurrent(setup, args.concurrency, args.processes))
     report(args, ttft, (cold, warm, *direct), rss_before, gateway_rss, agents_rss)
+    print(
+        f"\nclient disconnect -> agent answered `cancelled` (20 streams): "
+        f"p50 {percentile(cancels, 50) * 1000:.1f} ms, max {max(cancels) * 1000:.1f} ms"
+    )
 
 
 def report(args, ttft, rounds, rss_before, gateway_rss, agents_rss) -> None:

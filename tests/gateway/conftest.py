@@ -86,10 +86,8 @@ class LiveGateway:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def openai(self, key: str = "unused", **kwargs: Any) -> openai.OpenAI:
-        return openai.OpenAI(
-            base_url=f"{self.url}/v1", api_key=key, max_retries=0, timeout=30, **kwargs
-        )
+    def openai(self, key: str = "unused", *, timeout: float = 30) -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{self.url}/v1", api_key=key, max_retries=0, timeout=timeout)
 
     def http(self, key: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key}"} if key else {}

@@ -2,9 +2,10 @@
 
     python tests/gateway/raw_agent.py
 
-Every prompt is answered with an `agent_message_chunk` carrying a vendor field,
+Every prompt is answered with an `agent_message_chunk` naming the prompt's block types
+and carrying a vendor field,
 an update of a kind no schema knows, and a `PromptResponse.usage` (the unstable
-schema's token counts). It has no `loadSession`. Used to check that the gateway
+schema's token counts). It takes images and has no `loadSession`. Used to check that the gateway
 passes an agent's updates through untouched and reports real usage.
 """
 
@@ -35,12 +36,18 @@ def main() -> None:
         message = json.loads(line)
         method, request_id = message.get("method"), message.get("id")
         if method == "initialize":
-            result = {"protocolVersion": 1, "agentInfo": {"name": "raw", "version": "0"}}
+            caps = {"promptCapabilities": {"image": True}}
+            result = {
+                "protocolVersion": 1,
+                "agentInfo": {"name": "raw", "version": "0"},
+                "agentCapabilities": caps,
+            }
         elif method == "session/new":
             result = {"sessionId": str(uuid.uuid4())}
         elif method == "session/prompt":
             session_id = message["params"]["sessionId"]
-            text = {"type": "text", "text": "raw says hi"}
+            kinds = ",".join(block["type"] for block in message["params"]["prompt"])
+            text = {"type": "text", "text": f"raw says hi ({kinds})"}
             update(
                 session_id,
                 {

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
 from agentao.gateway.config import AgentSpec
@@ -170,11 +171,23 @@ def test_any_acp_agent_passes_through_untouched(gateway_factory, tmp_path: Path)
     reply = client.chat.completions.create(
         model="raw", messages=[{"role": "user", "content": "hi"}], extra_body={"x_acp": True}
     )
-    assert reply.choices[0].message.content == "raw says hi"
+    assert reply.choices[0].message.content == "raw says hi (text)"
     assert reply.usage.prompt_tokens == 12 and reply.usage.completion_tokens == 3
     assert reply.usage.completion_tokens_details.reasoning_tokens == 1
     assert getattr(reply.usage, "x_estimated", None) is None
     assert reply.x_acp[0]["x_vendor"] == {"mood": "odd"}
     assert reply.x_acp[1] == {"sessionUpdate": "vendor_thing", "data": [1, 2, 3]}
     response = client.responses.create(model="raw", input="hi")
-    assert response.usage.input_tokens == 12 and response.output_text == "raw says hi"
+    assert response.usage.input_tokens == 12 and response.output_text == "raw says hi (text)"
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    seen = client.chat.completions.create(
+        model="raw",
+        messages=[{"role": "user", "content": [{"type": "text", "text": "see"}, image]}],
+    )
+    assert seen.choices[0].message.content == "raw says hi (text,image)"  # an ACP image block
+    remote = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(
+            model="raw", messages=[{"role": "user", "content": [remote]}]
+        )
+    assert info.value.body["param"] == "messages[0].content[0]"

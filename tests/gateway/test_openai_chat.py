@@ -250,3 +250,23 @@ def test_written_file_lands_in_the_agent_workspace(shared_gateway: LiveGateway) 
         extra_headers={"X-Permission-Policy": "all"},
     )
     assert (work / "hello.txt").read_text() == "hi\n"
+
+
+def test_models_lists_agents_and_their_own_models(shared_gateway: LiveGateway) -> None:
+    client = shared_gateway.openai()
+    client.chat.completions.create(model="agentao", messages=[user("hi")])  # a first session
+    ids = [m.id for m in client.models.list()]
+    assert ids == ["agentao", "agentao/scripted/agentao-script"]
+    assert client.models.retrieve("agentao/scripted/agentao-script").owned_by == "agentao"
+    reply = client.chat.completions.create(
+        model="agentao/scripted/agentao-script", messages=[user("hi")]
+    )
+    assert reply.model == "agentao/scripted/agentao-script"
+    assert reply.choices[0].message.content == "Answer one."
+
+
+def test_a_body_above_the_limit_is_413(shared_gateway: LiveGateway) -> None:
+    huge = "x" * (16 * 1024 * 1024 + 1)
+    with pytest.raises(openai.APIStatusError) as info:
+        shared_gateway.openai().chat.completions.create(model="agentao", messages=[user(huge)])
+    assert info.value.status_code == 413

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agentao.client import (
@@ -156,14 +156,12 @@ class AgentPool:
         caps = getattr(client.init, "agent_capabilities", None)
         prompt_caps = getattr(caps, "prompt_capabilities", None)
         agent = client.agent_info
-        self.info = AgentInfo(
-            name=self.spec.name,
+        self.info = replace(
+            self.info,
             title=getattr(agent, "title", None) or getattr(agent, "name", None),
             version=getattr(agent, "version", None),
             load_session=client.supports("load"),
             images=bool(getattr(prompt_caps, "image", False)),
-            models=self.info.models,
-            model_option=self.info.model_option,
         )
 
     def learn_models(self, response: Any) -> None:
@@ -172,9 +170,9 @@ class AgentPool:
             return
         option_id, models = model_choices(response)
         if models:
-            self.info = _replace_models(self.info, option_id, models)
+            self.info = replace(self.info, models=models, model_option=option_id)
 
-    async def _worker(self, exclude_dead: bool = True) -> Worker:
+    async def _worker(self) -> Worker:
         deadline = time.monotonic() + self.limits.start_timeout_seconds
         while True:
             live = [w for w in self.workers if w.alive]
@@ -230,12 +228,6 @@ def model_choices(response: Any) -> tuple[str | None, tuple[str, ...]]:
                     values.append(value)
         return option.id, tuple(values)
     return None, ()
-
-
-def _replace_models(info: AgentInfo, option_id: str | None, models: tuple[str, ...]) -> AgentInfo:
-    return AgentInfo(
-        info.name, info.title, info.version, info.load_session, info.images, models, option_id
-    )
 
 
 __all__ = ["AgentInfo", "AgentPool", "Worker", "model_choices"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -27,6 +28,7 @@ from agentao.gateway.tasklog import TaskHub
 from agentao.store.gateway import GatewayStore
 
 T = TypeVar("T")
+log = logging.getLogger("agentao.gateway")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,21 @@ class Gateway:
     async def start(self) -> None:
         for pool in self.pools.values():
             await pool.start()
+        if self.limits.session_idle_seconds > 0:
+            sweeper = asyncio.get_running_loop().create_task(self._sweep())
+            self.background.add(sweeper)
+
+    async def _sweep(self) -> None:
+        idle = self.limits.session_idle_seconds
+        while True:
+            await asyncio.sleep(min(60.0, idle / 4))
+            try:
+                closed = await self.conversations.sweep(idle)
+            except Exception:  # the next sweep tries again
+                log.exception("sweeping idle conversations failed")
+                continue
+            if closed:
+                log.info("closed the agent sessions of %d idle conversations", closed)
 
     async def close(self) -> None:
         for task in list(self.background):

@@ -58,6 +58,7 @@ class LiveConversation:
     model: str | None = None
     turn: GatewayTurn | None = None
     reserved: bool = False
+    last_used: float = 0.0  # loop time of the last turn's start or end
 
     @property
     def id(self) -> str:
@@ -169,6 +170,7 @@ class Conversations:
 
     async def begin(self, conv: LiveConversation, request: TurnRequest) -> GatewayTurn:
         await self._reserve(conv)
+        conv.last_used = asyncio.get_running_loop().time()
         try:
             session = await self._bind(conv)
             if request.model and request.model != conv.model:
@@ -283,8 +285,33 @@ class Conversations:
             status = "ended" if ok else "error"
             await self.store.finish_task(turn.id, status, conv.record if ok else None)
         finally:
+            conv.last_used = asyncio.get_running_loop().time()
             if conv.turn is turn:
                 conv.reserved = False
+
+    # ---- idle conversations ---------------------------------------------------------------
+
+    async def sweep(self, idle_seconds: float) -> int:
+        """Close the agent sessions of conversations idle that long, and forget them here;
+        the next request reloads one (`session/load`). Agents that cannot load keep theirs."""
+        now = asyncio.get_running_loop().time()
+        idle = [
+            c
+            for c in self._live.values()
+            if not c.reserved and c.pool.info.load_session and now - c.last_used >= idle_seconds
+        ]
+        for conv in idle:
+            del self._live[conv.id]
+            if conv.record.transcript_hash is not None:
+                key = (conv.record.owner, conv.record.agent, conv.record.transcript_hash)
+                self._by_hash.pop(key, None)
+            session, conv.session = conv.session, None
+            if session is not None:
+                self._by_session.pop(session.id, None)
+                conv.pool.release(session)
+                with contextlib.suppress(ClientError):
+                    await session.close()
+        return len(idle)
 
     # ---- the agents' permission requests ------------------------------------------------
 
