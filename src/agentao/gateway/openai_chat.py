@@ -26,7 +26,7 @@ from fastapi.responses import JSONResponse
 
 from agentao.client import TurnEnd
 from agentao.gateway.auth import Principal
-from agentao.gateway.errors import AgentFailed, ApiError, BadRequest, unsupported
+from agentao.gateway.errors import AgentFailed, BadRequest, unsupported
 from agentao.gateway.inputs import parse_chat_messages, prompt_blocks
 from agentao.gateway.mapping import chat_finish_reason, estimate_usage, usage_from_agent
 from agentao.gateway.service import Gateway, ModelChoice
@@ -278,7 +278,7 @@ class _Reply:
         assert end is not None
         finish = chat_finish_reason(end.stop_reason)
         if finish is None:
-            raise ApiError("the turn was cancelled before it finished", code="cancelled")
+            raise AgentFailed("the turn was cancelled before it finished", code="cancelled")
         mapper = self.turn.mapper
         message: dict[str, Any] = {
             "role": "assistant",
