@@ -18,7 +18,6 @@ from typing import Any
 
 from agentao.agent.config import LlmConfig, resolve_provider, split_model_value
 from agentao.agent.events import TurnEvent
-from agentao.agent.providers import make_provider
 from agentao.agent.providers.errors import MissingCredentials, ProviderNotFound
 from agentao.agent.session import AgentSession
 from agentao.protocol import schema
@@ -210,7 +209,8 @@ class AcpAgent:
                 # Only the id and the exception type: a message could embed a key.
                 log.warning("cannot resolve provider %r: %s", provider, type(exc).__name__)
                 raise InvalidRequest(f"cannot resolve provider '{provider}'") from None
-            live.llm, live.provider = llm, make_provider(llm)
+            await _close_provider(live.provider)
+            live.llm, live.provider = llm, self.factory.provider(llm)
         live.agent.provider_id, live.agent.model = live.llm.provider_id, live.llm.model
         await self.archive.save_state(live.agent, live.engine)
 
@@ -333,6 +333,12 @@ class AcpAgent:
         )
         for task in list(self._background):
             task.cancel()
+
+
+async def _close_provider(provider: Any) -> None:
+    aclose = getattr(provider, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _resolve_llm(provider_id: str | None) -> LlmConfig:

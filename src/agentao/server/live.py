@@ -98,6 +98,10 @@ class LiveSession:
         if self.mcp is not None:
             with contextlib.suppress(Exception):
                 await self.mcp.aclose()
+        aclose = getattr(self.provider, "aclose", None)
+        if aclose is not None:
+            with contextlib.suppress(Exception):
+                await aclose()
 
 
 class SessionRegistry:

@@ -12,7 +12,7 @@ from typing import Any
 
 from agentao.agent.config import LlmConfig
 from agentao.agent.permissions import PermissionEngine, PermissionRulesError, load_rules
-from agentao.agent.providers import make_provider
+from agentao.agent.providers import LlmProvider, make_provider
 from agentao.agent.session import AgentSession
 from agentao.agent.tools.base import Tool, ToolEnv
 from agentao.protocol.endpoint import Endpoint
@@ -22,6 +22,8 @@ from agentao.server.config_options import DEFAULT_MODE, PRESETS
 from agentao.server.interaction import ClientInteraction
 from agentao.server.live import LiveSession
 from agentao.server.settings import ServerSettings
+
+NOT_OPENAI = frozenset({"SCRIPTED", "ANTHROPIC"})
 
 
 class SessionFactory:
@@ -40,13 +42,21 @@ class SessionFactory:
         return LiveSession(
             agent=agent,
             llm=llm,
-            provider=make_provider(llm),
+            provider=self.provider(llm),
             engine=PermissionEngine.from_dict(grants, posture(agent), _rules()),
             interaction=ClientInteraction(self.endpoint, agent.id),
             env=self.env(agent.id),
             make_tools=self.tools,
             mcp_servers=servers,
         )
+
+    def provider(self, llm: LlmConfig) -> LlmProvider:
+        """The LLM client: the lean HTTP one for OpenAI-compatible endpoints by default."""
+        if llm.provider_id in NOT_OPENAI or self.settings.openai_client == "sdk":
+            return make_provider(llm)
+        from agentao.server.llm_http import HttpOpenAIProvider
+
+        return HttpOpenAIProvider(llm)
 
     def tools(self) -> list[Tool]:
         from agentao.agent.tools.registry import builtin_tools

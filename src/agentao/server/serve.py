@@ -9,6 +9,7 @@ from agentao.protocol.connection import Connection
 from agentao.protocol.endpoint import Endpoint
 from agentao.protocol.stdio import open_stdio
 from agentao.server.agent import AcpAgent
+from agentao.server.coalesce import CoalescingWriter
 from agentao.server.handshake import PrefixedReader
 from agentao.server.main import setup_logging
 from agentao.server.persistence import SessionArchive
@@ -30,13 +31,17 @@ async def serve(
     if client_capabilities is not None:
         agent.accept_client(client_capabilities)
     endpoint = Endpoint(agent, role="agent", connection=conn)
+    coalescing: CoalescingWriter | None = None
     agent.endpoint = endpoint
     try:
         reader, writer = await open_stdio()
         log.info("agentao ACP agent ready (state in %s)", database_path().parent)
-        await endpoint.run(PrefixedReader(leftover, reader), writer)  # type: ignore[arg-type]
+        coalescing = CoalescingWriter(writer)
+        await endpoint.run(PrefixedReader(leftover, reader), coalescing)
     finally:
         await agent.shutdown()
+        if coalescing is not None:
+            coalescing.flush()
         store.db.close()
 
 

@@ -21,12 +21,17 @@ class ServerSettings:
     store: StoreSettings = field(default_factory=StoreSettings)
     close_grace: float = 2.0  # seconds a closing session's turn gets to end (close, EOF)
     log_level: str = "INFO"  # AGENTAO_LOG_LEVEL
+    # OpenAI-compatible providers: "http" (httpx + msgspec, server/llm_http.py) or "sdk"
+    # (the openai SDK); AGENTAO_OPENAI_CLIENT.
+    openai_client: str = "http"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> ServerSettings:
-        """Defaults, with the turn limits' variables (agent/config.py) and AGENTAO_LOG_LEVEL."""
+        """Defaults, with the turn limits' variables (agent/config.py), AGENTAO_LOG_LEVEL
+        and AGENTAO_OPENAI_CLIENT."""
         level = env.get("AGENTAO_LOG_LEVEL", "").strip().upper() or "INFO"
-        return cls(turn=TurnLimits.from_env(env), log_level=level)
+        client = env.get("AGENTAO_OPENAI_CLIENT", "").strip().lower() or "http"
+        return cls(turn=TurnLimits.from_env(env), log_level=level, openai_client=client)
 
 
 __all__ = ["ServerSettings"]
