@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.e2e.agent_process import NO_REPLY, running, scripted_env
+from tests.e2e.agent_process import NO_REPLY, AgentProcess, running, scripted_env
 
 pytestmark = pytest.mark.timeout(90)
 SLOW = {"text": {"repeat": "x", "count": 2000}, "delay": 0.02}
@@ -188,3 +188,22 @@ async def test_c6_hundred_sessions_blocked_on_permission_do_not_delay_control(tm
         replies = await asyncio.gather(*tasks)
     assert {r["result"]["stopReason"] for r in replies} == {"cancelled"}
     assert not (ws / "blocked.txt").exists()
+
+
+async def test_eof_during_a_turn_stops_it_and_exits_zero(tmp_path, ws):
+    env = scripted_env(tmp_path, [SLOW])
+    agent = await AgentProcess.start(env)
+    await agent.initialize()
+    sid = await agent.new_session(ws)
+    task = asyncio.create_task(agent.prompt(sid, "go"))
+    await agent.wait_for(lambda m: m.get("method") == "session/update")
+    start = time.perf_counter()
+    code = await agent.close()
+    took = time.perf_counter() - start
+    print(f"exit after EOF mid-turn in {took * 1000:.1f} ms")
+    assert code == 0 and took < LOOSE
+    task.cancel()
+    async with running(env) as again:
+        await again.call("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+        kinds = [u["sessionUpdate"] for u in again.updates(sid)]
+    assert kinds[0] == "user_message_chunk"  # the cut turn was kept, as far as it went

@@ -325,6 +325,11 @@ class AcpAgent:
         if not task.cancelled() and task.exception() is not None:
             log.warning("background work failed: %r", task.exception())
 
+    def cancel_all(self) -> None:
+        """The client is gone (EOF): stop every running turn now."""
+        for live in self.sessions.all():
+            live.cancel()
+
     async def shutdown(self) -> None:
         """Close every live session (turns cancelled, MCP servers stopped)."""
         sessions = self.sessions.all()

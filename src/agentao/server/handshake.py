@@ -65,17 +65,23 @@ def _write(fd: int, data: bytes) -> None:
 
 
 class PrefixedReader:
-    """An async reader that first returns `prefix` (bytes the handshake read ahead)."""
+    """An async reader that first returns `prefix` (bytes the handshake read ahead), and
+    calls `on_eof` when the input ends (the client is gone: running turns can stop)."""
 
-    def __init__(self, prefix: bytes, reader: Any) -> None:
+    def __init__(self, prefix: bytes, reader: Any, on_eof: Callable[[], None] | None = None):
         self._prefix = prefix
         self._reader = reader
+        self._on_eof = on_eof
 
     async def read(self, n: int = -1) -> bytes:
         if self._prefix:
             data, self._prefix = self._prefix, b""
             return data
-        return await self._reader.read(n)
+        data = await self._reader.read(n)
+        if not data and self._on_eof is not None:
+            on_eof, self._on_eof = self._on_eof, None
+            on_eof()
+        return data
 
 
 __all__ = ["PrefixedReader", "handshake"]

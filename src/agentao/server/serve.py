@@ -37,7 +37,7 @@ async def serve(
         reader, writer = await open_stdio()
         log.info("agentao ACP agent ready (state in %s)", database_path().parent)
         coalescing = CoalescingWriter(writer)
-        await endpoint.run(PrefixedReader(leftover, reader), coalescing)
+        await endpoint.run(PrefixedReader(leftover, reader, agent.cancel_all), coalescing)
     finally:
         await agent.shutdown()
         if coalescing is not None:
