@@ -26,27 +26,40 @@ def serve_stdio(resume: str | None = None) -> int:
         client["capabilities"] = params.client_capabilities
         return initialize_response()
 
-    leftover = handshake(conn, answer)
-    import asyncio
-
-    from agentao.server.serve import serve
-
     try:
+        leftover = handshake(conn, answer)
+        import asyncio
+
+        from agentao.server.serve import serve
+
         asyncio.run(serve(conn, leftover, client.get("capabilities"), resume))
     except KeyboardInterrupt:
         return 130
     return 0
 
 
+LOG_FILE_BYTES = 10 * 1024 * 1024  # agent.log rotates at this size
+LOG_FILE_BACKUPS = 3  # agent.log.1 … .3 are kept
+
+
 def setup_logging(level: str, log_file: Any | None) -> None:
-    """Log to stderr and, when it can be opened, to `log_file`."""
+    """Log to stderr and, when it can be opened, to `log_file` (rotated)."""
+    from logging.handlers import RotatingFileHandler
+
     root = logging.getLogger("agentao")
     root.setLevel(getattr(logging, level, logging.INFO))
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file is not None:
         try:
-            handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+            handlers.append(
+                RotatingFileHandler(
+                    log_file,
+                    maxBytes=LOG_FILE_BYTES,
+                    backupCount=LOG_FILE_BACKUPS,
+                    encoding="utf-8",
+                )
+            )
         except OSError as exc:
             print(f"agentao: cannot write the log file: {exc}", file=sys.stderr)
     for handler in handlers:
