@@ -92,15 +92,24 @@ async def _turn(
             return TurnEnded("cancelled")  # cancelled before it began: nothing to record
         return await drive_turn(live.agent, text, live.deps(limits), emit)
     finally:
+        if len(live.agent.turns) > before:
+            await _store(live, commit)
+        if live.state.can("finish"):
+            live.state.fire("finish")
+        live.turn_task = None
+
+
+async def _store(live: LiveSession, commit: Commit) -> None:
+    """Commit the finished turn even if a cancel lands meanwhile (the turn is over)."""
+    task = asyncio.ensure_future(commit(live))
+    while not task.done():
         try:
-            if len(live.agent.turns) > before:
-                await commit(live)
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
         except Exception:
             log.exception("session %s: the turn could not be stored", live.id)
-        finally:
-            if live.state.can("finish"):
-                live.state.fire("finish")
-            live.turn_task = None
+            return
 
 
 def llm_error(exc: LlmError) -> AcpError:
