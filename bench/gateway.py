@@ -78,6 +78,14 @@ class Setup:
             "AGENTAO_SCRIPT": str(script),
         }
         self.root = root
+        # Several agent processes open one fresh database at once: create it first
+        # (store/sqlite.py migrates outside its write lock; they would race).
+        from agentao.store.paths import DATABASE_NAME
+        from agentao.store.sessions import open_session_store
+
+        for home in ("home", "direct-home"):
+            (root / home).mkdir()
+            open_session_store(root / home / DATABASE_NAME).db.close()
 
 
 async def direct_ttft(session) -> float:

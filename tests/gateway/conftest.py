@@ -127,6 +127,17 @@ class LiveGateway:
             time.sleep(0.02)
 
 
+def prepare_home(home: Path) -> None:
+    """Create the agent's database before several agent processes open it at once:
+    store/sqlite.py migrates outside its write lock, so two processes opening a fresh
+    file race ("table ... already exists"). Reported; remove once migrations are atomic."""
+    from agentao.store.paths import DATABASE_NAME
+    from agentao.store.sessions import open_session_store
+
+    home.mkdir(parents=True, exist_ok=True)
+    open_session_store(home / DATABASE_NAME).db.close()
+
+
 def scripted_spec(
     tmp: Path, script: list[dict[str, Any]] | None = None, name: str = "agentao", **kw: Any
 ) -> AgentSpec:
@@ -138,7 +149,7 @@ def scripted_spec(
     work.mkdir(exist_ok=True)
     (work / "notes.txt").write_text("remember the milk\n")
     home = tmp / "agent-home"
-    home.mkdir(exist_ok=True)
+    prepare_home(home)
     # The agent asks before reading or writing files, so every policy has something to decide.
     rules = [{"action": "ask", "tool": "write_file"}, {"action": "ask", "tool": "read_file"}]
     (home / "permissions.json").write_text(json.dumps({"rules": rules}))
@@ -154,6 +165,7 @@ def llm_spec(tmp: Path, llm_env: dict[str, str], name: str = "agentao") -> Agent
     """Our agent talking to a fake OpenAI-compatible LLM on loopback."""
     work = tmp / "work"
     work.mkdir(parents=True, exist_ok=True)
+    prepare_home(tmp / "agent-home")
     env = (("AGENTAO_HOME", str(tmp / "agent-home")), *llm_env.items())
     return AgentSpec(name, OUR_AGENT, cwd=str(work), env=env)
 
