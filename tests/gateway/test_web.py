@@ -38,7 +38,7 @@ def browser():
 def page(browser, shared_gateway):
     context = browser.new_context()
     page = context.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(30_000)  # generous: CI machines are often busy
     page.goto(shared_gateway.url)
     page.wait_for_selector("body[data-ready='true']")
     yield page
