@@ -75,3 +75,15 @@ async def test_task_events_in_order_after_a_seq(store) -> None:
     assert task.status == "ended" and task.ended_at is not None
     assert (await store.get_conversation("c1")).turn_count == 1
     assert [t.id for t in await store.list_tasks("c1")] == ["t1"]
+
+
+async def test_conversations_rows_and_frames_in_one_write(store) -> None:
+    conv = Conversation("c9", "local", "agentao", "chat")
+    task = TaskRecord("t9", "c9", "running")
+    frame = TaskEvent("t9", 1, "task-started", 1.0, {})
+    await store.append_events([frame], tasks=[task], conversations=[conv])  # FK order kept
+    conv.title, conv.session_id = "hello", "s9"
+    await store.append_events([], conversations=[conv])  # an upsert
+    again = await store.get_conversation("c9")
+    assert (again.title, again.session_id) == ("hello", "s9")
+    assert [e.seq for e in await store.events_after("t9", 0)] == [1]

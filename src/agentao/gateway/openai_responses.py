@@ -125,6 +125,7 @@ async def create_response(request: Request) -> Any:
     if body.stream:
         return EventStream(run.sse(), turn.cancel, headers)
     if body.background:  # stored now: it must outlive this request, even a restart
+        await turn.log.stored.wait()  # its conversation's row is in the store
         await run.save()
         run.in_background()
         return JSONResponse(builder.snapshot(), headers=headers)

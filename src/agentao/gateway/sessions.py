@@ -131,7 +131,7 @@ class Conversations:
             source=source,
         )
         self.pool(agent)
-        await self.store.create_conversation(record)
+        self.hub.save_conversation(record)  # written with (and before) its first task
         return self._remember(record)
 
     def _remember(self, record: Conversation) -> LiveConversation:
@@ -208,7 +208,7 @@ class Conversations:
             else:
                 session = await conv.pool.new_session()
                 conv.record.session_id = session.id
-                await self.store.update_conversation(conv.record)
+                self.hub.save_conversation(conv.record)
         except ClientError as exc:
             raise AgentUnavailable(f"agent {conv.record.agent!r}: {exc}") from None
         conv.session = session
@@ -248,7 +248,7 @@ class Conversations:
         )
         if conv.record.title is None:
             conv.record.title = request.title[:80]
-            await self.store.update_conversation(conv.record)
+            self.hub.save_conversation(conv.record)
         context = TurnContext(
             request.owner,
             request.policy,

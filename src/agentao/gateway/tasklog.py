@@ -2,8 +2,8 @@
 
 Theory of operation. `TaskLog.emit()` is synchronous: it numbers the frame
 (seq 1, 2, ...) and hands it to the hub, so a turn never waits for the disk.
-The hub has one writer task for every task at once: it takes whatever rows and
-frames are waiting, stores them in one transaction, and only then gives each
+The hub has one writer task for every task at once: it takes whatever
+conversation rows, task rows and frames are waiting, stores them in one transaction, and only then gives each
 frame to the watchers of its task, in order. Under load that is one commit for
 many frames of many turns, instead of one per frame.
 
@@ -21,7 +21,7 @@ import logging
 import time
 from typing import Any
 
-from agentao.store.gateway import GatewayStore, TaskEvent, TaskRecord
+from agentao.store.gateway import Conversation, GatewayStore, TaskEvent, TaskRecord
 
 log = logging.getLogger("agentao.gateway")
 
@@ -77,6 +77,7 @@ class TaskHub:
     def __init__(self, store: GatewayStore) -> None:
         self.store = store
         self._logs: dict[str, TaskLog] = {}
+        self._conversations: dict[str, Conversation] = {}  # saved as they are when written
         self._rows: list[TaskRecord] = []
         self._frames: list[TaskEvent] = []
         self._wake = asyncio.Event()
@@ -88,6 +89,11 @@ class TaskHub:
         self._rows.append(record)
         self._kick()
         return task_log
+
+    def save_conversation(self, conversation: Conversation) -> None:
+        """Queue a conversation's row (insert or update) ahead of the next task rows."""
+        self._conversations[conversation.id] = conversation
+        self._kick()
 
     def get(self, task_id: str) -> TaskLog | None:
         return self._logs.get(task_id)
@@ -105,14 +111,16 @@ class TaskHub:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            rows, frames = self._rows, self._frames
-            self._rows, self._frames = [], []
-            if rows or frames:
-                await self._write(rows, frames)
+            convs, rows, frames = list(self._conversations.values()), self._rows, self._frames
+            self._conversations, self._rows, self._frames = {}, [], []
+            if convs or rows or frames:
+                await self._write(convs, rows, frames)
 
-    async def _write(self, rows: list[TaskRecord], frames: list[TaskEvent]) -> None:
+    async def _write(
+        self, convs: list[Conversation], rows: list[TaskRecord], frames: list[TaskEvent]
+    ) -> None:
         try:
-            await self.store.append_events(frames, tasks=rows)
+            await self.store.append_events(frames, tasks=rows, conversations=convs)
         except Exception:  # frames still go out: a watcher must not hang on a disk error
             log.exception("could not store %d task rows and %d frames", len(rows), len(frames))
         for row in rows:

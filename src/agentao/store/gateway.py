@@ -147,7 +147,10 @@ class GatewayStore(Protocol):
     ) -> None: ...
     async def list_tasks(self, conversation_id: str) -> list[TaskRecord]: ...
     async def append_events(
-        self, events: Sequence[TaskEvent], tasks: Sequence[TaskRecord] = ()
+        self,
+        events: Sequence[TaskEvent],
+        tasks: Sequence[TaskRecord] = (),
+        conversations: Sequence[Conversation] = (),
     ) -> None: ...
     async def events_after(self, task_id: str, after_seq: int) -> list[TaskEvent]: ...
     def close(self) -> None: ...
@@ -274,16 +277,25 @@ class SqliteGatewayStore:
         return [_task(r) for r in rows]
 
     async def append_events(
-        self, events: Sequence[TaskEvent], tasks: Sequence[TaskRecord] = ()
+        self,
+        events: Sequence[TaskEvent],
+        tasks: Sequence[TaskRecord] = (),
+        conversations: Sequence[Conversation] = (),
     ) -> None:
-        """Write new task rows, then events, in one transaction (all or none)."""
+        """Save conversations (insert or update), then new task rows, then events, in one
+        transaction (all or none): the order their references need."""
         now = time.time()
         for task in tasks:
             task.created_at = task.created_at or now
+        for conv in conversations:
+            conv.created_at = conv.created_at or now
+            conv.updated_at = now
         new = [(t.id, t.conversation_id, t.status, t.created_at, t.prompt) for t in tasks]
         rows = [(e.task_id, e.seq, e.type, e.at, _encode(e.payload).decode()) for e in events]
 
         def append(c: sqlite3.Connection) -> None:
+            for conv in conversations:
+                _upsert_conversation(c, conv)
             c.executemany(
                 "INSERT INTO gw_tasks (id, conversation_id, status, created_at, prompt) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -317,6 +329,28 @@ def _insert_conversation(conn: sqlite3.Connection, v: Conversation) -> None:
     conn.execute(
         "INSERT INTO gw_conversations (id, owner, agent, session_id, title, source, created_at, "
         "updated_at, turn_count, transcript_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            v.id,
+            v.owner,
+            v.agent,
+            v.session_id,
+            v.title,
+            v.source,
+            v.created_at,
+            v.updated_at,
+            v.turn_count,
+            v.transcript_hash,
+        ),
+    )
+
+
+def _upsert_conversation(conn: sqlite3.Connection, v: Conversation) -> None:
+    conn.execute(
+        "INSERT INTO gw_conversations (id, owner, agent, session_id, title, source, created_at, "
+        "updated_at, turn_count, transcript_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(id) DO UPDATE SET session_id = excluded.session_id, title = excluded.title, "
+        "updated_at = excluded.updated_at, turn_count = excluded.turn_count, "
+        "transcript_hash = excluded.transcript_hash",
         (
             v.id,
             v.owner,
