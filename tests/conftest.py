@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from tests.fakes.fake_llm import FakeLLM
 
 

@@ -13,6 +13,7 @@ from agentao.agent.config import (
     split_model_value,
 )
 from agentao.agent.providers import MissingCredentials, ProviderNotFound, make_provider
+from agentao.agent.providers.openai_http import HttpOpenAIProvider
 from agentao.agent.providers.openai_provider import OpenAIProvider
 
 
@@ -20,7 +21,8 @@ def test_default_provider_is_openai_with_known_defaults() -> None:
     config = resolve_provider(None, {"OPENAI_API_KEY": "sk-1"})
     assert config == LlmConfig("OPENAI", "gpt-4o", "sk-1", "https://api.openai.com/v1")
     assert "sk-1" not in repr(config)
-    assert isinstance(make_provider(config), OpenAIProvider)
+    assert isinstance(make_provider(config), HttpOpenAIProvider)
+    assert isinstance(make_provider(config, openai_client="sdk"), OpenAIProvider)
 
 
 def test_prefix_variables_and_case_insensitive_id() -> None:

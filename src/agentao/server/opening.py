@@ -23,8 +23,6 @@ from agentao.server.interaction import ClientInteraction
 from agentao.server.live import LiveSession
 from agentao.server.settings import ServerSettings
 
-NOT_OPENAI = frozenset({"SCRIPTED", "ANTHROPIC"})
-
 
 class SessionFactory:
     def __init__(self, endpoint: Endpoint, io: ClientIo, settings: ServerSettings) -> None:
@@ -52,11 +50,7 @@ class SessionFactory:
 
     def provider(self, llm: LlmConfig) -> LlmProvider:
         """The LLM client: the lean HTTP one for OpenAI-compatible endpoints by default."""
-        if llm.provider_id in NOT_OPENAI or self.settings.openai_client == "sdk":
-            return make_provider(llm)
-        from agentao.server.llm_http import HttpOpenAIProvider
-
-        return HttpOpenAIProvider(llm)
+        return make_provider(llm, self.settings.openai_client)
 
     def tools(self) -> list[Tool]:
         from agentao.agent.tools.registry import builtin_tools

@@ -50,9 +50,12 @@ __all__ = [
 ]
 
 
-def make_provider(config: LlmConfig) -> LlmProvider:
+def make_provider(config: LlmConfig, openai_client: str = "http") -> LlmProvider:
     """A provider for `config` (cheap: no SDK import, no connection until the first stream).
-    Make one per session: the scripted provider keeps its place in the script."""
+
+    Make one per session: the scripted provider keeps its place in the script.
+    OpenAI-compatible endpoints get the lean streaming client (`openai_http.py`) unless
+    `openai_client` is "sdk" (see that module for why it is the default)."""
     if config.provider_id == "SCRIPTED":
         from agentao.agent.providers.scripted import ScriptedProvider
 
@@ -61,6 +64,10 @@ def make_provider(config: LlmConfig) -> LlmProvider:
         from agentao.agent.providers.anthropic_provider import AnthropicProvider
 
         return AnthropicProvider(config)
-    from agentao.agent.providers.openai_provider import OpenAIProvider
+    if openai_client == "sdk":
+        from agentao.agent.providers.openai_provider import OpenAIProvider
 
-    return OpenAIProvider(config)
+        return OpenAIProvider(config)
+    from agentao.agent.providers.openai_http import HttpOpenAIProvider
+
+    return HttpOpenAIProvider(config)

@@ -10,9 +10,8 @@ reasoning from `delta.reasoning_content` or `delta.reasoning`, tool calls
 assembled by `index`, HTTP errors through `status_error` (so retries and
 `data.reason` are the same), the response closed when the stream is abandoned.
 
-It is an adapter on the server's side of the `LlmProvider` seam, chosen by
-`ServerSettings.openai_client` ("http", the default, or "sdk" for the SDK
-provider); its natural home is `agent/providers/`.
+`make_provider(config, openai_client="http")` (the default) picks it; "sdk" picks
+the SDK provider (`openai_provider.py`), e.g. for a feature this one lacks.
 """
 
 from __future__ import annotations
@@ -36,8 +35,8 @@ from agentao.agent.providers.base import (
     ToolCallRequest,
 )
 from agentao.agent.providers.errors import LlmError, status_error
+from agentao.agent.providers.http1 import Http1Client, HttpError, HttpTimeout
 from agentao.agent.providers.openai_provider import to_openai_messages
-from agentao.server.http1 import Http1Client, HttpError, HttpTimeout
 
 CONNECT_TIMEOUT = 30.0  # seconds to open the connection (the read timeout is the config's)
 ERROR_BODY_CHARS = 2000  # of an error response, kept in the message

@@ -18,9 +18,9 @@ from agentao.agent.providers.base import (
     ToolCallRequest,
 )
 from agentao.agent.providers.errors import LlmError
+from agentao.agent.providers.http1 import Http1Client, HttpError
 from agentao.agent.providers.messages import UserMessage
-from agentao.server.http1 import Http1Client, HttpError
-from agentao.server.llm_http import HttpOpenAIProvider
+from agentao.agent.providers.openai_http import HttpOpenAIProvider
 from tests.fakes.fake_llm import FakeToolCall
 
 pytestmark = pytest.mark.timeout(30)
