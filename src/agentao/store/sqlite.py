@@ -93,33 +93,33 @@ def _connect(path: str, schemas: tuple[Schema, ...]) -> sqlite3.Connection:
     # only ever touched from this one worker thread.
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
+    # busy_timeout first: several processes (a gateway's agent pool) may open a fresh
+    # file at once, and every step below may have to wait for another's lock.
+    conn.execute("PRAGMA busy_timeout=5000")
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("PRAGMA busy_timeout=5000")
-    conn.execute(_VERSIONS_TABLE)
     for schema in schemas:
-        _migrate(conn, schema)
+        _in_transaction(conn, lambda c, s=schema: _migrate(c, s))
     log.debug("opened %s on thread %s", path, threading.current_thread().name)
     return conn
 
 
 def _migrate(conn: sqlite3.Connection, schema: Schema) -> None:
+    """Bring one schema up to date; the caller holds the write lock (BEGIN IMMEDIATE),
+    so the version read here cannot go stale before the migrations run."""
+    conn.execute(_VERSIONS_TABLE)
     row = conn.execute(
         "SELECT version FROM schema_versions WHERE name = ?", (schema.name,)
     ).fetchone()
     current = row[0] if row else 0
     for version, statement in enumerate(schema.migrations[current:], start=current + 1):
-
-        def apply(c: sqlite3.Connection, sql: str = statement, v: int = version) -> None:
-            c.execute(sql)
-            c.execute(
-                "INSERT INTO schema_versions(name, version) VALUES (?, ?) "
-                "ON CONFLICT(name) DO UPDATE SET version = excluded.version",
-                (schema.name, v),
-            )
-
-        _in_transaction(conn, apply)
+        conn.execute(statement)
+        conn.execute(
+            "INSERT INTO schema_versions(name, version) VALUES (?, ?) "
+            "ON CONFLICT(name) DO UPDATE SET version = excluded.version",
+            (schema.name, version),
+        )
         log.info("store: %s schema at version %d", schema.name, version)
 
 
