@@ -198,6 +198,26 @@ async def test_resume_mode_and_model(agent, workspace):
         await resumed.close()
 
 
+async def test_close_and_reload_on_one_client(agent, workspace):
+    """Closing a session and opening its id again on the same connection, twice: each
+    turn after a reload ends (its end position counts the id's updates consistently)."""
+    responses = [{"match": f"turn {i}", "text": f"answer {i}"} for i in range(4)]
+    async with Client(agent(responses)) as client:
+        session = await client.new_session(workspace)
+        assert await _texts(session.prompt("turn 0")) == "answer 0"
+        session_id = session.id
+        for i in (1, 2):
+            await session.close()
+            session = await client.load_session(session_id, workspace)
+            history = session.drain()
+            assert [e.text for e in history][-2:] == [f"turn {i - 1}", f"answer {i - 1}"]
+            assert await _texts(session.prompt(f"turn {i}")) == f"answer {i}"
+        await session.close()
+        resumed = await client.resume_session(session_id, workspace)
+        assert resumed.drain() == []
+        assert await _texts(resumed.prompt("turn 3")) == "answer 3"
+
+
 async def test_ten_thousand_updates_from_the_echo_agent(workspace):
     command = AgentCommand((sys.executable, str(ROOT / "examples" / "echo_agent.py")))
     async with Client(command) as client:
@@ -214,3 +234,9 @@ def read(*path: str) -> str | None:
 
 async def _collect(turn) -> list:
     return [event async for event in turn]
+
+
+async def _texts(turn) -> str:
+    events = await asyncio.wait_for(_collect(turn), 10)
+    assert isinstance(events[-1], TurnEnd) and events[-1].stop_reason == "end_turn"
+    return "".join(e.text or "" for e in events if isinstance(e, Update))

@@ -69,6 +69,7 @@ class Client:
         self.process: AgentProcess | None = None
         self.init: Any = None  # schema.InitializeResponse
         self._endpoint: Endpoint | None = None
+        self._connection: TrackingConnection | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._sessions: dict[str, Session] = {}
         self._authenticated = False
@@ -101,8 +102,10 @@ class Client:
                 RecordingWriter(writer, self._recorder),
             )
         limits = EndpointLimits(max_line_bytes=self.limits.max_line_bytes, shutdown_grace=1.0)
-        connection = TrackingConnection(self._on_prompt_answer)
-        self._endpoint = Endpoint(self._side, role="client", limits=limits, connection=connection)
+        self._connection = TrackingConnection(self._on_prompt_answer)
+        self._endpoint = Endpoint(
+            self._side, role="client", limits=limits, connection=self._connection
+        )
         self._endpoint.attach(writer)
         self._reader_task = asyncio.ensure_future(self._endpoint.run(reader))
 
@@ -257,7 +260,7 @@ class Client:
             response = await self._with_auth(lambda: self._call(method, params, result))
         except BaseException:
             if session_id not in self._sessions:
-                self._side.states.pop(session_id, None)
+                self._drop_state(session_id)
             raise
         return self._open(session_id, response, cwd, extra)
 
@@ -269,9 +272,16 @@ class Client:
 
     async def _forget_session(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
-        self._side.states.pop(session_id, None)
+        self._drop_state(session_id)
         with contextlib.suppress(Exception):
             await self._side.terminals.release_session(session_id)
+
+    def _drop_state(self, session_id: str) -> None:
+        st = self._side.states.pop(session_id, None)
+        if st is not None and self._connection is not None:
+            # Its updates leave the connection's count with it, so the next state for this
+            # id (a reload, a late update) numbers them as the count does (see tracking.py).
+            self._connection.discount(session_id, st.stream.seq)
 
     def _on_prompt_answer(self, session_id: str, position: int) -> None:
         session = self._sessions.get(session_id)

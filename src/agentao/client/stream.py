@@ -9,6 +9,8 @@ A turn yields items up to `end_seq` and then its `TurnEnd`; anything with a
 higher number arrived after the answer and stays queued for the next reader
 (the next turn, or `Session.drain()`). So late updates are never lost and
 never reordered across the turn boundary, however the tasks interleave.
+The numbers start at 1 with each stream: when the client drops a session's
+state (close), the connection's count drops that state's updates with it.
 
 Nobody reading? The queue keeps at most `Limits.max_backlog` items while no
 turn runs; beyond that the oldest are dropped with a warning.

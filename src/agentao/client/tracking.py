@@ -6,6 +6,12 @@ the answer could still be handled before the turn's task wakes up. So the
 position is taken here, synchronously, as lines come off the wire: when the
 answer to a prompt is received, the number of that session's updates
 received so far is the turn's end (see `stream.py`).
+
+The count must be the one the session's stream numbers by, however often a
+session id is opened, closed and opened again on one connection. So when the
+client drops a session's state it `discount`s the updates that state took:
+what is left are the updates still on their way to the handler, and a state
+made for the id later (a reload, or a late update) counts from those.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ class TrackingConnection(Connection):
         elif isinstance(event, Response):
             session_id = self._prompts.pop(event.id, None)
             if session_id is not None:
-                self._on_prompt_answer(session_id, self._received[session_id])
+                self._on_prompt_answer(session_id, self._received.get(session_id, 0))
         return event
 
     def request(
@@ -61,7 +67,15 @@ class TrackingConnection(Connection):
         return super().forget(request_id)
 
     def received(self, session_id: str) -> int:
-        return self._received[session_id]
+        return self._received.get(session_id, 0)
+
+    def discount(self, session_id: str, handled: int) -> None:
+        """Forget `handled` updates of a session whose state the client dropped."""
+        left = self._received.get(session_id, 0) - handled
+        if left > 0:
+            self._received[session_id] = left
+        else:  # none in flight: the id costs nothing until it is seen again
+            self._received.pop(session_id, None)
 
 
 def _session_id(params: Any) -> str | None:

@@ -59,9 +59,9 @@ class Limits:
     max_restart_backoff_seconds: float = 30.0
     start_timeout_seconds: float = 30.0  # spawn + initialize of one agent process
     conversations_listed: int = 100  # past sessions shown by the web UI
-    # An idle conversation's agent session is closed after this long and reloaded on demand
-    # (0: never). Off by default until agentao.client can reload a session id it closed.
-    session_idle_seconds: float = 0.0
+    # An idle conversation's agent session is closed after this long, and reopened with
+    # session/load by its next request (0: never). Agents without loadSession keep theirs.
+    session_idle_seconds: float = 600.0
 
 
 @dataclass(frozen=True, slots=True)
