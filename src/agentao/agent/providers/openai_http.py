@@ -32,11 +32,10 @@ from agentao.agent.providers.base import (
     LlmRequest,
     TextPiece,
     ThoughtPiece,
-    ToolCallRequest,
 )
 from agentao.agent.providers.errors import LlmError, status_error
 from agentao.agent.providers.http1 import Http1Client, HttpError, HttpTimeout
-from agentao.agent.providers.openai_provider import to_openai_messages
+from agentao.agent.providers.openai_provider import ToolCallAssembler, chat_body, usage_of
 
 CONNECT_TIMEOUT = 30.0  # seconds to open the connection (the read timeout is the config's)
 ERROR_BODY_CHARS = 2000  # of an error response, kept in the message
@@ -114,16 +113,9 @@ class HttpOpenAIProvider:
             await self._client.aclose()
 
     async def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
-        body: dict[str, Any] = {
-            "model": request.model,
-            "messages": to_openai_messages(request.messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if request.tools:
-            body["tools"] = list(request.tools)
+        body = chat_body(request)
         url = (self._config.base_url or "https://api.openai.com/v1").rstrip("/")
-        calls = _ToolCalls()
+        calls = ToolCallAssembler()
         finish: str | None = None
         usage: Usage | None = None
         client = self._get_client()
@@ -134,7 +126,7 @@ class HttpOpenAIProvider:
                 async for data in _sse_data(response):
                     chunk = _parse(data)
                     if chunk.usage is not None:
-                        usage = _usage(chunk.usage)
+                        usage = usage_of(chunk.usage)
                     for choice in (chunk.choices or ())[:1]:
                         for event in _events(choice, calls):
                             yield event
@@ -231,7 +223,7 @@ def _parse(data: bytes) -> _Chunk:
     return chunk
 
 
-def _events(choice: _Choice, calls: _ToolCalls) -> list[LlmEvent]:
+def _events(choice: _Choice, calls: ToolCallAssembler) -> list[LlmEvent]:
     delta = choice.delta
     if delta is None:
         return []
@@ -246,27 +238,6 @@ def _events(choice: _Choice, calls: _ToolCalls) -> list[LlmEvent]:
     return out
 
 
-class _ToolCalls:
-    """Tool calls arrive in pieces keyed by `index`: id and name first, then argument text."""
-
-    def __init__(self) -> None:
-        self._parts: dict[int, list[Any]] = {}
-
-    def add(self, part: _ToolCallPart) -> None:
-        index = part.index if part.index is not None else len(self._parts)
-        call = self._parts.setdefault(index, [None, "", ""])
-        call[0] = call[0] or part.id
-        if part.function is not None:
-            call[1] += part.function.name or ""
-            call[2] += part.function.arguments or ""
-
-    def finish(self) -> list[ToolCallRequest]:
-        return [
-            ToolCallRequest.from_json(call_id or f"call_{i}", name, arguments)
-            for i, (call_id, name, arguments) in sorted(self._parts.items())
-        ]
-
-
 async def _status(response: Any) -> LlmError:
     body = (await response.aread()).decode("utf-8", "replace")
     try:
@@ -276,20 +247,6 @@ async def _status(response: Any) -> LlmError:
         message = body[:ERROR_BODY_CHARS]
     text = f"Error code: {response.status_code} - {message}"
     return status_error(response.status_code, text, response.headers.get("retry-after"))
-
-
-def _usage(u: _Usage) -> Usage:
-    return Usage(
-        input_tokens=u.prompt_tokens or 0,
-        output_tokens=u.completion_tokens or 0,
-        total_tokens=u.total_tokens or 0,
-        thought_tokens=u.completion_tokens_details.reasoning_tokens
-        if u.completion_tokens_details
-        else None,
-        cached_read_tokens=u.prompt_tokens_details.cached_tokens
-        if u.prompt_tokens_details
-        else None,
-    )
 
 
 __all__ = ["HttpOpenAIProvider"]

@@ -30,7 +30,7 @@ from agentao.agent.providers.messages import (
     UserMessage,
 )
 
-__all__ = ["OpenAIProvider", "to_openai_messages"]
+__all__ = ["OpenAIProvider", "ToolCallAssembler", "chat_body", "to_openai_messages", "usage_of"]
 
 
 class OpenAIProvider:
@@ -57,24 +57,16 @@ class OpenAIProvider:
     async def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
         import openai
 
-        params: dict[str, Any] = {
-            "model": request.model,
-            "messages": to_openai_messages(request.messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if request.tools:
-            params["tools"] = list(request.tools)
         try:
-            response = await self._get_client().chat.completions.create(**params)
+            response = await self._get_client().chat.completions.create(**chat_body(request))
         except openai.OpenAIError as exc:
             raise _llm_error(exc) from exc
-        calls = _ToolCallAssembler()
+        calls = ToolCallAssembler()
         finish, usage = None, None
         try:
             async for chunk in response:
                 if chunk.usage is not None:
-                    usage = _usage(chunk.usage)
+                    usage = usage_of(chunk.usage)
                 for choice in chunk.choices[:1]:
                     delta = choice.delta
                     thought = getattr(delta, "reasoning_content", None) or getattr(
@@ -94,6 +86,19 @@ class OpenAIProvider:
         for call in calls.finish():
             yield call
         yield LlmFinished(finish or "stop", usage)
+
+
+def chat_body(request: LlmRequest) -> dict[str, Any]:
+    """The streamed Chat Completions request both OpenAI-compatible providers send."""
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": to_openai_messages(request.messages),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        body["tools"] = list(request.tools)
+    return body
 
 
 def to_openai_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
@@ -121,7 +126,7 @@ def to_openai_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     return out
 
 
-class _ToolCallAssembler:
+class ToolCallAssembler:
     """Tool calls arrive in pieces keyed by `index`: id and name first, then argument text."""
 
     def __init__(self) -> None:
@@ -142,7 +147,8 @@ class _ToolCallAssembler:
         ]
 
 
-def _usage(u: Any) -> Usage:
+def usage_of(u: Any) -> Usage:
+    """Chat Completions `usage` (an SDK model or a msgspec struct) as our Usage."""
     details = getattr(u, "completion_tokens_details", None)
     cached = getattr(u, "prompt_tokens_details", None)
     return Usage(
