@@ -45,7 +45,7 @@ class TrackingConnection(Connection):
         event = super().receive(line)
         if isinstance(event, Notification):
             if event.method == "session/update":  # the hot path: keep it lean
-                self._received[session_id_of(event.message.get("params"))] += 1
+                self._received[event.session_id] += 1
         elif isinstance(event, Response):
             session_id = self._prompts.pop(event.id, None)
             if session_id is not None:

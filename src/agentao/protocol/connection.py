@@ -61,10 +61,7 @@ class Notification:
     method: str
     params: Any
     message: dict[str, Any]
-
-    @property
-    def session_id(self) -> str | None:
-        return session_id_of(self.message.get("params"))
+    session_id: str | None = None  # the params' sessionId, when it has one
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +127,8 @@ class Connection:
         # Be strict with what a client sends an agent; lenient with what agents send clients.
         self.lenient = (role == "client") if lenient is None else lenient
         self.state: lifecycle.State = "new"
+        self._accepts_all = lifecycle.accepts_all(role, self.state)
+        self._decode: Any = None  # decode_strict or decode_lenient, bound on first use
         self._next_id = 0
         self._pending: dict[RequestId, PendingRequest] = {}
 
@@ -184,13 +183,14 @@ class Connection:
                 return self._reject(reply_id, MethodNotFound(method))
             log.debug("ignoring unknown notification %s", method)
             return None
-        if not lifecycle.accepts(self.role, self.state, method):
+        if not self._accepts_all and not lifecycle.accepts(self.role, self.state, method):
             if is_request:
                 return self._reject(reply_id, NotInitialized())
             log.warning("ignoring %s before initialize", method)
             return None
+        raw_params = message.get("params")
         try:
-            params = self._decode_params(spec, message.get("params"))
+            params = self._decode_params(spec, raw_params)
         except InvalidParams as exc:
             if is_request:
                 return self._reject(reply_id, exc)
@@ -198,7 +198,7 @@ class Connection:
             return None
         if is_request:
             return Request(message["id"], method, params, message)
-        return Notification(method, params, message)
+        return Notification(method, params, message, session_id_of(raw_params))
 
     def _spec_for(self, method: str) -> Any:
         spec = self.methods.get(method)
@@ -211,11 +211,8 @@ class Connection:
             raise InvalidParams('Invalid params: "params" must be an object')
         if spec is None or spec.params is None:
             return params
-        from agentao.protocol.decode import decode_lenient, decode_strict
-
-        decode = decode_lenient if self.lenient else decode_strict
         try:
-            return decode(spec.params, {} if params is None else params)
+            return self._decoder()(spec.params, {} if params is None else params)
         except msgspec.ValidationError as exc:
             raise InvalidParams(f"Invalid params: {exc}") from None
 
@@ -234,12 +231,17 @@ class Connection:
                 return Response(msg_id, None, result, pending)
         return Response(msg_id, result, None, pending)
 
-    def _decode_result(self, pending: PendingRequest, result: Any) -> Any:
-        from agentao.protocol.decode import decode_lenient, decode_strict
+    def _decoder(self) -> Any:
+        # Imported on first use: the generated types are the heaviest import of this layer.
+        if self._decode is None:
+            from agentao.protocol.decode import decode_lenient, decode_strict
 
-        decode = decode_lenient if self.lenient else decode_strict
+            self._decode = decode_lenient if self.lenient else decode_strict
+        return self._decode
+
+    def _decode_result(self, pending: PendingRequest, result: Any) -> Any:
         try:
-            return decode(pending.result_type, {} if result is None else result)
+            return self._decoder()(pending.result_type, {} if result is None else result)
         except msgspec.ValidationError as exc:
             return PeerError(
                 InvalidParams.code,
@@ -280,6 +282,7 @@ class Connection:
 
     def reply(self, request: Request, result: Any) -> bytes:
         self.state = lifecycle.after_reply(self.state, request.method)
+        self._accepts_all = lifecycle.accepts_all(self.role, self.state)
         return (
             _encode(
                 {"jsonrpc": "2.0", "id": request.id, "result": {} if result is None else result}

@@ -102,6 +102,7 @@ class Endpoint:
         self._serving: dict[RequestId, asyncio.Task[None]] = {}
         self._cancelled: set[RequestId] = set()
         self._lanes = Lanes()
+        self._handlers: dict[str, Any] = {}
         self._closed = asyncio.Event()
         self._peer_gone = False
 
@@ -273,6 +274,14 @@ class Endpoint:
         self._safe_write(data)
 
     def _find_handler(self, method: str) -> Any:
+        handler = self._handlers.get(method)
+        if handler is None:
+            handler = self._lookup_handler(method)
+            if handler is not None:  # misses are not cached: extensions may be added later
+                self._handlers[method] = handler
+        return handler
+
+    def _lookup_handler(self, method: str) -> Any:
         if method.startswith("_"):
             extensions = getattr(self.handler, "extensions", None) or {}
             return extensions.get(method)

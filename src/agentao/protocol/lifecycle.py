@@ -36,6 +36,10 @@ def accepts(role: str, state: State, method: str) -> bool:
     return ANY in allowed or method in allowed
 
 
+def accepts_all(role: str, state: State) -> bool:
+    return ANY in ACCEPTS[role][state]
+
+
 def after_reply(state: State, method: str) -> State:
     return TRANSITIONS.get((state, method), state)
 
