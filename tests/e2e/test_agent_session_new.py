@@ -112,19 +112,33 @@ async def test_c2_mcp_servers_missing_is_32602(env, ws):
     assert reply["error"]["code"] == -32602
 
 
-async def test_c2_valid_stdio_server_tools_are_offered(env, ws):
+async def test_c2_valid_stdio_server_tools_are_offered(tmp_path, ws):
     server = {
         "name": "fake",
         "command": sys.executable,
         "args": [MCP_SERVER, "--name", "fake"],
-        "env": [{"name": "FAKE_VAR", "value": "1"}],
+        "env": [{"name": "FAKE_VAR", "value": "from-the-client"}],
     }
+    call = {"name": "mcp__fake__whoami", "arguments": {"var": "FAKE_VAR"}}
+    env = scripted_env(tmp_path, [{"tool_calls": [call]}, {"text": "ok"}])
+
+    async def allow(message):  # an MCP tool not marked read-only asks under workspace-write
+        return {"outcome": {"outcome": "selected", "optionId": "allow"}}
+
     async with running(env) as agent:
+        agent.handlers["session/request_permission"] = allow
         sid = (await agent.call("session/new", {"cwd": str(ws), "mcpServers": [server]}))[
             "sessionId"
         ]
         reply = await agent.prompt(sid, "hello")
+        updates = agent.updates(sid)
     assert reply["result"]["stopReason"] == "end_turn"
+    [start] = [u for u in updates if u["sessionUpdate"] == "tool_call"]
+    assert start["kind"] == "other"
+    [end] = [u for u in updates if u["sessionUpdate"] == "tool_call_update" and u.get("content")]
+    assert end["status"] == "completed"
+    # env arrives as name/value pairs and reaches the server's process
+    assert "FAKE_VAR=from-the-client" in end["content"][0]["content"]["text"]
 
 
 async def test_c2_result_before_first_update_mcp_failure_is_a_notice(env, ws):

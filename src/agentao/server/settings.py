@@ -10,6 +10,8 @@ from agentao.agent.config import Limits as TurnLimits
 from agentao.agent.settings import FileLimits, McpLimits, ShellLimits, WebLimits
 from agentao.store.sessions import StoreSettings
 
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+
 
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
@@ -21,17 +23,24 @@ class ServerSettings:
     store: StoreSettings = field(default_factory=StoreSettings)
     close_grace: float = 2.0  # seconds a closing session's turn gets to end (close, EOF)
     log_level: str = "INFO"  # AGENTAO_LOG_LEVEL
-    # OpenAI-compatible providers: "http" (httpx + msgspec, server/llm_http.py) or "sdk"
-    # (the openai SDK); AGENTAO_OPENAI_CLIENT.
+    # OpenAI-compatible providers: "http" (h11 + msgspec, agent/providers/openai_http.py)
+    # or "sdk" (the openai SDK); AGENTAO_OPENAI_CLIENT.
     openai_client: str = "http"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> ServerSettings:
-        """Defaults, with the turn limits' variables (agent/config.py), AGENTAO_LOG_LEVEL
-        and AGENTAO_OPENAI_CLIENT."""
+        """Defaults, with the turn limits' variables (agent/config.py), AGENTAO_LOG_LEVEL,
+        AGENTAO_OPENAI_CLIENT and AGENTAO_WEB_ALLOW_PRIVATE (1: web_fetch may reach
+        loopback and private addresses, e.g. a local docs server or a test)."""
         level = env.get("AGENTAO_LOG_LEVEL", "").strip().upper() or "INFO"
         client = env.get("AGENTAO_OPENAI_CLIENT", "").strip().lower() or "http"
-        return cls(turn=TurnLimits.from_env(env), log_level=level, openai_client=client)
+        private = env.get("AGENTAO_WEB_ALLOW_PRIVATE", "").strip().lower() in TRUE_WORDS
+        return cls(
+            turn=TurnLimits.from_env(env),
+            web=WebLimits(allow_private_addresses=private),
+            log_level=level,
+            openai_client=client,
+        )
 
 
 __all__ = ["ServerSettings"]
