@@ -160,10 +160,11 @@ class Endpoint:
             await self._drain()
             return await future
         except asyncio.CancelledError:
-            if self.conn.forget(request_id) is not None and not self._closed.is_set():
-                self._write(self.conn.notify("$/cancel_request", {"requestId": request_id}))
+            if self.conn.forget(request_id) is not None:
+                self._safe_write(self.conn.notify("$/cancel_request", {"requestId": request_id}))
             raise
         finally:
+            self.conn.forget(request_id)  # a failed write leaves nothing waiting either
             self._futures.pop(request_id, None)
 
     async def notify(self, method: str, params: Any = None) -> None:
