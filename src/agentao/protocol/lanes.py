@@ -49,7 +49,7 @@ class Lanes:
                         await pending
                 except asyncio.CancelledError:
                     raise
-                except Exception:
+                except Exception:  # logged with its traceback; the lane serves the rest
                     log.exception("notification handler failed (lane %r)", key)
                 queue.popleft()
         finally:

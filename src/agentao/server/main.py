@@ -61,7 +61,7 @@ def setup_logging(level: str, log_file: Any | None) -> None:
                 )
             )
         except OSError as exc:
-            print(f"agentao: cannot write the log file: {exc}", file=sys.stderr)
+            sys.stderr.write(f"agentao: cannot write the log file: {exc}\n")
     for handler in handlers:
         handler.setFormatter(fmt)
         root.addHandler(handler)

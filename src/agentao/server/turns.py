@@ -107,7 +107,7 @@ async def _store(live: LiveSession, commit: Commit) -> None:
             await asyncio.shield(task)
         except asyncio.CancelledError:
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
-        except Exception:
+        except Exception:  # logged; the turn is over, a store failure must not undo it
             log.exception("session %s: the turn could not be stored", live.id)
             return
 
