@@ -223,6 +223,17 @@ async def test_tool_round_trip(tmp_path: Path) -> None:
     ]
 
 
+async def test_a_later_reply_starts_a_new_paragraph(tmp_path: Path) -> None:
+    session = new_session(tmp_path)
+    deps = make_deps(
+        {"text": ["On it."], "tool_calls": [call("echo", text="hi")]}, {"text": ["Done."]}
+    )
+    events = await run(session, deps)
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["On it.", "\n\nDone."]
+    # what the model sees keeps each reply's own text
+    assert session.messages[-1] == AssistantMessage("Done.")
+
+
 @pytest.mark.parametrize(
     ("text", "told"),
     [("boom", "cannot echo boom"), ("bug", "echo failed: RuntimeError: oops")],

@@ -76,7 +76,9 @@ async def test_replay_is_what_the_user_saw(tmp_path: Path) -> None:
         "UserText", "ThoughtDelta", "PlanChanged", "TextDelta", "ToolCallStarted",
         "ToolCallFinished", "TextDelta",
     ]  # fmt: skip
-    assert replay[0] == UserText("first") and replay[-1] == TextDelta("all done")
+    assert replay[0] == UserText("first") and replay[-1] == TextDelta(
+        "\n\nall done"
+    )  # a new paragraph
     assert session.turns[0].events[-1] == TurnEnded("end_turn", Usage(5, 2, 7))
 
 

@@ -85,7 +85,7 @@ async def test_c7_load_replays_the_whole_history_before_answering(tmp_path, ws):
     texts = "".join(
         u["content"]["text"] for u in replayed if u["sessionUpdate"] == "agent_message_chunk"
     )
-    assert texts == "Writing.Done one.Done two."
+    assert texts == "Writing.\n\nDone one.Done two."
     [plan] = [u for u in replayed if u["sessionUpdate"] == "plan"]
     assert plan["entries"][0]["content"] == "write a.txt"
     call = next(u for u in replayed if u["sessionUpdate"] == "tool_call")

@@ -78,7 +78,7 @@ async def test_a_tool_turn(agent, workspace):
     assert kinds[0] == "agent_thought_chunk" and "plan" in kinds and "tool_call" in kinds
     assert (
         "".join(e.text for e in events if isinstance(e, Update) and e.kind == "agent_message_chunk")
-        == "On it.Done."
+        == "On it.\n\nDone."
     )
     write = next(s for s in session.tool_calls.values() if s.kind == "edit")
     assert write.status == "completed"

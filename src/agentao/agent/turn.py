@@ -224,13 +224,15 @@ class _Reply:
     thought: list[str] = field(default_factory=list)
     calls: list[ToolCallRequest] = field(default_factory=list)
     finish: LlmFinished | None = None
+    lead: str = ""  # shown before this reply's first text (a paragraph break)
 
     def take(self, item: LlmEvent | Notice) -> TurnEvent | None:
         """Record `item`; return the event the user should see now, if any."""
         match item:
             case TextPiece(text):
                 self.text.append(text)
-                return TextDelta(text)
+                shown, self.lead = self.lead + text, ""
+                return TextDelta(shown)
             case ThoughtPiece(text):
                 self.thought.append(text)
                 return ThoughtDelta(text)
@@ -399,7 +401,11 @@ class _Turn:
         return event
 
     def start_reply(self) -> _Reply:
-        self.reply, self.reply_start = _Reply(), len(self.events)
+        # A later reply's text is a new paragraph for the reader: without it, two replies
+        # joined by a tool call run together ("for you.Writing") in every client that
+        # concatenates chunks. History keeps each reply's own text.
+        shown = any(isinstance(e, TextDelta) for e in self.events)
+        self.reply, self.reply_start = _Reply(lead="\n\n" if shown else ""), len(self.events)
         return self.reply
 
     def finish_reply(self) -> StopReason | None:
