@@ -81,6 +81,9 @@ class ConsoleView:
     def _write(self, text: str, stream: str, style: str | None = None) -> None:
         if self._live_tool is not None or self._stream != stream:
             self._end_line()  # a thought and the answer never share a line
+            text = text.lstrip("\n")  # a paragraph break right after a block is already there
+            if not text:
+                return
         self.console.print(text, style=style, end="", markup=False, emoji=False, soft_wrap=True)
         self._mid_line = not text.endswith("\n")
         self._stream = stream
