@@ -120,6 +120,8 @@ class TurnView {
 
   appendText(t) {
     if (!this.text) {
+      t = t.replace(/^\n+/, ""); // a new block needs no leading paragraph break
+      if (!t) return;
       this.text = el("div", "text");
       this.assistant.append(this.text);
       this.thought = null;
