@@ -50,7 +50,8 @@ class AnthropicProvider:
                 from anthropic import AsyncAnthropic
             except ImportError:
                 raise LlmError(
-                    "the anthropic provider needs the extra: pip install 'agentao[anthropic]'",
+                    "the anthropic provider needs the anthropic package: pip install anthropic "
+                    "(or, in the agentao checkout, pip install '.[anthropic]')",
                     reason="missing_dependency",
                 ) from None
             self._client = AsyncAnthropic(
