@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from agentao.agent.sandbox import (
+from agentao.agent.paths import (
     PathAccess,
-    SandboxError,
+    PathError,
     is_hardlinked,
     is_inside,
     paths_of,
@@ -212,7 +212,7 @@ class PermissionEngine:
         roots = roots_of(ctx.cwd, ctx.workspace)
         try:
             targets = {a: resolve(a.path, ctx.cwd, a.op) for a in paths_of(tool, args, ctx.cwd)}
-        except SandboxError as e:
+        except PathError as e:
             return Decision("deny", f"invalid path: {e}")
         command = _command(tool, args)
         decision = self._decide(tool, args, targets, command, roots)
@@ -309,7 +309,7 @@ class PermissionEngine:
             return {Grant(tool.name, command=prefix)} if prefix else set()
         try:
             targets = [resolve(a.path, ctx.cwd, a.op) for a in paths_of(tool, args, ctx.cwd)]
-        except SandboxError:
+        except PathError:
             return set()
         if targets:
             return {Grant(tool.name, path=str(p)) for p in targets}

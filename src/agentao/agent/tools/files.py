@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentao.agent.events import DiffOutput, Location, TextOutput
-from agentao.agent.sandbox import PathAccess, SandboxError, absolute, target
+from agentao.agent.paths import PathAccess, PathError, absolute, target
 from agentao.agent.settings import FileLimits, cap_text
 from agentao.agent.tools.base import Tool, ToolContext, ToolError, ToolResult
 
@@ -34,7 +34,7 @@ def _str_arg(args: dict[str, Any], name: str, *, required: bool = True) -> str |
 def _target(ctx: ToolContext, path: str, op: str = "read") -> Path:
     try:
         return target(ctx, path, op)  # type: ignore[arg-type]
-    except SandboxError as e:
+    except PathError as e:
         raise ToolError(str(e)) from e
 
 
@@ -42,7 +42,7 @@ def location(path: object, cwd: Path, line: int | None = None) -> tuple[Location
     """The absolute location of a path argument, or () when it is not a valid path."""
     try:
         return (Location(str(absolute(path, cwd)), line),) if isinstance(path, str) else ()
-    except SandboxError:
+    except PathError:
         return ()
 
 

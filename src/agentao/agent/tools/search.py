@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agentao.agent.events import Location, TextOutput
-from agentao.agent.sandbox import PathAccess, SandboxError, glob_base, target
+from agentao.agent.paths import PathAccess, PathError, glob_base, target
 from agentao.agent.settings import FileLimits
 from agentao.agent.tools.base import Tool, ToolContext, ToolError, ToolResult
 from agentao.agent.tools.files import location
@@ -32,7 +32,7 @@ def _root(ctx: ToolContext, args: dict[str, Any]) -> Path:
         raise ToolError("`path` must be a string")
     try:
         return target(ctx, path or ".", "read")
-    except SandboxError as e:
+    except PathError as e:
         raise ToolError(str(e)) from e
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from agentao.agent.events import Location, TerminalOutput, TextOutput
-from agentao.agent.sandbox import (
+from agentao.agent.paths import (
     PathAccess,
-    SandboxError,
+    PathError,
     absolute,
     is_inside,
     resolve,
@@ -133,7 +133,7 @@ def is_read_only_command(command: str, cwd: Path, roots: Sequence[Path]) -> bool
 def _word_inside(word: str, cwd: Path, roots: Sequence[Path]) -> bool:
     try:
         return is_inside(resolve(word, cwd), roots)
-    except SandboxError:
+    except PathError:
         return False
 
 
@@ -169,7 +169,7 @@ class RunShellCommand(Tool):
         directory = args.get("directory")
         try:
             return (Location(str(absolute(directory, cwd))),) if isinstance(directory, str) else ()
-        except SandboxError:
+        except PathError:
             return ()
 
     def accesses(self, args: dict[str, Any], cwd: Path) -> tuple[PathAccess, ...]:
@@ -182,7 +182,7 @@ class RunShellCommand(Tool):
             raise ToolError("`command` must be a non-empty string")
         try:
             cwd = target(ctx, args.get("directory") or ".", "cwd")
-        except SandboxError as e:
+        except PathError as e:
             raise ToolError(str(e)) from e
         if not cwd.is_dir():
             raise ToolError(f"directory {cwd} does not exist")

@@ -45,11 +45,11 @@ if TYPE_CHECKING:
 Op = Literal["read", "write", "relink", "cwd"]
 PATH_MAX = 4096
 NAME_MAX = 255
-_PIN_KEY = "agentao.sandbox.pins"
+_PIN_KEY = "agentao.paths.pins"
 _PIN_KEEP = 64
 
 
-class SandboxError(ValueError):
+class PathError(ValueError):
     """A path argument that no file can have (empty, NUL byte, too long)."""
 
 
@@ -76,15 +76,15 @@ def paths_of(tool: object, args: dict[str, Any], cwd: Path) -> tuple[PathAccess,
 
 
 def validate(path: str) -> None:
-    """Raise SandboxError for a path string no file can have."""
+    """Raise PathError for a path string no file can have."""
     if not isinstance(path, str) or not path:
-        raise SandboxError("empty path")
+        raise PathError("empty path")
     if "\0" in path:
-        raise SandboxError("path contains a NUL byte")
+        raise PathError("path contains a NUL byte")
     if len(path.encode("utf-8", "surrogateescape")) >= PATH_MAX:
-        raise SandboxError(f"path longer than {PATH_MAX} bytes")
+        raise PathError(f"path longer than {PATH_MAX} bytes")
     if any(len(part.encode("utf-8", "surrogateescape")) > NAME_MAX for part in path.split("/")):
-        raise SandboxError(f"a path component is longer than {NAME_MAX} bytes")
+        raise PathError(f"a path component is longer than {NAME_MAX} bytes")
 
 
 def absolute(path: str, cwd: Path) -> Path:
@@ -155,10 +155,10 @@ def pin(state: dict[str, Any], call_id: str, resolved: dict[PathAccess, Path]) -
 
 
 def check_pin(state: dict[str, Any], call_id: str, access: PathAccess, resolved: Path) -> None:
-    """Raise SandboxError if the path now resolves elsewhere than when it was allowed."""
+    """Raise PathError if the path now resolves elsewhere than when it was allowed."""
     pinned = state.get(_PIN_KEY, {}).get(call_id, {}).get(_key(access)) if call_id else None
     if pinned is not None and pinned != resolved:
-        raise SandboxError(
+        raise PathError(
             f"{access.path} now points to {resolved}, not {pinned} as when it was allowed"
             " (changed after the permission check); refusing"
         )
@@ -177,7 +177,7 @@ __all__ = [
     "Op",
     "PathAccess",
     "PathAware",
-    "SandboxError",
+    "PathError",
     "absolute",
     "check_pin",
     "glob_base",

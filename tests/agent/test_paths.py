@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 
 from agentao.agent.local_env import LocalEnv
-from agentao.agent.permissions import PermissionEngine
-from agentao.agent.sandbox import (
+from agentao.agent.paths import (
     PathAccess,
-    SandboxError,
+    PathError,
     check_pin,
     glob_base,
     is_inside,
@@ -29,6 +28,7 @@ from agentao.agent.sandbox import (
     roots_of,
     validate,
 )
+from agentao.agent.permissions import PermissionEngine
 from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, ToolContext, ToolError
 from agentao.agent.tools.registry import builtin_tools
 
@@ -210,7 +210,7 @@ def test_glob_base(pattern: str, base: str) -> None:
 
 @pytest.mark.parametrize("bad", ["", "a\0b", "a/" * 3000, "x" * 256])
 def test_validate(bad: str) -> None:
-    with pytest.raises(SandboxError):
+    with pytest.raises(PathError):
         validate(bad)
 
 
@@ -220,8 +220,8 @@ def test_pins_detect_a_changed_path(tmp_path: Path) -> None:
     pin(state, "call-1", {access: tmp_path / "f"})
     check_pin(state, "call-1", access, tmp_path / "f")
     check_pin(state, "call-2", access, tmp_path / "elsewhere")  # other call: no pin
-    with pytest.raises(SandboxError, match="changed after the permission check"):
+    with pytest.raises(PathError, match="changed after the permission check"):
         check_pin(state, "call-1", access, tmp_path / "elsewhere")
     for i in range(100):
         pin(state, f"c{i}", {})
-    assert len(state["agentao.sandbox.pins"]) <= 64
+    assert len(state["agentao.paths.pins"]) <= 64
