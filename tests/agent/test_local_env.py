@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from agentao.agent.local_env import LocalEnv, is_secret_name, scrubbed_env
+from agentao.agent.local_env import LocalEnv
 from agentao.agent.settings import ShellLimits
+from agentao.credentials import is_secret_name, scrubbed_env
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
 
@@ -161,7 +162,11 @@ async def test_api_keys_are_not_inherited(tmp_path: Path) -> None:
         ("OPENROUTER_TOKEN", True),
         ("PATH", False),
         ("HOME", False),
-        ("GITHUB_TOKEN", False),
+        ("GITHUB_TOKEN", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("SSH_AUTH_SOCK", True),
+        ("TOKENIZERS_PARALLELISM", False),
+        ("XAUTHORITY", False),
         ("OPENAI_BASE_URL", False),
     ],
 )

@@ -1,8 +1,8 @@
-"""The sandbox: path resolution units, and the escape corpus (tests/data/escape_corpus.json).
+"""Path resolution units, and the file escape corpus (tests/data/escape_corpus.json).
 
 Each corpus case runs the real tool through the real permission engine under
 workspace-write, the way the turn loop does: decide; on "ask" the human (a test
-double) rejects; on "allow" the tool runs. An escape is any change outside the
+double) rejects; on "allow" the tool runs (a shell command in the real sandbox). An escape is any change outside the
 workspace, or an outside secret in a tool's output. The corpus must show 0.
 """
 
@@ -29,6 +29,7 @@ from agentao.agent.paths import (
     validate,
 )
 from agentao.agent.permissions import PermissionEngine
+from agentao.agent.sandbox import Sandbox
 from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, ToolContext, ToolError
 from agentao.agent.tools.registry import builtin_tools
 
@@ -114,22 +115,28 @@ def outside_state(layout: dict[str, Path]) -> dict[str, str]:
     return state
 
 
-async def run_case(case: dict[str, Any], layout: dict[str, Path]) -> tuple[str, bool]:
+async def run_case(
+    case: dict[str, Any], layout: dict[str, Path], sandbox: Sandbox
+) -> tuple[str, bool]:
     """(outcome as in the corpus' `expect`, whether it escaped) for one corpus case."""
     ws = layout["ws"]
     apply(fill(case.get("setup", []), layout), ws)
     before = outside_state(layout)
-    outcome, output = await _decide_and_run(case, layout)
+    outcome, output = await _decide_and_run(case, layout, sandbox)
     escaped = outside_state(layout) != before or any(s in output for s in SECRETS)
     return outcome, escaped
 
 
-async def _decide_and_run(case: dict[str, Any], layout: dict[str, Path]) -> tuple[str, str]:
+async def _decide_and_run(
+    case: dict[str, Any], layout: dict[str, Path], sandbox: Sandbox
+) -> tuple[str, str]:
     ws = layout["ws"]
     tool, args = TOOLS[case["tool"]], fill(case["args"], layout)
     human = RejectingHuman()
-    ctx = ToolContext(ws, LocalEnv(), human, workspace=(ws,), call_id=case["id"])
-    decision = PermissionEngine("workspace-write").decide(tool, args, ctx)
+    ctx = ToolContext(ws, LocalEnv(sandbox=sandbox), human, workspace=(ws,), call_id=case["id"])
+    engine = PermissionEngine("workspace-write", sandbox=sandbox.status())
+    decision = engine.decide(tool, args, ctx)
+    ctx.confinement = decision.confinement  # as the turn loop does
     apply(fill(case.get("after_decide", []), layout), ws)
     if decision.verdict == "deny":
         assert decision.reason
@@ -158,19 +165,21 @@ def test_corpus_is_big_enough() -> None:
 
 
 @pytest.mark.parametrize("case", CORPUS["cases"], ids=[c["id"] for c in CORPUS["cases"]])
-async def test_escape_corpus(case: dict[str, Any], layout: dict[str, Path]) -> None:
-    outcome, escaped = await run_case(case, layout)
+async def test_escape_corpus(
+    case: dict[str, Any], layout: dict[str, Path], sandbox: Sandbox
+) -> None:
+    outcome, escaped = await run_case(case, layout, sandbox)
     assert not escaped, f"ESCAPE: {case['id']}"
     assert outcome == case["expect"], f"{case['id']}: {outcome}"
 
 
-async def test_corpus_totals_zero_escapes(tmp_path: Path) -> None:
+async def test_corpus_totals_zero_escapes(tmp_path: Path, sandbox: Sandbox) -> None:
     """All cases in one run, for the report: N attacks, 0 escapes."""
     escapes, refused = [], 0
     for i, case in enumerate(CORPUS["cases"]):
         base = tmp_path / str(i)
         base.mkdir()
-        outcome, escaped = await run_case(case, make_layout(base))
+        outcome, escaped = await run_case(case, make_layout(base), sandbox)
         if escaped:
             escapes.append(case["id"])
         refused += outcome in ("deny", "ask", "tool-error")

@@ -17,8 +17,10 @@ from agentao.agent.permissions import (
     PermissionEngine,
     PermissionRulesError,
     Rule,
+    load_policy,
     load_rules,
 )
+from agentao.agent.sandbox import SandboxStatus
 from agentao.agent.settings import McpLimits
 from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, Tool, ToolContext, ToolResult
 from agentao.agent.tools.files import (
@@ -119,8 +121,8 @@ CASES: dict[str, tuple[Tool, dict[str, Any], dict[str, Any]]] = {
 READ_ONLY = {
     "read_file": "allow/ask", "list_directory": "allow/ask", "glob": "allow/ask",
     "search": "allow/ask", "write_file": "deny/deny", "replace": "deny/deny",
-    "delete_file": "deny/deny", "move_file": "deny/deny", "shell_readonly": "deny/deny",
-    "shell_other": "deny/deny", "web_fetch": "deny/deny", "mcp_other": "deny/deny",
+    "delete_file": "deny/deny", "move_file": "deny/deny", "shell_readonly": "allow/deny",
+    "shell_other": "ask/deny", "web_fetch": "deny/deny", "mcp_other": "deny/deny",
     "mcp_read": "allow/allow", "todo_write": "allow/allow", "ask_user": "allow/allow",
 }  # fmt: skip
 WORKSPACE_WRITE = {
@@ -146,6 +148,17 @@ CELLS = [
 ]
 
 
+# Where no sandbox can run, only the shell rows change: nothing runs without asking
+# under workspace-write, and nothing runs at all in the read-only postures.
+UNSANDBOXED = {
+    "read-only": {"shell_readonly": "deny/deny", "shell_other": "deny/deny"},
+    "workspace-write": {"shell_readonly": "ask/deny", "shell_other": "ask/deny"},
+    "full-access": {"shell_readonly": "allow/allow", "shell_other": "allow/allow"},
+}
+SANDBOXED = SandboxStatus(True, "bwrap")
+NOT_SANDBOXED = SandboxStatus(False, "none", "bwrap not found")
+
+
 def test_matrix_covers_every_tool_and_mode() -> None:
     assert {m.id for m in MODES} <= set(MATRIX)
     assert all(set(table) == set(CASES) for table in MATRIX.values())
@@ -155,12 +168,60 @@ def test_matrix_covers_every_tool_and_mode() -> None:
 @pytest.mark.parametrize(("mode", "case", "where", "expected"), CELLS)
 def test_permission_matrix(ws: Path, mode: str, case: str, where: str, expected: str) -> None:
     tool, inside, outside = CASES[case]
-    decision = PermissionEngine(mode).decide(
+    decision = PermissionEngine(mode, sandbox=SANDBOXED).decide(
         tool, inside if where == "inside" else outside, make_ctx(ws)
     )
     assert decision.verdict == expected, decision.reason
     if expected != "allow":
         assert decision.reason  # the model is told why
+
+
+@pytest.mark.parametrize(
+    ("mode", "case", "where", "expected"),
+    [
+        (mode, case, where, expected.split("/")[i])
+        for mode, table in UNSANDBOXED.items()
+        for case, expected in table.items()
+        for i, where in enumerate(("inside", "outside"))
+    ],
+)
+def test_shell_without_a_sandbox(ws: Path, mode: str, case: str, where: str, expected: str) -> None:
+    tool, inside, outside = CASES[case]
+    decision = PermissionEngine(mode, sandbox=NOT_SANDBOXED).decide(
+        tool, inside if where == "inside" else outside, make_ctx(ws)
+    )
+    assert decision.verdict == expected, decision.reason
+    assert decision.confinement is None  # nothing to confine with: unconfined once approved
+    if where == "inside" and expected != "allow":
+        assert "no sandbox can run here: bwrap not found" in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("mode", "command", "writable", "verdict"),
+    [
+        ("workspace-write", "ls -la", False, "allow"),  # allowlisted: runs, but cannot write
+        ("workspace-write", "make build", True, "ask"),
+        ("code", "make build", True, "ask"),
+        ("read-only", "ls -la", False, "allow"),
+        ("read-only", "make build", False, "ask"),
+        ("plan", "make build", False, "ask"),
+    ],
+)
+def test_shell_confinement(ws: Path, mode: str, command: str, writable: bool, verdict: str) -> None:
+    decision = PermissionEngine(mode, sandbox=SANDBOXED).decide(
+        RunShellCommand(), {"command": command}, make_ctx(ws)
+    )
+    assert decision.verdict == verdict
+    c = decision.confinement
+    assert c is not None and not c.network
+    assert (c.writable, c.read_only) == (((ws,), ()) if writable else ((), (ws,)))
+
+
+def test_full_access_runs_unconfined(ws: Path) -> None:
+    decision = PermissionEngine("full-access", sandbox=SANDBOXED).decide(
+        RunShellCommand(), {"command": "make"}, make_ctx(ws)
+    )
+    assert (decision.verdict, decision.confinement) == ("allow", None)
 
 
 @pytest.mark.parametrize(
@@ -182,6 +243,12 @@ def test_permission_matrix(ws: Path, mode: str, case: str, where: str, expected:
         ("git push", "ask"),
         ("grep -R foo .", "ask"),
         ("grep -rR foo .", "ask"),
+        ("grep --deref -r secret .", "ask"),  # GNU's abbreviation of --dereference-recursive
+        ("grep --dereference-rec secret .", "ask"),
+        ("git diff --ext", "ask"),  # git takes abbreviations too
+        ("git show --textc HEAD", "ask"),
+        ("git log --outp=../x", "ask"),
+        ("grep -r -- --deref .", "allow"),  # after --, a word is not an option
         ("rg --pre ./evil foo", "ask"),
         ("rg -L foo", "ask"),
         ("echo $HOME", "ask"),
@@ -198,8 +265,78 @@ def test_permission_matrix(ws: Path, mode: str, case: str, where: str, expected:
 )
 def test_shell_allowlist(ws: Path, command: str, verdict: str) -> None:
     (ws / "link").symlink_to(ws.parent / "out" / "secret.txt")
-    decision = PermissionEngine().decide(RunShellCommand(), {"command": command}, make_ctx(ws))
+    engine = PermissionEngine(sandbox=SANDBOXED)
+    decision = engine.decide(RunShellCommand(), {"command": command}, make_ctx(ws))
     assert decision.verdict == verdict
+
+
+def test_protected_git_files(ws: Path) -> None:
+    """A repository's own files decide which programs git runs: writing them asks, under
+    .git, as a file named HEAD (what makes a directory a repository), and anywhere in a
+    directory that already is one (a bare repository under an ordinary name)."""
+    engine, ctx = PermissionEngine(), make_ctx(ws)
+    bare = ws / "vendor" / "data"
+    (bare / "refs").mkdir(parents=True)
+    (bare / "HEAD").write_text("ref: refs/heads/main\n")
+
+    def verdict(tool: Tool, args: dict[str, Any]) -> str:
+        return engine.decide(tool, args, ctx).verdict
+
+    assert verdict(WriteFile(), {"file_path": "evil/HEAD", "content": ""}) == "ask"
+    assert verdict(WriteFile(), {"file_path": "vendor/data/config", "content": ""}) == "ask"
+    assert (
+        verdict(WriteFile(), {"file_path": "vendor/data/info/attributes", "content": ""}) == "ask"
+    )
+    assert verdict(MoveFile(), {"source": "a.txt", "destination": "x/HEAD"}) == "ask"
+    assert verdict(MoveFile(), {"source": "vendor/data", "destination": "d2"}) == "ask"
+    assert verdict(DeleteFile(), {"file_path": "vendor/data/HEAD"}) == "ask"
+    # An ordinary project's files named config, objects/ or refs/ stay writable.
+    assert verdict(WriteFile(), {"file_path": "config", "content": ""}) == "allow"
+    assert verdict(WriteFile(), {"file_path": "src/refs/objects/config", "content": ""}) == "allow"
+    assert verdict(WriteFile(), {"file_path": "vendor/readme", "content": ""}) == "allow"
+
+
+def test_network_rule_and_sandbox_section(ws: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    path = tmp_path / "permissions.json"
+    path.write_text(
+        json.dumps(
+            {
+                "rules": [{"action": "allow", "command": "npm install", "network": True}],
+                "sandbox": {"write": [str(cache)], "read": ["/nonexistent"], "env": ["CI"]},
+            }
+        )
+    )
+    policy = load_policy(path)
+    engine = PermissionEngine(rules=policy.rules, sandbox=SANDBOXED, options=policy.sandbox)
+    shell, ctx = RunShellCommand(), make_ctx(ws)
+    npm = engine.decide(shell, {"command": "npm install"}, ctx)
+    assert npm.verdict == "allow" and npm.confinement is not None
+    assert npm.confinement.network
+    assert npm.confinement.writable == (ws, Path(os.path.realpath(cache)))
+    assert npm.confinement.env_names == ("CI",)
+    other = engine.decide(shell, {"command": "make"}, ctx)
+    assert other.verdict == "ask" and other.confinement is not None
+    assert not other.confinement.network  # the network is for the rule's commands only
+    assert other.confinement.read_only == ()  # a missing path is left out
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"rules": [{"action": "allow", "tool": "x", "network": True}]},  # network needs command
+        {"rules": [{"action": "allow", "command": "x", "network": "yes"}]},
+        {"sandbox": {"write": "/tmp"}},
+        {"sandbox": {"network": 1}},
+        {"sandbox": {"mounts": []}},
+    ],
+)
+def test_bad_sandbox_settings_are_errors(tmp_path: Path, content: dict[str, Any]) -> None:
+    path = tmp_path / "permissions.json"
+    path.write_text(json.dumps(content))
+    with pytest.raises(PermissionRulesError, match=str(path)):
+        load_policy(path)
 
 
 def test_protected_dir_and_hard_links(ws: Path) -> None:
@@ -329,7 +466,7 @@ def test_bad_rules_file_is_an_error(tmp_path: Path, content: str) -> None:
 
 
 def test_command_grant_is_narrow(ws: Path) -> None:
-    engine, ctx, shell = PermissionEngine(), make_ctx(ws), RunShellCommand()
+    engine, ctx, shell = PermissionEngine(sandbox=SANDBOXED), make_ctx(ws), RunShellCommand()
     engine.remember(shell, {"command": "npm test -- --watch"}, ctx)
     assert engine.grants == {Grant("run_shell_command", command="npm test")}
     assert engine.decide(shell, {"command": "npm test"}, ctx).verdict == "allow"

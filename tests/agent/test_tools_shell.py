@@ -10,6 +10,7 @@ import pytest
 
 from agentao.agent.events import TerminalOutput, TextOutput, ToolOutput
 from agentao.agent.local_env import LocalEnv
+from agentao.agent.sandbox import Confinement
 from agentao.agent.settings import ShellLimits
 from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, CommandResult, ToolContext, ToolError
 from agentao.agent.tools.shell import RunShellCommand, command_prefix, segments, simple_words
@@ -33,10 +34,11 @@ class TerminalEnv(LocalEnv):
         timeout: float,
         output_limit: int,
         on_start: Callable[[str | None], Awaitable[None]] | None = None,
+        confinement: Confinement | None = None,
     ) -> CommandResult:
         if on_start is not None:
             await on_start("term-1")
-        result = await super().run_command(command, cwd, timeout, output_limit)
+        result = await super().run_command(command, cwd, timeout, output_limit, None, confinement)
         return CommandResult(result.output, result.exit_code, terminal_id="term-1")
 
 

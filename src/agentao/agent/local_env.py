@@ -17,7 +17,14 @@ LocalEnv makes the agent a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`) and 
 the group's members itself, only after asyncio has reaped the shell (we never wait
 on a pid asyncio's child watcher owns).
 
-The shell's environment is the agent's minus provider credentials (`scrubbed_env`).
+With a `Confinement` the command runs inside the sandbox (`agent/sandbox.py`):
+bwrap is the group leader then, and its own teardown (a PID namespace, and
+`--die-with-parent`) takes everything the command started with it. Without one (the
+full-access mode, or a command the user approved where no sandbox can run) the
+shell's environment is the agent's minus credentials (`credentials.scrubbed_env`).
+
+Files are read and written through descriptors (`agent/beneath.py`), so a path that
+changed into a symlink after the permission check is refused, not followed.
 """
 
 from __future__ import annotations
@@ -26,88 +33,45 @@ import asyncio
 import contextlib
 import ctypes
 import os
-import re
 import shutil
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
+from agentao.agent import beneath
+from agentao.agent.sandbox import Confinement, Sandbox, SandboxUnavailable
 from agentao.agent.settings import ShellLimits
 from agentao.agent.tools.base import CommandResult
+from agentao.credentials import scrubbed_env
 
-# Providers whose credentials never reach a tool's shell (`{PREFIX}_API_KEY` of any
-# prefix is scrubbed too, whatever LLM_PROVIDER names).
-PROVIDER_PREFIXES = (
-    "OPENAI",
-    "AZURE_OPENAI",
-    "ANTHROPIC",
-    "CLAUDE",
-    "DEEPSEEK",
-    "DASHSCOPE",
-    "QWEN",
-    "OPENROUTER",
-    "GEMINI",
-    "GOOGLE",
-    "MISTRAL",
-    "GROQ",
-    "TOGETHER",
-    "FIREWORKS",
-    "XAI",
-    "COHERE",
-    "MOONSHOT",
-    "KIMI",
-    "ZHIPU",
-    "GLM",
-    "HF",
-    "HUGGINGFACE",
-    "HUGGING_FACE_HUB",
-    "PERPLEXITY",
-    "VOYAGE",
-    "REPLICATE",
-    "SILICONFLOW",
-    "VOLCENGINE",
-    "ARK",
-    "BAICHUAN",
-    "MINIMAX",
-    "OLLAMA",
-    "VLLM",
-    "LLM",
-)
-_SECRET = re.compile(
-    r"^(?:.*_API_?KEY|(?:" + "|".join(PROVIDER_PREFIXES) + r")_(?:\w*_)?(?:TOKEN|SECRET|KEY))$"
-)
 _PR_SET_CHILD_SUBREAPER = 36
 _READ_CHUNK = 64 * 1024
 _POLL = 0.005  # seconds between looks at the shell's exit status
 
 
-def is_secret_name(name: str) -> bool:
-    """Whether an environment variable is a credential the shell must not inherit."""
-    return bool(_SECRET.match(name.upper()))
-
-
-def scrubbed_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`environ` (default: os.environ) without provider API keys, tokens and secrets."""
-    source = os.environ if environ is None else environ
-    return {k: v for k, v in source.items() if not is_secret_name(k)}
-
-
 class LocalEnv:
     """`ToolEnv` on the local disk and a local shell."""
 
-    def __init__(self, limits: ShellLimits | None = None, env: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        limits: ShellLimits | None = None,
+        env: Mapping[str, str] | None = None,
+        sandbox: Sandbox | None = None,
+    ):
         self.limits = limits or ShellLimits()
-        self._env = scrubbed_env(env)
+        self._environ = dict(os.environ if env is None else env)
+        self._env = scrubbed_env(self._environ)
         self._shell = shutil.which("bash") or "/bin/sh"
+        self.sandbox = sandbox
 
     async def read_text(self, path: Path, line: int | None = None, limit: int | None = None) -> str:
         """Text from 1-based `line`, at most `limit` lines (ValueError for a binary file)."""
         return await asyncio.to_thread(_read_lines, Path(path), line, limit)
 
     async def write_text(self, path: Path, content: str) -> None:
-        """Write `content` (parents created); the final component must not be a symlink."""
-        await asyncio.to_thread(_write, Path(path), content)
+        """Write `content` (parents created); no component may be a symlink."""
+        await asyncio.to_thread(beneath.write_bytes, Path(path), content.encode("utf-8"))
 
     async def run_command(
         self,
@@ -116,16 +80,17 @@ class LocalEnv:
         timeout: float,
         output_limit: int,
         on_start: Callable[[str | None], Awaitable[None]] | None = None,
+        confinement: Confinement | None = None,
     ) -> CommandResult:
-        """Run `command` in its own process group; see the module docstring."""
+        """Run `command` in its own process group (in the sandbox with a `confinement`);
+        see the module docstring."""
         if self.limits.become_subreaper:
             _become_subreaper()
+        argv, env = self._argv(command, cwd, confinement)
         proc = await asyncio.create_subprocess_exec(
-            self._shell,
-            "-c",
-            command,
+            *argv,
             cwd=str(cwd),
-            env=self._env,
+            env=env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
@@ -156,6 +121,16 @@ class LocalEnv:
             truncated=buf.omitted > 0,
             timed_out=timed_out,
         )
+
+    def _argv(
+        self, command: str, cwd: Path, confinement: Confinement | None
+    ) -> tuple[list[str], dict[str, str]]:
+        if confinement is None:
+            return [self._shell, "-c", command], self._env
+        if self.sandbox is None:  # fail closed: a confined command never runs bare
+            raise SandboxUnavailable("a sandboxed command was asked for, and none is set up")
+        # bwrap starts with an empty environment: its PID 1 keeps the one it got.
+        return self.sandbox.argv(command, cwd, confinement, self._environ), {}
 
     async def _pump(self, proc: asyncio.subprocess.Process, buf: _HeadTail) -> None:
         assert proc.stdout is not None
@@ -278,7 +253,7 @@ def _become_subreaper() -> None:
 
 def _read_lines(path: Path, line: int | None, limit: int | None) -> str:
     start = max(line or 1, 1)
-    with open(path, "rb") as f:
+    with os.fdopen(beneath.open_regular(path), "rb") as f:
         if b"\0" in f.read(8192):
             raise ValueError(f"{path} looks like a binary file")
         f.seek(0)
@@ -292,12 +267,4 @@ def _read_lines(path: Path, line: int | None, limit: int | None) -> str:
     return b"".join(out).decode("utf-8", "replace")
 
 
-def _write(path: Path, content: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags, 0o666)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        f.write(content)
-
-
-__all__ = ["PROVIDER_PREFIXES", "LocalEnv", "is_secret_name", "scrubbed_env"]
+__all__ = ["LocalEnv"]

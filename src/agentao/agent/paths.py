@@ -24,10 +24,10 @@ Operations:
 TOCTOU: the check sees the filesystem as it is when the permission engine decides.
 `pin` records each resolved path for the call; the tool resolves again right before
 acting and `check_pin` fails the call if anything changed (e.g. a symlink appeared
-in between), and LocalEnv opens files for writing with O_NOFOLLOW. What remains is
-the microseconds between the tool's own resolve and open: a concurrent process
-racing the agent inside the workspace can still win that; a shell command the user
-allowed can do anything its user can.
+in between). The local disk is then reached through descriptors, one component at
+a time and never following a symlink (`agent/beneath.py`): a resolved path has no
+symlink in it, so one that appears after the check is refused, not followed. There
+is no window left between the check and the use.
 """
 
 from __future__ import annotations
@@ -95,11 +95,16 @@ def absolute(path: str, cwd: Path) -> Path:
 
 
 def resolve(path: str | Path, cwd: Path, op: Op = "read") -> Path:
-    """Where `path` really points for `op` (symlinks resolved; parent only for relink)."""
+    """Where `path` really points for `op` (symlinks resolved; parent only for relink).
+    PathError when a component changes while it is being resolved (realpath reads a
+    link that is no longer one): a path under attack is refused, not half-resolved."""
     p = absolute(str(path), cwd)
-    if op == "relink" and p.name not in ("", ".", ".."):
-        return Path(os.path.realpath(p.parent)) / p.name
-    return Path(os.path.realpath(p))
+    try:
+        if op == "relink" and p.name not in ("", ".", ".."):
+            return Path(os.path.realpath(p.parent)) / p.name
+        return Path(os.path.realpath(p))
+    except OSError as e:
+        raise PathError(f"{path} changed while it was being resolved ({e.strerror})") from e
 
 
 def roots_of(cwd: Path, workspace: Iterable[Path] = ()) -> tuple[Path, ...]:

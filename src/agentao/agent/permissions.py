@@ -11,17 +11,26 @@ Theory of operation
    touches (resolved by `sandbox`) against the workspace (session cwd plus additional
    directories):
 
-   | posture          | reads/searches          | edit/delete/move       | shell                  | fetch | other (MCP…) |
-   |------------------|-------------------------|------------------------|------------------------|-------|--------------|
-   | read-only        | inside allow, out ask   | deny                   | deny                   | deny  | deny         |
-   | plan             | as read-only (+ todo_write)                                                                      |
-   | workspace-write  | inside allow, out ask   | inside allow, out deny | allowlisted allow, ask | ask   | ask          |
-   | full-access      | allow                   | allow                  | allow                  | allow | allow        |
+   | posture          | reads/searches          | edit/delete/move       | shell                      | fetch | other (MCP…) |
+   |------------------|-------------------------|------------------------|----------------------------|-------|--------------|
+   | read-only        | inside allow, out ask   | deny                   | sandbox, workspace read-only: allowlisted allow, else ask | deny | deny |
+   | plan             | as read-only (+ todo_write)                                                                  |
+   | workspace-write  | inside allow, out ask   | inside allow, out deny | sandbox: allowlisted allow (workspace read-only), else ask (workspace writable) | ask | ask |
+   | full-access      | allow                   | allow                  | allow, unconfined          | allow | allow        |
 
-   Under workspace-write, writing into `.git/` asks (git runs hooks and config from
-   there), writing through a hard-linked file is denied (see sandbox), and a shell
-   `directory` outside the workspace is denied. MCP tools annotated read-only count
-   as reads. Any other mode id behaves as workspace-write.
+   Shell commands run in the OS sandbox (agent/sandbox.py): no network, no home, only
+   the workspace roots (and the user's `"sandbox"` paths) visible. The allowlist only
+   decides that a command runs without asking; an allowlisted command runs with the
+   workspace read-only, so "it only reads" is enforced, not trusted. Where no sandbox
+   can run, every shell command asks under workspace-write and none runs under
+   read-only or plan (nothing could hold it to reading).
+
+   Under workspace-write, writing into `.git/` or into anything that looks like a git
+   directory, or a file named `HEAD` (what makes a directory one), asks: git runs
+   hooks and programs named in a repository's config. Writing through a hard-linked
+   file is denied (see paths), and a shell `directory` outside the workspace is
+   denied. MCP tools annotated read-only count as reads. Any other mode id behaves as
+   workspace-write.
 4. Remembered "always allow" grants turn a preset *ask* into allow. They are narrow:
    this tool with this command prefix (`npm test`), or this exact resolved path, or
    this URL origin for web_fetch; a tool with none of those (an MCP tool) is
@@ -29,7 +38,10 @@ Theory of operation
    only simple commands (no `;`, `|`, `$(`…).
 
 An allow rule may open what workspace-write denies (e.g. `{"action": "allow", "tool":
-"write_file", "path": "/tmp/**"}`) but never widens read-only or plan.
+"write_file", "path": "/tmp/**"}`) but never widens read-only or plan. A rule with a
+`command` may add `"network": true`: the commands it matches get the network in the
+sandbox. The file's `"sandbox"` section adds paths every command may read or write,
+network for all, and variables to pass through (`SandboxOptions`).
 """
 
 from __future__ import annotations
@@ -37,7 +49,7 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -52,6 +64,7 @@ from agentao.agent.paths import (
     resolve,
     roots_of,
 )
+from agentao.agent.sandbox import Confinement, SandboxOptions, SandboxStatus, existing
 from agentao.agent.settings import agentao_home
 from agentao.agent.tools.base import Decision, Tool, ToolContext
 from agentao.agent.tools.shell import (
@@ -66,6 +79,8 @@ Action = Literal["allow", "ask", "deny"]
 DEFAULT_MODE = "workspace-write"
 ALWAYS_ALLOWED = frozenset({"ask_user", "todo_write"})
 PROTECTED_DIRS = frozenset({".git"})
+GIT_DIR_MARKER = "HEAD"  # git takes a directory with HEAD plus objects/ or refs/ for a repository
+NO_SANDBOX = SandboxStatus(False, "none", "no sandbox was set up")
 _READ_KINDS = frozenset({"read", "search"})
 _ALLOW = Decision("allow")
 
@@ -78,14 +93,18 @@ class PermissionMode:
 
 
 MODES = (
-    PermissionMode("read-only", "Read only", "Read and search; nothing is changed or run."),
+    PermissionMode(
+        "read-only",
+        "Read only",
+        "Read and search; commands run only in a read-only sandbox; nothing is changed.",
+    ),
     PermissionMode(
         "workspace-write",
         "Workspace write",
-        "Edit files in the workspace; ask before shell commands and web fetches.",
+        "Edit files in the workspace; sandboxed commands; ask before others and web fetches.",
     ),
     PermissionMode("full-access", "Full access", "Everything is allowed without asking."),
-    PermissionMode("plan", "Plan", "Read and plan (todo list) only; nothing is changed or run."),
+    PermissionMode("plan", "Plan", "Read and plan (todo list); nothing is changed."),
 )
 _POSTURES = frozenset(m.id for m in MODES)
 
@@ -103,6 +122,7 @@ class Rule:
     kind: str | None = None
     path: str | None = None
     command: str | None = None
+    network: bool = False  # with `command`: matching commands get the network in the sandbox
 
     def matches(
         self,
@@ -145,33 +165,68 @@ def rules_file() -> Path:
     return agentao_home() / "permissions.json"
 
 
-def load_rules(path: Path | None = None) -> tuple[Rule, ...]:
-    """The user's rules: `{"rules": [{"action": "deny", "command": "rm"}, …]}`; none if absent."""
+@dataclass(frozen=True, slots=True)
+class UserPolicy:
+    """Everything permissions.json says: rules, and what the sandbox adds for commands."""
+
+    rules: tuple[Rule, ...] = ()
+    sandbox: SandboxOptions = field(default_factory=SandboxOptions)
+
+
+def load_policy(path: Path | None = None) -> UserPolicy:
+    """`{"rules": [{"action": "deny", "command": "rm"}, …], "sandbox": {"read": [paths],
+    "write": [paths], "network": false, "env": [names]}}`; empty if the file is absent."""
     path = path or rules_file()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return ()
+        return UserPolicy()
     except (OSError, ValueError) as e:
         raise PermissionRulesError(f"{path}: {e}") from e
-    items = data.get("rules") if isinstance(data, dict) else data
+    items = data.get("rules", []) if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise PermissionRulesError(f'{path}: expected {{"rules": [...]}}')
-    return tuple(_rule(item, f"{path}: rule {i + 1}") for i, item in enumerate(items))
+    rules = tuple(_rule(item, f"{path}: rule {i + 1}") for i, item in enumerate(items))
+    extra = data.get("sandbox", {}) if isinstance(data, dict) else {}
+    return UserPolicy(rules, _sandbox_options(extra, f"{path}: sandbox"))
+
+
+def load_rules(path: Path | None = None) -> tuple[Rule, ...]:
+    """The user's rules alone (see `load_policy`)."""
+    return load_policy(path).rules
 
 
 def _rule(item: object, where: str) -> Rule:
     fields = ("tool", "kind", "path", "command")
     if not isinstance(item, dict) or item.get("action") not in ("allow", "ask", "deny"):
         raise PermissionRulesError(f'{where}: needs "action": "allow" | "ask" | "deny"')
-    unknown = set(item) - {"action", *fields}
+    unknown = set(item) - {"action", "network", *fields}
     if unknown:
         raise PermissionRulesError(f"{where}: unknown field(s) {sorted(unknown)}")
     if not any(item.get(f) for f in fields):
         raise PermissionRulesError(f"{where}: needs at least one of {', '.join(fields)}")
     if any(item.get(f) is not None and not isinstance(item[f], str) for f in fields):
         raise PermissionRulesError(f"{where}: fields must be strings")
-    return Rule(item["action"], *(item.get(f) for f in fields))
+    network = item.get("network", False)
+    if not isinstance(network, bool) or (network and not item.get("command")):
+        raise PermissionRulesError(f'{where}: "network" is true or false, on a "command" rule')
+    return Rule(item["action"], *(item.get(f) for f in fields), network=network)
+
+
+def _sandbox_options(data: object, where: str) -> SandboxOptions:
+    if not isinstance(data, dict) or set(data) - {"read", "write", "network", "env"}:
+        raise PermissionRulesError(f'{where}: expected {{"read", "write", "network", "env"}}')
+    lists = {k: data.get(k, []) for k in ("read", "write", "env")}
+    if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in lists.values()):
+        raise PermissionRulesError(f'{where}: "read", "write" and "env" are lists of strings')
+    if not isinstance(data.get("network", False), bool):
+        raise PermissionRulesError(f'{where}: "network" is true or false')
+    return SandboxOptions(
+        read=existing(Path(p) for p in lists["read"]),
+        write=existing(Path(p) for p in lists["write"]),
+        network=data.get("network", False),
+        env=tuple(lists["env"]),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,10 +247,14 @@ class PermissionEngine:
         mode: str = DEFAULT_MODE,
         rules: Sequence[Rule] = (),
         grants: Iterable[Grant] = (),
+        sandbox: SandboxStatus = NO_SANDBOX,
+        options: SandboxOptions | None = None,
     ):
         self.mode = mode
         self.rules = tuple(rules)
         self._grants: set[Grant] = set(grants)
+        self.sandbox = sandbox  # whether shell commands can be confined here
+        self.options = options or SandboxOptions()
 
     @property
     def posture(self) -> str:
@@ -236,9 +295,12 @@ class PermissionEngine:
         if preset.verdict == "deny" and (hard or rule is None or rule.action != "allow"):
             return preset
         if rule is not None:
-            return Decision(rule.action, f"your permission rule {_describe(rule)}")
+            confinement = preset.confinement
+            if confinement is not None and rule.network:
+                confinement = replace(confinement, network=True)
+            return Decision(rule.action, f"your permission rule {_describe(rule)}", confinement)
         if preset.verdict == "ask" and self._granted(tool, args, targets, command):
-            return _ALLOW
+            return replace(preset, verdict="allow")
         return preset
 
     def _rule(
@@ -263,7 +325,7 @@ class PermissionEngine:
             return _ALLOW
         kind = tool.kind
         reads_only = kind in _READ_KINDS and all(a.op == "read" for a in targets)
-        if posture in ("read-only", "plan") and not reads_only:
+        if posture in ("read-only", "plan") and not reads_only and kind != "execute":
             return Decision(
                 "deny", f"mode {self.mode} only reads and searches; {tool.name} is not allowed"
             )
@@ -285,18 +347,37 @@ class PermissionEngine:
                     f"{path} has several hard links, one may lie outside the workspace;"
                     " refusing to write through it",
                 )
-            if any(part in PROTECTED_DIRS for part in _relative_parts(path, roots)):
-                verdict = Decision("ask", f"{path} is in a protected directory")
+            if access.op != "cwd" and _in_git_dir(path, roots):
+                verdict = Decision("ask", f"{path} is (or would make) git's own files")
         if kind in _READ_KINDS or kind == "think" or kind in ("edit", "delete", "move"):
             return verdict
         if kind == "execute":
             cwd = next((p for a, p in targets.items() if a.op == "cwd"), roots[0])
-            if verdict.verdict == "allow" and command and is_read_only_command(command, cwd, roots):
-                return _ALLOW
-            return Decision("ask", "shell commands need your approval")
+            only_reads = bool(command) and is_read_only_command(command or "", cwd, roots)
+            return self._shell(verdict.verdict == "allow" and only_reads, roots)
         if kind == "fetch":
             return Decision("ask", "network fetches need your approval")
         return Decision("ask", f"{tool.name} needs your approval")
+
+    def _shell(self, only_reads: bool, roots: tuple[Path, ...]) -> Decision:
+        """Whether a command asks, and the sandbox it runs in (see the table above)."""
+        read_only_mode = self.posture in ("read-only", "plan")
+        if not self.sandbox.available:
+            why = f"no sandbox can run here: {self.sandbox.reason}"
+            if read_only_mode:
+                return Decision("deny", f"mode {self.mode} runs commands only sandboxed; {why}")
+            return Decision("ask", f"shell commands need your approval ({why})")
+        writable = () if read_only_mode or only_reads else roots
+        confinement = self._confinement(writable, roots)
+        if only_reads:
+            return Decision("allow", "", confinement)
+        return Decision("ask", "shell commands need your approval", confinement)
+
+    def _confinement(self, writable: tuple[Path, ...], roots: tuple[Path, ...]) -> Confinement:
+        extra = self.options
+        writable = (*writable, *(p for p in extra.write if p not in writable))
+        readable = tuple(p for p in (*roots, *extra.read) if p not in writable)
+        return Confinement(writable, readable, extra.network, extra.env)
 
     def remember(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> None:
         """ "Always allow" this tool with this command prefix / these paths / this origin."""
@@ -344,7 +425,12 @@ class PermissionEngine:
 
     @classmethod
     def from_dict(
-        cls, data: dict[str, Any], mode: str = DEFAULT_MODE, rules: Sequence[Rule] = ()
+        cls,
+        data: dict[str, Any],
+        mode: str = DEFAULT_MODE,
+        rules: Sequence[Rule] = (),
+        sandbox: SandboxStatus = NO_SANDBOX,
+        options: SandboxOptions | None = None,
     ) -> PermissionEngine:
         """An engine with the grants of `to_dict()`; unknown or malformed entries are dropped."""
         grants = []
@@ -353,7 +439,7 @@ class PermissionEngine:
                 keys = {k: item.get(k) for k in ("command", "path", "origin")}
                 if all(v is None or isinstance(v, str) for v in keys.values()):
                     grants.append(Grant(item["tool"], **keys))
-        return cls(mode, rules, grants)
+        return cls(mode, rules, grants, sandbox, options)
 
 
 def _command(tool: Tool, args: dict[str, Any]) -> str | None:
@@ -375,8 +461,36 @@ def _relative_parts(path: Path, roots: Sequence[Path]) -> tuple[str, ...]:
     return ()
 
 
+def _in_git_dir(path: Path, roots: Sequence[Path]) -> bool:
+    """Whether changing `path` changes a git repository's own files: under `.git`, a
+    file named HEAD (which turns a directory into a repository git will obey), or
+    inside (or being) a directory that already looks like one (a bare repository
+    under an ordinary name, as a hostile repository may carry)."""
+    parts = _relative_parts(path, roots)
+    if any(part in PROTECTED_DIRS for part in parts) or path.name == GIT_DIR_MARKER:
+        return True
+    root = next((r for r in roots if path.is_relative_to(r)), None)
+    here = path
+    while root is not None:
+        if _looks_like_git_dir(here):
+            return True
+        if here == root:
+            return False
+        here = here.parent
+    return False
+
+
+def _looks_like_git_dir(path: Path) -> bool:
+    try:
+        if not (path / GIT_DIR_MARKER).is_file():
+            return False
+        return (path / "objects").is_dir() or (path / "refs").is_dir()
+    except OSError:
+        return False
+
+
 def _describe(rule: Rule) -> str:
-    fields = {k: v for k, v in asdict(rule).items() if v is not None and k != "action"}
+    fields = {k: v for k, v in asdict(rule).items() if v not in (None, False) and k != "action"}
     return f"{rule.action} {json.dumps(fields)}"
 
 
@@ -389,6 +503,8 @@ __all__ = [
     "PermissionMode",
     "PermissionRulesError",
     "Rule",
+    "UserPolicy",
+    "load_policy",
     "load_rules",
     "rules_file",
 ]

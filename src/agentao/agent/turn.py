@@ -313,6 +313,7 @@ async def _permission(
 ) -> str | None:
     """None when the call may run, else the reason it may not."""
     decision = deps.gate.decide(tool, call.arguments, ctx)
+    ctx.confinement = decision.confinement
     if decision.verdict == "allow":
         return None
     if decision.verdict == "deny":

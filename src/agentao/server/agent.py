@@ -19,6 +19,7 @@ from typing import Any
 from agentao.agent.config import LlmConfig, resolve_provider, split_model_value
 from agentao.agent.events import TurnEvent
 from agentao.agent.providers.errors import MissingCredentials, ProviderNotFound
+from agentao.agent.sandbox import Sandbox
 from agentao.agent.session import AgentSession
 from agentao.protocol import schema
 from agentao.protocol.endpoint import Endpoint
@@ -54,11 +55,12 @@ class AcpAgent:
         self._resume = resume  # seed C.2 "Startup resume": consumed by the first session/new
         self._background: set[asyncio.Task[Any]] = set()
         self.extensions = {SET_MODEL_METHOD: self.set_model}
+        self.sandbox = Sandbox(settings.sandbox)
 
     @property
     def factory(self) -> SessionFactory:
         assert self.endpoint is not None, "bind the endpoint first"
-        return SessionFactory(self.endpoint, self.io, self.settings)
+        return SessionFactory(self.endpoint, self.io, self.settings, self.sandbox)
 
     # ---- connection ------------------------------------------------------------------
 
@@ -81,6 +83,7 @@ class AcpAgent:
         raw_servers = raw_params().get("mcpServers")
         servers = parse_mcp_servers(raw_servers, str(cwd))
         llm = _resolve_llm(None)
+        await self._probe_sandbox()
         resume, self._resume = self._resume, None
         live = await self._startup_resume(resume, cwd, servers) if resume is not None else None
         replay = live is not None
@@ -231,6 +234,7 @@ class AcpAgent:
             self.sessions.remove(current.id)
             await current.close(self.settings.close_grace)
         agent, grants = await self._load(params.session_id)
+        await self._probe_sandbox()
         if str(agent.cwd) != str(cwd):
             raise InvalidParams(
                 f"Invalid params: cwd must match the session's cwd ({agent.cwd})", {"field": "cwd"}
@@ -245,6 +249,10 @@ class AcpAgent:
         live = self.factory.open(agent, self._llm_for(agent), grants, servers)
         self.sessions.add(live)
         return live
+
+    async def _probe_sandbox(self) -> None:
+        """Run the one-off sandbox probe (a subprocess) off the event loop; cached after."""
+        await asyncio.to_thread(self.sandbox.status)
 
     async def _load(self, session_id: str) -> tuple[AgentSession, dict[str, Any]]:
         try:

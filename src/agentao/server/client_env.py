@@ -7,7 +7,10 @@ it lets the editor track the change; running through it shows the terminal
 live in the tool call (`on_start(terminal_id)` embeds it).
 
 A command runs as `terminal/create` -> `terminal/wait_for_exit` (bounded by the
-tool's timeout) -> `terminal/output` -> `terminal/release`. On a timeout the
+tool's timeout) -> `terminal/output` -> `terminal/release`. A confined command runs
+in the editor's terminal too, as `env -i bwrap … -- bash -c COMMAND`: the editor
+spawned this agent, so it runs on the same machine, and `env -i` keeps the editor's
+own environment out of the sandbox (bwrap's PID 1 would carry it otherwise). On a timeout the
 terminal is killed first; on cancellation kill and release are sent without
 waiting for their answers, so a cancelled turn still ends within 100 ms.
 """
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentao.agent.sandbox import Confinement, Sandbox, SandboxUnavailable
 from agentao.agent.tools.base import CommandResult, ToolEnv
 from agentao.protocol import schema
 from agentao.protocol.errors import PeerError
@@ -30,6 +34,7 @@ log = logging.getLogger("agentao.server")
 
 NOT_FOUND_CODES = frozenset({-32002})  # ACP "resource not found"
 SHELL = "bash"
+ENV = "env"  # `env -i`: start the sandbox with an empty environment
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +62,19 @@ class ClientIo:
 class ClientEnv:
     """`ToolEnv` for one session: the client where it offers, `local` elsewhere."""
 
-    def __init__(self, peer: Requester, session_id: str, io: ClientIo, local: ToolEnv) -> None:
+    def __init__(
+        self,
+        peer: Requester,
+        session_id: str,
+        io: ClientIo,
+        local: ToolEnv,
+        sandbox: Sandbox | None = None,
+    ) -> None:
         self.peer = peer
         self.session_id = session_id
         self.io = io
         self.local = local
+        self.sandbox = sandbox
         self._background: set[asyncio.Task[Any]] = set()
 
     async def read_text(self, path: Path, line: int | None = None, limit: int | None = None) -> str:
@@ -88,15 +101,19 @@ class ClientEnv:
         timeout: float,
         output_limit: int,
         on_start: Callable[[str | None], Awaitable[None]] | None = None,
+        confinement: Confinement | None = None,
     ) -> CommandResult:
         if not self.io.terminal:
-            return await self.local.run_command(command, cwd, timeout, output_limit, on_start)
+            return await self.local.run_command(
+                command, cwd, timeout, output_limit, on_start, confinement
+            )
+        program, args = self._command_line(command, cwd, confinement)
         created = await self.peer.request(
             "terminal/create",
             schema.CreateTerminalRequest(
                 session_id=self.session_id,
-                command=SHELL,
-                args=["-c", command],
+                command=program,
+                args=args,
                 cwd=str(cwd),
                 output_byte_limit=output_limit,
             ),
@@ -112,6 +129,15 @@ class ClientEnv:
         except BaseException:
             self._in_background(self._release(terminal_id))
             raise
+
+    def _command_line(
+        self, command: str, cwd: Path, confinement: Confinement | None
+    ) -> tuple[str, list[str]]:
+        if confinement is None:
+            return SHELL, ["-c", command]
+        if self.sandbox is None:  # fail closed: a confined command never runs bare
+            raise SandboxUnavailable("a sandboxed command was asked for, and none is set up")
+        return ENV, ["-i", *self.sandbox.argv(command, cwd, confinement)]
 
     async def _finish(self, terminal_id: str, timeout: float) -> CommandResult:
         ref = self._terminal_ref(terminal_id)

@@ -3,7 +3,9 @@
 The client's advertised capabilities decide the `ToolEnv` (editor fs/terminal
 where offered, local elsewhere); the session's mode and stored grants decide
 its permission engine; the user's rules file (under AGENTAO_HOME, never the
-project) is read for every session, so an edit applies to the next one.
+project) is read for every session, so an edit applies to the next one. Shell
+commands are confined by the agent process's one `Sandbox`, in whichever
+environment runs them.
 """
 
 from __future__ import annotations
@@ -11,8 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from agentao.agent.config import LlmConfig
-from agentao.agent.permissions import PermissionEngine, PermissionRulesError, load_rules
+from agentao.agent.permissions import (
+    PermissionEngine,
+    PermissionRulesError,
+    UserPolicy,
+    load_policy,
+)
 from agentao.agent.providers import LlmProvider, make_provider
+from agentao.agent.sandbox import Sandbox
 from agentao.agent.session import AgentSession
 from agentao.agent.tools.base import Tool, ToolEnv
 from agentao.protocol.endpoint import Endpoint
@@ -25,10 +33,13 @@ from agentao.server.settings import ServerSettings
 
 
 class SessionFactory:
-    def __init__(self, endpoint: Endpoint, io: ClientIo, settings: ServerSettings) -> None:
+    def __init__(
+        self, endpoint: Endpoint, io: ClientIo, settings: ServerSettings, sandbox: Sandbox
+    ) -> None:
         self.endpoint = endpoint
         self.io = io
         self.settings = settings
+        self.sandbox = sandbox
 
     def open(
         self,
@@ -37,11 +48,15 @@ class SessionFactory:
         grants: dict[str, Any],
         servers: list[Any],
     ) -> LiveSession:
+        policy = _policy()
+        engine = PermissionEngine.from_dict(
+            grants, posture(agent), policy.rules, self.sandbox.status(), policy.sandbox
+        )
         return LiveSession(
             agent=agent,
             llm=llm,
             provider=self.provider(llm),
-            engine=PermissionEngine.from_dict(grants, posture(agent), _rules()),
+            engine=engine,
             interaction=ClientInteraction(self.endpoint, agent.id),
             env=self.env(agent.id),
             make_tools=self.tools,
@@ -61,10 +76,10 @@ class SessionFactory:
     def env(self, session_id: str) -> ToolEnv:
         from agentao.agent.local_env import LocalEnv
 
-        local = LocalEnv(self.settings.shell)
+        local = LocalEnv(self.settings.shell, sandbox=self.sandbox)
         if not self.io.any:
             return local
-        return ClientEnv(self.endpoint, session_id, self.io, local)
+        return ClientEnv(self.endpoint, session_id, self.io, local, self.sandbox)
 
 
 def posture(agent: AgentSession) -> str:
@@ -74,9 +89,9 @@ def posture(agent: AgentSession) -> str:
     return agent.meta.get("posture") or DEFAULT_MODE
 
 
-def _rules() -> Any:
+def _policy() -> UserPolicy:
     try:
-        return load_rules()
+        return load_policy()
     except PermissionRulesError as exc:
         raise InternalError(
             f"Internal error: the permission rules file is invalid: {exc}",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from agentao.agent.events import Location, PlanEntry, ToolCallStarted, ToolKind, ToolOutput
+from agentao.agent.sandbox import Confinement
 
 PermissionOutcome = Literal["allow", "allow_always", "reject", "cancelled"]
 ASK_USER_UNAVAILABLE = "(user unavailable)"
@@ -48,8 +49,10 @@ class ToolEnv(Protocol):
         timeout: float,
         output_limit: int,
         on_start: Callable[[str | None], Awaitable[None]] | None = None,
+        confinement: Confinement | None = None,
     ) -> CommandResult:
-        """Run `command` in a shell; `on_start(terminal_id)` fires once it runs."""
+        """Run `command` in a shell; `on_start(terminal_id)` fires once it runs. With a
+        `confinement` it runs in the sandbox, or not at all (SandboxUnavailable)."""
         ...
 
 
@@ -76,6 +79,8 @@ class ToolContext:
     report: Callable[[tuple[ToolOutput, ...]], Awaitable[None]] | None = None
     # Per-session state a tool keeps between calls (e.g. todo_write's plan).
     state: dict[str, Any] = field(default_factory=dict)
+    # What the permission decision let this call's command reach (None: unconfined).
+    confinement: Confinement | None = None
 
     def resolve(self, path: str) -> Path:
         """`path` made absolute against the session cwd (not yet sandbox-checked)."""
@@ -101,10 +106,12 @@ class ToolError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """A permission verdict for one tool call, with the reason the model is told on deny."""
+    """A permission verdict for one tool call, with the reason the model is told on deny,
+    and for a shell command the sandbox it runs in once allowed (None: unconfined)."""
 
     verdict: Literal["allow", "ask", "deny"]
     reason: str = ""
+    confinement: Confinement | None = None
 
 
 class PermissionGate(Protocol):

@@ -2,20 +2,20 @@
 
 Reads and writes go through `ctx.env` (local disk or the editor's buffers). Listing,
 deleting and moving have no ACP client method, so they act on the local disk. Every
-path is resolved by `sandbox.target` right before use, which also fails the call if
-the path points elsewhere than when the permission engine looked at it.
+path is resolved by `paths.target` right before use, which also fails the call if
+the path points elsewhere than when the permission engine looked at it; the local
+disk is then reached through descriptors (`agent/beneath.py`), so a symlink that
+appears in the path after that is refused, never followed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
 import fnmatch
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
+from agentao.agent import beneath
 from agentao.agent.events import DiffOutput, Location, TextOutput
 from agentao.agent.paths import PathAccess, PathError, absolute, target
 from agentao.agent.settings import FileLimits, cap_text
@@ -189,16 +189,15 @@ class ListDirectory(_PathTool):
 
 def _list(path: Path, ignore: list[str]) -> list[str]:
     dirs, files = [], []
-    with os.scandir(path) as it:
-        for entry in it:
-            if any(fnmatch.fnmatch(entry.name, pat) for pat in ignore):
-                continue
-            if entry.is_symlink():
-                files.append(f"{entry.name}@")
-            elif entry.is_dir():
-                dirs.append(f"{entry.name}/")
-            else:
-                files.append(entry.name)
+    for entry in beneath.scandir(path):
+        if any(fnmatch.fnmatch(entry.name, pat) for pat in ignore):
+            continue
+        if entry.is_symlink():
+            files.append(f"{entry.name}@")
+        elif entry.is_dir(follow_symlinks=False):
+            dirs.append(f"{entry.name}/")
+        else:
+            files.append(entry.name)
     return sorted(dirs) + sorted(files)
 
 
@@ -291,12 +290,12 @@ class DeleteFile(_PathTool):
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         path = _target(ctx, _str_arg(args, "file_path"), "relink")  # type: ignore[arg-type]
-        if path.is_dir() and not path.is_symlink():
-            raise ToolError(f"{path} is a directory; delete_file removes files only")
         try:
-            await asyncio.to_thread(os.unlink, path)
+            await asyncio.to_thread(beneath.unlink, path)
         except FileNotFoundError as e:
             raise ToolError(f"{path} does not exist") from e
+        except IsADirectoryError as e:
+            raise ToolError(f"{path} is a directory; delete_file removes files only") from e
         except OSError as e:
             raise ToolError(f"cannot delete {path}: {e.strerror or e}") from e
         return ToolResult(f"Deleted {path}.", (TextOutput(f"Deleted {path}"),))
@@ -334,7 +333,7 @@ class MoveFile(Tool):
         source = _target(ctx, _str_arg(args, "source"), "relink")  # type: ignore[arg-type]
         dest = _target(ctx, _str_arg(args, "destination"), "relink")  # type: ignore[arg-type]
         try:
-            await asyncio.to_thread(_move, source, dest)
+            await asyncio.to_thread(beneath.rename, source, dest)
         except FileNotFoundError as e:
             raise ToolError(f"{source} does not exist") from e
         except FileExistsError as e:
@@ -342,20 +341,6 @@ class MoveFile(Tool):
         except OSError as e:
             raise ToolError(f"cannot move {source} to {dest}: {e.strerror or e}") from e
         return ToolResult(f"Moved {source} to {dest}.", (TextOutput(f"Moved {source} → {dest}"),))
-
-
-def _move(source: Path, dest: Path) -> None:
-    if not os.path.lexists(source):
-        raise FileNotFoundError(source)
-    if os.path.lexists(dest):
-        raise FileExistsError(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.rename(source, dest)
-    except OSError as e:
-        if e.errno != errno.EXDEV:  # another filesystem: copy, then delete
-            raise
-        shutil.move(source, dest)
 
 
 __all__ = [

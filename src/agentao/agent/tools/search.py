@@ -3,7 +3,9 @@
 Both walk the local disk even when the editor owns reads (ACP has no listing
 method). They never follow a symlink out of the directory searched: a result whose
 real path leaves the search root is skipped, so `ws/link -> /` cannot turn a search
-of the workspace into a search of the machine. Directories in `ignored_dirs`
+of the workspace into a search of the machine. A file's content is read through a
+descriptor (`agent/beneath.py`) of the path that was checked, so a file swapped for
+a symlink mid-search is skipped, not followed. Directories in `ignored_dirs`
 (`.git`, `node_modules`…) are skipped unless the search starts inside one.
 """
 
@@ -17,6 +19,7 @@ import threading
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from agentao.agent import beneath
 from agentao.agent.events import Location, TextOutput
 from agentao.agent.paths import PathAccess, PathError, glob_base, target
 from agentao.agent.settings import FileLimits
@@ -24,6 +27,10 @@ from agentao.agent.tools.base import Tool, ToolContext, ToolError, ToolResult
 from agentao.agent.tools.files import location
 
 _MAX_LINE = 500  # characters of one matching line shown
+
+
+class _TooBig(Exception):
+    """A file over grep_max_file_bytes: counted as skipped, never read."""
 
 
 def _root(ctx: ToolContext, args: dict[str, Any]) -> Path:
@@ -178,13 +185,11 @@ class SearchFileContent(_SearchTool):
             if stop.is_set() or len(out) >= cap:
                 break
             try:
-                if os.path.getsize(path) > self.limits.grep_max_file_bytes:
-                    skipped += 1
-                    continue
-                data = Path(path).read_bytes()
-            except OSError:
+                data = self._content(root, path)
+            except _TooBig:
+                skipped += 1
                 continue
-            if b"\0" in data[:8192]:
+            if data is None or b"\0" in data[:8192]:
                 continue  # binary
             shown = os.path.relpath(path, root) if root.is_dir() else path
             for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
@@ -206,9 +211,23 @@ class SearchFileContent(_SearchTool):
                 rel = os.path.relpath(path, root)
                 if include and not _included(name, rel, include):
                     continue
-                if os.path.islink(path) and not self._inside(root, path):
-                    continue
                 yield path
+
+    def _content(self, root: Path, path: str) -> bytes | None:
+        """The bytes of a file under `root` (a symlink's target, when it stays under it),
+        or None to pass the file by; _TooBig past grep_max_file_bytes."""
+        real = Path(path)
+        if os.path.islink(path):
+            real = Path(os.path.realpath(path))
+            if not real.is_relative_to(root):
+                return None
+        try:
+            with os.fdopen(beneath.open_regular(real), "rb") as f:
+                if os.fstat(f.fileno()).st_size > self.limits.grep_max_file_bytes:
+                    raise _TooBig(path)
+                return f.read()
+        except OSError:  # vanished, unreadable, not a regular file, or swapped for a link
+            return None
 
 
 def _included(name: str, rel: str, include: str) -> bool:

@@ -6,6 +6,14 @@ newlines. Only simple commands can match an allowlist entry or a remembered
 "always allow" grant; anything else is asked about again. Deny rules, on the other
 hand, look at every segment of a compound command (best effort: a shell is a
 programming language, and `bash -c "r""m"` defeats any prefix rule).
+
+None of this makes a command safe: the read-only allowlist only decides that a
+command runs *without asking*, and it then runs in the sandbox with the workspace
+read-only and no network (see agent/sandbox.py). The allowlist is still careful
+(GNU tools take any unambiguous abbreviation of a long option, so `--deref` counts
+as `--dereference-recursive`), and the allowlisted git commands run with
+`--no-textconv --no-ext-diff` and without fsmonitor: a repository's config must not
+choose a program for git to run.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from agentao.agent.paths import (
     resolve,
     target,
 )
+from agentao.agent.sandbox import Confinement, SandboxUnavailable
 from agentao.agent.settings import ShellLimits
 from agentao.agent.tools.base import Tool, ToolContext, ToolError, ToolResult
 
@@ -79,10 +88,15 @@ def starts_with(words: list[str], prefix: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _ReadOnlyCommand:
-    bad_long: tuple[str, ...] = ()  # option prefixes that write, exec or follow links out
+    bad_long: tuple[str, ...] = ()  # long options that write, exec or follow links out
     bad_short: str = ""  # short option letters with the same effect
     paths: bool = True  # whether its other words are paths to keep inside
+    hardening: tuple[str, ...] = ()  # options added right after the (sub)command
 
+
+_GIT_BAD = ("--output", "--ext-diff", "--textconv", "--exec", "--upload-pack")
+_GIT_SAFE_DIFF = ("--no-ext-diff", "--no-textconv")
+_MIN_ABBREV = 3  # `--x`: GNU getopt and git take any unambiguous prefix this long or longer
 
 # Commands that only read, auto-allowed under workspace-write when simple and when
 # every path word stays inside the workspace.
@@ -99,10 +113,21 @@ READ_ONLY_COMMANDS: dict[str, _ReadOnlyCommand] = {
     "grep": _ReadOnlyCommand(("--dereference-recursive",), "R"),
     "rg": _ReadOnlyCommand(("--pre", "--hostname-bin", "--follow", "--search-zip"), "Lz"),
     "git status": _ReadOnlyCommand(),
-    "git diff": _ReadOnlyCommand(("--output", "--ext-diff", "--textconv")),
-    "git log": _ReadOnlyCommand(("--output", "--ext-diff", "--textconv")),
-    "git show": _ReadOnlyCommand(("--output", "--ext-diff", "--textconv")),
+    "git diff": _ReadOnlyCommand(_GIT_BAD, hardening=_GIT_SAFE_DIFF),
+    "git log": _ReadOnlyCommand(_GIT_BAD, hardening=_GIT_SAFE_DIFF),
+    "git show": _ReadOnlyCommand(_GIT_BAD, hardening=_GIT_SAFE_DIFF),
 }
+# `git -c …` before the subcommand: config a repository cannot override.
+GIT_SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "diff.external=")
+
+
+def _allowlist_key(words: list[str]) -> str | None:
+    return next((k for k in (" ".join(words[:2]), words[0]) if k in READ_ONLY_COMMANDS), None)
+
+
+def _bad_long(name: str, bad: tuple[str, ...]) -> bool:
+    """`--deref` is `--dereference-recursive` to GNU grep: a prefix counts as the option."""
+    return any(name.startswith(b) or (len(name) >= _MIN_ABBREV and b.startswith(name)) for b in bad)
 
 
 def is_read_only_command(command: str, cwd: Path, roots: Sequence[Path]) -> bool:
@@ -110,24 +135,38 @@ def is_read_only_command(command: str, cwd: Path, roots: Sequence[Path]) -> bool
     words = simple_words(command)
     if not words:
         return False
-    key = next((k for k in (" ".join(words[:2]), words[0]) if k in READ_ONLY_COMMANDS), None)
+    key = _allowlist_key(words)
     if key is None:
         return False
     spec = READ_ONLY_COMMANDS[key]
+    options = True  # until `--`: after it every word is an operand
     for word in words[len(key.split()) :]:
         value: str | None = word
-        if word.startswith("--"):
+        if options and word == "--":
+            options, value = False, None
+        elif options and word.startswith("--"):
             name, _, value = word.partition("=")
-            if any(name.startswith(bad) for bad in spec.bad_long):
+            if _bad_long(name, spec.bad_long):
                 return False
             value = value or None
-        elif word.startswith("-") and len(word) > 1:
+        elif options and word.startswith("-") and len(word) > 1:
             if set(word[1:]) & set(spec.bad_short):
                 return False
             value = None
         if value is not None and spec.paths and not _word_inside(value, cwd, roots):
             return False
     return True
+
+
+def hardened(command: str) -> str:
+    """An allowlisted git command with textconv, external diff and fsmonitor switched off;
+    any other command as it is."""
+    words = simple_words(command)
+    key = _allowlist_key(words) if words else None
+    if words is None or key is None or not key.startswith("git "):
+        return command
+    spec = READ_ONLY_COMMANDS[key]
+    return shlex.join(["git", *GIT_SAFE_CONFIG, words[1], *spec.hardening, *words[2:]])
 
 
 def _word_inside(word: str, cwd: Path, roots: Sequence[Path]) -> bool:
@@ -192,12 +231,22 @@ class RunShellCommand(Tool):
             if terminal_id is not None and ctx.report is not None:
                 await ctx.report((TerminalOutput(terminal_id),))
 
-        result = await ctx.env.run_command(
-            command, cwd, timeout, self.limits.output_limit, on_start=on_start
-        )
+        try:
+            result = await ctx.env.run_command(
+                hardened(command),
+                cwd,
+                timeout,
+                self.limits.output_limit,
+                on_start=on_start,
+                confinement=ctx.confinement,
+            )
+        except SandboxUnavailable as e:
+            raise ToolError(f"not run: {e}") from e
         status = _status(result.exit_code, result.signal, result.timed_out, timeout)
         if result.truncated:
             status += f" (output truncated: limit output_limit={self.limits.output_limit} bytes)"
+        if ctx.confinement is not None and result.exit_code != 0:
+            status += f" [{_sandbox_note(ctx.confinement)}]"
         model_text = f"{status}\n{result.output}" if result.output else status
         content = (
             (TerminalOutput(result.terminal_id),)
@@ -207,6 +256,8 @@ class RunShellCommand(Tool):
         # A non-zero exit is information for the model, not a failed call.
         failed = result.timed_out or result.signal is not None
         raw = {"exitCode": result.exit_code, "signal": result.signal, "timedOut": result.timed_out}
+        if ctx.confinement is not None:
+            raw["sandbox"] = ctx.confinement.describe()
         return ToolResult(model_text, content, is_error=failed, raw_output=raw)
 
     def _timeout(self, value: object) -> float:
@@ -215,6 +266,11 @@ class RunShellCommand(Tool):
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             raise ToolError("`timeout` must be a positive number of seconds")
         return min(float(value), self.limits.max_timeout)
+
+
+def _sandbox_note(confinement: Confinement) -> str:
+    """Why a confined command may have failed, for the model to tell the user."""
+    return f"{confinement.describe()} (the user can widen this in permissions.json)"
 
 
 def _status(code: int | None, sig: str | None, timed_out: bool, timeout: float) -> str:
@@ -229,6 +285,7 @@ __all__ = [
     "READ_ONLY_COMMANDS",
     "RunShellCommand",
     "command_prefix",
+    "hardened",
     "is_read_only_command",
     "segments",
     "simple_words",

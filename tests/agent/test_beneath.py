@@ -1,0 +1,234 @@
+"""Descriptor-based file access: units, and the symlink-swap race through the real tools.
+
+The race: a process inside the workspace (a command the model ran) swaps a directory
+of a path for a symlink to an outside directory, between the permission check and the
+use. `exchange` does it atomically with renameat2(RENAME_EXCHANGE), as fast as a loop
+can, while the real tools read and write through that path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentao.agent import beneath
+from agentao.agent.beneath import PathChanged
+from agentao.agent.local_env import LocalEnv
+from agentao.agent.permissions import PermissionEngine
+from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, ToolContext, ToolError
+from agentao.agent.tools.files import ReadFile, WriteFile
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2")
+
+RENAME_EXCHANGE = 2
+SWAPS_AT_LEAST = 300
+
+
+class Human:
+    async def request_permission(self, call: object) -> str:
+        return "reject"
+
+    async def ask_user(self, question: str) -> str:
+        return ASK_USER_UNAVAILABLE
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> tuple[Path, Path]:
+    base = Path(os.path.realpath(tmp_path))
+    ws, out = base / "ws", base / "out"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "sub" / "data.txt").write_text("INSIDE\n")
+    out.mkdir()
+    (out / "data.txt").write_text("TOP-SECRET\n")
+    (ws / "alt").symlink_to(out)
+    return ws, out
+
+
+def exchange(a: Path, b: Path) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_fdcwd = -100
+    if libc.renameat2(at_fdcwd, bytes(a), at_fdcwd, bytes(b), RENAME_EXCHANGE) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+class Swapper:
+    """Exchanges ws/sub (a directory) and ws/alt (a symlink to out/) in a loop."""
+
+    def __init__(self, ws: Path) -> None:
+        self.ws = ws
+        self.swaps = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            exchange(self.ws / "sub", self.ws / "alt")
+            self.swaps += 1
+
+    def __enter__(self) -> Swapper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        if (self.ws / "sub").is_symlink():
+            exchange(self.ws / "sub", self.ws / "alt")
+
+
+async def _decide_and_run(tool: object, args: dict, ws: Path, n: int) -> str:
+    """As the turn loop does: decide, and run only what is allowed."""
+    ctx = ToolContext(ws, LocalEnv(), Human(), workspace=(ws,), call_id=f"c{n}")
+    decision = PermissionEngine("workspace-write").decide(tool, args, ctx)  # type: ignore[arg-type]
+    if decision.verdict != "allow":
+        return "refused"
+    try:
+        result = await tool.run(args, ctx)  # type: ignore[attr-defined]
+    except ToolError as e:
+        return f"tool-error: {e}"
+    return result.model_text
+
+
+async def test_symlink_swap_writes_never_land_outside(layout: tuple[Path, Path]) -> None:
+    ws, out = layout
+    created = refused = 0
+    with Swapper(ws) as swapper:
+        n = 0
+        while n < SWAPS_AT_LEAST or swapper.swaps < SWAPS_AT_LEAST:
+            args = {"file_path": f"sub/w{n}.txt", "content": "PWNED"}
+            text = await _decide_and_run(WriteFile(), args, ws, n)
+            created += text.startswith("Created")
+            refused += not text.startswith("Created")
+            n += 1
+    assert swapper.swaps >= SWAPS_AT_LEAST and n >= SWAPS_AT_LEAST
+    assert sorted(p.name for p in out.iterdir()) == ["data.txt"], "a write escaped"
+    assert created > 0 and refused > 0  # the race was real: both sides of it were hit
+
+
+async def test_symlink_swap_reads_never_see_outside(layout: tuple[Path, Path]) -> None:
+    ws, _ = layout
+    seen_inside = 0
+    with Swapper(ws) as swapper:
+        n = 0
+        while n < SWAPS_AT_LEAST or swapper.swaps < SWAPS_AT_LEAST:
+            text = await _decide_and_run(ReadFile(), {"file_path": "sub/data.txt"}, ws, n)
+            assert "TOP-SECRET" not in text, f"read {n} escaped"
+            seen_inside += "INSIDE" in text
+            n += 1
+    assert swapper.swaps >= SWAPS_AT_LEAST and n >= SWAPS_AT_LEAST
+    assert seen_inside > 0
+
+
+def test_the_race_is_an_escape_for_a_path_string(layout: tuple[Path, Path]) -> None:
+    """The detector works: resolve, swap, then open the string, and the read escapes;
+    the same sequence through a descriptor walk is refused."""
+    ws, _ = layout
+    checked = Path(os.path.realpath(ws / "sub" / "data.txt"))
+    exchange(ws / "sub", ws / "alt")
+    try:
+        assert checked.read_text() == "TOP-SECRET\n"  # what `open(path)` does
+        with pytest.raises(PathChanged, match="sub is a symlink"):
+            beneath.read_bytes(checked)
+    finally:
+        exchange(ws / "sub", ws / "alt")
+
+
+# --- units ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[Path]:
+    root = Path(os.path.realpath(tmp_path)) / "ws"
+    root.mkdir()
+    yield root
+
+
+def test_write_creates_parents_and_read_round_trips(ws: Path) -> None:
+    beneath.write_bytes(ws / "a" / "b" / "c.txt", b"hi")
+    assert beneath.read_bytes(ws / "a" / "b" / "c.txt") == b"hi"
+    beneath.write_bytes(ws / "a" / "b" / "c.txt", b"x")  # truncates
+    assert (ws / "a" / "b" / "c.txt").read_bytes() == b"x"
+
+
+def test_symlinks_are_refused_not_followed(ws: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f").write_text("SECRET")
+    (ws / "dirlink").symlink_to(outside)
+    (ws / "filelink").symlink_to(outside / "f")
+    for path in (ws / "dirlink" / "f", ws / "filelink"):
+        with pytest.raises(PathChanged):
+            beneath.read_bytes(path)
+        with pytest.raises(PathChanged):
+            beneath.write_bytes(path, b"PWNED")
+    assert (outside / "f").read_text() == "SECRET"
+    with pytest.raises(PathChanged):
+        beneath.write_bytes(ws / "dirlink" / "new" / "f", b"PWNED")
+    assert sorted(p.name for p in outside.iterdir()) == ["f"]
+
+
+def test_special_files_are_refused_without_blocking(ws: Path) -> None:
+    os.mkfifo(ws / "fifo")  # opening a FIFO for reading blocks, unless O_NONBLOCK
+    with pytest.raises(OSError, match="not a regular file"):
+        beneath.read_bytes(ws / "fifo")
+    with pytest.raises(OSError):  # ENXIO without a reader, "not a regular file" with one
+        beneath.write_bytes(ws / "fifo", b"x")
+    (ws / "d").mkdir()
+    with pytest.raises(IsADirectoryError):
+        beneath.read_bytes(ws / "d")
+
+
+def test_a_refused_write_does_not_truncate(ws: Path) -> None:
+    os.mkfifo(ws / "fifo")
+    with pytest.raises(OSError):
+        beneath.write_bytes(ws / "fifo", b"x")
+    assert (ws / "fifo").exists()
+
+
+def test_unlink_removes_the_link_not_its_target(ws: Path, tmp_path: Path) -> None:
+    target = tmp_path / "target.txt"
+    target.write_text("keep")
+    (ws / "link").symlink_to(target)
+    beneath.unlink(ws / "link")
+    assert not (ws / "link").is_symlink() and target.read_text() == "keep"
+    (ws / "d").mkdir()
+    with pytest.raises(IsADirectoryError):
+        beneath.unlink(ws / "d")
+
+
+def test_rename_never_replaces(ws: Path) -> None:
+    (ws / "a").write_text("a")
+    (ws / "b").write_text("b")
+    with pytest.raises(FileExistsError):
+        beneath.rename(ws / "a", ws / "b")
+    beneath.rename(ws / "a", ws / "x" / "y" / "a2")
+    assert (ws / "x" / "y" / "a2").read_text() == "a" and not (ws / "a").exists()
+    with pytest.raises(FileNotFoundError):
+        beneath.rename(ws / "missing", ws / "z")
+    assert not (ws / "z").exists()
+
+
+def test_scandir_reports_links_and_refuses_a_linked_directory(ws: Path, tmp_path: Path) -> None:
+    (ws / "f").write_text("")
+    (ws / "l").symlink_to(tmp_path)
+    names = {e.name: e.is_symlink() for e in beneath.scandir(ws)}
+    assert names == {"f": False, "l": True}
+    with pytest.raises(PathChanged):
+        beneath.scandir(ws / "l")
+
+
+def test_only_resolved_absolute_paths(ws: Path) -> None:
+    for bad in (Path("rel/f"), ws / ".." / "f"):
+        with pytest.raises(ValueError, match="not a resolved absolute path"):
+            beneath.read_bytes(bad)
+    with pytest.raises(OSError) as info:
+        beneath.read_bytes(ws / "missing")
+    assert info.value.errno == errno.ENOENT
