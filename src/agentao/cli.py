@@ -62,6 +62,14 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
         help="answer permission requests: reads (read/search/think), all, or ask in the "
         "terminal (default: reject)",
     )
+    run.add_argument(
+        "--pass-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="let the agent's terminal commands see this variable although it looks like a "
+        "credential (repeatable; keys, tokens and passwords are withheld by default)",
+    )
     run.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
     run.add_argument("--record", metavar="FILE", help="write every message both ways as JSONL")
 

@@ -152,3 +152,34 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+SECRET = "sk-agentao-test-CLIENT-KEY"
+
+
+async def test_credentials_stay_out_of_a_terminal(ws, terms, monkeypatch):
+    """An agent's command must not print the client's keys into its output (which lands
+    in tool results, history and --record files)."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("GITHUB_TOKEN", SECRET)
+    monkeypatch.setenv("AGENTAO_VISIBLE", "yes")
+    params = {"command": "env", "env": [{"name": "SET_BY_AGENT", "value": "1"}]}
+    tid = await terms.create(ws, params)
+    await terms.wait_for_exit(ws, tid)
+    output = (await terms.output(ws, tid))["output"]
+    assert SECRET not in output
+    assert "AGENTAO_VISIBLE=yes" in output and "SET_BY_AGENT=1" in output
+
+
+async def test_pass_through_names_are_kept(ws, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    terms = LocalTerminals(term_grace=0.5, keep_env=("GITHUB_TOKEN",))
+    try:
+        tid = await terms.create(ws, {"command": "env"})
+        await terms.wait_for_exit(ws, tid)
+        output = (await terms.output(ws, tid))["output"]
+    finally:
+        await terms.close()
+    assert f"GITHUB_TOKEN={SECRET}" in output
+    assert f"OPENAI_API_KEY={SECRET}" not in output

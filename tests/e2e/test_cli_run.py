@@ -118,6 +118,22 @@ def test_any_agent_with_a_tool_turn(workspace):
     assert result.returncode == 0 and "from disk" in result.stdout
 
 
+def test_terminal_output_and_record_carry_no_key(workspace, tmp_path):
+    """An agent's `env` in the client's terminal: the provider key this process holds
+    reaches neither the output nor the --record file; --pass-env lets a name through."""
+    record = tmp_path / "wire.jsonl"
+    secret = {"OPENAI_API_KEY": "sk-agentao-test-RUN-KEY", "GITHUB_TOKEN": "ghp-agentao-test"}
+    args = ("run", "--agent", fake_agent(), "--cwd", str(workspace), "--record", str(record))
+    result = agentao(*args, "term env", env=secret)
+    assert result.returncode == 0, result.stderr
+    assert "PATH=" in result.stdout  # the command did run and print its environment
+    for value in secret.values():
+        assert value not in result.stdout and value not in record.read_text()
+    passed = agentao(*args, "--pass-env", "GITHUB_TOKEN", "term env", env=secret)
+    assert "GITHUB_TOKEN=ghp-agentao-test" in passed.stdout
+    assert "sk-agentao-test-RUN-KEY" not in passed.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "stdin", "message"),
     [

@@ -378,7 +378,7 @@ def _client_side(
 ) -> ClientSide:
     side = ClientSide(
         files=h.files or LocalFiles(policy.missing_file, limits.max_read_bytes),
-        terminals=h.terminals or LocalTerminals(timeouts.term_grace),
+        terminals=h.terminals or LocalTerminals(timeouts.term_grace, policy.terminal_env),
         permission=h.permission or PolicyPermissions(policy),
         ask_user=h.ask_user,
         max_backlog=limits.max_backlog,

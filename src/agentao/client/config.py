@@ -56,6 +56,12 @@ class ClientPolicy:
                   see tests/data/real-agent-transcripts/gemini-cli.jsonl); "error"
                   answers -32002 "Resource not found" with `data: {"path": ...}`.
     terminal:     advertise and serve `terminal/*` (commands run in the session's cwd).
+    terminal_env: variables a terminal inherits although they look like credentials.
+                  By default a terminal gets this process's environment minus anything
+                  named like a key, token, secret or password (`agentao.credentials`):
+                  what an agent runs must not print your provider key into its output,
+                  its history or a `--record` file. Variables the agent itself sets in
+                  `terminal/create` are passed as given.
     auth_method:  `authenticate` with this method id right after `initialize` (or when
                   `session/new` answers -32000 auth_required).
     """
@@ -64,6 +70,7 @@ class ClientPolicy:
     remember: bool = False
     missing_file: MissingFile = "empty"
     terminal: bool = True
+    terminal_env: tuple[str, ...] = ()
     auth_method: str | None = None
 
 

@@ -58,7 +58,10 @@ def options(args: argparse.Namespace, stdin: Any = None) -> RunOptions:
     if not os.path.isdir(cwd):
         raise UsageError(f"--cwd {cwd} is not a directory")
     setup = tuple((k, v) for k, v in (("mode", args.mode), ("model", args.model)) if v)
-    policy = ClientPolicy(approve=APPROVE[args.approve or "none"])  # type: ignore[arg-type]
+    policy = ClientPolicy(
+        approve=APPROVE[args.approve or "none"],  # type: ignore[arg-type]
+        terminal_env=tuple(args.pass_env),
+    )
     return RunOptions(agent, prompt, cwd, policy, setup, args.record)
 
 

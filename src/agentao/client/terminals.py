@@ -1,7 +1,9 @@
 """`terminal/*`: real processes the agent starts through the client.
 
 Each command runs in its own process group (so `kill` reaches its children),
-stdin closed, stdout and stderr merged into one buffer. With an
+stdin closed, stdout and stderr merged into one buffer, with this process's
+environment minus credentials (`agentao.credentials`; `keep_env` names exceptions)
+plus what the agent set. With an
 `outputByteLimit` the buffer keeps only the newest bytes: it is cut from the
 start, then forward to the next UTF-8 character boundary, so the text handed
 back is always valid; `truncated` says that something was dropped.
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentao.client.files import Workspace
+from agentao.credentials import scrubbed_env
 from agentao.protocol.errors import InvalidParams
 
 _ids = itertools.count(1)
@@ -84,15 +87,16 @@ class TerminalHandler(Protocol):
 class LocalTerminals:
     """The default: processes on this machine, cwd inside the session's workspace."""
 
-    def __init__(self, term_grace: float = 3.0) -> None:
+    def __init__(self, term_grace: float = 3.0, keep_env: tuple[str, ...] = ()) -> None:
         self.term_grace = term_grace
+        self.keep_env = keep_env
         self._terminals: dict[str, Terminal] = {}
 
     async def create(self, ws: Workspace, params: dict[str, Any]) -> str:
         argv = _argv(params.get("command"), params.get("args") or [])
         cwd = ws.resolve(params["cwd"]) if params.get("cwd") else ws.roots[0]
         limit = params.get("outputByteLimit")
-        proc = await _spawn(argv, cwd, _env(params.get("env") or []))
+        proc = await _spawn(argv, cwd, _env(params.get("env") or [], self.keep_env))
         term = Terminal(f"term-{next(_ids)}", ws.session_id, proc, limit)
         term.pump = asyncio.get_running_loop().create_task(_pump(term))
         self._terminals[term.id] = term
@@ -162,8 +166,8 @@ def _argv(command: Any, args: list[Any]) -> list[str]:
     return [command, *map(str, args)]
 
 
-def _env(variables: list[Any]) -> dict[str, str]:
-    env = dict(os.environ)
+def _env(variables: list[Any], keep: tuple[str, ...]) -> dict[str, str]:
+    env = scrubbed_env(os.environ, keep)
     for var in variables:
         if isinstance(var, dict) and isinstance(var.get("name"), str):
             env[var["name"]] = str(var.get("value", ""))
