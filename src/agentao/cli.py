@@ -38,6 +38,14 @@ def _parser() -> argparse.ArgumentParser:
         "streaming text, a thought, a plan, file edits with diffs, a permission request, "
         "and a resumed session. No LLM and no API key involved.",
     )
+    commands.add_parser(
+        "doctor",
+        help="check this machine: LLM provider settings, shell sandbox, permission rules, state",
+        description="Report what the agent will find here: whether the LLM provider's variables "
+        "are set, whether shell commands can be sandboxed (and why not), whether the "
+        "permission rules file is valid, where the state is kept. Exit code 1 if something "
+        "needs attention. Nothing is changed and nothing is sent anywhere.",
+    )
     return parser
 
 
@@ -107,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         from agentao.client.demo import main as demo_main
 
         return demo_main()
+    if args.command == "doctor":
+        from agentao.doctor import main as doctor_main
+
+        return doctor_main()
     if args.command == "serve":
         from agentao.gateway.main import run_serve
 
