@@ -43,8 +43,8 @@ from agentao.credentials import is_secret_name
 
 log = logging.getLogger(__name__)
 
-SandboxMode = Literal["auto", "bwrap", "off"]
-SANDBOX_ENV = "AGENTAO_SANDBOX"  # auto (default) | bwrap | off
+SandboxMode = Literal["auto", "off"]
+SANDBOX_ENV = "AGENTAO_SANDBOX"  # auto (default) | off
 
 # Read-only system directories mounted into every sandbox (a symlink, as /bin is on
 # merged-/usr systems, is recreated as the same symlink).
@@ -80,8 +80,8 @@ class SandboxUnavailable(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class SandboxSettings:
-    """How commands are confined: `auto` uses bwrap when it works, `bwrap` requires it
-    (a status that says why not when it cannot run), `off` never confines."""
+    """How commands are confined: `auto` uses bwrap when it can run here (the status says
+    why not when it cannot), `off` never confines (every shell command then asks)."""
 
     mode: SandboxMode = "auto"
     bwrap: str = "bwrap"
@@ -89,8 +89,8 @@ class SandboxSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> SandboxSettings:
         raw = env.get(SANDBOX_ENV, "").strip().lower() or "auto"
-        if raw not in ("auto", "bwrap", "off"):
-            raise ValueError(f"{SANDBOX_ENV}={raw!r}: expected auto, bwrap or off")
+        if raw not in ("auto", "off"):
+            raise ValueError(f"{SANDBOX_ENV}={raw!r}: expected auto or off")
         return cls(mode=raw)  # type: ignore[arg-type]
 
 

@@ -32,7 +32,7 @@ class ServerSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> ServerSettings:
         """Defaults, with the turn limits' variables (agent/config.py), AGENTAO_LOG_LEVEL,
-        AGENTAO_OPENAI_CLIENT, AGENTAO_SANDBOX (auto, bwrap or off) and
+        AGENTAO_OPENAI_CLIENT, AGENTAO_SANDBOX (auto or off) and
         AGENTAO_WEB_ALLOW_PRIVATE (1: web_fetch may reach loopback and private
         addresses, e.g. a local docs server or a test)."""
         level = env.get("AGENTAO_LOG_LEVEL", "").strip().upper() or "INFO"
