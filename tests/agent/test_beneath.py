@@ -22,21 +22,14 @@ from agentao.agent import beneath
 from agentao.agent.beneath import PathChanged
 from agentao.agent.local_env import LocalEnv
 from agentao.agent.permissions import PermissionEngine
-from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, ToolContext, ToolError
+from agentao.agent.tools.base import ToolContext, ToolError
 from agentao.agent.tools.files import ReadFile, WriteFile
+from tests.agent.doubles import Nobody
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2")
 
 RENAME_EXCHANGE = 2
 SWAPS_AT_LEAST = 300
-
-
-class Human:
-    async def request_permission(self, call: object) -> str:
-        return "reject"
-
-    async def ask_user(self, question: str) -> str:
-        return ASK_USER_UNAVAILABLE
 
 
 @pytest.fixture
@@ -86,7 +79,7 @@ class Swapper:
 
 async def _decide_and_run(tool: object, args: dict, ws: Path, n: int) -> str:
     """As the turn loop does: decide, and run only what is allowed."""
-    ctx = ToolContext(ws, LocalEnv(), Human(), workspace=(ws,), call_id=f"c{n}")
+    ctx = ToolContext(ws, LocalEnv(), Nobody(), workspace=(ws,), call_id=f"c{n}")
     decision = PermissionEngine("workspace-write").decide(tool, args, ctx)  # type: ignore[arg-type]
     if decision.verdict != "allow":
         return "refused"

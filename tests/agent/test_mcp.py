@@ -13,7 +13,8 @@ from agentao.agent.events import Notice, TextOutput
 from agentao.agent.local_env import LocalEnv
 from agentao.agent.mcp import HttpServer, McpHub, StdioServer, tool_name
 from agentao.agent.settings import McpLimits
-from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, ToolContext, ToolError
+from agentao.agent.tools.base import ToolContext, ToolError
+from tests.agent.doubles import Nobody
 
 FAKE = str(Path(__file__).parent.parent / "fakes" / "mcp_server.py")
 
@@ -22,17 +23,9 @@ def fake(name: str = "fake", *extra: str) -> StdioServer:
     return StdioServer(name, sys.executable, (FAKE, "--name", name, *extra))
 
 
-class Human:
-    async def request_permission(self, call: object) -> str:
-        return "reject"
-
-    async def ask_user(self, question: str) -> str:
-        return ASK_USER_UNAVAILABLE
-
-
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
-    return ToolContext(tmp_path, LocalEnv(), Human())
+    return ToolContext(tmp_path, LocalEnv(), Nobody())
 
 
 def free_port() -> int:

@@ -30,8 +30,9 @@ from agentao.agent.paths import (
 )
 from agentao.agent.permissions import PermissionEngine
 from agentao.agent.sandbox import Sandbox
-from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, ToolContext, ToolError
+from agentao.agent.tools.base import ToolContext, ToolError
 from agentao.agent.tools.registry import builtin_tools
+from tests.agent.doubles import Nobody
 
 CORPUS = json.loads((Path(__file__).parent.parent / "data" / "escape_corpus.json").read_text())
 SECRETS = ("TOP-SECRET", "EVIL-SECRET", "root:x:0:0")
@@ -41,18 +42,6 @@ SENTINELS = (
     Path.cwd() / "pwned-agentao-escape.txt",
 )
 TOOLS = {t.name: t for t in builtin_tools()}
-
-
-class RejectingHuman:
-    def __init__(self) -> None:
-        self.asked = 0
-
-    async def request_permission(self, call: object) -> str:
-        self.asked += 1
-        return "reject"
-
-    async def ask_user(self, question: str) -> str:
-        return ASK_USER_UNAVAILABLE
 
 
 @pytest.fixture
@@ -132,7 +121,7 @@ async def _decide_and_run(
 ) -> tuple[str, str]:
     ws = layout["ws"]
     tool, args = TOOLS[case["tool"]], fill(case["args"], layout)
-    human = RejectingHuman()
+    human = Nobody()
     ctx = ToolContext(ws, LocalEnv(sandbox=sandbox), human, workspace=(ws,), call_id=case["id"])
     engine = PermissionEngine("workspace-write", sandbox=sandbox.status())
     decision = engine.decide(tool, args, ctx)

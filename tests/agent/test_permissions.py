@@ -22,7 +22,7 @@ from agentao.agent.permissions import (
 )
 from agentao.agent.sandbox import SandboxStatus
 from agentao.agent.settings import McpLimits
-from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, Tool, ToolContext, ToolResult
+from agentao.agent.tools.base import Tool, ToolContext, ToolResult
 from agentao.agent.tools.files import (
     DeleteFile,
     ListDirectory,
@@ -34,14 +34,7 @@ from agentao.agent.tools.files import (
 from agentao.agent.tools.search import Glob, SearchFileContent
 from agentao.agent.tools.shell import RunShellCommand
 from agentao.agent.tools.web import WebFetch
-
-
-class Human:
-    async def request_permission(self, call: object) -> str:
-        return "reject"
-
-    async def ask_user(self, question: str) -> str:
-        return ASK_USER_UNAVAILABLE
+from tests.agent.doubles import Nobody
 
 
 class Named(Tool):
@@ -74,7 +67,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 def make_ctx(ws: Path, call_id: str = "") -> ToolContext:
-    return ToolContext(ws, LocalEnv(), Human(), workspace=(ws,), call_id=call_id)
+    return ToolContext(ws, LocalEnv(), Nobody(), workspace=(ws,), call_id=call_id)
 
 
 # (tool, args inside the workspace, args outside it); OUT is the sibling dir `out`.

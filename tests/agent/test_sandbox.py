@@ -29,22 +29,15 @@ from agentao.agent.local_env import LocalEnv
 from agentao.agent.permissions import PermissionEngine
 from agentao.agent.sandbox import Confinement, Sandbox, SandboxSettings, SandboxUnavailable
 from agentao.agent.settings import ShellLimits
-from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, ToolContext
+from agentao.agent.tools.base import ToolContext
 from agentao.agent.tools.shell import RunShellCommand
+from tests.agent.doubles import Nobody
 
 CORPUS = json.loads(
     (Path(__file__).parent.parent / "data" / "shell_escape_corpus.json").read_text()
 )
 KEY = "sk-agentao-test-PROVIDER-KEY"
 SECRETS = ("TOP-SECRET", "SSH-SECRET", KEY)
-
-
-class Human:
-    async def request_permission(self, call: object) -> str:
-        return "reject"
-
-    async def ask_user(self, question: str) -> str:
-        return ASK_USER_UNAVAILABLE
 
 
 class Listener:
@@ -151,7 +144,7 @@ def world(tmp_path: Path) -> Iterator[World]:
 def confinement(world: World, sandbox: Sandbox, tier: str) -> Confinement:
     """What the real engine gives: an allowlisted command (read) or an approved one."""
     engine = PermissionEngine("workspace-write", sandbox=sandbox.status())
-    ctx = ToolContext(world.ws, LocalEnv(), Human(), workspace=(world.ws,))
+    ctx = ToolContext(world.ws, LocalEnv(), Nobody(), workspace=(world.ws,))
     command = "ls" if tier == "read" else "make"
     decision = engine.decide(RunShellCommand(), {"command": command}, ctx)
     assert decision.verdict == ("allow" if tier == "read" else "ask")
@@ -330,7 +323,7 @@ async def test_allowlisted_git_does_not_run_a_repositorys_textconv(
     bare = hostile_repository(world)
     engine = PermissionEngine("workspace-write", sandbox=sandbox.status())
     env = LocalEnv(env=world.environ(), sandbox=sandbox)
-    ctx = ToolContext(world.ws, env, Human(), workspace=(world.ws,), call_id="g")
+    ctx = ToolContext(world.ws, env, Nobody(), workspace=(world.ws,), call_id="g")
     args = {"command": command, "directory": str(bare)}
     decision = engine.decide(RunShellCommand(), args, ctx)
     assert decision.verdict == "allow"  # allowlisted: runs without asking …

@@ -10,7 +10,7 @@ import pytest
 from agentao.agent.events import DiffOutput, Location, TextOutput
 from agentao.agent.local_env import LocalEnv
 from agentao.agent.settings import FileLimits
-from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, ToolContext, ToolError
+from agentao.agent.tools.base import ToolContext, ToolError
 from agentao.agent.tools.files import (
     DeleteFile,
     ListDirectory,
@@ -19,16 +19,7 @@ from agentao.agent.tools.files import (
     Replace,
     WriteFile,
 )
-
-
-class Human:
-    """Interaction double: nobody is there."""
-
-    async def request_permission(self, call: object) -> str:
-        return "reject"
-
-    async def ask_user(self, question: str) -> str:
-        return ASK_USER_UNAVAILABLE
+from tests.agent.doubles import Nobody
 
 
 @pytest.fixture
@@ -41,7 +32,7 @@ def ws(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def ctx(ws: Path) -> ToolContext:
-    return ToolContext(cwd=ws, env=LocalEnv(), interaction=Human(), workspace=(ws,))
+    return ToolContext(cwd=ws, env=LocalEnv(), interaction=Nobody(), workspace=(ws,))
 
 
 async def test_read_file(ctx: ToolContext, ws: Path) -> None:

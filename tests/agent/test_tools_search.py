@@ -9,16 +9,9 @@ import pytest
 
 from agentao.agent.local_env import LocalEnv
 from agentao.agent.settings import FileLimits
-from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, ToolContext, ToolError
+from agentao.agent.tools.base import ToolContext, ToolError
 from agentao.agent.tools.search import Glob, SearchFileContent
-
-
-class Human:
-    async def request_permission(self, call: object) -> str:
-        return "reject"
-
-    async def ask_user(self, question: str) -> str:
-        return ASK_USER_UNAVAILABLE
+from tests.agent.doubles import Nobody
 
 
 @pytest.fixture
@@ -43,7 +36,7 @@ def ws(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def ctx(ws: Path) -> ToolContext:
-    return ToolContext(cwd=ws, env=LocalEnv(), interaction=Human(), workspace=(ws,))
+    return ToolContext(cwd=ws, env=LocalEnv(), interaction=Nobody(), workspace=(ws,))
 
 
 async def test_glob(ctx: ToolContext, ws: Path) -> None:

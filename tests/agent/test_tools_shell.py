@@ -12,16 +12,9 @@ from agentao.agent.events import TerminalOutput, TextOutput, ToolOutput
 from agentao.agent.local_env import LocalEnv
 from agentao.agent.sandbox import Confinement
 from agentao.agent.settings import ShellLimits
-from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, CommandResult, ToolContext, ToolError
+from agentao.agent.tools.base import CommandResult, ToolContext, ToolError
 from agentao.agent.tools.shell import RunShellCommand, command_prefix, segments, simple_words
-
-
-class Human:
-    async def request_permission(self, call: object) -> str:
-        return "reject"
-
-    async def ask_user(self, question: str) -> str:
-        return ASK_USER_UNAVAILABLE
+from tests.agent.doubles import Nobody
 
 
 class TerminalEnv(LocalEnv):
@@ -50,7 +43,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 def make_ctx(ws: Path, env: LocalEnv | None = None) -> ToolContext:
-    return ToolContext(cwd=ws, env=env or LocalEnv(), interaction=Human(), workspace=(ws,))
+    return ToolContext(cwd=ws, env=env or LocalEnv(), interaction=Nobody(), workspace=(ws,))
 
 
 async def test_runs_and_reports_exit_code(ws: Path) -> None:

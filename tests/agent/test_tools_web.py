@@ -12,8 +12,9 @@ import pytest
 
 from agentao.agent.local_env import LocalEnv
 from agentao.agent.settings import WebLimits
-from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, ToolContext, ToolError
+from agentao.agent.tools.base import ToolContext, ToolError
 from agentao.agent.tools.web import WebFetch, html_to_text, is_public_address
+from tests.agent.doubles import Nobody
 
 PAGE = b"""<!doctype html><html><head><title>Test  page</title>
 <style>body { color: red }</style><script>var secret = "SCRIPT";</script></head>
@@ -65,17 +66,9 @@ def server() -> Iterator[str]:
     httpd.server_close()
 
 
-class Human:
-    async def request_permission(self, call: object) -> str:
-        return "reject"
-
-    async def ask_user(self, question: str) -> str:
-        return ASK_USER_UNAVAILABLE
-
-
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
-    return ToolContext(cwd=tmp_path, env=LocalEnv(), interaction=Human())
+    return ToolContext(cwd=tmp_path, env=LocalEnv(), interaction=Nobody())
 
 
 LOCAL = WebLimits(allow_private_addresses=True)
