@@ -8,7 +8,7 @@ Theory of operation
 2. The user's rules (`$AGENTAO_HOME/permissions.json`, never the project directory):
    a matching *deny* rule wins over everything; then *ask*; then *allow*.
 3. The mode's preset (the posture), computed from the tool's kind and the paths it
-   touches (resolved by `sandbox`) against the workspace (session cwd plus additional
+   touches (resolved by `paths`) against the workspace (session cwd plus additional
    directories):
 
    | posture          | reads/searches          | edit/delete/move       | shell                      | fetch | other (MCP…) |
