@@ -28,10 +28,11 @@ Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class ClientError(Exception):
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.data = data
 
 
 def agent_env(home: Path, **extra: str) -> dict[str, str]:
@@ -233,6 +234,8 @@ class AgentProcess:
             result = await handler(message)
         except ClientError as exc:
             error = {"code": exc.code, "message": exc.message}
+            if exc.data is not None:
+                error["data"] = exc.data
             await self.send({"jsonrpc": "2.0", "id": message["id"], "error": error})
             return
         if result is not NO_REPLY:
