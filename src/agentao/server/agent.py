@@ -137,11 +137,12 @@ class AcpAgent:
         await live.close(self.settings.close_grace)
 
     async def session_delete(self, params: schema.DeleteSessionRequest) -> None:
+        """Idempotent: a session never created or already deleted is gone all the same,
+        which is what the caller asked for (the protocol says this SHOULD succeed)."""
         live = self.sessions.remove(params.session_id)
         if live is not None:
             await live.close(self.settings.close_grace)
-        if not await self.archive.delete(params.session_id) and live is None:
-            raise SessionNotFound(params.session_id)
+        await self.archive.delete(params.session_id)
 
     # ---- turns -----------------------------------------------------------------------
 
