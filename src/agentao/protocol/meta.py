@@ -1,0 +1,17 @@
+"""Keys agentao writes under `_meta`, ACP's channel for data the schema does not have.
+
+The spec forbids custom fields at the root of its types ("all possible names are
+reserved"), so whatever we add travels in `_meta`, under a key named like the spec's
+own example (`zed.dev/debugMode`): a domain we own, a slash, a name.
+
+USAGE   in a `session/prompt` result: the turn's token usage, shaped as the unstable
+        schema's `Usage` ({totalTokens, inputTokens, outputTokens, thoughtTokens?,
+        cachedReadTokens?, cachedWriteTokens?}). The stable schema has no
+        `PromptResponse.usage`; readers also accept it there from other agents.
+"""
+
+from __future__ import annotations
+
+USAGE = "agentao.cn/usage"
+
+__all__ = ["USAGE"]
