@@ -26,6 +26,7 @@ from agentao.protocol.errors import AuthRequired, InvalidParams, InvalidRequest,
 from agentao.server import config_options as opts
 from agentao.server.capabilities import initialize_response
 from agentao.server.client_env import ClientIo
+from agentao.server.gates import UpdateGate
 from agentao.server.live import LiveSession, SessionRegistry
 from agentao.server.mcp_config import fingerprint, parse_mcp_servers
 from agentao.server.opening import SessionFactory
@@ -50,6 +51,7 @@ class AcpAgent:
         self.endpoint: Endpoint | None = None
         self.sessions = SessionRegistry()
         self.mapper = UpdateMapper()
+        self.gate = UpdateGate()  # until initialize says what the client advertised
         self.io = ClientIo()
         self._resume = resume  # seed C.2 "Startup resume": consumed by the first session/new
         self._background: set[asyncio.Task[Any]] = set()
@@ -67,11 +69,9 @@ class AcpAgent:
         return initialize_response()
 
     def accept_client(self, caps: schema.ClientCapabilities) -> None:
-        """What the client can do: editor fs/terminal, notice updates."""
+        """What the client can do: editor fs/terminal, capability-gated updates."""
         self.io = ClientIo.from_capabilities(caps)
-        self.mapper = UpdateMapper(
-            notices=caps.session is not None and caps.session.notices is not None
-        )
+        self.gate = UpdateGate(caps)
 
     # ---- session lifecycle -----------------------------------------------------------
 
@@ -310,7 +310,11 @@ class AcpAgent:
             await self._send(session_id, update)
 
     async def _send(self, session_id: str, update: Any) -> None:
+        """The one door every update leaves by: the client's gate first (gates.py)."""
         assert self.endpoint is not None
+        update = self.gate(update)
+        if update is None:
+            return
         notification = schema.SessionNotification(session_id=session_id, update=update)
         await self.endpoint.notify("session/update", notification)
 
