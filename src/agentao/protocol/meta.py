@@ -8,10 +8,13 @@ USAGE   in a `session/prompt` result: the turn's token usage, shaped as the unst
         schema's `Usage` ({totalTokens, inputTokens, outputTokens, thoughtTokens?,
         cachedReadTokens?, cachedWriteTokens?}). The stable schema has no
         `PromptResponse.usage`; readers also accept it there from other agents.
+MODE_ID in a `session/set_mode` result: the mode id now in force (seed C.10 echoes it;
+        the stable SetSessionModeResponse has only `_meta`).
 """
 
 from __future__ import annotations
 
 USAGE = "agentao.cn/usage"
+MODE_ID = "agentao.cn/modeId"
 
-__all__ = ["USAGE"]
+__all__ = ["MODE_ID", "USAGE"]

@@ -23,6 +23,7 @@ from agentao.agent.session import AgentSession
 from agentao.protocol import schema
 from agentao.protocol.endpoint import Endpoint
 from agentao.protocol.errors import AuthRequired, InvalidParams, InvalidRequest, SessionNotFound
+from agentao.protocol.meta import MODE_ID
 from agentao.server import config_options as opts
 from agentao.server.capabilities import initialize_response
 from agentao.server.client_env import ClientIo
@@ -175,7 +176,7 @@ class AcpAgent:
             live.agent.meta["posture"] = mode
         await self._send(live.id, current_mode_update(mode))
         await self.archive.save_state(live.agent, live.engine)
-        return {"modeId": mode}
+        return {"_meta": {MODE_ID: mode}}  # seed C.10's echo, where the schema allows it
 
     async def session_set_config_option(
         self, params: schema.SetSessionConfigOptionRequest
