@@ -28,13 +28,12 @@ instead of leaving it waiting forever.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from agentao.protocol import lifecycle, salvage
+from agentao.protocol import lifecycle
 from agentao.protocol.errors import (
     AcpError,
     InvalidParams,
@@ -47,7 +46,21 @@ from agentao.protocol.errors import (
 )
 from agentao.protocol.framing import Oversize
 
-log = logging.getLogger("agentao.protocol")
+if TYPE_CHECKING:
+    from agentao.protocol import salvage
+
+
+class _Log:
+    """The protocol logger, with `logging` imported at the first message: nothing on the
+    way to answering `initialize` logs, and the import is a cold-start cost."""
+
+    def __getattr__(self, name: str) -> Any:
+        import logging
+
+        return getattr(logging.getLogger("agentao.protocol"), name)
+
+
+log = _Log()
 
 Role = Literal["agent", "client"]
 RequestId = int | str | None
@@ -180,6 +193,8 @@ class Connection:
     # ---- lines the fast path refused (see salvage.py) --------------------------------
 
     def _receive_refused(self, line: bytes, exc: Exception) -> Event | None:
+        from agentao.protocol import salvage  # only for lines the fast path refused
+
         parsed = salvage.parse_refused(line)
         if parsed is None:
             return self._reject(None, ParseError(f"Parse error: {exc}"))
@@ -187,6 +202,8 @@ class Connection:
         return self.receive_message(message, damage[0] if damage else None)
 
     def _receive_too_deep(self, line: bytes) -> Event | None:
+        from agentao.protocol import salvage  # only for lines the fast path refused
+
         found = salvage.scan_envelope(line[:_DEEP_SCAN_BYTES], line[-_DEEP_SCAN_BYTES:])
         if found.id is None:
             return self._reject(None, ParseError("Parse error: JSON nested too deeply"))
@@ -194,6 +211,8 @@ class Connection:
         return self._answer_or_fail(found, error)
 
     def _receive_oversize(self, line: Oversize) -> Event | None:
+        from agentao.protocol import salvage  # only for lines the fast path refused
+
         found = salvage.scan_envelope(line.head, line.tail)
         return self._answer_or_fail(found, LineTooLong(line.size, line.limit))
 
@@ -217,7 +236,9 @@ class Connection:
         elif damage.top == "method" and isinstance(message.get("method"), str):
             if "id" not in message:
                 return None  # an unknown notification, as any other
-            error: AcpError = MethodNotFound(salvage.printable(message["method"]))
+            from agentao.protocol.salvage import printable
+
+            error: AcpError = MethodNotFound(printable(message["method"]))
             return self._reject(reply_id, error)
         error = InvalidRequest(
             f"Invalid Request: {damage.reason} - at `{damage.where()}`",
