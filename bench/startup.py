@@ -77,12 +77,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home:
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         env.update(AGENTAO_HOME=home, HOME=home)
-        for argv in cmds.values():
-            time_one(argv, env)  # warm the page cache and the .pyc files
+        # Our PYTHONPATH (e.g. another checkout under test) must not reach the other venv.
+        foreign = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+        envs = {name: foreign if name.endswith(OLD_VERSION) else env for name in cmds}
+        for name, argv in cmds.items():
+            time_one(argv, envs[name])  # warm the page cache and the .pyc files
         times: dict[str, list[float]] = {name: [] for name in cmds}
         for _ in range(args.runs):
             for name, argv in cmds.items():
-                times[name].append(time_one(argv, env))
+                times[name].append(time_one(argv, envs[name]))
     median = {name: statistics.median(v) for name, v in times.items()}
     bare, old = median["bare Python"], median[f"agentao {OLD_VERSION}"]
     print(f"{'spawn -> initialize':28}{'median ms':>11}{'min ms':>9}{'/ bare':>9}{'/ 0.5.17':>10}")
