@@ -9,7 +9,8 @@ itself, not our own client library. The reader task sorts what arrives:
   message and returning a result dict, raising `ClientError` for an error reply,
   or returning `NO_REPLY` to leave the request unanswered); with no handler
   the request is only recorded;
-* everything (in arrival order) is appended to `received`.
+* everything (in arrival order) is appended to `received`; what the test sent as a
+  message is appended to `sent`.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class ClientError(Exception):
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.data = data
 
 
 def agent_env(home: Path, **extra: str) -> dict[str, str]:
@@ -71,6 +73,7 @@ class AgentProcess:
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
         self.received: list[dict[str, Any]] = []
+        self.sent: list[dict[str, Any]] = []
         self.handlers: dict[str, Handler] = {}
         self.agent_requests: list[dict[str, Any]] = []
         self._futures: dict[int | str, asyncio.Future[dict[str, Any]]] = {}
@@ -102,6 +105,8 @@ class AgentProcess:
     # ---- sending ---------------------------------------------------------------------
 
     async def send(self, message: dict[str, Any] | bytes) -> None:
+        if not isinstance(message, bytes):
+            self.sent.append(message)
         data = message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n"
         assert self.proc.stdin is not None
         self.proc.stdin.write(data)
@@ -233,6 +238,8 @@ class AgentProcess:
             result = await handler(message)
         except ClientError as exc:
             error = {"code": exc.code, "message": exc.message}
+            if exc.data is not None:
+                error["data"] = exc.data
             await self.send({"jsonrpc": "2.0", "id": message["id"], "error": error})
             return
         if result is not NO_REPLY:

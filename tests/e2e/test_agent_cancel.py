@@ -1,22 +1,22 @@
-"""Seed C.6 (session/cancel) and C.5's cancellation rule: cancel always works, fast.
+"""Seed C.6 (session/cancel) and C.5's cancellation rule: cancel always works, at once.
 
-Latencies are printed (pytest -s) and bounded loosely; the 100 ms figure is measured
-in bench/agent.py, not asserted here.
+"At once" is asserted as order, never as a wall time: the cancelled answer arrives
+while the work it stops would still be running (a 40 s stream cut short, other
+sessions still blocked). Latencies are measured in bench/control.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import time
 
 import pytest
 
 from tests.e2e.agent_process import NO_REPLY, AgentProcess, running, scripted_env
 
 pytestmark = pytest.mark.timeout(90)
-SLOW = {"text": {"repeat": "x", "count": 2000}, "delay": 0.02}
-LOOSE = 2.0  # seconds: far above the ~100 ms target, below any hang
+CHUNKS = 2000
+SLOW = {"text": {"repeat": "x", "count": CHUNKS}, "delay": 0.02}  # 40 s if left alone
 
 
 @pytest.fixture
@@ -26,11 +26,13 @@ def ws(tmp_path):
     return path
 
 
-async def _cancel_and_time(agent, sid, prompt_task):
-    start = time.perf_counter()
+async def _cancel(agent, sid, prompt_task):
     await agent.notify("session/cancel", {"sessionId": sid})
-    reply = await prompt_task
-    return reply, time.perf_counter() - start
+    return await prompt_task
+
+
+def _chunks(agent, sid):
+    return sum(u["sessionUpdate"] == "agent_message_chunk" for u in agent.updates(sid))
 
 
 async def test_c6_cancel_during_llm_stream(tmp_path, ws):
@@ -39,10 +41,9 @@ async def test_c6_cancel_during_llm_stream(tmp_path, ws):
         sid = await agent.new_session(ws)
         task = asyncio.create_task(agent.prompt(sid, "go"))
         await agent.wait_for(lambda m: m.get("method") == "session/update")
-        reply, took = await _cancel_and_time(agent, sid, task)
-    print(f"cancel during stream answered in {took * 1000:.1f} ms")
+        reply = await _cancel(agent, sid, task)
     assert reply["result"]["stopReason"] == "cancelled"
-    assert took < LOOSE
+    assert _chunks(agent, sid) < CHUNKS  # answered while the stream still had chunks to go
     index = agent.received.index(reply)
     assert not any(m.get("method") == "session/update" for m in agent.received[index + 1 :])
 
@@ -79,11 +80,9 @@ async def test_c5_c6_cancel_resolves_a_permission_request_the_client_never_answe
         sid = await agent.new_session(ws)
         task = asyncio.create_task(agent.prompt(sid, "go"))
         asked = await agent.wait_request("session/request_permission")
-        reply, took = await _cancel_and_time(agent, sid, task)
+        reply = await _cancel(agent, sid, task)  # the permission request is never answered
         withdrawn = await agent.wait_for(lambda m: m.get("method") == "$/cancel_request")
-    print(f"cancel with a pending permission answered in {took * 1000:.1f} ms")
     assert reply["result"]["stopReason"] == "cancelled"
-    assert took < LOOSE
     assert withdrawn["params"]["requestId"] == asked["id"]
     final = [u for u in agent.updates(sid) if u["sessionUpdate"] == "tool_call_update"][-1]
     assert final["toolCallId"] == "s1" and final["status"] == "failed"
@@ -103,12 +102,10 @@ async def test_c6_cancel_kills_a_running_shell_command_and_its_children(tmp_path
                 break
             await asyncio.sleep(0.02)
         pids = [int(p) for p in pid_file.read_text().split()]
-        reply, took = await _cancel_and_time(agent, sid, task)
+        reply = await _cancel(agent, sid, task)  # `sleep 60` would still be running
         await asyncio.sleep(0.2)
         alive = [p for p in pids if _alive(p)]
-    print(f"cancel with a running shell answered in {took * 1000:.1f} ms")
     assert reply["result"]["stopReason"] == "cancelled"
-    assert took < LOOSE
     assert alive == []
 
 
@@ -136,12 +133,11 @@ async def test_c6_cancel_resolves_a_pending_ask_user(tmp_path, ws):
         sid = await agent.new_session(ws)
         task = asyncio.create_task(agent.prompt(sid, "ask me"))
         asked = await agent.wait_request("_agentao.cn/ask_user")
-        reply, took = await _cancel_and_time(agent, sid, task)
+        reply = await _cancel(agent, sid, task)  # the question is never answered
         withdrawn = await agent.wait_for(lambda m: m.get("method") == "$/cancel_request")
     assert asked["params"] == {"sessionId": sid, "question": "Which one?"}
     assert reply["result"]["stopReason"] == "cancelled"
     assert withdrawn["params"]["requestId"] == asked["id"]
-    assert took < LOOSE
 
 
 async def test_c6_cancel_request_for_the_prompt_itself(tmp_path, ws):
@@ -171,18 +167,14 @@ async def test_c6_hundred_sessions_blocked_on_permission_do_not_delay_control(tm
         sids = [await agent.new_session(ws) for _ in range(100)]
         tasks = [asyncio.create_task(agent.prompt(sid, "go", timeout=60)) for sid in sids]
         await agent.wait_request("session/request_permission", timeout=60, nth=100)
-        start = time.perf_counter()
         listed = await agent.request("session/list", {})
-        list_took = time.perf_counter() - start
         new_sid = await agent.new_session(ws)
-        reply, cancel_took = await _cancel_and_time(agent, sids[50], tasks[50])
-        print(
-            f"100 blocked sessions: session/list {list_took * 1000:.1f} ms, "
-            f"cancel {cancel_took * 1000:.1f} ms"
-        )
+        # Control was answered while all 100 turns still wait for a permission nobody gives.
         assert "result" in listed and new_sid
+        assert not any(t.done() for t in tasks)
+        reply = await _cancel(agent, sids[50], tasks[50])
         assert reply["result"]["stopReason"] == "cancelled"
-        assert cancel_took < LOOSE and list_took < LOOSE
+        assert [t.done() for t in tasks].count(True) == 1  # the other 99 are still blocked
         for sid in sids:
             await agent.notify("session/cancel", {"sessionId": sid})
         replies = await asyncio.gather(*tasks)
@@ -197,11 +189,9 @@ async def test_eof_during_a_turn_stops_it_and_exits_zero(tmp_path, ws):
     sid = await agent.new_session(ws)
     task = asyncio.create_task(agent.prompt(sid, "go"))
     await agent.wait_for(lambda m: m.get("method") == "session/update")
-    start = time.perf_counter()
-    code = await agent.close()
-    took = time.perf_counter() - start
-    print(f"exit after EOF mid-turn in {took * 1000:.1f} ms")
-    assert code == 0 and took < LOOSE
+    code = await agent.close()  # EOF while the 40 s stream runs
+    assert code == 0
+    assert _chunks(agent, sid) < CHUNKS  # it exited with the stream cut, not at its end
     task.cancel()
     async with running(env) as again:
         await again.call("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})

@@ -15,11 +15,22 @@ pytestmark = pytest.mark.timeout(60)
 CAPS = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
 
 
+def resource_not_found(path):
+    return ClientError(-32002, f"Resource not found: {path}")
+
+
+def acpx_enoent(path):
+    """What acpx 0.1.15 answers for a missing file: a generic -32603, the cause in data."""
+    details = f"ENOENT: no such file or directory, open '{path}'"
+    return ClientError(-32603, "Internal error", {"details": details})
+
+
 class FakeEditor:
     """Unsaved buffers and terminals, answering the agent's fs/* and terminal/* calls."""
 
-    def __init__(self, agent, buffers):
+    def __init__(self, agent, buffers, missing=resource_not_found):
         self.buffers = dict(buffers)
+        self.missing = missing  # the error for a file it does not have
         self.terminals = {}
         self.released = []
         self.killed = []
@@ -38,7 +49,7 @@ class FakeEditor:
     async def fs_read_text_file(self, m):
         p = m["params"]
         if p["path"] not in self.buffers:
-            raise ClientError(-32002, f"Resource not found: {p['path']}")
+            raise self.missing(p["path"])
         lines = self.buffers[p["path"]].splitlines(keepends=True)
         start = (p.get("line") or 1) - 1
         end = start + p["limit"] if p.get("limit") else None
@@ -148,6 +159,25 @@ async def test_fs_and_terminal_go_through_the_client(tmp_path, ws):
     assert shell_updates[-1]["content"] == [{"type": "terminal", "terminalId": term_id}]
     methods = [m["method"] for m in agent.agent_requests]
     assert "fs/read_text_file" in methods and "fs/write_text_file" in methods
+
+
+@pytest.mark.parametrize("missing", [resource_not_found, acpx_enoent])
+async def test_a_new_file_is_written_whatever_the_client_says_of_a_missing_one(
+    tmp_path, ws, missing
+):
+    """Before writing, the agent reads the target; the client's "no such file" error,
+    by code, message or data, means a new file (acpx answers -32603 with ENOENT in data)."""
+    write = {"file_path": "new.txt", "content": "fresh\n"}
+    script = [{"tool_calls": [{"id": "w1", "name": "write_file", "arguments": write}]}]
+    env = scripted_env(tmp_path, [*script, {"text": "done"}])
+    async with running(env, capabilities=CAPS) as agent:
+        editor = FakeEditor(agent, {}, missing=missing)
+        sid = await agent.new_session(ws)
+        reply = await agent.prompt(sid, "create new.txt")
+    assert reply["result"]["stopReason"] == "end_turn"
+    [final] = [u for u in agent.updates(sid) if u.get("status") in ("completed", "failed")]
+    assert final["status"] == "completed", final
+    assert editor.buffers == {str(ws / "new.txt"): "fresh\n"}
 
 
 async def test_without_capabilities_io_is_local(tmp_path, ws):

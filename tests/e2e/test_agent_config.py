@@ -121,7 +121,7 @@ async def test_c10_preset_changes_posture_per_session(tmp_path, ws):
         ro = await agent.new_session(ws)
         rw = await agent.new_session(ws)
         reply = await agent.request("session/set_mode", {"sessionId": ro, "modeId": "read-only"})
-        assert reply["result"] == {"modeId": "read-only"}
+        assert reply["result"] == {"_meta": {"agentao.cn/modeId": "read-only"}}
         await agent.prompt(ro, "write it")
         assert not (ws / "w.txt").exists()  # denied in read-only
         await agent.prompt(rw, "write it")  # the other session is unaffected
@@ -138,7 +138,7 @@ async def test_c10_other_mode_id_is_echoed_and_kept_without_changing_posture(tmp
         sid = await agent.new_session(ws)
         await agent.call("session/set_mode", {"sessionId": sid, "modeId": "read-only"})
         reply = await agent.call("session/set_mode", {"sessionId": sid, "modeId": "code"})
-        assert reply == {"modeId": "code"}
+        assert reply == {"_meta": {"agentao.cn/modeId": "code"}}
         await agent.prompt(sid, "write it")
         assert not (ws / "w.txt").exists()  # still read-only underneath
         empty = await agent.request("session/set_mode", {"sessionId": sid, "modeId": ""})
@@ -161,7 +161,7 @@ async def test_c10_set_mode_during_a_turn_is_answered_at_once(tmp_path, ws):
         task = asyncio.create_task(agent.prompt(sid, "go"))
         await agent.wait_for(lambda m: m.get("method") == "session/update")
         reply = await agent.call("session/set_mode", {"sessionId": sid, "modeId": "plan"})
-        assert reply == {"modeId": "plan"}
+        assert reply == {"_meta": {"agentao.cn/modeId": "plan"}}
         assert not task.done()
         await agent.notify("session/cancel", {"sessionId": sid})
         await task

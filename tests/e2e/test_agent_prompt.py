@@ -196,4 +196,7 @@ async def test_c4_usage_in_prompt_response(tmp_path, ws):
     async with running(env) as agent:
         sid = await agent.new_session(ws)
         reply = await agent.prompt(sid, "x")
-    assert reply["result"]["usage"] == {"totalTokens": 10, "inputTokens": 7, "outputTokens": 3}
+    # Under _meta: the stable schema's PromptResponse has no `usage`, nor room for one.
+    assert "usage" not in reply["result"]
+    usage = reply["result"]["_meta"]["agentao.cn/usage"]
+    assert usage == {"totalTokens": 10, "inputTokens": 7, "outputTokens": 3}

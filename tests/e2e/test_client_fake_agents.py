@@ -64,6 +64,13 @@ async def test_hello(session):
     assert isinstance(events[-1], TurnEnd) and events[-1].stop_reason == "end_turn"
 
 
+async def test_usage_at_the_root_from_other_agents_is_read(session):
+    end = (await run(session, "usage"))[-1]
+    assert isinstance(end, TurnEnd) and end.stop_reason == "end_turn"
+    assert (end.usage.input_tokens, end.usage.output_tokens, end.usage.thought_tokens) == (12, 3, 1)
+    assert (await run(session, "hello"))[-1].usage is None
+
+
 async def test_ten_thousand_updates_arrive_in_order(session):
     events = await run(session, "flood 10000")
     assert texts(events) == [str(i) for i in range(10000)]

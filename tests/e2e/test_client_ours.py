@@ -91,6 +91,17 @@ async def test_a_tool_turn(agent, workspace):
     assert read(workspace, "a.txt") == "one\n"
 
 
+async def test_usage_is_a_typed_field_of_the_turn_end(agent, workspace):
+    """Our agent sends usage under _meta; TurnEnd.usage reads it from there."""
+    reply = {"text": "x", "usage": {"input_tokens": 7, "output_tokens": 3}}
+    async with Client(agent([reply, {"text": "no usage"}])) as client:
+        session = await client.new_session(workspace)
+        end = await session.prompt("go").run()
+        quiet = await session.prompt("again").run()
+    assert (end.usage.input_tokens, end.usage.output_tokens, end.usage.total_tokens) == (7, 3, 10)
+    assert "usage" not in end.raw and quiet.usage is None
+
+
 async def test_default_policy_rejects_the_shell(agent, workspace):
     async with Client(agent(WRITE_AND_RUN)) as client:
         session = await client.new_session(workspace)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -29,9 +28,7 @@ async def start_and_close(cmd: AgentCommand, tmp_path: Path) -> int | None:
 async def test_agent_that_exits_on_eof(tmp_path):
     client = Client(command("scenario.py"), timeouts=FAST)
     await client.start()
-    started = time.monotonic()
-    assert await client.close() == 0
-    assert time.monotonic() - started < FAST.eof_grace + 0.5
+    assert await client.close() == 0  # exited by itself: no SIGTERM (-15), no SIGKILL (-9)
 
 
 async def test_agent_that_ignores_eof_gets_sigterm(tmp_path):

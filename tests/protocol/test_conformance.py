@@ -23,6 +23,11 @@ from tests.protocol.memory import pipe
 INIT = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}'
 NEW = '{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}'
 CAP = 1024 * 1024
+PROMPT = '{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":%s}]}}'
+BIG = (  # a session/prompt three times the cap, its id placed by the row
+    '{"jsonrpc":"2.0",%s"method":"session/prompt","params":{"sessionId":"s","prompt":'
+    '[{"type":"text","text":"' + "x" * (CAP * 3) + '"}]}%s}'
+)
 
 
 def err(code: int, id: Any = None, **more: Any) -> dict[str, Any]:
@@ -44,7 +49,92 @@ ROWS: list[tuple[str, list[str | bytes], list[dict[str, Any] | None]]] = [
     ("oversize line then next answered", ['"' + "x" * (CAP * 3) + '"', INIT], [err(-32600), ok(1)]),
     ("blank lines ignored", ["", "   ", INIT], [ok(1)]),
     ("CRLF accepted", [INIT + "\r"], [ok(1)]),
-    ("huge integer", ['{"jsonrpc":"2.0","id":1e999,"method":"initialize"}'], [err(-32700)]),
+    ("NaN is not JSON", ['{"jsonrpc":"2.0","id":1,"method":"initialize","x":NaN}'], [err(-32700)]),
+    (
+        "valid surrogate pair",
+        [INIT.replace("{}}", '{},"clientInfo":{"name":"\\ud83d\\ude00","version":"1"}}')],
+        [ok(1)],
+    ),
+    # -- valid JSON our decoder refuses: answered with the request's own id ----------------
+    (
+        "lone surrogate in params",
+        [INIT, PROMPT % '"\\ud800"'],
+        [ok(1), err(-32602, 3, data={"field": "prompt[0].text", "reason": "lone surrogate"})],
+    ),
+    (
+        "lone low surrogate in params",
+        [INIT, PROMPT % '"a\\udc00b"'],
+        [ok(1), err(-32602, 3, data={"field": "prompt[0].text"})],
+    ),
+    (
+        "lone surrogate in a params key",
+        [
+            INIT,
+            '{"jsonrpc":"2.0","id":3,"method":"session/cancel","params":{"sessionId":"s","\\ud800":1}}',
+        ],
+        [ok(1), err(-32602, 3, data={"reason": "lone surrogate"})],
+    ),
+    (
+        "number out of range in params",
+        [INIT, PROMPT % "1e400"],
+        [ok(1), err(-32602, 3, data={"field": "prompt[0].text", "reason": "number out of range"})],
+    ),
+    (
+        "5,000-digit integer in params",
+        [INIT, PROMPT % ("9" * 5000)],
+        [ok(1), err(-32602, 3, data={"reason": "number out of range"})],
+    ),
+    ("damaged params before initialize", [PROMPT % '"\\ud800"'], [err(-32002, 3)]),
+    (
+        "damaged params of an unknown method",
+        [INIT, '{"jsonrpc":"2.0","id":3,"method":"no/such","params":{"a":1e400}}'],
+        [ok(1), err(-32601, 3)],
+    ),
+    (
+        "lone surrogate in method",
+        [INIT, '{"jsonrpc":"2.0","id":3,"method":"session/\\ud800"}'],
+        [ok(1), err(-32601, 3)],
+    ),
+    (
+        "lone surrogate in jsonrpc",
+        ['{"jsonrpc":"2.0\\ud800","id":3,"method":"initialize"}'],
+        [err(-32600, 3)],
+    ),
+    (
+        "lone surrogate in id",
+        ['{"jsonrpc":"2.0","id":"\\ud800","method":"initialize"}'],
+        [err(-32600)],
+    ),
+    ("huge number id", ['{"jsonrpc":"2.0","id":1e999,"method":"initialize"}'], [err(-32600)]),
+    (
+        "damaged notification dropped",
+        ['{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"\\ud800"}}', INIT],
+        [ok(1)],
+    ),
+    (
+        "deeply nested params, id answered",
+        [
+            '{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"a":'
+            + "[" * 100_000
+            + "]" * 100_000
+            + "}}"
+        ],
+        [err(-32600, 9)],
+    ),
+    # -- oversize lines: the id is read from the ends that framing keeps --------------------
+    (
+        "oversize request, id first",
+        [BIG % ('"id":7,', ""), INIT],
+        [err(-32600, 7, data={"maxLineBytes": CAP}), ok(1)],
+    ),
+    ("oversize request, id last", [BIG % ("", ',"id":"last"'), INIT], [err(-32600, "last"), ok(1)]),
+    ("oversize request, ids disagree", [BIG % ('"id":7,', ',"id":8')], [err(-32600)]),
+    ("oversize request, no id", [BIG % ("", "")], [err(-32600)]),
+    (
+        "oversize request, id only nested",
+        [BIG.replace('"text":"', '"id":4,"text":"') % ("", "")],
+        [err(-32600)],
+    ),
     # -- envelope --------------------------------------------------------------------
     ("json array", ["[1,2]"], [err(-32600)]),
     ("empty array (batch)", ["[]"], [err(-32600)]),

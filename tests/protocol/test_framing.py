@@ -22,24 +22,35 @@ def test_lines_survive_any_chunking(size: int) -> None:
 
 
 def test_oversize_line_is_discarded_and_counted() -> None:
-    buffer = LineBuffer(max_line_bytes=10)
+    buffer = LineBuffer(max_line_bytes=10, keep_bytes=3)
     out = feed_all(buffer, [b"12345", b"67890abc", b"def\nok\n"])
-    assert out == [Oversize(16, 10), b"ok"]
+    assert out == [Oversize(16, 10, b"123", b"def"), b"ok"]
 
 
 def test_oversize_line_is_never_buffered_beyond_the_cap() -> None:
-    buffer = LineBuffer(max_line_bytes=1000)
+    buffer = LineBuffer(max_line_bytes=1000, keep_bytes=100)
     peak = 0
-    for _ in range(10_000):  # a 10 MB line, 1 KB at a time
-        assert buffer.feed(b"x" * 1000) == []
+    for i in range(10_000):  # a 10 MB line, 1 KB at a time
+        assert buffer.feed(b"%04d" % i + b"x" * 996) == []
         peak = max(peak, buffer.buffered)
-    assert peak <= 1000
-    assert buffer.feed(b"\n") == [Oversize(10_000_000, 1000)]
+    assert peak <= 1000 + 2 * 100  # the cap, or the two kept ends while discarding
+    [marker] = buffer.feed(b"end\n")
+    assert (marker.size, marker.limit) == (10_000_003, 1000)
+    assert marker.head == b"0000" + b"x" * 96
+    assert marker.tail == b"x" * 97 + b"end"
 
 
 def test_oversize_in_one_chunk_then_normal_line() -> None:
-    buffer = LineBuffer(max_line_bytes=4)
-    assert buffer.feed(b"123456789\nabc\n") == [Oversize(9, 4), b"abc"]
+    buffer = LineBuffer(max_line_bytes=4, keep_bytes=2)
+    assert buffer.feed(b"123456789\nabc\n") == [Oversize(9, 4, b"12", b"89"), b"abc"]
+
+
+@pytest.mark.parametrize("size", [1, 3, 5, 8, 13])
+def test_oversize_ends_survive_any_chunking(size: int) -> None:
+    line = b'{"id":1,' + b"x" * 50 + b',"end":2}\r'
+    chunks = [line[i : i + size] for i in range(0, len(line), size)] + [b"\n"]
+    [marker] = feed_all(LineBuffer(max_line_bytes=20, keep_bytes=8), chunks)
+    assert marker == Oversize(len(line), 20, line[:8], line[-8:])
 
 
 def test_line_exactly_at_cap_is_kept() -> None:
@@ -47,6 +58,6 @@ def test_line_exactly_at_cap_is_kept() -> None:
 
 
 def test_unterminated_oversize_at_eof() -> None:
-    buffer = LineBuffer(max_line_bytes=4)
+    buffer = LineBuffer(max_line_bytes=4, keep_bytes=2)
     assert buffer.feed(b"123456") == []
-    assert buffer.flush() == [Oversize(6, 4)]
+    assert buffer.flush() == [Oversize(6, 4, b"12", b"56")]

@@ -1,6 +1,6 @@
 """Round trips: wire -> struct -> wire loses no known field, for the seed's message shapes
-(tests/data/seed_messages.jsonl), what four real agents sent (tests/data/real-agent-transcripts)
-and every `examples` value in the schema."""
+(tests/data/seed_messages.jsonl) and what four real agents sent (tests/data/real-agent-transcripts);
+and the schema's own `default` values against the generated structs."""
 
 from __future__ import annotations
 
@@ -153,31 +153,34 @@ def test_transcripts_were_read() -> None:
     assert len(TRANSCRIPTS) > 100
 
 
-# -- the schema's own examples ---------------------------------------------------------------
+# -- the schema's own values -----------------------------------------------------------------
+# The v1 schemas carry no `examples` (a test looping over them checked nothing); the values
+# they do carry are property `default`s. Each must decode strictly as its property's type and
+# equal what the generated struct defaults to, so a default read off the wire and a field
+# left out mean the same.
 
 
-def examples() -> list:
-    """(def name, example) for every `examples` value under a `$def` of either schema."""
-    found = []
-
-    def walk(node: Any, owner: str | None, at_def_root: bool) -> None:
-        if isinstance(node, dict):
-            if "examples" in node and at_def_root:
-                found.extend((owner, ex) for ex in node["examples"])
-            for key, sub in node.items():
-                walk(sub, owner, False) if key != "examples" else None
-        elif isinstance(node, list):
-            for sub in node:
-                walk(sub, owner, False)
-
-    for name in ("acp-schema.v1.json", "acp-schema.v1.unstable.json"):
-        for owner, d in json.loads((SPEC / name).read_text())["$defs"].items():
-            walk(d, owner, True)
-    return found
+def schema_defaults() -> list:
+    spec = json.loads((SPEC / "acp-schema.v1.unstable.json").read_text())["$defs"]
+    return [
+        pytest.param(owner, prop, d["default"], id=f"{owner}.{prop}")
+        for owner, node in spec.items()
+        for prop, d in (node.get("properties") or {}).items()
+        if "default" in d
+    ]
 
 
-def test_schema_examples_decode() -> None:
-    # The v1 schemas carry no `examples` today; this keeps them honest when they do.
-    for owner, example in examples():
-        tp = getattr(schema, owner)
-        check_round_trip(tp, example, decode_strict)
+DEFAULTS = schema_defaults()
+
+
+def test_the_schema_has_defaults_to_check() -> None:
+    assert len(DEFAULTS) >= 20
+
+
+@pytest.mark.parametrize(("owner", "prop", "default"), DEFAULTS)
+def test_schema_defaults_are_the_generated_defaults(owner: str, prop: str, default: Any) -> None:
+    field = {f.encode_name: f for f in msgspec.structs.fields(getattr(schema, owner))}[prop]
+    generated = (
+        field.default_factory() if field.default_factory is not msgspec.NODEFAULT else field.default
+    )
+    assert decode_strict(field.type, default) == generated

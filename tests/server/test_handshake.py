@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 from agentao.protocol.connection import Connection
 from agentao.server.handshake import PrefixedReader, handshake
@@ -65,3 +67,25 @@ async def test_prefixed_reader_then_eof_callback():
     assert await reader.read() == b"ahead"
     assert await reader.read() == b"" and await reader.read() == b""
     assert seen == ["eof"]
+
+
+def test_answering_initialize_loads_only_what_it_needs() -> None:
+    """Cold start: what `agentao --acp` imports up to its `initialize` reply leaves out the
+    event loop, logging, argument parsing, json, and every SDK (they load after it)."""
+    code = (
+        "import os, sys\n"
+        "import agentao.cli, agentao.server.main\n"
+        "from agentao.protocol.connection import Connection\n"
+        "from agentao.server.capabilities import initialize_response\n"
+        "from agentao.server.handshake import handshake\n"
+        "r, w = os.pipe(); out_r, out_w = os.pipe()\n"
+        'os.write(w, b\'{"jsonrpc":"2.0","id":1,"method":"initialize",'
+        '"params":{"protocolVersion":1}}\\n\'); os.close(w)\n'
+        "handshake(Connection('agent'), lambda p: initialize_response(), r, out_w)\n"
+        "assert b'protocolVersion' in os.read(out_r, 1 << 16)\n"
+        "heavy = ('asyncio', 'logging', 'argparse', 'json', 'openai', 'anthropic', 'httpx',\n"
+        "         'mcp', 'rich', 'fastapi', 'uvicorn', 'sqlite3', 'agentao.agent')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -55,13 +55,10 @@ def test_new_file_diff_has_explicit_null_old_text():
     assert wire["content"][0]["oldText"] is None and "oldText" in wire["content"][0]
 
 
-def test_notice_is_a_thought_unless_the_client_shows_notices():
-    quiet = to_builtins(UpdateMapper()(ev.Notice("retrying")))
-    assert (
-        quiet["sessionUpdate"] == "agent_thought_chunk" and "retrying" in quiet["content"]["text"]
-    )
-    loud = to_builtins(UpdateMapper(notices=True)(ev.Notice("retrying")))
-    assert loud["sessionUpdate"] == "notice" and loud["title"] == "retrying"
+def test_notice_maps_to_a_notice_update():
+    # Whether the client may see it is the gate's decision (tests/server/test_gates.py).
+    update = to_builtins(UpdateMapper()(ev.Notice("retrying")))
+    assert update == {"sessionUpdate": "notice", "severity": "warning", "title": "retrying"}
 
 
 def test_replay_swaps_a_gone_terminal_for_the_output_text(tmp_path):

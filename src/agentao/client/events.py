@@ -88,9 +88,12 @@ class TurnEnd(msgspec.Struct, frozen=True):
 
     session_id: str
     stop_reason: str  # end_turn | max_tokens | max_turn_requests | refusal | cancelled | ...
-    response: Any = None  # schema.PromptResponse (usage, _meta) when the agent answered
+    response: Any = None  # schema.PromptResponse (stopReason, _meta) when the agent answered
     raw: dict[str, Any] = {}
     forced: bool = False  # True: the agent never answered the cancel; we ended the turn
+    # schema.Usage: the turn's token usage, if the agent reported it (agentao under
+    # `_meta["agentao.cn/usage"]`, other agents at the unstable schema's `usage`); else None
+    usage: Any = None
 
 
 Event = Update | PermissionDecision | TurnEnd

@@ -131,7 +131,22 @@ class Turn:
         if not isinstance(stop_reason, str):
             raise ProtocolViolation(f"session/prompt answered without a stopReason: {raw!r}")
         response = self.session.client._decode(schema.PromptResponse, result)
-        return TurnEnd(self.session.id, stop_reason, response, result)
+        usage = self._usage(response)
+        return TurnEnd(self.session.id, stop_reason, response, result, usage=usage)
+
+    def _usage(self, response: Any) -> Any:
+        """schema.Usage from `_meta` (agentao), else from the root (the unstable schema's
+        place, where other agents put it; decoded leniently, so a bad one is None)."""
+        from agentao.protocol import meta, schema
+
+        raw = (response.meta or {}).get(meta.USAGE)
+        if not isinstance(raw, dict):
+            return response.usage
+        try:
+            return self.session.client._decode(schema.Usage, raw)
+        except ProtocolViolation:
+            log.info("ignoring a malformed %s from the agent", meta.USAGE)
+            return response.usage
 
 
 __all__ = ["Turn"]

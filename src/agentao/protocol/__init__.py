@@ -2,10 +2,13 @@
 
 Generated wire types live in `agentao.protocol.schema` and the method table in
 `agentao.protocol.methods`; import those modules directly (see docs/protocol-api.md).
+
+The asyncio endpoint is imported on first use of its names: importing asyncio costs
+more than everything else `agentao --acp` needs to answer `initialize`, and the
+handshake runs before any event loop exists (server/handshake.py).
 """
 
 from agentao.protocol.connection import Connection
-from agentao.protocol.endpoint import Endpoint, Limits, current_message
 from agentao.protocol.errors import (
     AcpError,
     AuthRequired,
@@ -41,3 +44,19 @@ __all__ = [
     "SessionNotFound",
     "current_message",
 ]
+
+_LAZY = {"Endpoint", "Limits", "current_message"}  # from agentao.protocol.endpoint
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'agentao.protocol' has no attribute {name!r}")
+    from agentao.protocol import endpoint
+
+    value = getattr(endpoint, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

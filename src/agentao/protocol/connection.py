@@ -16,13 +16,20 @@ data out, so it is tested line by line as a table (tests/protocol/conformance).
 Validation order for a line: framing (size) -> UTF-8/JSON -> envelope shape ->
 method known to this side -> lifecycle state -> params against the schema.
 Each failing step has its own code; see `errors.py`.
+
+Every request gets exactly one reply with its own id. When the fast decoder
+refuses a line, or the line is too big to hold, `salvage.py` recovers what it
+can (the id, the damaged field) and the line goes through the same steps: a
+lone surrogate or an out-of-range number in params is -32602 naming the field,
+an oversize request is -32600 with its id. Only a line that is not JSON at all
+gets -32700 with `id: null`. A refused *response* fails our pending request
+instead of leaving it waiting forever.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -39,7 +46,21 @@ from agentao.protocol.errors import (
 )
 from agentao.protocol.framing import Oversize
 
-log = logging.getLogger("agentao.protocol")
+if TYPE_CHECKING:
+    from agentao.protocol import salvage
+
+
+class _Log:
+    """The protocol logger, with `logging` imported at the first message: nothing on the
+    way to answering `initialize` logs, and the import is a cold-start cost."""
+
+    def __getattr__(self, name: str) -> Any:
+        import logging
+
+        return getattr(logging.getLogger("agentao.protocol"), name)
+
+
+log = _Log()
 
 Role = Literal["agent", "client"]
 RequestId = int | str | None
@@ -137,16 +158,17 @@ class Connection:
     def receive(self, line: bytes | Oversize) -> Event | None:
         """Turn one framed line into an event (or None when nothing is to be done)."""
         if isinstance(line, Oversize):
-            return self._reject(None, LineTooLong(line.size, line.limit))
+            return self._receive_oversize(line)
         try:
             message = _decode_json(line)
         except RecursionError:
-            return self._reject(None, ParseError("Parse error: JSON nested too deeply"))
+            return self._receive_too_deep(line)
         except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
-            return self._reject(None, ParseError(f"Parse error: {exc}"))
+            return self._receive_refused(line, exc)
         return self.receive_message(message)
 
-    def receive_message(self, message: Any) -> Event | None:
+    def receive_message(self, message: Any, damage: salvage.Damage | None = None) -> Event | None:
+        """Handle one parsed message; `damage` names a value in it the wire cannot carry."""
         if not isinstance(message, dict):
             kind = "array" if isinstance(message, list) else type(message).__name__
             return self._reject(
@@ -154,19 +176,81 @@ class Connection:
             )
         msg_id = message.get("id")
         reply_id = msg_id if _valid_id(msg_id) else None
+        if damage is not None and not _in_payload(message, damage):
+            return self._reject_envelope(message, reply_id, damage)
         if message.get("jsonrpc") != "2.0":
             return self._reject(
                 reply_id, InvalidRequest('Invalid Request: "jsonrpc" must be "2.0"')
             )
         if "method" in message:
-            return self._receive_call(message, reply_id)
+            return self._receive_call(message, reply_id, damage)
         if "id" in message and (("result" in message) != ("error" in message)):
-            return self._receive_response(message)
+            return self._receive_response(message, damage)
         return self._reject(
             reply_id, InvalidRequest("Invalid Request: no method, and not a response")
         )
 
-    def _receive_call(self, message: dict[str, Any], reply_id: RequestId) -> Event | None:
+    # ---- lines the fast path refused (see salvage.py) --------------------------------
+
+    def _receive_refused(self, line: bytes, exc: Exception) -> Event | None:
+        from agentao.protocol import salvage  # only for lines the fast path refused
+
+        parsed = salvage.parse_refused(line)
+        if parsed is None:
+            return self._reject(None, ParseError(f"Parse error: {exc}"))
+        message, damage = parsed
+        return self.receive_message(message, damage[0] if damage else None)
+
+    def _receive_too_deep(self, line: bytes) -> Event | None:
+        from agentao.protocol import salvage  # only for lines the fast path refused
+
+        found = salvage.scan_envelope(line[:_DEEP_SCAN_BYTES], line[-_DEEP_SCAN_BYTES:])
+        if found.id is None:
+            return self._reject(None, ParseError("Parse error: JSON nested too deeply"))
+        error = InvalidRequest("Invalid Request: JSON nested too deeply", {"reason": "depth"})
+        return self._answer_or_fail(found, error)
+
+    def _receive_oversize(self, line: Oversize) -> Event | None:
+        from agentao.protocol import salvage  # only for lines the fast path refused
+
+        found = salvage.scan_envelope(line.head, line.tail)
+        return self._answer_or_fail(found, LineTooLong(line.size, line.limit))
+
+    def _answer_or_fail(self, found: salvage.Envelope, error: AcpError) -> Event | None:
+        """Refuse a request we cannot read with its own id; a response we cannot read
+        fails our request it answers (never a reply to a reply)."""
+        if not found.is_response:
+            return self._reject(found.id, error)
+        pending = self._pending.pop(found.id, None) if found.id is not None else None
+        if pending is None:
+            log.warning("dropping a response we cannot read: %s", error.message)
+            return None
+        return Response(found.id, None, PeerError(error.code, error.message, error.data), pending)
+
+    def _reject_envelope(
+        self, message: dict[str, Any], reply_id: RequestId, damage: salvage.Damage
+    ) -> Event | None:
+        """A damaged id, method, jsonrpc or other envelope member."""
+        if damage.top == "id":
+            reply_id = None  # an id we cannot write back
+        elif damage.top == "method" and isinstance(message.get("method"), str):
+            if "id" not in message:
+                return None  # an unknown notification, as any other
+            from agentao.protocol.salvage import printable
+
+            error: AcpError = MethodNotFound(printable(message["method"]))
+            return self._reject(reply_id, error)
+        error = InvalidRequest(
+            f"Invalid Request: {damage.reason} - at `{damage.where()}`",
+            {"field": damage.where()[2:], "reason": damage.reason},
+        )
+        return self._reject(reply_id, error)
+
+    # ---- calls and responses ---------------------------------------------------------
+
+    def _receive_call(
+        self, message: dict[str, Any], reply_id: RequestId, damage: salvage.Damage | None = None
+    ) -> Event | None:
         method = message["method"]
         is_request = "id" in message
         if not isinstance(method, str) or not method:
@@ -190,6 +274,8 @@ class Connection:
             return None
         raw_params = message.get("params")
         try:
+            if damage is not None:
+                raise _damaged_params(damage)
             params = self._decode_params(spec, raw_params)
         except InvalidParams as exc:
             if is_request:
@@ -216,12 +302,22 @@ class Connection:
         except msgspec.ValidationError as exc:
             raise InvalidParams(f"Invalid params: {exc}") from None
 
-    def _receive_response(self, message: dict[str, Any]) -> Event | None:
+    def _receive_response(
+        self, message: dict[str, Any], damage: salvage.Damage | None = None
+    ) -> Event | None:
         msg_id = message["id"]
         pending = self._pending.pop(msg_id, None) if _valid_id(msg_id) else None
         if pending is None:
             log.warning("dropping a response to unknown request id %r", msg_id)
             return None
+        if damage is not None:
+            error = PeerError(
+                InvalidParams.code,
+                f"invalid {pending.method} {damage.top} from peer: {damage.reason}"
+                f" - at `{damage.where(1)}`",
+                {"method": pending.method, "reason": damage.reason},
+            )
+            return Response(msg_id, None, error, pending)
         if "error" in message:
             return Response(msg_id, None, _peer_error(message["error"]), pending)
         result = message["result"]
@@ -302,6 +398,27 @@ class Connection:
     @property
     def pending_count(self) -> int:
         return len(self._pending)
+
+
+_PAYLOAD = frozenset(
+    {"params", "result", "error"}
+)  # damage there is the payload's, not the envelope's
+_DEEP_SCAN_BYTES = 4096  # of a line nested too deeply, each end is scanned for its id
+
+
+def _in_payload(message: dict[str, Any], damage: salvage.Damage) -> bool:
+    """Damage in a call's params or a response's result/error (else: in the envelope)."""
+    if "method" in message:
+        return damage.top == "params"
+    return damage.top in ("result", "error")
+
+
+def _damaged_params(damage: salvage.Damage) -> InvalidParams:
+    where = damage.where(1)
+    return InvalidParams(
+        f"Invalid params: {damage.reason} - at `{where}`",
+        {"field": where[2:], "reason": damage.reason},
+    )
 
 
 def _params_session_id(params: Any) -> str | None:

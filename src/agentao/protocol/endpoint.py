@@ -49,7 +49,11 @@ from agentao.protocol.errors import (
     PeerError,
     RequestCancelled,
 )
-from agentao.protocol.framing import DEFAULT_MAX_LINE_BYTES, LineBuffer
+from agentao.protocol.framing import (
+    DEFAULT_MAX_LINE_BYTES,
+    DEFAULT_OVERSIZE_KEEP_BYTES,
+    LineBuffer,
+)
 from agentao.protocol.lanes import Lanes
 
 log = logging.getLogger("agentao.protocol")
@@ -69,6 +73,9 @@ class Limits:
     """Named limits of one connection."""
 
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    # Of a line over max_line_bytes, the bytes kept from each end to find its id (so the
+    # sender's request is answered, not left waiting); the middle is discarded unread.
+    oversize_keep_bytes: int = DEFAULT_OVERSIZE_KEEP_BYTES
     read_chunk_bytes: int = 256 * 1024
     shutdown_grace: float = 5.0  # seconds running handlers get to answer after EOF
 
@@ -121,7 +128,7 @@ class Endpoint:
         """Read until EOF, dispatching everything; then fail what still waits."""
         if writer is not None:
             self.attach(writer)
-        buffer = LineBuffer(self.limits.max_line_bytes)
+        buffer = LineBuffer(self.limits.max_line_bytes, self.limits.oversize_keep_bytes)
         try:
             while True:
                 data = await reader.read(self.limits.read_chunk_bytes)

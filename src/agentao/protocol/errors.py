@@ -52,7 +52,7 @@ class InvalidRequest(AcpError):
 class LineTooLong(InvalidRequest):
     def __init__(self, size: int, limit: int) -> None:
         super().__init__(
-            f"Invalid Request: line of {size} bytes exceeds the limit of {limit} bytes",
+            f"Invalid Request: line of {size} bytes exceeds max_line_bytes ({limit})",
             {"lineBytes": size, "maxLineBytes": limit},
         )
 

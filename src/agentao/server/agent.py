@@ -24,9 +24,11 @@ from agentao.agent.session import AgentSession
 from agentao.protocol import schema
 from agentao.protocol.endpoint import Endpoint
 from agentao.protocol.errors import AuthRequired, InvalidParams, InvalidRequest, SessionNotFound
+from agentao.protocol.meta import MODE_ID
 from agentao.server import config_options as opts
 from agentao.server.capabilities import initialize_response
 from agentao.server.client_env import ClientIo
+from agentao.server.gates import UpdateGate
 from agentao.server.live import LiveSession, SessionRegistry
 from agentao.server.mcp_config import fingerprint, parse_mcp_servers
 from agentao.server.opening import SessionFactory
@@ -51,6 +53,7 @@ class AcpAgent:
         self.endpoint: Endpoint | None = None
         self.sessions = SessionRegistry()
         self.mapper = UpdateMapper()
+        self.gate = UpdateGate()  # until initialize says what the client advertised
         self.io = ClientIo()
         self._resume = resume  # seed C.2 "Startup resume": consumed by the first session/new
         self._background: set[asyncio.Task[Any]] = set()
@@ -69,11 +72,9 @@ class AcpAgent:
         return initialize_response()
 
     def accept_client(self, caps: schema.ClientCapabilities) -> None:
-        """What the client can do: editor fs/terminal, notice updates."""
+        """What the client can do: editor fs/terminal, capability-gated updates."""
         self.io = ClientIo.from_capabilities(caps)
-        self.mapper = UpdateMapper(
-            notices=caps.session is not None and caps.session.notices is not None
-        )
+        self.gate = UpdateGate(caps)
 
     # ---- session lifecycle -----------------------------------------------------------
 
@@ -140,11 +141,12 @@ class AcpAgent:
         await live.close(self.settings.close_grace)
 
     async def session_delete(self, params: schema.DeleteSessionRequest) -> None:
+        """Idempotent: a session never created or already deleted is gone all the same,
+        which is what the caller asked for (the protocol says this SHOULD succeed)."""
         live = self.sessions.remove(params.session_id)
         if live is not None:
             await live.close(self.settings.close_grace)
-        if not await self.archive.delete(params.session_id) and live is None:
-            raise SessionNotFound(params.session_id)
+        await self.archive.delete(params.session_id)
 
     # ---- turns -----------------------------------------------------------------------
 
@@ -177,7 +179,7 @@ class AcpAgent:
             live.agent.meta["posture"] = mode
         await self._send(live.id, current_mode_update(mode))
         await self.archive.save_state(live.agent, live.engine)
-        return {"modeId": mode}
+        return {"_meta": {MODE_ID: mode}}  # seed C.10's echo, where the schema allows it
 
     async def session_set_config_option(
         self, params: schema.SetSessionConfigOptionRequest
@@ -317,7 +319,11 @@ class AcpAgent:
             await self._send(session_id, update)
 
     async def _send(self, session_id: str, update: Any) -> None:
+        """The one door every update leaves by: the client's gate first (gates.py)."""
         assert self.endpoint is not None
+        update = self.gate(update)
+        if update is None:
+            return
         notification = schema.SessionNotification(session_id=session_id, update=update)
         await self.endpoint.notify("session/update", notification)
 

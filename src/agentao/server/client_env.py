@@ -33,6 +33,10 @@ from agentao.server.interaction import Requester
 log = logging.getLogger("agentao.server")
 
 NOT_FOUND_CODES = frozenset({-32002})  # ACP "resource not found"
+# Clients that answer a missing file with another code still say so in the message or in
+# `data`: acpx 0.1.15 sends -32603 "Internal error" with data.details "ENOENT: no such file
+# or directory, open '…'". Missing must be recognised, or no new file can ever be written.
+NOT_FOUND_WORDS = ("enoent", "no such file", "not found")
 SHELL = "bash"
 ENV = "env"  # `env -i`: start the sandbox with an empty environment
 
@@ -191,9 +195,17 @@ class ClientEnv:
         try:
             return await self.peer.request(method, params)
         except PeerError as exc:
-            if exc.code in NOT_FOUND_CODES or "not found" in exc.message.lower():
+            if _is_not_found(exc):
                 raise FileNotFoundError(f"{path}: {exc.message}") from None
             raise OSError(f"{method} failed for {path}: {exc.message}") from None
+
+
+def _is_not_found(exc: PeerError) -> bool:
+    """The client's error says the file does not exist: by code, message or `data`."""
+    if exc.code in NOT_FOUND_CODES:
+        return True
+    text = f"{exc.message} {exc.data if exc.data is not None else ''}".lower()
+    return any(word in text for word in NOT_FOUND_WORDS)
 
 
 __all__ = ["SHELL", "ClientEnv", "ClientIo"]

@@ -8,7 +8,6 @@ in the state directory, never to the session's project. Exit code 0 at EOF.
 
 from __future__ import annotations
 
-import logging
 import sys
 from typing import Any
 
@@ -44,6 +43,7 @@ LOG_FILE_BACKUPS = 3  # agent.log.1 … .3 are kept
 
 def setup_logging(level: str, log_file: Any | None) -> None:
     """Log to stderr and, when it can be opened, to `log_file` (rotated)."""
+    import logging  # here, not above: it is not needed to answer `initialize`
     from logging.handlers import RotatingFileHandler
 
     root = logging.getLogger("agentao")

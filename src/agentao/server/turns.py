@@ -26,7 +26,8 @@ from agentao.agent.config import Limits as TurnLimits
 from agentao.agent.events import TurnEnded, TurnEvent
 from agentao.agent.providers.errors import LlmError
 from agentao.agent.turn import drive_turn
-from agentao.protocol import schema
+from agentao.protocol import meta, schema
+from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import (
     AcpError,
     AuthRequired,
@@ -61,7 +62,7 @@ async def run_prompt(
         ended: TurnEnded = task.result()
     except LlmError as exc:
         raise llm_error(exc) from None
-    return schema.PromptResponse(stop_reason=ended.stop_reason, usage=_usage(ended))
+    return schema.PromptResponse(stop_reason=ended.stop_reason, meta=_usage_meta(ended))
 
 
 async def _claim(live: LiveSession) -> None:
@@ -142,17 +143,20 @@ def prompt_text(blocks: list[Any]) -> str:
     return "\n".join(parts)
 
 
-def _usage(ended: TurnEnded) -> schema.Usage | None:
+def _usage_meta(ended: TurnEnded) -> dict[str, Any] | None:
+    """Token usage goes under `_meta` (protocol/meta.py): the stable schema's
+    PromptResponse has no `usage`, and no custom field may sit at its root."""
     u = ended.usage
     if u is None:
         return None
-    return schema.Usage(
+    usage = schema.Usage(
         total_tokens=u.total_tokens or u.input_tokens + u.output_tokens,
         input_tokens=u.input_tokens,
         output_tokens=u.output_tokens,
         thought_tokens=u.thought_tokens,
         cached_read_tokens=u.cached_read_tokens,
     )
+    return {meta.USAGE: to_builtins(usage)}
 
 
 __all__ = ["llm_error", "prompt_text", "run_prompt"]

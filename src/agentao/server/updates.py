@@ -7,8 +7,8 @@ ToolCallStarted    -> tool_call            status "pending", title, kind, rawInp
 ToolCallProgress   -> tool_call_update     status "in_progress" (+ live content, title)
 ToolCallFinished   -> tool_call_update     status "completed"/"failed", content, rawOutput
 PlanChanged        -> plan
-Notice             -> notice when the client advertised `session.notices`, else an
-                      agent_thought_chunk (the schema allows notices only then)
+Notice             -> notice (sent only to clients that advertised `session.notices`;
+                      the others get a thought instead: see gates.py)
 TurnEnded          -> nothing (it is the `session/prompt` result)
 """
 
@@ -60,10 +60,9 @@ def tool_call_update_for_permission(call: ev.ToolCallStarted) -> schema.ToolCall
 
 
 class UpdateMapper:
-    """Maps events to updates for one client (whether it shows `notice` updates)."""
+    """Maps events to updates (what a client may receive is gates.py's business)."""
 
-    def __init__(self, notices: bool = False) -> None:
-        self.notices = notices
+    def __init__(self) -> None:
         self._table = {
             ev.UserText: lambda e: schema.UserMessageChunk(content=text_block(e.text)),
             ev.TextDelta: lambda e: schema.AgentMessageChunk(content=text_block(e.text)),
@@ -81,9 +80,7 @@ class UpdateMapper:
         return None if convert is None else convert(event)
 
     def _notice(self, event: ev.Notice) -> Update:
-        if self.notices:
-            return schema.NoticeSessionUpdate(severity="warning", title=event.text or "notice")
-        return schema.AgentThoughtChunk(content=text_block(f"[notice] {event.text}\n"))
+        return schema.NoticeSessionUpdate(severity="warning", title=event.text or "notice")
 
 
 def _tool_call(e: ev.ToolCallStarted) -> Update:

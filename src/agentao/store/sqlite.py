@@ -21,6 +21,7 @@ import asyncio
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,6 +31,10 @@ from typing import TypeVar
 log = logging.getLogger("agentao.store")
 
 T = TypeVar("T")
+
+BUSY_TIMEOUT_MS = 5000  # how long one statement waits for another connection's lock
+WAL_SWITCH_TIMEOUT = 10.0  # seconds `PRAGMA journal_mode=WAL` is retried while the file is busy
+_RETRY_FIRST, _RETRY_MAX = 0.005, 0.1  # seconds between those retries: doubling, capped
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,14 +100,40 @@ def _connect(path: str, schemas: tuple[Schema, ...]) -> sqlite3.Connection:
     conn.row_factory = sqlite3.Row
     # busy_timeout first: several processes (a gateway's agent pool) may open a fresh
     # file at once, and every step below may have to wait for another's lock.
-    conn.execute("PRAGMA busy_timeout=5000")
-    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    _enable_wal(conn)
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
     for schema in schemas:
         _in_transaction(conn, lambda c, s=schema: _migrate(c, s))
     log.debug("opened %s on thread %s", path, threading.current_thread().name)
     return conn
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch to the WAL journal, retrying while another process holds the file.
+
+    Why a retry and not only busy_timeout: the switch upgrades a shared lock to an
+    exclusive one, and SQLite answers SQLITE_BUSY at once rather than call the busy
+    handler there (waiting while holding a lock could deadlock two such openers). So
+    processes opening a fresh file together see "database is locked" here, whatever
+    the timeout; backing off and asking again lets one win and the others follow.
+    """
+    deadline = time.monotonic() + WAL_SWITCH_TIMEOUT
+    delay = _RETRY_FIRST
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = getattr(exc, "sqlite_errorcode", None) in (
+                sqlite3.SQLITE_BUSY,
+                sqlite3.SQLITE_LOCKED,
+            )
+            if not busy or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, _RETRY_MAX)
 
 
 def _migrate(conn: sqlite3.Connection, schema: Schema) -> None:
@@ -134,4 +165,4 @@ def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection],
     return result
 
 
-__all__ = ["Database", "Schema"]
+__all__ = ["BUSY_TIMEOUT_MS", "WAL_SWITCH_TIMEOUT", "Database", "Schema"]

@@ -21,6 +21,7 @@ Prompts (text of the first content block):
     ids                   its own requests use id 0 and a string id
     error                 answers the prompt with a JSON-RPC error -32603
     no-stop               answers the prompt without a stopReason (a protocol violation)
+    usage                 end_turn with a root `usage` (the unstable schema's place)
 
 Options: --early-update sends a session/update for the new session *before*
 the session/new result; --auth answers session/new with -32000 until
@@ -270,6 +271,11 @@ def p_no_stop(msg, sid, args):
     wire.reply(msg, {"stop": "yes"})
 
 
+def p_usage(msg, sid, args):
+    usage = {"totalTokens": 15, "inputTokens": 12, "outputTokens": 3, "thoughtTokens": 1}
+    wire.reply(msg, {"stopReason": "end_turn", "usage": usage})
+
+
 PROMPTS = {
     "hello": p_hello,
     "flood": p_flood,
@@ -289,6 +295,7 @@ PROMPTS = {
     "ids": p_ids,
     "error": p_error,
     "no-stop": p_no_stop,
+    "usage": p_usage,
 }
 
 

@@ -1,0 +1,20 @@
+"""Keys agentao writes under `_meta`, ACP's channel for data the schema does not have.
+
+The spec forbids custom fields at the root of its types ("all possible names are
+reserved"), so whatever we add travels in `_meta`, under a key named like the spec's
+own example (`zed.dev/debugMode`): a domain we own, a slash, a name.
+
+USAGE   in a `session/prompt` result: the turn's token usage, shaped as the unstable
+        schema's `Usage` ({totalTokens, inputTokens, outputTokens, thoughtTokens?,
+        cachedReadTokens?, cachedWriteTokens?}). The stable schema has no
+        `PromptResponse.usage`; readers also accept it there from other agents.
+MODE_ID in a `session/set_mode` result: the mode id now in force (seed C.10 echoes it;
+        the stable SetSessionModeResponse has only `_meta`).
+"""
+
+from __future__ import annotations
+
+USAGE = "agentao.cn/usage"
+MODE_ID = "agentao.cn/modeId"
+
+__all__ = ["MODE_ID", "USAGE"]
