@@ -27,6 +27,8 @@ def keyed(tmp_path_factory: pytest.TempPathFactory):
     keys = (
         key("alice", "sk-alice", agents=frozenset({"agentao"}), ceiling="ask", policy="reads"),
         key("bob", "sk-bob", ceiling="reject"),
+        # The config file refuses this name; built here to show that no name is special.
+        key("local", "sk-local", ceiling="reject"),
     )
     live = LiveGateway(GatewayConfig(agents=agents, keys=keys), tmp / "gw.sqlite3").start()
     yield live
@@ -69,6 +71,18 @@ def test_policy_above_the_ceiling_is_refused(keyed: LiveGateway) -> None:
     with pytest.raises(openai.PermissionDeniedError) as info:
         hi(alice, extra_headers={"X-Permission-Policy": "all"})
     assert info.value.body["code"] == "policy_above_ceiling"
+    with pytest.raises(openai.PermissionDeniedError) as body:  # the body field: the same ceiling
+        hi(alice, extra_body={"x_permission_policy": "all"})
+    assert body.value.body["code"] == "policy_above_ceiling"
+    with pytest.raises(openai.PermissionDeniedError):  # the body wins over a modest header
+        hi(
+            alice,
+            extra_headers={"X-Permission-Policy": "reads"},
+            extra_body={"x_permission_policy": "all"},
+        )
+    with keyed.http("sk-alice") as http:
+        task = {"agent": "agentao", "prompt": "x", "permission_policy": "all"}
+        assert http.post("/v1/tasks", json=task).status_code == 403
     assert hi(alice, extra_body={"x_permission_policy": "ask"}) == "Answer one."
     with pytest.raises(openai.BadRequestError):
         hi(alice, extra_body={"x_permission_policy": "sometimes"})
@@ -85,16 +99,48 @@ def test_the_key_default_policy_applies(keyed: LiveGateway) -> None:
     assert decision["approved"] is True and decision["by"] == "policy"
 
 
-def test_objects_of_one_key_are_invisible_to_another(keyed: LiveGateway) -> None:
-    alice, bob = keyed.openai("sk-alice"), keyed.openai("sk-bob")
+@pytest.mark.parametrize("other", ["sk-bob", "sk-local"])
+def test_objects_of_one_key_are_invisible_to_another(keyed: LiveGateway, other: str) -> None:
+    alice, bob = keyed.openai("sk-alice"), keyed.openai(other)
     response = alice.responses.create(model="agentao", input="secret")
-    with pytest.raises(openai.NotFoundError):
-        bob.responses.retrieve(response.id)
-    with pytest.raises(openai.NotFoundError):
-        bob.responses.create(model="agentao", input="x", previous_response_id=response.id)
-    with keyed.http("sk-bob") as http:
+    for attempt in (
+        lambda: bob.responses.retrieve(response.id),
+        lambda: bob.responses.cancel(response.id),
+        lambda: bob.responses.delete(response.id),
+        lambda: bob.responses.create(model="agentao", input="x", previous_response_id=response.id),
+    ):
+        with pytest.raises(openai.NotFoundError):
+            attempt()
+    assert alice.responses.retrieve(response.id).output_text  # still there, untouched
+    conv = response.model_extra["x_conversation_id"]
+    with keyed.http("sk-alice") as http:
+        task = http.get(f"/v1/conversations/{conv}/tasks").json()["data"][0]["id"]
+    with keyed.http(other) as http:
         titles = [c["title"] for c in http.get("/v1/conversations").json()["data"]]
-    assert "secret" not in titles
+        assert "secret" not in titles
+        for path in (f"/v1/conversations/{conv}/tasks", f"/v1/tasks/{task}"):
+            assert http.get(path).status_code == 404, path
+        assert http.get(f"/v1/tasks/{task}/events").status_code == 404
+        go_on = {"agent": "agentao", "prompt": "x", "conversation_id": conv}
+        assert http.post("/v1/tasks", json=go_on).status_code == 404
+
+
+@pytest.mark.parametrize("other", ["sk-bob", "sk-local"])
+def test_a_key_cannot_see_or_answer_another_keys_questions(keyed: LiveGateway, other: str) -> None:
+    with keyed.http("sk-alice") as http:
+        ask = {"agent": "agentao", "prompt": "write the file", "permission_policy": "ask"}
+        task = http.post("/v1/tasks", json=ask).json()
+    alices = {"additional_headers": {"Authorization": "Bearer sk-alice"}}
+    with connect(keyed.ws_url(task["stream_url"]), **alices) as ws, keyed.http(other) as bob:
+        question = next(f for f in map(json.loads, ws) if f["type"] == "permission-request")
+        assert bob.get("/v1/permissions").json()["data"] == []
+        path = f"/v1/permissions/{question['requestId']}"
+        allow = next(o for o in question["options"] if o["kind"] == "allow_once")
+        refused = bob.post(path, json={"optionId": allow["optionId"]})
+        assert refused.status_code == 400 and "no open permission" in refused.text
+        ws.send(json.dumps({"type": "cancel"}))
+        ended = next(f for f in map(json.loads, ws) if f["type"] == "task-ended")
+    assert ended["stopReason"] == "cancelled"
 
 
 def test_websocket_needs_the_key_too(keyed: LiveGateway) -> None:

@@ -1,4 +1,4 @@
-"""Who is calling, which agents they may use, and which permission policy their turn gets.
+"""Who is calling, which agents they may use, which policy their turn gets, what they own.
 
 Without keys in the config the gateway listens on loopback only (see
 `GatewayConfig.check_bind`) and every caller is the local user, whose ceiling is
@@ -7,7 +7,12 @@ Without keys in the config the gateway listens on loopback only (see
 browsers cannot set headers on one.
 
 A request may ask for a policy (`X-Permission-Policy` header, or the body field
-`x_permission_policy`); asking above the key's ceiling is a 403, not a silent cap.
+`x_permission_policy`); both go through `Principal.choose_policy`, and asking above
+the key's ceiling is a 403, not a silent cap.
+
+Every object (conversation, task, response, open permission question) belongs to
+the principal that made it, and `owns()` is the one rule for who may see, continue,
+cancel, delete or answer it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import hmac
 from dataclasses import dataclass
 
 from agentao.gateway.config import (
+    LOCAL_NAME,
     ApiKey,
     ConfigError,
     GatewayConfig,
@@ -61,7 +67,7 @@ class Principal:
         return policy
 
 
-LOCAL = Principal("local", None, "all", "reject")
+LOCAL = Principal(LOCAL_NAME, None, "all", "reject")
 
 
 class Authenticator:
@@ -96,9 +102,19 @@ class Authenticator:
         return found
 
 
+def owns(principal: Principal, owner: str) -> bool:
+    """Whether `principal` may see, continue, cancel, delete or answer an object of `owner`.
+
+    Its own objects only; no name is special. (The keyless local user owns what was made
+    without keys; `local` is refused as a key name, so no key inherits those.) Lookups
+    scoped by owner (the conversation list, the transcript index) follow the same rule.
+    """
+    return principal.name == owner
+
+
 def check_owner(principal: Principal, owner: str, what: str) -> None:
     """Another key's object is reported as missing, not as forbidden."""
-    if principal.name != "local" and principal.name != owner:
+    if not owns(principal, owner):
         raise NotFound(f"no such {what}")
 
 
@@ -109,4 +125,4 @@ def _bearer(authorization: str | None) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
-__all__ = ["LOCAL", "POLICY_HEADER", "Authenticator", "Principal", "check_owner"]
+__all__ = ["LOCAL", "POLICY_HEADER", "Authenticator", "Principal", "check_owner", "owns"]

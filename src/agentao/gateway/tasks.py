@@ -29,7 +29,7 @@ import msgspec
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 
-from agentao.gateway.auth import Principal, check_owner
+from agentao.gateway.auth import Principal, check_owner, owns
 from agentao.gateway.errors import ApiError, BadRequest, NotFound
 from agentao.gateway.permissions import AnswerRejected
 from agentao.gateway.service import Gateway
@@ -61,7 +61,7 @@ async def start_task(request: Request) -> Any:
     policy = gw.policy(principal, request, body.permission_policy)
     if body.conversation_id:
         conv = await gw.conversations.get(body.conversation_id)
-        if conv is None or principal.name not in ("local", conv.record.owner):
+        if conv is None or not owns(principal, conv.record.owner):
             raise NotFound("no such conversation", param="conversation_id")
         if conv.record.agent != choice.agent:
             raise BadRequest(f"the conversation belongs to {conv.record.agent!r}", param="agent")
@@ -130,8 +130,7 @@ async def task_events(task_id: str, request: Request, after_seq: int = 0) -> Any
 async def list_conversations(request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
-    owner = None if principal.name == "local" else principal.name
-    convs = await gw.store.list_conversations(owner, gw.limits.conversations_listed)
+    convs = await gw.store.list_conversations(principal.name, gw.limits.conversations_listed)
     data = [
         {
             "id": c.id,
@@ -164,7 +163,7 @@ async def conversation_tasks(conversation_id: str, request: Request) -> Any:
 async def pending_permissions(request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
-    data = [{"taskId": a.task_id, **a.frame()} for a in gw.desk.pending(principal.name)]
+    data = [{"taskId": a.task_id, **a.frame()} for a in gw.desk.pending(principal)]
     return {"object": "list", "data": data}
 
 
@@ -174,7 +173,7 @@ async def answer_permission(request_id: str, request: Request) -> Any:
     principal = gw.principal(request)
     body = await gw.decode(request, PermissionAnswer)
     try:
-        gw.desk.answer(request_id, body.option_id, owner=principal.name)
+        gw.desk.answer(request_id, body.option_id, principal)
     except AnswerRejected as exc:
         raise BadRequest(str(exc), param="optionId") from None
     return {"requestId": request_id, "optionId": body.option_id, "accepted": True}
@@ -255,7 +254,7 @@ async def _read(websocket: WebSocket, gw: Gateway, principal: Principal, task_id
         if kind == "permission-response":
             try:
                 gw.desk.answer(
-                    str(frame.get("requestId")), frame.get("optionId"), owner=principal.name
+                    str(frame.get("requestId")), frame.get("optionId"), principal, task_id=task_id
                 )
             except AnswerRejected as exc:
                 await websocket.send_json({"type": "error", "message": str(exc)})
