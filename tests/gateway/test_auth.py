@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 
@@ -9,6 +10,7 @@ import openai
 import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
+from websockets.typing import Subprotocol
 
 from agentao.gateway.config import ApiKey
 from tests.gateway.conftest import LiveGateway, scripted_spec
@@ -143,13 +145,22 @@ def test_a_key_cannot_see_or_answer_another_keys_questions(keyed: LiveGateway, o
     assert ended["stopReason"] == "cancelled"
 
 
+def key_protocols(secret: str) -> list[Subprotocol]:
+    """What a browser offers: our protocol, and the key (base64url, no padding) beside it."""
+    encoded = base64.urlsafe_b64encode(secret.encode()).decode().rstrip("=")
+    return [Subprotocol("agentao.v1"), Subprotocol("agentao.key." + encoded)]
+
+
 def test_websocket_needs_the_key_too(keyed: LiveGateway) -> None:
     with keyed.http("sk-alice") as http:
         task = http.post("/v1/tasks", json={"agent": "agentao", "prompt": "hello"}).json()
-    with pytest.raises(InvalidStatus), connect(keyed.ws_url(task["stream_url"])):
+    url = keyed.ws_url(task["stream_url"])
+    with pytest.raises(InvalidStatus) as missing, connect(url):
         pass
-    bob = keyed.ws_url(task["stream_url"] + "?api_key=sk-bob")  # may not watch alice's task
-    with pytest.raises(InvalidStatus), connect(bob):
-        pass
-    with connect(keyed.ws_url(task["stream_url"] + "?api_key=sk-alice")) as ws:
+    assert missing.value.response.status_code == 401
+    with pytest.raises(InvalidStatus) as other, connect(url, subprotocols=key_protocols("sk-bob")):
+        pass  # bob may not watch alice's task: it does not exist for him
+    assert other.value.response.status_code == 404
+    with connect(url, subprotocols=key_protocols("sk-alice")) as ws:
+        assert ws.subprotocol == "agentao.v1"  # never the key
         assert json.loads(ws.recv())["type"] == "task-started"

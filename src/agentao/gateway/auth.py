@@ -3,8 +3,13 @@
 Without keys in the config the gateway listens on loopback only (see
 `GatewayConfig.check_bind`) and every caller is the local user, whose ceiling is
 `all` and whose default is `reject`. With keys, every `/v1/*` call needs
-`Authorization: Bearer <key>`; a WebSocket may pass it as `?api_key=` since
-browsers cannot set headers on one.
+`Authorization: Bearer <key>`. Browsers cannot set headers on a WebSocket, so a
+handshake may offer the key as a subprotocol instead, next to `agentao.v1`:
+
+    new WebSocket(url, ["agentao.v1", "agentao.key." + base64url(key)])
+
+and the server answers `agentao.v1`, never the key. Never in the URL: URLs end
+in logs.
 
 A request may ask for a policy (`X-Permission-Policy` header, or the body field
 `x_permission_policy`); both go through `Principal.choose_policy`, and asking above
@@ -17,9 +22,14 @@ cancel, delete or answer it.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from starlette.requests import HTTPConnection
 
 from agentao.gateway.config import (
     LOCAL_NAME,
@@ -33,6 +43,8 @@ from agentao.gateway.config import (
 from agentao.gateway.errors import BadRequest, Forbidden, NotFound, Unauthorized
 
 POLICY_HEADER = "x-permission-policy"
+WS_PROTOCOL = "agentao.v1"  # the subprotocol a WebSocket is accepted with
+KEY_PROTOCOL = "agentao.key."  # + the key in base64url without padding
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +83,7 @@ LOCAL = Principal(LOCAL_NAME, None, "all", "reject")
 
 
 class Authenticator:
-    """Turns an `Authorization` value into a `Principal` (or raises 401)."""
+    """Turns the key a request carries into a `Principal` (or raises 401)."""
 
     def __init__(self, config: GatewayConfig) -> None:
         self._keys = config.keys
@@ -80,10 +92,18 @@ class Authenticator:
     def required(self) -> bool:
         return bool(self._keys)
 
-    def authenticate(self, authorization: str | None, query_key: str | None = None) -> Principal:
+    def principal(self, conn: HTTPConnection) -> Principal:
+        """The caller of an HTTP request or a WebSocket handshake."""
         if not self._keys:
             return LOCAL
-        secret = _bearer(authorization) or query_key
+        secret = _bearer(conn.headers.get("authorization"))
+        if secret is None and conn.scope["type"] == "websocket":
+            secret = key_from_subprotocols(conn.scope.get("subprotocols", ()))
+        return self.authenticate(secret)
+
+    def authenticate(self, secret: str | None) -> Principal:
+        if not self._keys:
+            return LOCAL
         if not secret:
             raise Unauthorized(
                 "missing API key: send 'Authorization: Bearer <key>'", code="missing_api_key"
@@ -118,6 +138,22 @@ def check_owner(principal: Principal, owner: str, what: str) -> None:
         raise NotFound(f"no such {what}")
 
 
+def key_from_subprotocols(offered: Sequence[str]) -> str | None:
+    """The key a WebSocket handshake offers as `agentao.key.<base64url>`, if any."""
+    for protocol in offered:
+        if protocol.startswith(KEY_PROTOCOL):
+            encoded = protocol[len(KEY_PROTOCOL) :]
+            try:
+                raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+                return raw.decode("utf-8")
+            except (binascii.Error, ValueError):
+                raise Unauthorized(
+                    "the key subprotocol must be 'agentao.key.' + the key in base64url",
+                    code="invalid_api_key",
+                ) from None
+    return None
+
+
 def _bearer(authorization: str | None) -> str | None:
     if not authorization:
         return None
@@ -125,4 +161,14 @@ def _bearer(authorization: str | None) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
-__all__ = ["LOCAL", "POLICY_HEADER", "Authenticator", "Principal", "check_owner", "owns"]
+__all__ = [
+    "KEY_PROTOCOL",
+    "LOCAL",
+    "POLICY_HEADER",
+    "WS_PROTOCOL",
+    "Authenticator",
+    "Principal",
+    "check_owner",
+    "key_from_subprotocols",
+    "owns",
+]

@@ -89,9 +89,7 @@ class Gateway:
     # ---- per request ----------------------------------------------------------------------
 
     def principal(self, conn: HTTPConnection) -> Principal:
-        return self.auth.authenticate(
-            conn.headers.get("authorization"), conn.query_params.get("api_key")
-        )
+        return self.auth.principal(conn)
 
     async def decode(self, request: Request, type_: type[T]) -> T:
         """The JSON body as `type_`; 413 above the size limit, 400 naming a bad field."""

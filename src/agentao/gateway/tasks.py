@@ -11,7 +11,9 @@ Frames (JSON objects, one per WebSocket message), each with `seq`, `type`, `at`:
     ping                 (no seq; not stored) while nothing else happens
 
 `WS /v1/tasks/{id}/stream?after_seq=N` first sends every stored frame with
-`seq > N`, then live ones, and closes after `task-ended` / `task-error`. A
+`seq > N`, then live ones, and closes after `task-ended` / `task-error`. With API
+keys, the handshake carries `Authorization` or offers the key as a subprotocol
+(see `auth.py`); a refused one gets the error's HTTP status and body. A
 watcher may send `{"type": "permission-response", "requestId", "optionId"}`
 (optionId null rejects) or `{"type": "cancel"}`. Every task is here, whether it
 was started here, by Chat Completions or by the Responses API.
@@ -29,7 +31,7 @@ import msgspec
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 
-from agentao.gateway.auth import Principal, check_owner, owns
+from agentao.gateway.auth import WS_PROTOCOL, Principal, check_owner, owns
 from agentao.gateway.errors import ApiError, BadRequest, NotFound
 from agentao.gateway.permissions import AnswerRejected
 from agentao.gateway.service import Gateway
@@ -188,11 +190,13 @@ async def stream_task(websocket: WebSocket, task_id: str) -> None:
     try:
         principal = gw.principal(websocket)
         await _task(gw, principal, task_id)
-        after = int(websocket.query_params.get("after_seq", "0") or 0)
-    except (ApiError, ValueError) as exc:
-        await websocket.close(code=4401 if getattr(exc, "status", 0) == 401 else 4404)
+        after = _after_seq(websocket.query_params.get("after_seq"))
+    except ApiError as exc:  # refused with the error's status and body
+        await exc.send(websocket.scope, websocket.receive, websocket.send)
         return
-    await websocket.accept()
+    # Answer our protocol name, never the key a browser offered next to it.
+    offered = websocket.scope.get("subprotocols", ())
+    await websocket.accept(subprotocol=WS_PROTOCOL if WS_PROTOCOL in offered else None)
     reader = asyncio.get_running_loop().create_task(_read(websocket, gw, principal, task_id))
     try:
         await _send_frames(websocket, gw, task_id, after)
@@ -203,6 +207,13 @@ async def stream_task(websocket: WebSocket, task_id: str) -> None:
         reader.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await reader
+
+
+def _after_seq(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        raise BadRequest("after_seq must be an integer", param="after_seq") from None
 
 
 async def _send_frames(websocket: WebSocket, gw: Gateway, task_id: str, after: int) -> None:
