@@ -25,7 +25,7 @@ import pytest
 import uvicorn
 
 from agentao.gateway.app import create_app
-from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig, Limits
+from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig, Limits, WebPolicy
 from agentao.store.gateway import open_gateway_store
 
 OUR_AGENT = (sys.executable, "-m", "agentao", "--acp")
@@ -182,9 +182,12 @@ def gateway_factory(tmp_path: Path) -> Iterator[Any]:
         limits: Limits | None = None,
         processes: int = 1,
         store: Path | None = None,
+        web: WebPolicy | None = None,
     ) -> LiveGateway:
         specs = agents or (scripted_spec(tmp_path, script, processes=processes),)
-        config = GatewayConfig(agents=specs, keys=keys, limits=limits or Limits())
+        config = GatewayConfig(
+            agents=specs, keys=keys, limits=limits or Limits(), web=web or WebPolicy()
+        )
         live = LiveGateway(config, store or tmp_path / "gateway.sqlite3").start()
         started.append(live)
         return live

@@ -164,3 +164,18 @@ def test_websocket_needs_the_key_too(keyed: LiveGateway) -> None:
     with connect(url, subprotocols=key_protocols("sk-alice")) as ws:
         assert ws.subprotocol == "agentao.v1"  # never the key
         assert json.loads(ws.recv())["type"] == "task-started"
+
+
+def test_no_key_in_a_url(keyed: LiveGateway) -> None:
+    with keyed.http() as http:
+        for path in ("/v1/models", "/healthz", "/"):
+            refused = http.get(path, params={"api_key": "sk-alice"})
+            assert refused.status_code == 401, path
+            assert "Authorization" in refused.json()["error"]["message"]
+    with keyed.http("sk-alice") as http:  # even beside a good header
+        task = http.post("/v1/tasks", json={"agent": "agentao", "prompt": "hello"}).json()
+        assert http.get("/v1/models?api_key=sk-alice").status_code == 401
+    stream = keyed.ws_url(task["stream_url"] + "?api_key=sk-alice")
+    with pytest.raises(InvalidStatus) as info, connect(stream):
+        pass
+    assert info.value.response.status_code == 401

@@ -8,8 +8,8 @@ handshake may offer the key as a subprotocol instead, next to `agentao.v1`:
 
     new WebSocket(url, ["agentao.v1", "agentao.key." + base64url(key)])
 
-and the server answers `agentao.v1`, never the key. Never in the URL: URLs end
-in logs.
+and the server answers `agentao.v1`, never the key. Never in the URL: the guard
+refuses `?api_key=` (URLs end in logs).
 
 A request may ask for a policy (`X-Permission-Policy` header, or the body field
 `x_permission_policy`); both go through `Principal.choose_policy`, and asking above

@@ -11,8 +11,10 @@ const state = {
 
 // ---- HTTP --------------------------------------------------------------------------------
 
+// X-Agentao-Client makes every request of ours one a browser must preflight across origins;
+// the gateway answers a preflight only for origins its operator configured.
 async function api(path, options = {}) {
-  const headers = { "Content-Type": "application/json" };
+  const headers = { "Content-Type": "application/json", "X-Agentao-Client": "web" };
   if (state.key) headers.Authorization = "Bearer " + state.key;
   const res = await fetch(path, { ...options, headers });
   if (res.status === 401) {
