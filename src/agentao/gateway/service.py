@@ -20,7 +20,7 @@ from starlette.requests import HTTPConnection, Request
 
 from agentao.gateway.auth import POLICY_HEADER, Authenticator, Principal
 from agentao.gateway.config import GatewayConfig, Policy
-from agentao.gateway.errors import BadRequest, NotFound, PayloadTooLarge
+from agentao.gateway.errors import BadRequest, NotFound, PayloadTooLarge, UnsupportedMediaType
 from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.sessions import Conversations
@@ -92,7 +92,9 @@ class Gateway:
         return self.auth.principal(conn)
 
     async def decode(self, request: Request, type_: type[T]) -> T:
-        """The JSON body as `type_`; 413 above the size limit, 400 naming a bad field."""
+        """The JSON body as `type_`: 415 unless declared JSON, 413 above the size limit,
+        400 naming a bad field."""
+        check_json(request.headers.get("content-type"))
         limit = self.limits.max_request_bytes
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -122,6 +124,21 @@ class Gateway:
 
     def policy(self, principal: Principal, request: Request, body_value: str | None) -> Policy:
         return principal.choose_policy(body_value or request.headers.get(POLICY_HEADER))
+
+
+def check_json(content_type: str | None) -> None:
+    """415 unless the body is declared JSON. A page may POST text/plain or a form to
+    another origin without a CORS preflight; it cannot send `application/json` so."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    ):
+        return
+    raise UnsupportedMediaType(
+        f"the body must be JSON sent with 'Content-Type: application/json', not "
+        f"{content_type or 'no content type'!r}",
+        code="unsupported_content_type",
+    )
 
 
 def _param_of(exc: msgspec.ValidationError) -> str | None:
@@ -161,4 +178,4 @@ def _model_entry(model_id: str, pool: AgentPool) -> dict[str, Any]:
     }
 
 
-__all__ = ["Gateway", "ModelChoice", "models_listing"]
+__all__ = ["Gateway", "ModelChoice", "check_json", "models_listing"]
