@@ -4,7 +4,7 @@
     uvicorn.run(app, host=..., port=...)
 
 Every request passes, outermost first: `Guard` (Host, secrets in URLs, Origin),
-CORS for the configured origins only, then the routes.
+CORS for the configured origins only, `BodyLimit`, then the routes.
 
 `serve()` is what `agentao serve` runs: it refuses a non-loopback bind without
 API keys, opens the store and runs uvicorn.
@@ -23,6 +23,7 @@ from starlette.middleware.cors import CORSMiddleware
 from agentao import __version__
 from agentao.gateway import errors, openai_chat, openai_responses, tasks, web
 from agentao.gateway.auth import POLICY_HEADER
+from agentao.gateway.bodylimit import BodyLimit
 from agentao.gateway.config import GatewayConfig
 from agentao.gateway.guard import Guard
 from agentao.gateway.service import Gateway, models_listing
@@ -102,7 +103,8 @@ def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> Fast
 
 
 def _install_middleware(app: FastAPI, config: GatewayConfig) -> None:
-    # Added innermost first: a request meets Guard, then CORS.
+    # Added innermost first: a request meets Guard, then CORS, then BodyLimit.
+    app.add_middleware(BodyLimit, max_bytes=config.limits.max_request_bytes)
     if config.web.allowed_origins:
         app.add_middleware(
             CORSMiddleware,

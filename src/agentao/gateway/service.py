@@ -4,7 +4,7 @@
 registry, the task hub and the permission desk; `app.py` builds one and puts it
 on `app.state.gateway`. Routes call `gateway.principal(request)`,
 `gateway.decode(request, Type)` and `gateway.resolve_model(...)` so that
-authentication, body limits and model names behave the same everywhere.
+authentication, JSON bodies and model names behave the same everywhere.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from starlette.requests import HTTPConnection, Request
 
 from agentao.gateway.auth import POLICY_HEADER, Authenticator, Principal
 from agentao.gateway.config import GatewayConfig, Policy
-from agentao.gateway.errors import BadRequest, NotFound, PayloadTooLarge, UnsupportedMediaType
+from agentao.gateway.errors import BadRequest, NotFound, UnsupportedMediaType
 from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.sessions import Conversations
@@ -92,16 +92,12 @@ class Gateway:
         return self.auth.principal(conn)
 
     async def decode(self, request: Request, type_: type[T]) -> T:
-        """The JSON body as `type_`: 415 unless declared JSON, 413 above the size limit,
-        400 naming a bad field."""
+        """The JSON body as `type_`: 415 unless declared JSON, 400 naming a bad field.
+
+        (Above `max_request_bytes`, `BodyLimit` raises 413 while the body is read.)
+        """
         check_json(request.headers.get("content-type"))
-        limit = self.limits.max_request_bytes
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise PayloadTooLarge(f"request body above {limit} bytes", code="body_too_large")
         body = await request.body()
-        if len(body) > limit:
-            raise PayloadTooLarge(f"request body above {limit} bytes", code="body_too_large")
         try:
             return msgspec.json.decode(body, type=type_)
         except msgspec.ValidationError as exc:
