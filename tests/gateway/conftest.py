@@ -32,6 +32,7 @@ import uvicorn
 
 from agentao.gateway.app import create_app
 from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig, Limits, WebPolicy
+from agentao.gateway.logs import uvicorn_log_config
 from agentao.store.gateway import open_gateway_store
 
 OUR_AGENT = (sys.executable, "-m", "agentao", "--acp")
@@ -81,6 +82,7 @@ class LiveGateway:
         server_config = uvicorn.Config(
             self.app,
             log_level="warning",
+            log_config=uvicorn_log_config(),  # as `agentao serve` logs
             access_log=False,
             timeout_graceful_shutdown=2,
         )

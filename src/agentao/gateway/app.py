@@ -7,7 +7,7 @@ Every request passes, outermost first: `Guard` (Host, secrets in URLs, Origin),
 CORS for the configured origins only, `BodyLimit`, then the routes.
 
 `serve()` is what `agentao serve` runs: it refuses a non-loopback bind without
-API keys, opens the store and runs uvicorn.
+API keys, opens the store and runs uvicorn with logs that carry no secret.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from agentao.gateway.auth import POLICY_HEADER
 from agentao.gateway.bodylimit import BodyLimit
 from agentao.gateway.config import GatewayConfig
 from agentao.gateway.guard import Guard
+from agentao.gateway.logs import redact_root_handlers, uvicorn_log_config
 from agentao.gateway.service import Gateway, models_listing
 from agentao.store.gateway import GatewayStore, open_gateway_store
 from agentao.store.paths import ensure_state_dir
@@ -129,10 +130,18 @@ def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
 
     config.check_bind()
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    redact_root_handlers()
     app = create_app(config)
     names = ", ".join(a.name for a in config.agents)
     log.info("agentao gateway on http://%s:%d (agents: %s)", config.host, config.port, names)
-    uvicorn.run(app, host=config.host, port=config.port, log_level=log_level, access_log=False)
+    uvicorn.run(
+        app,
+        host=config.host,
+        port=config.port,
+        log_level=log_level,
+        log_config=uvicorn_log_config(),
+        access_log=False,
+    )
     return 0
 
 
