@@ -103,6 +103,20 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
     )
     serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8765)")
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="NAME[:PORT]",
+        help="a Host name to serve besides 127.0.0.1, localhost and [::1] on the bound port "
+        "(repeatable); every other Host gets 421",
+    )
+    serve.add_argument(
+        "--allowed-origin",
+        action="append",
+        metavar="SCHEME://HOST[:PORT]",
+        help="a browser origin besides the gateway's own that may POST and open WebSockets; "
+        "it also gets CORS answers (repeatable)",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
 
 

@@ -6,12 +6,18 @@
 
 The uvicorn server runs in its own thread and event loop, so tests may use the
 synchronous SDK, httpx and WebSocket clients without blocking it.
+
+`served_gateway` is `agentao serve` itself, a subprocess with an API key, for what
+only a process of its own shows: its memory and its log lines.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -25,7 +31,8 @@ import pytest
 import uvicorn
 
 from agentao.gateway.app import create_app
-from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig, Limits
+from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig, Limits, WebPolicy
+from agentao.gateway.logs import uvicorn_log_config
 from agentao.store.gateway import open_gateway_store
 
 OUR_AGENT = (sys.executable, "-m", "agentao", "--acp")
@@ -73,7 +80,11 @@ class LiveGateway:
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
         server_config = uvicorn.Config(
-            self.app, log_level="warning", access_log=False, timeout_graceful_shutdown=2
+            self.app,
+            log_level="warning",
+            log_config=uvicorn_log_config(),  # as `agentao serve` logs
+            access_log=False,
+            timeout_graceful_shutdown=2,
         )
         self._server = uvicorn.Server(server_config)
         self._thread: threading.Thread | None = None
@@ -182,9 +193,12 @@ def gateway_factory(tmp_path: Path) -> Iterator[Any]:
         limits: Limits | None = None,
         processes: int = 1,
         store: Path | None = None,
+        web: WebPolicy | None = None,
     ) -> LiveGateway:
         specs = agents or (scripted_spec(tmp_path, script, processes=processes),)
-        config = GatewayConfig(agents=specs, keys=keys, limits=limits or Limits())
+        config = GatewayConfig(
+            agents=specs, keys=keys, limits=limits or Limits(), web=web or WebPolicy()
+        )
         live = LiveGateway(config, store or tmp_path / "gateway.sqlite3").start()
         started.append(live)
         return live
@@ -204,6 +218,92 @@ def shared_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGat
     live.stop()
 
 
+class ServedGateway:
+    """`agentao serve --config FILE --log-level debug` in a subprocess; stderr kept line by line."""
+
+    def __init__(self, tmp: Path, config_text: str) -> None:
+        config = tmp / "gateway.toml"
+        config.write_text(config_text)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        command = [sys.executable, "-m", "agentao", "serve", "--config", str(config)]
+        command += ["--port", str(self.port), "--log-level", "debug"]
+        env = {**os.environ, "AGENTAO_HOME": str(tmp / "home")}
+        self.proc = subprocess.Popen(
+            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        self.lines: list[str] = []
+        self._seen = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.wait_for_line("Application startup complete")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            with self._seen:
+                self.lines.append(line)
+                self._seen.notify_all()
+        with self._seen:
+            self.lines.append("<exited>")
+            self._seen.notify_all()
+
+    def wait_for_line(self, text: str, timeout: float = 30) -> str:
+        """The first stderr line containing `text` (waits for it to be written)."""
+
+        def found() -> str | None:
+            return next((line for line in self.lines if text in line or line == "<exited>"), None)
+
+        with self._seen:
+            line = self._seen.wait_for(found, timeout)
+        assert line and line != "<exited>", f"no log line with {text!r}:\n{''.join(self.lines)}"
+        return line
+
+    def peak_rss_kib(self) -> int:
+        """VmHWM: the most resident memory the gateway process has had so far."""
+        status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        line = next(x for x in status.splitlines() if x.startswith("VmHWM:"))
+        return int(line.split()[1])
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=20)
+
+
+SERVED_KEY = "sk-served-0123456789abcdef"
+
+
+@pytest.fixture(scope="session")
+def served_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
+    """One `agentao serve` process with one key and a 1 MiB body limit."""
+    tmp = tmp_path_factory.mktemp("served")
+    script = tmp / "script.json"
+    script.write_text(json.dumps({"responses": DEFAULT_SCRIPT}))
+    served = ServedGateway(
+        tmp,
+        f"""
+[limits]
+max_request_bytes = 1048576
+
+[agents.agentao]
+command = ["{sys.executable}", "-m", "agentao", "--acp"]
+cwd = "{tmp}"
+env = {{ LLM_PROVIDER = "SCRIPTED", AGENTAO_SCRIPT = "{script}" }}
+
+[[keys]]
+name = "alice"
+key = "{SERVED_KEY}"
+ceiling = "all"
+""",
+    )
+    yield served
+    served.stop()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Agent processes start in ~0.2 s; a hung test should still fail, not stall CI.
     for item in items:
@@ -211,4 +311,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(60))
 
 
-__all__ = ["DEFAULT_SCRIPT", "LiveGateway", "llm_spec", "scripted_spec"]
+__all__ = [
+    "DEFAULT_SCRIPT",
+    "SERVED_KEY",
+    "LiveGateway",
+    "ServedGateway",
+    "llm_spec",
+    "scripted_spec",
+]

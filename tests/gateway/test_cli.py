@@ -34,6 +34,17 @@ def test_serve_refuses_a_public_bind_without_keys() -> None:
     assert "refusing to bind '0.0.0.0' without API keys" in done.stderr
 
 
+def test_serve_checks_allowed_hosts_and_origins() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agentao", "serve", "--allowed-origin", "ui.example.com"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert "allowed origin 'ui.example.com': expected scheme://host[:port]" in done.stderr
+
+
 def test_serve_with_a_config_file(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"responses": DEFAULT_SCRIPT}))

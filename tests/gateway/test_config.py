@@ -74,6 +74,14 @@ def test_a_full_config_file(tmp_path: Path) -> None:
             "above its ceiling",
         ),
         ({"keys": [{"name": "k", "key": "a"}, {"name": "k", "key": "b"}]}, "share a name"),
+        ({"keys": [{"name": "local", "key": "s"}]}, "may not be named 'local'"),
+        ({"server": {"hots": "0.0.0.0"}}, r"unknown \[server\] settings \['hots'\]"),
+        ({"server": {"allowed_hosts": "a.example"}}, "must be a list of strings"),
+        ({"server": {"allowed_hosts": ["https://a.example"]}}, "expected a name or name:port"),
+        ({"server": {"allowed_hosts": ["a.example:http"]}}, "expected a name or name:port"),
+        ({"server": {"allowed_origins": ["ui.example"]}}, r"expected scheme://host\[:port\]"),
+        ({"server": {"allowed_origins": ["https://ui.example/app"]}}, "expected scheme://"),
+        ({"server": {"allowed_origins": ["null"]}}, "expected scheme://"),
     ],
 )
 def test_bad_configs_say_what_is_wrong(data: dict, message: str) -> None:
@@ -92,6 +100,23 @@ def test_command_line_overrides_and_the_default_agent() -> None:
     )
     with pytest.raises(ConfigError, match="NAME=COMMAND"):
         parse_agent_option("qwen")
+
+
+def test_allowed_hosts_and_origins_from_file_and_command_line() -> None:
+    server = {
+        "allowed_hosts": ["GW.example", "gw.example:8443", "[::1]:9"],
+        "allowed_origins": ["HTTPS://UI.example:443", "http://ui.example:3000"],
+    }
+    config = config_from_dict({"server": server})
+    assert config.web.allowed_hosts == ("gw.example", "gw.example:8443", "[::1]:9")
+    assert config.web.allowed_origins == ("https://ui.example", "http://ui.example:3000")
+    config = with_overrides(
+        config, allowed_hosts=["b.example", "gw.example"], allowed_origins=["http://b.example"]
+    )
+    assert config.web.allowed_hosts[-1] == "b.example" and len(config.web.allowed_hosts) == 4
+    assert config.web.allowed_origins[-1] == "http://b.example"
+    with pytest.raises(ConfigError, match="allowed origin"):
+        with_overrides(config, allowed_origins=["b.example"])
 
 
 def test_no_keys_means_loopback_only() -> None:

@@ -150,6 +150,25 @@ def test_pending_permissions_can_be_answered_over_http(shared_gateway: LiveGatew
     assert decision["by"] == "human" and decision["approved"] is False
 
 
+def test_a_watcher_answers_only_its_own_tasks_questions(shared_gateway: LiveGateway) -> None:
+    asking = start_task(shared_gateway, "write the file", permission_policy="ask")
+    other = start_task(shared_gateway, "slow please")
+    with (
+        connect(shared_gateway.ws_url(asking["stream_url"])) as ask_ws,
+        connect(shared_gateway.ws_url(other["stream_url"])) as other_ws,
+    ):
+        question = next(f for f in map(json.loads, ask_ws) if f["type"] == "permission-request")
+        allow = next(o for o in question["options"] if o["kind"] == "allow_once")
+        answer = {"type": "permission-response", "requestId": question["requestId"]}
+        other_ws.send(json.dumps({**answer, "optionId": allow["optionId"]}))
+        error = next(f for f in map(json.loads, other_ws) if f["type"] == "error")
+        assert "no open permission request" in error["message"]
+        other_ws.send(json.dumps({"type": "cancel"}))
+        ask_ws.send(json.dumps({**answer, "optionId": None}))
+        decision = next(f for f in map(json.loads, ask_ws) if f["type"] == "permission-response")
+    assert decision["by"] == "human" and decision["approved"] is False
+
+
 def test_a_watcher_can_cancel_the_task(shared_gateway: LiveGateway) -> None:
     task = start_task(shared_gateway, "slow please")
     with connect(shared_gateway.ws_url(task["stream_url"])) as ws:

@@ -3,8 +3,11 @@
     app = create_app(config)            # agents start in the app's lifespan
     uvicorn.run(app, host=..., port=...)
 
+Every request passes, outermost first: `Guard` (Host, secrets in URLs, Origin),
+CORS for the configured origins only, `BodyLimit`, then the routes.
+
 `serve()` is what `agentao serve` runs: it refuses a non-loopback bind without
-API keys, opens the store and runs uvicorn.
+API keys, opens the store and runs uvicorn with logs that carry no secret.
 """
 
 from __future__ import annotations
@@ -15,15 +18,32 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
+from starlette.middleware.cors import CORSMiddleware
 
 from agentao import __version__
 from agentao.gateway import errors, openai_chat, openai_responses, tasks, web
+from agentao.gateway.auth import POLICY_HEADER
+from agentao.gateway.bodylimit import BodyLimit
 from agentao.gateway.config import GatewayConfig
+from agentao.gateway.guard import Guard
+from agentao.gateway.logs import redact_root_handlers, uvicorn_log_config
 from agentao.gateway.service import Gateway, models_listing
 from agentao.store.gateway import GatewayStore, open_gateway_store
 from agentao.store.paths import ensure_state_dir
 
 log = logging.getLogger("agentao.gateway")
+
+# What a configured cross-origin page may send and read (CORS); our web UI marks its
+# requests with CLIENT_HEADER, so none of them is a "simple" request.
+CLIENT_HEADER = "x-agentao-client"
+CORS_REQUEST_HEADERS = (
+    "authorization",
+    "content-type",
+    CLIENT_HEADER,
+    POLICY_HEADER,
+    "x-session-id",
+)
+CORS_RESPONSE_HEADERS = ("x-session-id", "x-task-id", "retry-after")
 
 
 def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> FastAPI:
@@ -48,6 +68,7 @@ def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> Fast
     )
     app.state.gateway = gateway
     errors.install(app)
+    _install_middleware(app, config)
     app.include_router(openai_chat.router)
     app.include_router(openai_responses.router)
     app.include_router(tasks.router)
@@ -82,6 +103,21 @@ def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> Fast
     return app
 
 
+def _install_middleware(app: FastAPI, config: GatewayConfig) -> None:
+    # Added innermost first: a request meets Guard, then CORS, then BodyLimit.
+    app.add_middleware(BodyLimit, max_bytes=config.limits.max_request_bytes)
+    if config.web.allowed_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=config.web.allowed_origins,
+            allow_methods=("GET", "POST", "DELETE"),
+            allow_headers=CORS_REQUEST_HEADERS,
+            expose_headers=CORS_RESPONSE_HEADERS,
+            allow_private_network=True,  # the operator chose to trust these pages
+        )
+    app.add_middleware(Guard, config=config)
+
+
 def _store_path(config: GatewayConfig) -> str:
     if config.store_path:
         return config.store_path
@@ -94,10 +130,18 @@ def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
 
     config.check_bind()
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    redact_root_handlers()
     app = create_app(config)
     names = ", ".join(a.name for a in config.agents)
     log.info("agentao gateway on http://%s:%d (agents: %s)", config.host, config.port, names)
-    uvicorn.run(app, host=config.host, port=config.port, log_level=log_level, access_log=False)
+    uvicorn.run(
+        app,
+        host=config.host,
+        port=config.port,
+        log_level=log_level,
+        log_config=uvicorn_log_config(),
+        access_log=False,
+    )
     return 0
 
 

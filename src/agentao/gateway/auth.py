@@ -1,22 +1,38 @@
-"""Who is calling, which agents they may use, and which permission policy their turn gets.
+"""Who is calling, which agents they may use, which policy their turn gets, what they own.
 
 Without keys in the config the gateway listens on loopback only (see
 `GatewayConfig.check_bind`) and every caller is the local user, whose ceiling is
 `all` and whose default is `reject`. With keys, every `/v1/*` call needs
-`Authorization: Bearer <key>`; a WebSocket may pass it as `?api_key=` since
-browsers cannot set headers on one.
+`Authorization: Bearer <key>`. Browsers cannot set headers on a WebSocket, so a
+handshake may offer the key as a subprotocol instead, next to `agentao.v1`:
+
+    new WebSocket(url, ["agentao.v1", "agentao.key." + base64url(key)])
+
+and the server answers `agentao.v1`, never the key. Never in the URL: the guard
+refuses `?api_key=` (URLs end in logs).
 
 A request may ask for a policy (`X-Permission-Policy` header, or the body field
-`x_permission_policy`); asking above the key's ceiling is a 403, not a silent cap.
+`x_permission_policy`); both go through `Principal.choose_policy`, and asking above
+the key's ceiling is a 403, not a silent cap.
+
+Every object (conversation, task, response, open permission question) belongs to
+the principal that made it, and `owns()` is the one rule for who may see, continue,
+cancel, delete or answer it.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from starlette.requests import HTTPConnection
+
 from agentao.gateway.config import (
+    LOCAL_NAME,
     ApiKey,
     ConfigError,
     GatewayConfig,
@@ -27,6 +43,8 @@ from agentao.gateway.config import (
 from agentao.gateway.errors import BadRequest, Forbidden, NotFound, Unauthorized
 
 POLICY_HEADER = "x-permission-policy"
+WS_PROTOCOL = "agentao.v1"  # the subprotocol a WebSocket is accepted with
+KEY_PROTOCOL = "agentao.key."  # + the key in base64url without padding
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +79,11 @@ class Principal:
         return policy
 
 
-LOCAL = Principal("local", None, "all", "reject")
+LOCAL = Principal(LOCAL_NAME, None, "all", "reject")
 
 
 class Authenticator:
-    """Turns an `Authorization` value into a `Principal` (or raises 401)."""
+    """Turns the key a request carries into a `Principal` (or raises 401)."""
 
     def __init__(self, config: GatewayConfig) -> None:
         self._keys = config.keys
@@ -74,10 +92,18 @@ class Authenticator:
     def required(self) -> bool:
         return bool(self._keys)
 
-    def authenticate(self, authorization: str | None, query_key: str | None = None) -> Principal:
+    def principal(self, conn: HTTPConnection) -> Principal:
+        """The caller of an HTTP request or a WebSocket handshake."""
         if not self._keys:
             return LOCAL
-        secret = _bearer(authorization) or query_key
+        secret = _bearer(conn.headers.get("authorization"))
+        if secret is None and conn.scope["type"] == "websocket":
+            secret = key_from_subprotocols(conn.scope.get("subprotocols", ()))
+        return self.authenticate(secret)
+
+    def authenticate(self, secret: str | None) -> Principal:
+        if not self._keys:
+            return LOCAL
         if not secret:
             raise Unauthorized(
                 "missing API key: send 'Authorization: Bearer <key>'", code="missing_api_key"
@@ -96,10 +122,36 @@ class Authenticator:
         return found
 
 
+def owns(principal: Principal, owner: str) -> bool:
+    """Whether `principal` may see, continue, cancel, delete or answer an object of `owner`.
+
+    Its own objects only; no name is special. (The keyless local user owns what was made
+    without keys; `local` is refused as a key name, so no key inherits those.) Lookups
+    scoped by owner (the conversation list, the transcript index) follow the same rule.
+    """
+    return principal.name == owner
+
+
 def check_owner(principal: Principal, owner: str, what: str) -> None:
     """Another key's object is reported as missing, not as forbidden."""
-    if principal.name != "local" and principal.name != owner:
+    if not owns(principal, owner):
         raise NotFound(f"no such {what}")
+
+
+def key_from_subprotocols(offered: Sequence[str]) -> str | None:
+    """The key a WebSocket handshake offers as `agentao.key.<base64url>`, if any."""
+    for protocol in offered:
+        if protocol.startswith(KEY_PROTOCOL):
+            encoded = protocol[len(KEY_PROTOCOL) :]
+            try:
+                raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+                return raw.decode("utf-8")
+            except (binascii.Error, ValueError):
+                raise Unauthorized(
+                    "the key subprotocol must be 'agentao.key.' + the key in base64url",
+                    code="invalid_api_key",
+                ) from None
+    return None
 
 
 def _bearer(authorization: str | None) -> str | None:
@@ -109,4 +161,14 @@ def _bearer(authorization: str | None) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
-__all__ = ["LOCAL", "POLICY_HEADER", "Authenticator", "Principal", "check_owner"]
+__all__ = [
+    "KEY_PROTOCOL",
+    "LOCAL",
+    "POLICY_HEADER",
+    "WS_PROTOCOL",
+    "Authenticator",
+    "Principal",
+    "check_owner",
+    "key_from_subprotocols",
+    "owns",
+]

@@ -6,6 +6,12 @@ A config file looks like this (every section optional)::
     host = "127.0.0.1"
     port = 8765
     store = "/var/lib/agentao/gateway.sqlite3"   # default: the state directory
+    # Host headers served besides the loopback names (127.0.0.1, localhost, [::1]) on the
+    # bound port, and the bound address itself: "name" (any port) or "name:port".
+    allowed_hosts = ["gateway.example.com"]
+    # Browser origins besides our own that may POST and open WebSockets (CORS is answered
+    # for them, and for nobody else): "scheme://host[:port]".
+    allowed_origins = ["https://ui.example.com"]
 
     [limits]
     permission_deadline_seconds = 60
@@ -23,7 +29,9 @@ A config file looks like this (every section optional)::
     ceiling = "ask"                     # the most a request may ask for
     policy = "reads"                    # what a request gets when it asks for nothing
 
-Permission policies, weakest first: `reject` < `reads` < `ask` < `all`.
+Unknown settings in `[server]` and `[limits]` are errors, not silently ignored.
+Permission policies, weakest first: `reject` < `reads` < `ask` < `all`. A key may not be
+named `local`: that is the keyless local user, who owns everything made without keys.
 """
 
 from __future__ import annotations
@@ -37,9 +45,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from agentao.gateway.hosts import normalize_host, normalize_origin
+
 Policy = Literal["reject", "reads", "ask", "all"]
 POLICY_ORDER: tuple[Policy, ...] = ("reject", "reads", "ask", "all")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
+LOCAL_NAME = "local"  # the principal without keys; its objects must not go to a key
+RESERVED_KEY_NAMES = frozenset({LOCAL_NAME})
+_SERVER_SETTINGS = frozenset({"host", "port", "store", "allowed_hosts", "allowed_origins"})
 
 
 class ConfigError(ValueError):
@@ -90,6 +104,18 @@ class ApiKey:
 
 
 @dataclass(frozen=True, slots=True)
+class WebPolicy:
+    """Which Host names the gateway answers to, and which other browser origins it trusts.
+
+    Both lists add to the defaults (see `guard.py`): the loopback names on the bound port,
+    and the page's own origin. Entries are normalized when read (lower case, no default port).
+    """
+
+    allowed_hosts: tuple[str, ...] = ()  # "name" (any port) or "name:port"
+    allowed_origins: tuple[str, ...] = ()  # "scheme://host[:port]"
+
+
+@dataclass(frozen=True, slots=True)
 class GatewayConfig:
     host: str = "127.0.0.1"
     port: int = 8765
@@ -97,6 +123,7 @@ class GatewayConfig:
     agents: tuple[AgentSpec, ...] = ()
     keys: tuple[ApiKey, ...] = ()
     limits: Limits = field(default_factory=Limits)
+    web: WebPolicy = field(default_factory=WebPolicy)
 
     def agent(self, name: str) -> AgentSpec | None:
         return next((a for a in self.agents if a.name == name), None)
@@ -146,6 +173,9 @@ def load_config(path: str | Path | None) -> GatewayConfig:
 
 def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConfig:
     server = _table(data, "server", where)
+    unknown = set(server) - _SERVER_SETTINGS
+    if unknown:
+        raise ConfigError(f"{where}: unknown [server] settings {sorted(unknown)}")
     limits = _limits(_table(data, "limits", where), where)
     agents = tuple(_agent(n, s, where) for n, s in _table(data, "agents", where).items())
     keys = tuple(_key(k, where) for k in data.get("keys", []))
@@ -158,7 +188,21 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
         agents=agents,
         keys=keys,
         limits=limits,
+        web=web_policy(
+            _strings(server, "allowed_hosts", where), _strings(server, "allowed_origins", where)
+        ),
     )
+
+
+def web_policy(hosts: list[str], origins: list[str]) -> WebPolicy:
+    """A `WebPolicy` from config or command-line entries, each checked and normalized."""
+    try:
+        return WebPolicy(
+            tuple(dict.fromkeys(normalize_host(h) for h in hosts)),
+            tuple(dict.fromkeys(normalize_origin(o) for o in origins)),
+        )
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def with_overrides(
@@ -167,15 +211,22 @@ def with_overrides(
     agents: list[str] | None = None,
     host: str | None = None,
     port: int | None = None,
+    allowed_hosts: list[str] | None = None,
+    allowed_origins: list[str] | None = None,
 ) -> GatewayConfig:
     """Apply command-line options; with no agent anywhere, serve our own."""
     extra = tuple(parse_agent_option(a) for a in agents or ())
     merged = tuple(a for a in config.agents if a.name not in {e.name for e in extra}) + extra
+    web = config.web
     config = replace(
         config,
         agents=merged or (default_agent(),),
         host=host if host is not None else config.host,
         port=port if port is not None else config.port,
+        web=web_policy(
+            [*web.allowed_hosts, *(allowed_hosts or ())],
+            [*web.allowed_origins, *(allowed_origins or ())],
+        ),
     )
     names = [a.name for a in config.agents]
     if len(set(names)) != len(names):
@@ -187,6 +238,13 @@ def _table(data: Any, key: str, where: str) -> dict[str, Any]:
     value = data.get(key, {})
     if not isinstance(value, dict):
         raise ConfigError(f"{where}: [{key}] must be a table")
+    return value
+
+
+def _strings(table: dict[str, Any], key: str, where: str) -> list[str]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: [server] {key} must be a list of strings")
     return value
 
 
@@ -223,6 +281,11 @@ def _key(entry: dict[str, Any], where: str) -> ApiKey:
     name = entry.get("name")
     if not name:
         raise ConfigError(f"{where}: every [[keys]] entry needs a name")
+    if str(name) in RESERVED_KEY_NAMES:
+        raise ConfigError(
+            f"{where}: a key may not be named {name!r}: that name is reserved for the local "
+            "user without keys, whose objects it would own"
+        )
     if "key" in entry:
         digest = hashlib.sha256(str(entry["key"]).encode()).hexdigest()
     elif "key_sha256" in entry:
@@ -244,19 +307,24 @@ def _key(entry: dict[str, Any], where: str) -> ApiKey:
 
 
 __all__ = [
+    "LOCAL_NAME",
     "LOOPBACK_HOSTS",
     "POLICY_ORDER",
+    "RESERVED_KEY_NAMES",
+    "WILDCARD_HOSTS",
     "AgentSpec",
     "ApiKey",
     "ConfigError",
     "GatewayConfig",
     "Limits",
     "Policy",
+    "WebPolicy",
     "check_policy",
     "config_from_dict",
     "default_agent",
     "load_config",
     "parse_agent_option",
     "policy_rank",
+    "web_policy",
     "with_overrides",
 ]

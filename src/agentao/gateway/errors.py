@@ -7,6 +7,8 @@ ApiError                       status, OpenAI `type`
 ├── NotFound                   404  not_found_error
 ├── SessionBusy                409  conflict_error, with Retry-After
 ├── PayloadTooLarge            413  invalid_request_error
+├── UnsupportedMediaType       415  invalid_request_error (a body that is not declared JSON)
+├── MisdirectedRequest         421  invalid_request_error (a Host this gateway does not serve)
 ├── AgentFailed                502  agent_error (the turn failed: the agent died or erred)
 └── AgentUnavailable           503  agent_error (no agent process could take the request)
 """
@@ -19,6 +21,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Receive, Scope, Send
 
 
 class ApiError(Exception):
@@ -44,6 +47,16 @@ class ApiError(Exception):
 
     def response(self) -> JSONResponse:
         return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
+
+    async def send(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer with this error from ASGI middleware, before any route ran. A WebSocket
+        handshake is refused with it too (uvicorn's denial-response extension), or else
+        closed, which the server turns into a bare 403."""
+        denial = "websocket.http.response" in scope.get("extensions", {})
+        if scope["type"] == "websocket" and not denial:
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await self.response()(scope, receive, send)
 
 
 class BadRequest(ApiError):
@@ -80,6 +93,16 @@ class SessionBusy(ApiError):
 
 class PayloadTooLarge(ApiError):
     status = 413
+    type = "invalid_request_error"
+
+
+class UnsupportedMediaType(ApiError):
+    status = 415
+    type = "invalid_request_error"
+
+
+class MisdirectedRequest(ApiError):
+    status = 421
     type = "invalid_request_error"
 
 
@@ -140,10 +163,12 @@ __all__ = [
     "ApiError",
     "BadRequest",
     "Forbidden",
+    "MisdirectedRequest",
     "NotFound",
     "PayloadTooLarge",
     "SessionBusy",
     "Unauthorized",
+    "UnsupportedMediaType",
     "error_body",
     "install",
     "unsupported",

@@ -11,7 +11,12 @@ from agentao.gateway.config import ConfigError, load_config, with_overrides
 def run_serve(args: argparse.Namespace) -> int:
     try:
         config = with_overrides(
-            load_config(args.config), agents=args.agent, host=args.host, port=args.port
+            load_config(args.config),
+            agents=args.agent,
+            host=args.host,
+            port=args.port,
+            allowed_hosts=args.allowed_host,
+            allowed_origins=args.allowed_origin,
         )
         config.check_bind()
     except ConfigError as exc:

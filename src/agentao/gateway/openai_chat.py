@@ -25,7 +25,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from agentao.client import TurnEnd
-from agentao.gateway.auth import Principal
+from agentao.gateway.auth import Principal, owns
 from agentao.gateway.errors import AgentFailed, BadRequest, unsupported
 from agentao.gateway.inputs import parse_chat_messages, prompt_blocks
 from agentao.gateway.mapping import chat_finish_reason, estimate_usage, usage_from_agent
@@ -157,10 +157,10 @@ async def _keyed(
     convs = gw.conversations
     derived = "conv_" + hashlib.sha256(f"{principal.name}\0{key}".encode()).hexdigest()[:32]
     for conv in (convs.live(key), convs.live(derived)):  # the hot path: no store lookup
-        if conv is not None and conv.record.owner == principal.name:
+        if conv is not None and owns(principal, conv.record.owner):
             return conv
     conv = await convs.get(key)
-    if conv is not None and conv.record.owner == principal.name:
+    if conv is not None and owns(principal, conv.record.owner):
         return conv
     return await convs.get(derived) or await convs.create(
         principal.name, choice.agent, "chat", derived

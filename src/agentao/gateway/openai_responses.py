@@ -22,7 +22,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from agentao.client import TurnEnd
-from agentao.gateway.auth import Principal, check_owner
+from agentao.gateway.auth import Principal, check_owner, owns
 from agentao.gateway.errors import BadRequest, NotFound, unsupported
 from agentao.gateway.inputs import parse_response_input, prompt_blocks
 from agentao.gateway.mapping import estimate_usage, usage_from_agent
@@ -142,7 +142,7 @@ async def _conversation(
         return await gw.conversations.create(principal.name, agent, "responses"), True
     record = await gw.store.get_response(previous)
     conv = await gw.conversations.get(record.conversation_id) if record else None
-    if record is None or conv is None or not _owns(principal, conv.record.owner):
+    if record is None or conv is None or not owns(principal, conv.record.owner):
         raise NotFound(
             f"previous response {previous!r} not found",
             param="previous_response_id",
@@ -160,10 +160,6 @@ async def _conversation(
             code="not_latest_response",
         )
     return conv, False
-
-
-def _owns(principal: Principal, owner: str) -> bool:
-    return principal.name in ("local", owner)
 
 
 class _Run:
@@ -248,7 +244,7 @@ class _Run:
 async def _find(gw: Gateway, principal: Principal, response_id: str) -> dict[str, Any]:
     live = gw.live_responses.get(response_id)
     if live is not None:
-        if not _owns(principal, live.owner):
+        if not owns(principal, live.owner):
             raise NotFound(f"no response {response_id!r}", code="response_not_found")
         return live.builder.snapshot()
     record = await gw.store.get_response(response_id)

@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from agentao.client.permissions import PermissionOption, PermissionRequest, choose
+from agentao.gateway.auth import Principal, owns
 from agentao.gateway.config import Policy
 from agentao.gateway.mapping import READ_KINDS
 from agentao.gateway.tasklog import TaskLog
@@ -107,10 +108,18 @@ class PermissionDesk:
         _record(task_log, request, option, by=by, request_id=ask.id)
         return option
 
-    def answer(self, request_id: str, option_id: str | None, *, owner: str) -> None:
-        """A human's answer (None: reject). Raises AnswerRejected when it does not fit."""
+    def answer(
+        self,
+        request_id: str,
+        option_id: str | None,
+        principal: Principal,
+        *,
+        task_id: str | None = None,
+    ) -> None:
+        """A human's answer (None: reject), from the owner of the question's task (and,
+        given `task_id`, on that task's stream). Raises AnswerRejected when it does not fit."""
         ask = self._pending.get(request_id)
-        if ask is None or (owner != "local" and owner != ask.owner):
+        if ask is None or not owns(principal, ask.owner) or task_id not in (None, ask.task_id):
             raise AnswerRejected(f"no open permission request {request_id!r}")
         if option_id is None:
             option_id = choose(ask.request.options, allow=False, remember=False)
@@ -119,8 +128,8 @@ class PermissionDesk:
         if not ask.future.done():
             ask.future.set_result(option_id)
 
-    def pending(self, owner: str) -> list[PendingAsk]:
-        return [a for a in self._pending.values() if owner == "local" or a.owner == owner]
+    def pending(self, principal: Principal) -> list[PendingAsk]:
+        return [a for a in self._pending.values() if owns(principal, a.owner)]
 
 
 def _record(

@@ -4,7 +4,7 @@
 registry, the task hub and the permission desk; `app.py` builds one and puts it
 on `app.state.gateway`. Routes call `gateway.principal(request)`,
 `gateway.decode(request, Type)` and `gateway.resolve_model(...)` so that
-authentication, body limits and model names behave the same everywhere.
+authentication, JSON bodies and model names behave the same everywhere.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from starlette.requests import HTTPConnection, Request
 
 from agentao.gateway.auth import POLICY_HEADER, Authenticator, Principal
 from agentao.gateway.config import GatewayConfig, Policy
-from agentao.gateway.errors import BadRequest, NotFound, PayloadTooLarge
+from agentao.gateway.errors import BadRequest, NotFound, UnsupportedMediaType
 from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.sessions import Conversations
@@ -89,19 +89,15 @@ class Gateway:
     # ---- per request ----------------------------------------------------------------------
 
     def principal(self, conn: HTTPConnection) -> Principal:
-        return self.auth.authenticate(
-            conn.headers.get("authorization"), conn.query_params.get("api_key")
-        )
+        return self.auth.principal(conn)
 
     async def decode(self, request: Request, type_: type[T]) -> T:
-        """The JSON body as `type_`; 413 above the size limit, 400 naming a bad field."""
-        limit = self.limits.max_request_bytes
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise PayloadTooLarge(f"request body above {limit} bytes", code="body_too_large")
+        """The JSON body as `type_`: 415 unless declared JSON, 400 naming a bad field.
+
+        (Above `max_request_bytes`, `BodyLimit` raises 413 while the body is read.)
+        """
+        check_json(request.headers.get("content-type"))
         body = await request.body()
-        if len(body) > limit:
-            raise PayloadTooLarge(f"request body above {limit} bytes", code="body_too_large")
         try:
             return msgspec.json.decode(body, type=type_)
         except msgspec.ValidationError as exc:
@@ -124,6 +120,21 @@ class Gateway:
 
     def policy(self, principal: Principal, request: Request, body_value: str | None) -> Policy:
         return principal.choose_policy(body_value or request.headers.get(POLICY_HEADER))
+
+
+def check_json(content_type: str | None) -> None:
+    """415 unless the body is declared JSON. A page may POST text/plain or a form to
+    another origin without a CORS preflight; it cannot send `application/json` so."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    ):
+        return
+    raise UnsupportedMediaType(
+        f"the body must be JSON sent with 'Content-Type: application/json', not "
+        f"{content_type or 'no content type'!r}",
+        code="unsupported_content_type",
+    )
 
 
 def _param_of(exc: msgspec.ValidationError) -> str | None:
@@ -163,4 +174,4 @@ def _model_entry(model_id: str, pool: AgentPool) -> dict[str, Any]:
     }
 
 
-__all__ = ["Gateway", "ModelChoice", "models_listing"]
+__all__ = ["Gateway", "ModelChoice", "check_json", "models_listing"]

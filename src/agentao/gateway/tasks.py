@@ -11,7 +11,9 @@ Frames (JSON objects, one per WebSocket message), each with `seq`, `type`, `at`:
     ping                 (no seq; not stored) while nothing else happens
 
 `WS /v1/tasks/{id}/stream?after_seq=N` first sends every stored frame with
-`seq > N`, then live ones, and closes after `task-ended` / `task-error`. A
+`seq > N`, then live ones, and closes after `task-ended` / `task-error`. With API
+keys, the handshake carries `Authorization` or offers the key as a subprotocol
+(see `auth.py`); a refused one gets the error's HTTP status and body. A
 watcher may send `{"type": "permission-response", "requestId", "optionId"}`
 (optionId null rejects) or `{"type": "cancel"}`. Every task is here, whether it
 was started here, by Chat Completions or by the Responses API.
@@ -29,7 +31,7 @@ import msgspec
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 
-from agentao.gateway.auth import Principal, check_owner
+from agentao.gateway.auth import WS_PROTOCOL, Principal, check_owner, owns
 from agentao.gateway.errors import ApiError, BadRequest, NotFound
 from agentao.gateway.permissions import AnswerRejected
 from agentao.gateway.service import Gateway
@@ -61,7 +63,7 @@ async def start_task(request: Request) -> Any:
     policy = gw.policy(principal, request, body.permission_policy)
     if body.conversation_id:
         conv = await gw.conversations.get(body.conversation_id)
-        if conv is None or principal.name not in ("local", conv.record.owner):
+        if conv is None or not owns(principal, conv.record.owner):
             raise NotFound("no such conversation", param="conversation_id")
         if conv.record.agent != choice.agent:
             raise BadRequest(f"the conversation belongs to {conv.record.agent!r}", param="agent")
@@ -130,8 +132,7 @@ async def task_events(task_id: str, request: Request, after_seq: int = 0) -> Any
 async def list_conversations(request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
-    owner = None if principal.name == "local" else principal.name
-    convs = await gw.store.list_conversations(owner, gw.limits.conversations_listed)
+    convs = await gw.store.list_conversations(principal.name, gw.limits.conversations_listed)
     data = [
         {
             "id": c.id,
@@ -164,7 +165,7 @@ async def conversation_tasks(conversation_id: str, request: Request) -> Any:
 async def pending_permissions(request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
-    data = [{"taskId": a.task_id, **a.frame()} for a in gw.desk.pending(principal.name)]
+    data = [{"taskId": a.task_id, **a.frame()} for a in gw.desk.pending(principal)]
     return {"object": "list", "data": data}
 
 
@@ -174,7 +175,7 @@ async def answer_permission(request_id: str, request: Request) -> Any:
     principal = gw.principal(request)
     body = await gw.decode(request, PermissionAnswer)
     try:
-        gw.desk.answer(request_id, body.option_id, owner=principal.name)
+        gw.desk.answer(request_id, body.option_id, principal)
     except AnswerRejected as exc:
         raise BadRequest(str(exc), param="optionId") from None
     return {"requestId": request_id, "optionId": body.option_id, "accepted": True}
@@ -189,11 +190,13 @@ async def stream_task(websocket: WebSocket, task_id: str) -> None:
     try:
         principal = gw.principal(websocket)
         await _task(gw, principal, task_id)
-        after = int(websocket.query_params.get("after_seq", "0") or 0)
-    except (ApiError, ValueError) as exc:
-        await websocket.close(code=4401 if getattr(exc, "status", 0) == 401 else 4404)
+        after = _after_seq(websocket.query_params.get("after_seq"))
+    except ApiError as exc:  # refused with the error's status and body
+        await exc.send(websocket.scope, websocket.receive, websocket.send)
         return
-    await websocket.accept()
+    # Answer our protocol name, never the key a browser offered next to it.
+    offered = websocket.scope.get("subprotocols", ())
+    await websocket.accept(subprotocol=WS_PROTOCOL if WS_PROTOCOL in offered else None)
     reader = asyncio.get_running_loop().create_task(_read(websocket, gw, principal, task_id))
     try:
         await _send_frames(websocket, gw, task_id, after)
@@ -204,6 +207,13 @@ async def stream_task(websocket: WebSocket, task_id: str) -> None:
         reader.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await reader
+
+
+def _after_seq(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        raise BadRequest("after_seq must be an integer", param="after_seq") from None
 
 
 async def _send_frames(websocket: WebSocket, gw: Gateway, task_id: str, after: int) -> None:
@@ -255,7 +265,7 @@ async def _read(websocket: WebSocket, gw: Gateway, principal: Principal, task_id
         if kind == "permission-response":
             try:
                 gw.desk.answer(
-                    str(frame.get("requestId")), frame.get("optionId"), owner=principal.name
+                    str(frame.get("requestId")), frame.get("optionId"), principal, task_id=task_id
                 )
             except AnswerRejected as exc:
                 await websocket.send_json({"type": "error", "message": str(exc)})

@@ -11,8 +11,10 @@ const state = {
 
 // ---- HTTP --------------------------------------------------------------------------------
 
+// X-Agentao-Client makes every request of ours one a browser must preflight across origins;
+// the gateway answers a preflight only for origins its operator configured.
 async function api(path, options = {}) {
-  const headers = { "Content-Type": "application/json" };
+  const headers = { "Content-Type": "application/json", "X-Agentao-Client": "web" };
   if (state.key) headers.Authorization = "Bearer " + state.key;
   const res = await fetch(path, { ...options, headers });
   if (res.status === 401) {
@@ -217,11 +219,21 @@ function send(frame) {
   if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(JSON.stringify(frame));
 }
 
+// A WebSocket cannot carry an Authorization header, and a key never goes in a URL: it is
+// offered as a subprotocol next to ours, and the server answers with "agentao.v1" only.
+function subprotocols() {
+  if (!state.key) return ["agentao.v1"];
+  const bytes = new TextEncoder().encode(state.key);
+  const base64 = btoa(String.fromCharCode(...bytes));
+  const base64url = base64.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return ["agentao.v1", "agentao.key." + base64url];
+}
+
 function watch(taskId, view, afterSeq = 0) {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const query = new URLSearchParams({ after_seq: String(afterSeq) });
-  if (state.key) query.set("api_key", state.key);
-  const ws = new WebSocket(`${scheme}://${location.host}/v1/tasks/${taskId}/stream?${query}`);
+  const url = `${scheme}://${location.host}/v1/tasks/${taskId}/stream?${query}`;
+  const ws = new WebSocket(url, subprotocols());
   let last = afterSeq;
   state.ws = ws;
   setRunning(true);
