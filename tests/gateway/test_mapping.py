@@ -191,3 +191,17 @@ def test_any_acp_agent_passes_through_untouched(gateway_factory, tmp_path: Path)
             model="raw", messages=[{"role": "user", "content": [remote]}]
         )
     assert info.value.body["param"] == "messages[0].content[0]"
+
+
+def test_our_agents_usage_is_reported_not_estimated(gateway_factory) -> None:
+    """agentao sends its token usage under `_meta` (the stable schema has no root field
+    for it); the gateway reads it from there, in chat, responses and the task's end."""
+    script = [{"text": "Counted.", "usage": {"input_tokens": 21, "output_tokens": 4}}] * 2
+    client = gateway_factory(script=script).openai()
+    reply = client.chat.completions.create(
+        model="agentao", messages=[{"role": "user", "content": "count"}]
+    )
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (21, 4)
+    assert getattr(reply.usage, "x_estimated", None) is None
+    response = client.responses.create(model="agentao", input="count")
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (21, 4)

@@ -240,7 +240,7 @@ class _Reply:
         return delta
 
     def _usage(self, end: TurnEnd) -> dict[str, Any]:
-        usage = usage_from_agent(end.raw.get("usage") if isinstance(end.raw, dict) else None)
+        usage = usage_from_agent(end.usage)
         return (usage or estimate_usage(self.prompt_chars, self.turn.mapper)).chat()
 
     async def stream(self) -> AsyncIterator[bytes]:

@@ -223,7 +223,7 @@ class _Run:
             self.live.done.set()
 
     def _usage(self, end: TurnEnd, turn: GatewayTurn) -> Any:
-        usage = usage_from_agent(end.raw.get("usage") if isinstance(end.raw, dict) else None)
+        usage = usage_from_agent(end.usage)
         return usage or estimate_usage(self.prompt_chars, turn.mapper)
 
     async def sse(self) -> AsyncIterator[bytes]:

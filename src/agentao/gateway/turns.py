@@ -36,6 +36,7 @@ from agentao.gateway.config import Policy
 from agentao.gateway.mapping import Delta, TurnMapper
 from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.tasklog import TaskLog
+from agentao.protocol.decode import to_builtins
 
 log = logging.getLogger("agentao.gateway")
 
@@ -197,7 +198,7 @@ class GatewayTurn:
     def _finish(self, result: TurnEnd | TurnFailed) -> None:
         self.result = result
         if isinstance(result, TurnEnd):
-            usage = result.raw.get("usage") if isinstance(result.raw, dict) else None
+            usage = to_builtins(result.usage) if result.usage is not None else None
             payload = {"stopReason": result.stop_reason, "usage": usage}
             if result.forced:
                 payload["forced"] = True
