@@ -5,6 +5,9 @@ agent                    (knows nothing of ACP)
 server -> protocol, agent, store
 client -> protocol
 gateway -> client, protocol, store
+cli -> any of them       (the command's faces for people: run, demo, doctor, rendering)
+
+`agentao/credentials.py` is a leaf module outside the layers that any of them may use.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ MAY_IMPORT = {
     "server": {"protocol", "agent", "store"},
     "client": {"protocol"},
     "gateway": {"client", "protocol", "store"},
+    "cli": {"protocol", "store", "agent", "server", "client", "gateway"},
 }
 
 
@@ -49,3 +53,56 @@ def test_imports_point_down(layer: str) -> None:
         if agentao_imports(path) - allowed
     }
     assert wrong == {}
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Every module of the package and the modules it imports (at any depth of the code,
+    functions included: a lazy import is still a dependency), by dotted name."""
+    names = {
+        ".".join(("agentao", *path.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(
+            ".__init__"
+        ): path
+        for path in PACKAGE.rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                targets.update(
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in names else base for a in node.names
+                )
+        graph[name] = {_known(t, names) for t in targets} - {None, name}  # type: ignore[misc]
+    return graph
+
+
+def _known(target: str, names: dict[str, Path]) -> str | None:
+    while target and target not in names:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def test_no_import_circles() -> None:
+    """A circle means two modules share something a third should own (design.md §2)."""
+    import graphlib
+
+    try:
+        tuple(graphlib.TopologicalSorter(module_graph()).static_order())
+    except graphlib.CycleError as exc:
+        pytest.fail(f"import circle: {' -> '.join(exc.args[1])}")
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    import graphlib
+
+    graph = module_graph()
+    graph["agentao.protocol.framing"].add("agentao.protocol.connection")  # connection imports it
+    with pytest.raises(graphlib.CycleError):
+        tuple(graphlib.TopologicalSorter(graph).static_order())

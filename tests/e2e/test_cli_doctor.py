@@ -13,7 +13,7 @@ import pytest
 from agentao.agent.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(60)
-SCRIPT = Path(__file__).resolve().parents[2] / "src" / "agentao" / "client" / "demo_script.json"
+SCRIPT = Path(__file__).resolve().parents[2] / "src" / "agentao" / "cli" / "demo_script.json"
 
 
 def doctor(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FAKE = ROOT / "tests" / "fakes" / "fake_agents" / "scenario.py"
-SCRIPT = ROOT / "src" / "agentao" / "client" / "demo_script.json"
+SCRIPT = ROOT / "src" / "agentao" / "cli" / "demo_script.json"
 pytestmark = pytest.mark.timeout(60)
 
 

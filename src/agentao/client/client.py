@@ -6,7 +6,9 @@
             ...
 
 Everything the agent may call on us is served by `serving.ClientSide`
-under the `ClientPolicy`; every wait has a named limit in `Timeouts`.
+under the `ClientPolicy`; everything we ask of the agent goes through one
+`channel.Channel`, which sessions and turns share; every wait has a named limit
+in `Timeouts`.
 """
 
 from __future__ import annotations
@@ -18,16 +20,14 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-import msgspec
-
 from agentao import __version__
+from agentao.client.channel import Channel, result_type
 from agentao.client.config import AgentCommand, ClientPolicy, Limits, Timeouts
 from agentao.client.errors import (
     AgentDisconnected,
     AgentError,
     AgentStartError,
     ClientError,
-    ClientTimeout,
     HandshakeError,
     ProtocolViolation,
 )
@@ -41,7 +41,6 @@ from agentao.client.terminals import LocalTerminals
 from agentao.client.tracking import TrackingConnection
 from agentao.protocol.endpoint import Endpoint, Reader, Writer
 from agentao.protocol.endpoint import Limits as EndpointLimits
-from agentao.protocol.errors import ConnectionClosed, PeerError
 
 log = logging.getLogger("agentao.client")
 PROTOCOL_VERSION = 1
@@ -69,6 +68,7 @@ class Client:
         self.process: AgentProcess | None = None
         self.init: Any = None  # schema.InitializeResponse
         self._endpoint: Endpoint | None = None
+        self._channel: Channel | None = None
         self._connection: TrackingConnection | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._sessions: dict[str, Session] = {}
@@ -107,6 +107,7 @@ class Client:
             self._side, role="client", limits=limits, connection=self._connection
         )
         self._endpoint.attach(writer)
+        self._channel = Channel(self._endpoint, self.timeouts, self.process)
         self._reader_task = asyncio.ensure_future(self._endpoint.run(reader))
 
     async def close(self) -> int | None:
@@ -134,8 +135,6 @@ class Client:
     # ---- handshake ------------------------------------------------------------------
 
     async def _handshake(self) -> None:
-        from agentao.protocol import schema
-
         params = {
             "protocolVersion": PROTOCOL_VERSION,
             "clientCapabilities": {
@@ -144,8 +143,9 @@ class Client:
             },
             "clientInfo": {"name": "agentao", "title": "agentao client", "version": __version__},
         }
+        channel = self.channel
         try:
-            raw = await self._call_raw("initialize", params, self.timeouts.handshake, "handshake")
+            raw = await channel.call_raw("initialize", params, self.timeouts.handshake, "handshake")
         except AgentDisconnected as exc:
             raise AgentStartError(
                 "the agent exited before answering initialize",
@@ -155,7 +155,7 @@ class Client:
         except AgentError as exc:
             raise HandshakeError(f"initialize failed: {exc.message} (code {exc.code})") from exc
         try:
-            self.init = self._decode(schema.InitializeResponse, raw)
+            self.init = channel.decode(result_type("initialize"), raw)
         except ProtocolViolation as exc:
             raise HandshakeError(f"unusable initialize answer: {exc}") from None
         if self.init.protocol_version != PROTOCOL_VERSION:
@@ -167,7 +167,7 @@ class Client:
 
     async def authenticate(self, method_id: str) -> None:
         try:
-            await self._call_raw(
+            await self.channel.call_raw(
                 "authenticate", {"methodId": method_id}, self.timeouts.handshake, "handshake"
             )
         except AgentError as exc:
@@ -206,9 +206,7 @@ class Client:
         opening = Workspace.of("", cwd, dirs)
         self._side.opening.append(opening)
         try:
-            response = await self._with_auth(
-                lambda: self._call("session/new", params, "NewSessionResponse")
-            )
+            response = await self._with_auth(lambda: self.channel.call("session/new", params))
         finally:
             self._side.opening.remove(opening)
         return self._open(response.session_id, response, cwd, dirs)
@@ -222,9 +220,7 @@ class Client:
         mcp_servers: Sequence[Any] = (),
     ) -> Session:
         """`session/load`: the replayed history waits in `session.drain()`."""
-        return await self._reopen(
-            "session/load", "LoadSessionResponse", session_id, cwd, additional_dirs, mcp_servers
-        )
+        return await self._reopen("session/load", session_id, cwd, additional_dirs, mcp_servers)
 
     async def resume_session(
         self,
@@ -235,18 +231,15 @@ class Client:
         mcp_servers: Sequence[Any] = (),
     ) -> Session:
         """`session/resume`: reattach without a history replay."""
-        return await self._reopen(
-            "session/resume", "ResumeSessionResponse", session_id, cwd, additional_dirs, mcp_servers
-        )
+        return await self._reopen("session/resume", session_id, cwd, additional_dirs, mcp_servers)
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None) -> Any:
         params = {k: v for k, v in (("cwd", cwd and _abs(cwd)), ("cursor", cursor)) if v}
-        return await self._call("session/list", params, "ListSessionsResponse")
+        return await self.channel.call("session/list", params)
 
     async def _reopen(
         self,
         method: str,
-        result: str,
         session_id: str,
         cwd: str | None,
         dirs: Sequence[str],
@@ -257,7 +250,7 @@ class Client:
         st.workspace = Workspace.of(session_id, cwd, extra)
         params = {"sessionId": session_id, **_session_params(cwd, extra, mcp)}
         try:
-            response = await self._with_auth(lambda: self._call(method, params, result))
+            response = await self._with_auth(lambda: self.channel.call(method, params))
         except BaseException:
             if session_id not in self._sessions:
                 self._drop_state(session_id)
@@ -267,7 +260,15 @@ class Client:
     def _open(self, session_id: str, response: Any, cwd: str, dirs: tuple[str, ...]) -> Session:
         st = self._side.state(session_id)
         st.workspace = Workspace.of(session_id, cwd, dirs)
-        session = self._sessions[session_id] = Session(self, st, response, cwd)
+        session = Session(
+            self.channel,
+            st,
+            response,
+            cwd,
+            closable=self.supports("close"),
+            on_close=self._forget_session,
+        )
+        self._sessions[session_id] = session
         return session
 
     async def _forget_session(self, session_id: str) -> None:
@@ -284,10 +285,9 @@ class Client:
             self._connection.discount(session_id, st.stream.seq)
 
     def _on_prompt_answer(self, session_id: str, position: int) -> None:
-        session = self._sessions.get(session_id)
-        turn = session._turn if session is not None else None
-        if turn is not None:
-            turn.end_seq = position
+        st = self._side.states.get(session_id)
+        if st is not None:
+            st.answered_at = position
 
     async def _with_auth(self, call: Callable[[], Awaitable[T]]) -> T:
         try:
@@ -307,70 +307,19 @@ class Client:
 
     # ---- requests -------------------------------------------------------------------
 
+    @property
+    def channel(self) -> Channel:
+        """The typed channel to the agent (once started)."""
+        if self._channel is None:
+            raise ClientError("the client is not started")
+        return self._channel
+
     async def request(self, method: str, params: Any = None) -> Any:
         """Any request (e.g. an `_agentao.cn/*` extension); the raw result."""
-        return await self._call_raw(method, params, self.timeouts.request)
+        return await self.channel.call_raw(method, params, self.timeouts.request)
 
     async def notify(self, method: str, params: Any = None) -> None:
-        try:
-            await self._endpoint_or_fail().notify(method, params)
-        except ConnectionClosed:
-            raise await self._disconnected(f"agent disconnected before {method}") from None
-
-    async def _call(
-        self, method: str, params: Any, result_type: str, *, needed: bool = True
-    ) -> Any:
-        """Request and decode the result; with `needed=False` an odd result is only logged."""
-        from agentao.protocol import schema
-
-        raw = await self._call_raw(method, params, self.timeouts.request)
-        try:
-            return self._decode(getattr(schema, result_type), raw)
-        except ProtocolViolation as exc:
-            if needed:
-                raise
-            log.warning("%s: %s (ignored)", method, exc)
-            return None
-
-    async def _call_raw(
-        self, method: str, params: Any, timeout: float | None = None, timeout_name: str = "request"
-    ) -> Any:
-        endpoint = self._endpoint_or_fail()
-        try:
-            return await asyncio.wait_for(
-                endpoint.request(method, params, result_type=None), timeout
-            )
-        except PeerError as exc:
-            raise AgentError(method, exc.code, exc.message, exc.data) from None
-        except ConnectionClosed:
-            raise await self._disconnected(f"the agent disconnected during {method}") from None
-        except TimeoutError:
-            raise ClientTimeout(timeout_name, timeout or 0.0, method) from None
-
-    def _decode(self, type_: Any, raw: Any) -> Any:
-        from agentao.protocol.decode import decode_lenient
-
-        try:
-            return decode_lenient(type_, {} if raw is None else raw)
-        except (msgspec.ValidationError, TypeError) as exc:
-            raise ProtocolViolation(f"bad {type_.__name__} from the agent: {exc}") from None
-
-    def _endpoint_or_fail(self) -> Endpoint:
-        if self._endpoint is None:
-            raise ClientError("the client is not started")
-        return self._endpoint
-
-    async def _disconnected(self, what: str) -> AgentDisconnected:
-        code = (
-            await self.process.wait(self.timeouts.eof_grace) if self.process is not None else None
-        )
-        return AgentDisconnected(what, exit_code=code, stderr_tail=self.stderr_tail())
-
-    async def _settle_after_disconnect(self) -> None:
-        """After EOF: let the endpoint hand over every update it read before it."""
-        if self._endpoint is not None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._endpoint.wait_closed(), self.timeouts.eof_grace)
+        await self.channel.notify(method, params)
 
 
 def _client_side(

@@ -4,30 +4,44 @@ One turn at a time per session (as ACP has it). Updates that arrive while
 no turn runs -- before the `session/new` answer, after a prompt's answer,
 the history replayed by `session/load` -- wait in the session's stream in
 order; the next turn yields them first, or `drain()` takes them now.
+
+A session talks to the agent through the client's `Channel` and keeps what it
+learns in its `SessionState`; `on_close` tells the client it is gone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
+from agentao.client.channel import Channel
 from agentao.client.errors import ClientError
 from agentao.client.events import Event, ToolCallState
 from agentao.client.state import SessionState
 from agentao.client.turn import Turn
 
-if TYPE_CHECKING:
-    from agentao.client.client import Client
-
 Prompt = str | Sequence[Any]  # text, or content blocks (dicts or schema structs)
+OnClose = Callable[[str], Awaitable[None]]  # (session id) -> the client forgets it
+SET_MODEL_METHOD = "_agentao.cn/set_model"
 
 
 class Session:
-    def __init__(self, client: Client, state: SessionState, response: Any, cwd: str) -> None:
-        self.client = client
+    def __init__(
+        self,
+        channel: Channel,
+        state: SessionState,
+        response: Any,
+        cwd: str,
+        *,
+        closable: bool = False,
+        on_close: OnClose | None = None,
+    ) -> None:
+        self.channel = channel
         self.state = state
         self.response = response  # NewSessionResponse / LoadSessionResponse / ... (typed)
         self.cwd = cwd
+        self.closable = closable  # the agent supports session/close
+        self._on_close = on_close
         self._turn: Turn | None = None
         modes = getattr(response, "modes", None)
         if modes is not None and state.current_mode is None:
@@ -55,31 +69,30 @@ class Session:
         """How many permission requests the policy answered with a rejection."""
         return self.state.denied
 
+    @property
+    def turn(self) -> Turn | None:
+        """The turn still running, if any."""
+        return self._turn if self._turn is not None and not self._turn.done else None
+
     def prompt(self, prompt: Prompt) -> Turn:
         """Send a prompt; iterate the returned Turn for its events."""
-        if self._turn is not None:
+        if self.turn is not None:
             raise ClientError(f"session {self.id} already has a turn running")
-        self.state.cancelled.clear()
-        self._turn = Turn(self, _blocks(prompt))
-        self.state.stream.reading = True
+        self._turn = Turn(self.channel, self.state, _blocks(prompt))
         return self._turn
 
     async def cancel(self) -> None:
         """Cancel the running turn (if any); see `Turn.cancel`."""
-        if self._turn is not None:
-            await self._turn.cancel()
+        if self.turn is not None:
+            await self.turn.cancel()
 
     def drain(self) -> list[Event]:
         """Events received while no turn ran (e.g. the history `session/load` replayed)."""
         return self.state.stream.drain()
 
     async def set_mode(self, mode_id: str) -> Any:
-        result = await self.client._call(
-            "session/set_mode",
-            {"sessionId": self.id, "modeId": mode_id},
-            "SetSessionModeResponse",
-            needed=False,
-        )
+        params = {"sessionId": self.id, "modeId": mode_id}
+        result = await self.channel.call("session/set_mode", params, needed=False)
         self.state.current_mode = mode_id
         return result
 
@@ -87,14 +100,13 @@ class Session:
         params: dict[str, Any] = {"sessionId": self.id, "configId": config_id, "value": value}
         if isinstance(value, bool):
             params["type"] = "boolean"
-        return await self.client._call(
-            "session/set_config_option", params, "SetSessionConfigOptionResponse", needed=False
-        )
+        return await self.channel.call("session/set_config_option", params, needed=False)
 
     async def set_model(self, model: str) -> str:
         """agentao's `_agentao.cn/set_model`: the active model id after the switch."""
-        result = await self.client.request(
-            "_agentao.cn/set_model", {"sessionId": self.id, "model": model}
+        params = {"sessionId": self.id, "model": model}
+        result = await self.channel.call_raw(
+            SET_MODEL_METHOD, params, self.channel.timeouts.request
         )
         answer = result.get("model") if isinstance(result, dict) else None
         return answer if isinstance(answer, str) else model
@@ -102,16 +114,10 @@ class Session:
     async def close(self) -> None:
         """End the turn, `session/close` if the agent supports it, release terminals."""
         await self.cancel()
-        if self.client.supports("close"):
-            await self.client._call(
-                "session/close", {"sessionId": self.id}, "CloseSessionResponse", needed=False
-            )
-        await self.client._forget_session(self.id)
-
-    def _turn_finished(self, turn: Turn) -> None:
-        if self._turn is turn:
-            self._turn = None
-            self.state.stream.reading = False
+        if self.closable:
+            await self.channel.call("session/close", {"sessionId": self.id}, needed=False)
+        if self._on_close is not None:
+            await self._on_close(self.id)
 
 
 def _blocks(prompt: Prompt) -> list[Any]:
@@ -120,4 +126,4 @@ def _blocks(prompt: Prompt) -> list[Any]:
     return [{"type": "text", "text": b} if isinstance(b, str) else b for b in prompt]
 
 
-__all__ = ["Prompt", "Session"]
+__all__ = ["OnClose", "Prompt", "Session"]

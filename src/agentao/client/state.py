@@ -33,6 +33,9 @@ class SessionState:
         self.commands: list[Any] = []
         self.cancelled = asyncio.Event()  # set by cancel(); cleared when a turn starts
         self.denied = 0  # permission requests answered with a rejection by the policy
+        # Where the running turn's `session/prompt` answer fell in the stream: the number
+        # of this session's updates read before it (see stream.py); None until it is read.
+        self.answered_at: int | None = None
 
     def apply(self, kind: str, value: Any, raw: dict[str, Any]) -> Update:
         """Fold one update into the state; return the event to queue."""

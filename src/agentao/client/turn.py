@@ -22,28 +22,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from agentao.client.channel import Channel
 from agentao.client.errors import ClientError, ProtocolViolation
 from agentao.client.events import Event, TurnEnd
-
-if TYPE_CHECKING:
-    from agentao.client.session import Session
+from agentao.client.state import SessionState
 
 log = logging.getLogger("agentao.client")
 
 
 class Turn:
-    def __init__(self, session: Session, prompt: list[Any]) -> None:
-        self.session = session
-        self._stream = session.state.stream
-        self.end_seq: int | None = None  # set when the answer is read off the wire
+    """One `session/prompt` of the session whose `state` it reads, sent over `channel`."""
+
+    def __init__(self, channel: Channel, state: SessionState, prompt: list[Any]) -> None:
+        self.channel = channel
+        self.state = state
+        self.session_id = state.session_id
+        self._stream = state.stream
         self._forced = False
         self._finished = False
         self._error: BaseException | None = None  # raised once the stream is drained
         self._timer: asyncio.TimerHandle | None = None
         self._sent = asyncio.Event()
-        self._task = asyncio.ensure_future(self._send({"sessionId": session.id, "prompt": prompt}))
+        state.cancelled.clear()
+        state.answered_at = None
+        state.stream.reading = True
+        self._task = asyncio.ensure_future(
+            self._send({"sessionId": state.session_id, "prompt": prompt})
+        )
         self._task.add_done_callback(lambda _t: self._stream.wake())
 
     @property
@@ -57,7 +64,7 @@ class Turn:
         if self._finished:
             return self._after_end()
         while True:
-            item = self._stream.pop(self.end_seq)
+            item = self._stream.pop(self.state.answered_at)
             if item is not None:
                 return item
             if self._task.done() and self._caught_up():
@@ -77,16 +84,16 @@ class Turn:
         """Ask the agent to stop; pending permission requests are answered `cancelled`."""
         if self._task.done():
             return
-        self.session.state.cancelled.set()
+        self.state.cancelled.set()
         await self._sent.wait()  # session/cancel must not overtake the prompt on the wire
         with contextlib.suppress(ClientError):
-            await self.session.client.notify("session/cancel", {"sessionId": self.session.id})
+            await self.channel.notify("session/cancel", {"sessionId": self.session_id})
         if self._timer is None:
-            grace = self.session.client.timeouts.cancel_grace
+            grace = self.channel.timeouts.cancel_grace
             self._timer = asyncio.get_running_loop().call_later(grace, self._force)
 
     async def _send(self, params: dict[str, Any]) -> Any:
-        request = self.session.client._call_raw("session/prompt", params)
+        request = self.channel.call_raw("session/prompt", params)
         self._sent.set()  # the request is written in this same step, before its first await
         return await request
 
@@ -97,27 +104,28 @@ class Turn:
             self._task.cancel()
 
     def _caught_up(self) -> bool:
-        return self.end_seq is None or self._stream.seq >= self.end_seq
+        end = self.state.answered_at
+        return end is None or self._stream.seq >= end
 
     async def _end(self) -> Event:
         self._finished = True
-        self.session._turn_finished(self)
+        self._stream.reading = False
         if self._timer is not None:
             self._timer.cancel()
         if self._task.cancelled():
-            return TurnEnd(self.session.id, "cancelled", forced=self._forced)
+            return TurnEnd(self.session_id, "cancelled", forced=self._forced)
         error = self._task.exception()
         if error is None:
             return self._turn_end(self._task.result())
-        if self.end_seq is None:  # the agent went away: hand over what it sent first
-            await self.session.client._settle_after_disconnect()
+        if self.state.answered_at is None:  # the agent went away: hand over what it sent first
+            await self.channel.settle_after_disconnect()
         self._error = error
         return self._after_end()
 
     def _after_end(self) -> Event:
         if self._error is None:
             raise StopAsyncIteration
-        item = self._stream.pop(self.end_seq)
+        item = self._stream.pop(self.state.answered_at)
         if item is not None:
             return item
         error, self._error = self._error, None
@@ -130,9 +138,9 @@ class Turn:
         stop_reason = result.get("stopReason")
         if not isinstance(stop_reason, str):
             raise ProtocolViolation(f"session/prompt answered without a stopReason: {raw!r}")
-        response = self.session.client._decode(schema.PromptResponse, result)
+        response = self.channel.decode(schema.PromptResponse, result)
         usage = self._usage(response)
-        return TurnEnd(self.session.id, stop_reason, response, result, usage=usage)
+        return TurnEnd(self.session_id, stop_reason, response, result, usage=usage)
 
     def _usage(self, response: Any) -> Any:
         """schema.Usage from `_meta` (agentao), else from the root (the unstable schema's
@@ -143,7 +151,7 @@ class Turn:
         if not isinstance(raw, dict):
             return response.usage
         try:
-            return self.session.client._decode(schema.Usage, raw)
+            return self.channel.decode(schema.Usage, raw)
         except ProtocolViolation:
             log.info("ignoring a malformed %s from the agent", meta.USAGE)
             return response.usage

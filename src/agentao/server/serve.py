@@ -11,7 +11,7 @@ from agentao.protocol.stdio import open_stdio
 from agentao.server.agent import AcpAgent
 from agentao.server.coalesce import CoalescingWriter
 from agentao.server.handshake import PrefixedReader
-from agentao.server.main import setup_logging
+from agentao.server.logs import setup_logging
 from agentao.server.persistence import SessionArchive
 from agentao.server.settings import ServerSettings
 from agentao.store.paths import LOG_NAME, database_path, ensure_state_dir

@@ -15,11 +15,11 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from agentao.cli.render import ConsoleView, JsonView
 from agentao.client.client import Client
 from agentao.client.config import AgentCommand, ClientPolicy
 from agentao.client.errors import ClientError
 from agentao.client.events import TurnEnd
-from agentao.client.render import ConsoleView, JsonView
 from agentao.client.session import Session
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PERMISSION, EXIT_INTERRUPTED = 0, 1, 2, 3, 130

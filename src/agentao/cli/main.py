@@ -147,15 +147,15 @@ def main(argv: list[str] | None = None) -> int:
 
         return serve_stdio(resume=args.resume)
     if args.command == "run":
-        from agentao.client.run import main as run_main
+        from agentao.cli.run import main as run_main
 
         return run_main(args)
     if args.command == "demo":
-        from agentao.client.demo import main as demo_main
+        from agentao.cli.demo import main as demo_main
 
         return demo_main()
     if args.command == "doctor":
-        from agentao.doctor import main as doctor_main
+        from agentao.cli.doctor import main as doctor_main
 
         return doctor_main()
     if args.command == "serve":

@@ -18,10 +18,10 @@ import time
 from importlib import resources
 from typing import Any
 
+from agentao.cli.render import ConsoleView
 from agentao.client.client import Client
 from agentao.client.config import AgentCommand, ClientPolicy
 from agentao.client.errors import ClientError
-from agentao.client.render import ConsoleView
 from agentao.client.session import Session
 
 FIRST_PROMPT = "Create hello.txt with a friendly greeting, then check it."
@@ -41,7 +41,7 @@ def main(args: Any = None) -> int:
 async def demo(view: Any) -> int:
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
-        script = stack.enter_context(resources.as_file(resources.files("agentao.client") / SCRIPT))
+        script = stack.enter_context(resources.as_file(resources.files("agentao.cli") / SCRIPT))
         home = stack.enter_context(tempfile.TemporaryDirectory(prefix="agentao-home-"))
         workspace = stack.enter_context(tempfile.TemporaryDirectory(prefix="agentao-demo-"))
         env = {"LLM_PROVIDER": "SCRIPTED", "AGENTAO_SCRIPT": str(script), "AGENTAO_HOME": home}
