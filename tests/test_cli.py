@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentao.cli import _acp_only
+from agentao.cli.main import _acp_only
 
 ROWS = [
     (["--acp"], (True, None)),

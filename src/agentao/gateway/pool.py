@@ -207,7 +207,11 @@ class AgentPool:
 
     def hosts(self, session: Session) -> bool:
         """Is `session` on a process that is still alive?"""
-        return any(w.client is session.client for w in self.workers if w.alive)
+        return any(
+            w.client is not None and w.client.channel is session.channel
+            for w in self.workers
+            if w.alive
+        )
 
     def release(self, session: Session) -> None:
         for worker in self.workers:
