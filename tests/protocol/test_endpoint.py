@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agentao.protocol import schema
-from agentao.protocol.endpoint import Endpoint, current_message
+from agentao.protocol.endpoint import Endpoint
 from agentao.protocol.errors import ConnectionClosed, PeerError, RequestCancelled
 from tests.protocol.memory import pipe
 
@@ -43,8 +43,8 @@ class Agent:
     async def session_cancel(self, params: schema.CancelNotification) -> None:
         self.cancels.append(params.session_id)
 
-    async def _raw(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {"seen": current_message()["params"]}
+    async def _raw(self, params: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
+        return {"seen": message["params"]}
 
 
 class Client:

@@ -25,7 +25,7 @@ from agentao.client.permissions import (
 )
 from agentao.client.state import SessionState
 from agentao.client.terminals import TerminalHandler
-from agentao.protocol.endpoint import current_message
+from agentao.protocol.connection import params_of
 from agentao.protocol.errors import InvalidParams, SessionNotFound
 from agentao.protocol.schema import UnknownVariant
 
@@ -85,10 +85,10 @@ class ClientSide:
 
     # ---- session/update -------------------------------------------------------------
 
-    def session_update(self, params: Any) -> None:
+    def session_update(self, params: Any, message: dict[str, Any]) -> None:
         # `params` decoded as a SessionNotification, so sessionId is a string and the raw
         # update an object with a string tag (an unknown kind is an UnknownVariant).
-        raw_update = _raw_params()["update"]
+        raw_update = message["params"]["update"]
         value = params.update
         if type(value) is UnknownVariant:
             value = None
@@ -97,8 +97,10 @@ class ClientSide:
 
     # ---- session/request_permission -------------------------------------------------
 
-    async def session_request_permission(self, params: Any) -> dict[str, Any]:
-        raw = _raw_params()
+    async def session_request_permission(
+        self, params: Any, message: dict[str, Any]
+    ) -> dict[str, Any]:
+        raw = params_of(message)
         st = self.state(_session_of(params, raw))
         tool_raw = raw.get("toolCall") if isinstance(raw.get("toolCall"), dict) else {}
         tool = st.upsert_tool_call(tool_raw, announced=False)  # logs one never announced
@@ -147,9 +149,9 @@ class ClientSide:
 
     # ---- terminal/* -----------------------------------------------------------------
 
-    async def terminal_create(self, params: Any) -> dict[str, Any]:
+    async def terminal_create(self, params: Any, message: dict[str, Any]) -> dict[str, Any]:
         ws = self.workspace(params.session_id)
-        return {"terminalId": await self.terminals.create(ws, _raw_params())}
+        return {"terminalId": await self.terminals.create(ws, params_of(message))}
 
     async def terminal_output(self, params: Any) -> dict[str, Any]:
         return await self.terminals.output(self.workspace(params.session_id), params.terminal_id)
@@ -192,12 +194,6 @@ def _close(work: Awaitable[Any]) -> None:
     close = getattr(work, "close", None)
     if close is not None:
         close()  # never awaited: avoid the "coroutine was never awaited" warning
-
-
-def _raw_params() -> dict[str, Any]:
-    message = current_message() or {}
-    params = message.get("params")
-    return params if isinstance(params, dict) else {}
 
 
 def _session_of(params: Any, raw: dict[str, Any]) -> str:

@@ -42,10 +42,9 @@ __all__ = [
     "PeerError",
     "RequestCancelled",
     "SessionNotFound",
-    "current_message",
 ]
 
-_LAZY = {"Endpoint", "Limits", "current_message"}  # from agentao.protocol.endpoint
+_LAZY = {"Endpoint", "Limits"}  # from agentao.protocol.endpoint
 
 
 def __getattr__(name: str) -> object:

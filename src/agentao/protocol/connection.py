@@ -112,6 +112,12 @@ class PendingRequest:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def params_of(message: dict[str, Any]) -> dict[str, Any]:
+    """A message's params as received (an empty dict when absent or not an object)."""
+    params = message.get("params")
+    return params if isinstance(params, dict) else {}
+
+
 def session_id_of(params: Any) -> str | None:
     if isinstance(params, dict):
         sid = params.get("sessionId")
@@ -446,4 +452,6 @@ __all__ = [
     "RequestId",
     "Response",
     "Role",
+    "params_of",
+    "session_id_of",
 ]

@@ -7,6 +7,9 @@ the handlers are.
 
 * `initialize` is a barrier (lifecycle.BARRIERS): reading waits for its reply,
   so a client that pipelines `session/new` right behind it is served in order.
+* A handler takes the decoded params, and, when it declares a second parameter, the
+  message as received (to see fields the schema does not know, or pass them on):
+  explicit, not a context variable the handler must know to look up.
 * Any other request runs in its own task; its reply is written when the handler returns.
   Notifications the handler sent meanwhile were written first, because writes
   happen synchronously in call order.
@@ -25,9 +28,9 @@ the handlers are.
 from __future__ import annotations
 
 import asyncio
-import contextvars
+import inspect
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -58,14 +61,7 @@ from agentao.protocol.lanes import Lanes
 
 log = logging.getLogger("agentao.protocol")
 
-_current_message: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "agentao_current_message", default=None
-)
-
-
-def current_message() -> dict[str, Any] | None:
-    """The raw incoming message being handled (to see unknown fields or pass them on)."""
-    return _current_message.get()
+Handler = Callable[[Any, dict[str, Any]], Any]  # (params, message as received) -> result
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +219,7 @@ class Endpoint:
             log.debug("no handler for notification %s", event.method)
             return
         message = event.message
-        self._lanes.submit(event.session_id, lambda: _with_message(message, handler, event.params))
+        self._lanes.submit(event.session_id, lambda: _notify(handler, event.params, message))
 
     def _on_response(self, event: Response) -> None:
         future = self._futures.get(event.id)
@@ -254,12 +250,11 @@ class Endpoint:
         task.cancel()
 
     async def _serve(self, request: Request) -> None:
-        _current_message.set(request.message)
         try:
             handler = self._find_handler(request.method)
             if handler is None:
                 raise MethodNotFound(request.method)
-            result = await handler(request.params)
+            result = await handler(request.params, request.message)
             data = self.conn.reply(request, _to_result(result))
         except asyncio.CancelledError:
             if request.id not in self._cancelled:
@@ -281,12 +276,12 @@ class Endpoint:
             data = self.conn.reply_error(request.id, error)
         self._safe_write(data)
 
-    def _find_handler(self, method: str) -> Any:
+    def _find_handler(self, method: str) -> Handler | None:
         handler = self._handlers.get(method)
         if handler is None:
-            handler = self._lookup_handler(method)
-            if handler is not None:  # misses are not cached: extensions may be added later
-                self._handlers[method] = handler
+            found = self._lookup_handler(method)
+            if found is not None:  # misses are not cached: extensions may be added later
+                handler = self._handlers[method] = _two_arguments(found)
         return handler
 
     def _lookup_handler(self, method: str) -> Any:
@@ -341,18 +336,29 @@ class Endpoint:
         self._closed.set()
 
 
-async def _with_message(message: dict[str, Any], handler: Any, params: Any) -> None:
-    token = _current_message.set(message)
+def _two_arguments(handler: Any) -> Handler:
+    """`handler` as a (params, message) call, whether or not it takes the message."""
     try:
-        result = handler(params)
-        if asyncio.iscoroutine(result):
-            await result
-    finally:
-        _current_message.reset(token)
+        positional = [
+            p
+            for p in inspect.signature(handler).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+    except (TypeError, ValueError):  # no signature to read: the common one-argument form
+        positional = []
+    if len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in positional):
+        return handler  # type: ignore[no-any-return]
+    return lambda params, _message: handler(params)
+
+
+async def _notify(handler: Handler, params: Any, message: dict[str, Any]) -> None:
+    result = handler(params, message)
+    if asyncio.iscoroutine(result):
+        await result
 
 
 def _to_result(result: Any) -> Any:
     return {} if result is None else result
 
 
-__all__ = ["Endpoint", "Limits", "Reader", "Writer", "current_message"]
+__all__ = ["Endpoint", "Handler", "Limits", "Reader", "Writer"]

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from agentao.agent.config import LlmConfig, resolve_provider, split_model_value
-from agentao.agent.events import TurnEvent
 from agentao.agent.providers.errors import MissingCredentials, ProviderNotFound
 from agentao.agent.sandbox import Sandbox
 from agentao.agent.session import AgentSession
 from agentao.protocol import schema
+from agentao.protocol.connection import params_of
 from agentao.protocol.endpoint import Endpoint
 from agentao.protocol.errors import AuthRequired, InvalidParams, InvalidRequest, SessionNotFound
 from agentao.protocol.meta import MODE_ID
@@ -32,7 +32,8 @@ from agentao.server.gates import UpdateGate
 from agentao.server.live import LiveSession, SessionRegistry
 from agentao.server.mcp_config import fingerprint, parse_mcp_servers
 from agentao.server.opening import SessionFactory
-from agentao.server.params import directories, directory, is_request, raw_params
+from agentao.server.outbox import Outbox
+from agentao.server.params import directories, directory
 from agentao.server.persistence import CorruptSession, SessionArchive
 from agentao.server.replay import history
 from agentao.server.settings import ServerSettings
@@ -52,7 +53,6 @@ class AcpAgent:
         self.settings = settings
         self.endpoint: Endpoint | None = None
         self.sessions = SessionRegistry()
-        self.mapper = UpdateMapper()
         self.gate = UpdateGate()  # until initialize says what the client advertised
         self.io = ClientIo()
         self._resume = resume  # seed C.2 "Startup resume": consumed by the first session/new
@@ -63,7 +63,10 @@ class AcpAgent:
     @property
     def factory(self) -> SessionFactory:
         assert self.endpoint is not None, "bind the endpoint first"
-        return SessionFactory(self.endpoint, self.io, self.settings, self.sandbox)
+        outbox = Outbox(self.endpoint, self.gate, UpdateMapper())
+        return SessionFactory(
+            self.endpoint, self.io, outbox, self.archive, self.settings, self.sandbox
+        )
 
     # ---- connection ------------------------------------------------------------------
 
@@ -78,10 +81,12 @@ class AcpAgent:
 
     # ---- session lifecycle -----------------------------------------------------------
 
-    async def session_new(self, params: schema.NewSessionRequest) -> schema.NewSessionResponse:
+    async def session_new(
+        self, params: schema.NewSessionRequest, message: dict[str, Any]
+    ) -> schema.NewSessionResponse:
         cwd = directory(params.cwd, "cwd")
         extra = directories(params.additional_directories, "additionalDirectories")
-        raw_servers = raw_params().get("mcpServers")
+        raw_servers = params_of(message).get("mcpServers")
         servers = parse_mcp_servers(raw_servers, str(cwd))
         llm = _resolve_llm(None)
         await self._probe_sandbox()
@@ -101,21 +106,23 @@ class AcpAgent:
             config_options=opts.model_options(live.llm),
         )
 
-    async def session_load(self, params: schema.LoadSessionRequest) -> schema.LoadSessionResponse:
-        live = await self._restore(params)
+    async def session_load(
+        self, params: schema.LoadSessionRequest, message: dict[str, Any]
+    ) -> schema.LoadSessionResponse:
+        live = await self._restore(params, params_of(message).get("mcpServers"))
         for event in history(live.agent):
-            await self._emit(live.id, event)
+            await live.emit(event)
         live.setup = self._after_reply(self._setup(live, replay=False))
         return schema.LoadSessionResponse(
             modes=opts.mode_state(live.agent.mode_id), config_options=opts.model_options(live.llm)
         )
 
     async def session_resume(
-        self, params: schema.ResumeSessionRequest
+        self, params: schema.ResumeSessionRequest, message: dict[str, Any]
     ) -> schema.ResumeSessionResponse:
         live = self.sessions.find(params.session_id)
-        if live is None or live.state.state != "idle":
-            live = await self._restore(params)
+        if live is None or not live.state.idle:
+            live = await self._restore(params, params_of(message).get("mcpServers"))
             live.setup = self._after_reply(self._setup(live, replay=False))
         return schema.ResumeSessionResponse(
             modes=opts.mode_state(live.agent.mode_id), config_options=opts.model_options(live.llm)
@@ -152,17 +159,14 @@ class AcpAgent:
 
     async def session_prompt(self, params: schema.PromptRequest) -> schema.PromptResponse:
         live = self.sessions.get(params.session_id)
-        text = prompt_text(params.prompt)
+        return await run_prompt(live, prompt_text(params.prompt), self.settings.turn)
 
-        async def emit(event: TurnEvent) -> None:
-            await self._emit(live.id, event)
-
-        return await run_prompt(live, text, emit, self._commit, self.settings.turn)
-
-    async def session_cancel(self, params: schema.CancelNotification) -> None:
+    async def session_cancel(
+        self, params: schema.CancelNotification, message: dict[str, Any]
+    ) -> None:
         live = self.sessions.find(params.session_id)
         if live is None:
-            if is_request():
+            if "id" in message:  # sent as a request: it needs an answer
                 raise SessionNotFound(params.session_id)
             log.info("session/cancel for unknown session %s", params.session_id)
             return
@@ -177,14 +181,14 @@ class AcpAgent:
         if mode in opts.PRESETS:  # other ids are UI state: the posture stays as it is
             live.engine.mode = mode
             live.agent.meta["posture"] = mode
-        await self._send(live.id, current_mode_update(mode))
-        await self.archive.save_state(live.agent, live.engine)
+        await live.send(current_mode_update(mode))
+        await live.save_state()
         return {"_meta": {MODE_ID: mode}}  # seed C.10's echo, where the schema allows it
 
     async def session_set_config_option(
-        self, params: schema.SetSessionConfigOptionRequest
+        self, params: schema.SetSessionConfigOptionRequest, message: dict[str, Any]
     ) -> schema.SetSessionConfigOptionResponse:
-        raw = opts.only_fields(raw_params(), opts.SET_CONFIG_FIELDS)
+        raw = opts.only_fields(params_of(message), opts.SET_CONFIG_FIELDS)
         live = self.sessions.get(params.session_id)
         value = opts.config_value(raw)
         provider, model = split_model_value(value, live.llm.provider_id)
@@ -201,7 +205,7 @@ class AcpAgent:
         live = self.sessions.get(session_id)
         await self._switch_model(live, live.llm.provider_id.lower(), opts.model_value(raw))
         options = opts.model_options(live.llm)
-        self._after_reply(self._send(live.id, config_option_update(options)))
+        self._after_reply(live.send(config_option_update(options)))
         return {"model": live.llm.model}
 
     async def _switch_model(self, live: LiveSession, provider: str, model: str) -> None:
@@ -217,18 +221,17 @@ class AcpAgent:
             await _close_provider(live.provider)
             live.llm, live.provider = llm, self.factory.provider(llm)
         live.agent.provider_id, live.agent.model = live.llm.provider_id, live.llm.model
-        await self.archive.save_state(live.agent, live.engine)
+        await live.save_state()
 
     # ---- helpers ---------------------------------------------------------------------
 
-    async def _restore(self, params: Any) -> LiveSession:
+    async def _restore(self, params: Any, raw_servers: Any) -> LiveSession:
         """A stored session made live again (session/load, session/resume)."""
         cwd = directory(params.cwd, "cwd")
-        raw_servers = raw_params().get("mcpServers")
         servers = parse_mcp_servers(raw_servers, str(cwd))
         current = self.sessions.find(params.session_id)
         if current is not None:
-            if current.state.state != "idle":
+            if not current.state.idle:
                 raise InvalidRequest(
                     "Invalid Request: the session is running a prompt",
                     {"sessionId": current.id, "reason": "busy"},
@@ -301,31 +304,14 @@ class AcpAgent:
         """After the reply: replay a resumed history, then start the MCP servers."""
         if replay:
             for event in history(live.agent):
-                await self._emit(live.id, event)
+                await live.emit(event)
         if live.mcp_servers:
             from agentao.agent.mcp import McpHub  # the mcp SDK loads only when it is used
 
             live.mcp = McpHub(live.mcp_servers, self.settings.mcp)
             for failure in await live.mcp.start():
                 log.warning("session %s: %s", live.id, failure.message)
-                await self._emit(live.id, failure.notice())
-
-    async def _commit(self, live: LiveSession) -> None:
-        await self.archive.commit_turn(live.agent, live.engine)
-
-    async def _emit(self, session_id: str, event: TurnEvent) -> None:
-        update = self.mapper(event)
-        if update is not None:
-            await self._send(session_id, update)
-
-    async def _send(self, session_id: str, update: Any) -> None:
-        """The one door every update leaves by: the client's gate first (gates.py)."""
-        assert self.endpoint is not None
-        update = self.gate(update)
-        if update is None:
-            return
-        notification = schema.SessionNotification(session_id=session_id, update=update)
-        await self.endpoint.notify("session/update", notification)
+                await live.emit(failure.notice())
 
     def _after_reply(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run `coro` once the current handler has returned (its reply is written first)."""

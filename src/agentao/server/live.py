@@ -1,9 +1,10 @@
 """Sessions this process serves: the runtime session plus everything a turn runs against.
 
 A `LiveSession` owns its LLM provider, permission engine, tools (built-ins and
-its MCP servers' tools), the client-backed `Interaction` and `ToolEnv`, and its
-turn state (`turn_state.py`). `setup` is work scheduled after the session's
-reply (starting MCP servers, a startup-resume replay); a turn waits for it.
+its MCP servers' tools), the client-backed `Interaction` and `ToolEnv`, its turn
+state (`turn_state.py`), its way out (`emit`/`send` through the connection's
+`Outbox`) and its way to the store (`commit`). `setup` is work scheduled after the
+session's reply (starting MCP servers, a startup-resume replay); a turn waits for it.
 The `SessionRegistry` maps ids to live sessions: there is no cap on how many.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from agentao.agent.config import Limits as TurnLimits
 from agentao.agent.config import LlmConfig
+from agentao.agent.events import TurnEvent
 from agentao.agent.permissions import PermissionEngine
 from agentao.agent.providers import LlmProvider
 from agentao.agent.session import AgentSession
@@ -26,6 +28,8 @@ from agentao.agent.tools.base import Tool, ToolEnv
 from agentao.agent.turn import TurnDeps
 from agentao.protocol.errors import SessionNotFound
 from agentao.server.interaction import ClientInteraction
+from agentao.server.outbox import Outbox
+from agentao.server.persistence import SessionArchive
 from agentao.server.turn_state import TurnState
 
 log = logging.getLogger("agentao.server")
@@ -40,6 +44,8 @@ class LiveSession:
     interaction: ClientInteraction
     env: ToolEnv
     make_tools: Callable[[], list[Tool]]  # the built-ins, made at the first turn
+    outbox: Outbox
+    archive: SessionArchive
     mcp_servers: list[Any] = field(default_factory=list)  # agent.mcp.McpServerConfig
     mcp: Any = None  # agent.mcp.McpHub once started
     _builtins: list[Tool] | None = None
@@ -70,6 +76,22 @@ class LiveSession:
             system_prompt=system_prompt(self.agent),
         )
 
+    async def emit(self, event: TurnEvent) -> None:
+        """A runtime event to the client, as its session/update."""
+        await self.outbox.emit(self.id, event)
+
+    async def send(self, update: Any) -> None:
+        """A session/update (mode, config options) to the client."""
+        await self.outbox.send(self.id, update)
+
+    async def commit(self) -> None:
+        """The finished turn (and the session's state) into the store."""
+        await self.archive.commit_turn(self.agent, self.engine)
+
+    async def save_state(self) -> None:
+        """The session's state (mode, model, grants) into the store, between turns."""
+        await self.archive.save_state(self.agent, self.engine)
+
     async def wait_setup(self) -> None:
         """Wait for the post-reply setup (never fails: its errors were reported)."""
         if self.setup is not None and not self.setup.done():
@@ -77,10 +99,8 @@ class LiveSession:
 
     def cancel(self) -> bool:
         """Cancel the running turn (seed C.6): pending questions to the client first."""
-        if self.state.state != "prompting":
-            self.state.fire("cancel")  # a no-op transition when idle or already cancelling
+        if not self.state.cancel():  # idle or already cancelling: nothing more to do
             return False
-        self.state.fire("cancel")
         self.interaction.cancel_pending()
         if self.turn_task is not None:
             self.turn_task.cancel()

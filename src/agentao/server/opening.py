@@ -29,15 +29,27 @@ from agentao.server.client_env import ClientEnv, ClientIo
 from agentao.server.config_options import DEFAULT_MODE, PRESETS
 from agentao.server.interaction import ClientInteraction
 from agentao.server.live import LiveSession
+from agentao.server.outbox import Outbox
+from agentao.server.persistence import SessionArchive
 from agentao.server.settings import ServerSettings
 
 
 class SessionFactory:
+    """Live sessions for one client connection: its endpoint, I/O and outbox."""
+
     def __init__(
-        self, endpoint: Endpoint, io: ClientIo, settings: ServerSettings, sandbox: Sandbox
+        self,
+        endpoint: Endpoint,
+        io: ClientIo,
+        outbox: Outbox,
+        archive: SessionArchive,
+        settings: ServerSettings,
+        sandbox: Sandbox,
     ) -> None:
         self.endpoint = endpoint
         self.io = io
+        self.outbox = outbox
+        self.archive = archive
         self.settings = settings
         self.sandbox = sandbox
 
@@ -60,6 +72,8 @@ class SessionFactory:
             interaction=ClientInteraction(self.endpoint, agent.id),
             env=self.env(agent.id),
             make_tools=self.tools,
+            outbox=self.outbox,
+            archive=self.archive,
             mcp_servers=servers,
         )
 

@@ -3,23 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from agentao.protocol.endpoint import current_message
 from agentao.protocol.errors import InvalidParams
-
-
-def raw_params() -> dict[str, Any]:
-    """The params of the message being handled, as received."""
-    message = current_message() or {}
-    params = message.get("params")
-    return params if isinstance(params, dict) else {}
-
-
-def is_request() -> bool:
-    """Whether the message being handled carries an id (needs an answer)."""
-    message = current_message() or {}
-    return "id" in message
 
 
 def directory(path: str, field: str) -> Path:
@@ -42,4 +27,4 @@ def _bad(field: str, problem: str) -> InvalidParams:
     return InvalidParams(f"Invalid params: {field} {problem}", {"field": field})
 
 
-__all__ = ["directories", "directory", "is_request", "raw_params"]
+__all__ = ["directories", "directory"]

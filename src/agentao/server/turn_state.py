@@ -59,6 +59,16 @@ class TurnState:
     def can(self, event: Event) -> bool:
         return (self.state, event) in TRANSITIONS
 
+    @property
+    def idle(self) -> bool:
+        """No turn runs and the session is open (only then may a prompt start)."""
+        return self.can("prompt")
+
+    def cancel(self) -> bool:
+        """Fire `cancel`; whether it stopped a running turn (not a no-op transition)."""
+        before = self.state
+        return self.fire("cancel") != before
+
     def fire(self, event: Event) -> State:
         """Apply `event`; KeyError when the table has no such transition."""
         self.state = TRANSITIONS[(self.state, event)]

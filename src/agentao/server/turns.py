@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agentao.agent.config import Limits as TurnLimits
-from agentao.agent.events import TurnEnded, TurnEvent
+from agentao.agent.events import TurnEnded
 from agentao.agent.providers.errors import LlmError
 from agentao.agent.turn import drive_turn
 from agentao.protocol import meta, schema
@@ -40,16 +39,11 @@ from agentao.server.live import LiveSession
 
 log = logging.getLogger("agentao.server")
 
-Emit = Callable[[TurnEvent], Awaitable[None]]
-Commit = Callable[[LiveSession], Awaitable[None]]
 
-
-async def run_prompt(
-    live: LiveSession, text: str, emit: Emit, commit: Commit, limits: TurnLimits
-) -> schema.PromptResponse:
+async def run_prompt(live: LiveSession, text: str, limits: TurnLimits) -> schema.PromptResponse:
     """Run one turn of `live` and answer the prompt (see the module docstring)."""
     await _claim(live)
-    task = asyncio.create_task(_turn(live, text, emit, commit, limits), name=f"turn {live.id}")
+    task = asyncio.create_task(_turn(live, text, limits), name=f"turn {live.id}")
     live.turn_task = task
     try:
         await asyncio.wait([task])
@@ -81,9 +75,7 @@ async def _claim(live: LiveSession) -> None:
     live.state.fire("prompt")
 
 
-async def _turn(
-    live: LiveSession, text: str, emit: Emit, commit: Commit, limits: TurnLimits
-) -> TurnEnded:
+async def _turn(live: LiveSession, text: str, limits: TurnLimits) -> TurnEnded:
     before = len(live.agent.turns)
     try:
         try:
@@ -91,18 +83,18 @@ async def _turn(
         except asyncio.CancelledError:
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
             return TurnEnded("cancelled")  # cancelled before it began: nothing to record
-        return await drive_turn(live.agent, text, live.deps(limits), emit)
+        return await drive_turn(live.agent, text, live.deps(limits), live.emit)
     finally:
         if len(live.agent.turns) > before:
-            await _store(live, commit)
+            await _store(live)
         if live.state.can("finish"):
             live.state.fire("finish")
         live.turn_task = None
 
 
-async def _store(live: LiveSession, commit: Commit) -> None:
+async def _store(live: LiveSession) -> None:
     """Commit the finished turn even if a cancel lands meanwhile (the turn is over)."""
-    task = asyncio.ensure_future(commit(live))
+    task = asyncio.ensure_future(live.commit())
     while not task.done():
         try:
             await asyncio.shield(task)

@@ -18,7 +18,6 @@ from typing import Any
 
 from agentao.agent import events as ev
 from agentao.protocol import schema
-from agentao.protocol.decode import to_builtins
 
 Update = Any  # one of schema.SessionUpdate's variants
 
@@ -103,15 +102,8 @@ def _tool_finished(e: ev.ToolCallFinished) -> Update:
 
 
 def _tool_update(outputs: tuple[ev.ToolOutput, ...], **fields: Any) -> Update:
-    update = schema.ToolCallUpdateSessionUpdate(content=_contents(outputs), **fields)
-    if not any(isinstance(o, ev.DiffOutput) and o.old_text is None for o in outputs):
-        return update
-    # A new file's diff says `oldText: null` explicitly; the struct would omit it.
-    data = to_builtins(update)
-    for item in data["content"]:
-        if item["type"] == "diff":
-            item.setdefault("oldText", None)
-    return data
+    # A new file's diff carries `oldText: null`: the generated Diff writes its nulls.
+    return schema.ToolCallUpdateSessionUpdate(content=_contents(outputs), **fields)
 
 
 def _plan(e: ev.PlanChanged) -> Update:

@@ -1,0 +1,44 @@
+"""The one way updates leave the agent: runtime events mapped, the client's gate, the wire.
+
+Every `session/update` goes out through a connection's `Outbox`: a runtime event is
+mapped to its update (`updates.py`), the update passes the client's gate (`gates.py`:
+capability-gated kinds become their fallback or nothing), and the notification is
+written in call order. A `LiveSession` holds the outbox, so a turn, a replay or a
+mode change all send the same way, and no handler builds its own path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentao.agent.events import TurnEvent
+from agentao.protocol import schema
+from agentao.protocol.endpoint import Endpoint
+from agentao.server.gates import UpdateGate
+from agentao.server.updates import UpdateMapper
+
+
+class Outbox:
+    """Session updates for one client connection."""
+
+    def __init__(self, endpoint: Endpoint, gate: UpdateGate, mapper: UpdateMapper) -> None:
+        self.endpoint = endpoint
+        self.gate = gate
+        self.mapper = mapper
+
+    async def emit(self, session_id: str, event: TurnEvent) -> None:
+        """A runtime event as its update (an event without one, TurnEnded, sends nothing)."""
+        update = self.mapper(event)
+        if update is not None:
+            await self.send(session_id, update)
+
+    async def send(self, session_id: str, update: Any) -> None:
+        """One update, if the client may receive it (or its fallback)."""
+        update = self.gate(update)
+        if update is None:
+            return
+        notification = schema.SessionNotification(session_id=session_id, update=update)
+        await self.endpoint.notify("session/update", notification)
+
+
+__all__ = ["Outbox"]
