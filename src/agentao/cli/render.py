@@ -8,12 +8,12 @@ checklist; permission answers get their own line.
 
 from __future__ import annotations
 
-import difflib
 import json
 import sys
 from typing import IO, Any
 
 from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
+from agentao.client.view import diffs, tool_summary
 
 _STATUS = {"pending": "…", "in_progress": "⋯", "completed": "✓", "failed": "✗"}
 _PLAN = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
@@ -93,7 +93,8 @@ class ConsoleView:
 
         mark = _STATUS.get(tool.status, "·")
         text = f"{mark} {escape(tool.title or tool.tool_call_id)} [dim]({tool.kind})[/]"
-        text += f" [dim]{tool.status}[/]" + escape(_summary(tool))
+        parts = tool_summary(tool)
+        text += f" [dim]{tool.status}[/]" + escape(" — " + "; ".join(parts) if parts else "")
         style = {"completed": "green", "failed": "red"}.get(tool.status, "yellow")
         text = f"[{style}]{text}[/]"
         if self._live_tool == tool.tool_call_id and self.console.is_terminal:
@@ -109,9 +110,9 @@ class ConsoleView:
     def _diffs(self, tool: ToolCallState) -> None:
         from rich.markup import escape
 
-        for item in tool.content:
-            if isinstance(item, dict) and item.get("type") == "diff":
-                lines = _diff_lines(item)
+        for diff in diffs(tool):
+            lines = diff.lines()
+            if lines:
                 shown = lines[: self.diff_lines]
                 if len(lines) > len(shown):
                     shown.append(f"… {len(lines) - len(shown)} more lines")
@@ -160,40 +161,6 @@ class ConsoleView:
         self._mid_line = False
         self._live_tool = None
         self._stream = None
-
-
-def _summary(tool: ToolCallState) -> str:
-    """ " — first line of the result" and "+a -b" per diff, for the status line."""
-    parts = []
-    raw_output = tool.raw.get("rawOutput")
-    if isinstance(raw_output, dict) and isinstance(raw_output.get("exitCode"), int):
-        parts.append(f"exit {raw_output['exitCode']}")
-    for item in tool.content:
-        if not isinstance(item, dict):
-            continue
-        if item.get("type") == "diff":
-            parts.append(_diff_summary(item))
-        elif item.get("type") == "content" and tool.status in ("completed", "failed"):
-            text = (item.get("content") or {}).get("text")
-            if isinstance(text, str) and text.strip():
-                first = text.strip().splitlines()[0]
-                parts.append(first[:60] + ("…" if len(first) > 60 else ""))
-    return (" — " + "; ".join(parts)) if parts else ""
-
-
-def _diff_lines(diff: dict[str, Any]) -> list[str]:
-    """The unified diff of one `diff` content item, without the file header."""
-    old = str(diff.get("oldText") or "").splitlines()
-    new = str(diff.get("newText") or "").splitlines()
-    return list(difflib.unified_diff(old, new, lineterm="", n=1))[2:]
-
-
-def _diff_summary(diff: dict[str, Any]) -> str:
-    lines = _diff_lines(diff)
-    added = sum(1 for line in lines if line.startswith("+"))
-    removed = sum(1 for line in lines if line.startswith("-"))
-    name = str(diff.get("path", "")).rsplit("/", 1)[-1]
-    return f"{name} +{added} -{removed}"
 
 
 class JsonView:

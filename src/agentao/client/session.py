@@ -19,6 +19,7 @@ from agentao.client.errors import ClientError
 from agentao.client.events import Event, ToolCallState
 from agentao.client.state import SessionState
 from agentao.client.turn import Turn
+from agentao.client.view import SessionView
 
 Prompt = str | Sequence[Any]  # text, or content blocks (dicts or schema structs)
 OnClose = Callable[[str], Awaitable[None]]  # (session id) -> the client forgets it
@@ -57,8 +58,14 @@ class Session:
         return self.state.tool_calls
 
     @property
-    def plan(self) -> Any:
-        return self.state.plan
+    def view(self) -> SessionView:
+        """The session as a reader sees it so far (`view.py`)."""
+        return self.state.view
+
+    @property
+    def plan(self) -> list[dict[str, Any]]:
+        """The latest plan's entries (wire dicts: content, priority, status)."""
+        return self.state.view.plan
 
     @property
     def current_mode(self) -> str | None:

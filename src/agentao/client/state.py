@@ -4,7 +4,8 @@ Created on the first message that names a session id, so updates that
 arrive before the `session/new` answer are already in order when the
 `Session` object attaches. Tool calls are upserts by id: a second
 `tool_call` for a known id, an update for an id never announced, and the
-`toolCall` of a permission request all merge into one table entry.
+`toolCall` of a permission request all merge into one table entry. What the
+updates add up to is folded once, into `view` (`view.py`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from agentao.client.events import ToolCallState, Update
 from agentao.client.files import Workspace
 from agentao.client.stream import EventStream
+from agentao.client.view import SessionView
 
 log = logging.getLogger("agentao.client")
 
@@ -26,31 +28,34 @@ class SessionState:
     def __init__(self, session_id: str, max_backlog: int) -> None:
         self.session_id = session_id
         self.stream = EventStream(max_backlog)
-        self.tool_calls: dict[str, ToolCallState] = {}
+        self.view = SessionView()
         self.workspace: Workspace | None = None
-        self.plan: Any = None  # the latest `plan` update's value
-        self.current_mode: str | None = None
-        self.commands: list[Any] = []
         self.cancelled = asyncio.Event()  # set by cancel(); cleared when a turn starts
         self.denied = 0  # permission requests answered with a rejection by the policy
         # Where the running turn's `session/prompt` answer fell in the stream: the number
         # of this session's updates read before it (see stream.py); None until it is read.
         self.answered_at: int | None = None
 
+    @property
+    def tool_calls(self) -> dict[str, ToolCallState]:
+        return self.view.tool_calls
+
+    @property
+    def current_mode(self) -> str | None:
+        return self.view.mode
+
+    @current_mode.setter
+    def current_mode(self, mode: str | None) -> None:
+        self.view.mode = mode
+
     def apply(self, kind: str, value: Any, raw: dict[str, Any]) -> Update:
         """Fold one update into the state; return the event to queue."""
         tool_call = None
         if kind in _TOOL_KINDS:
             tool_call = self.upsert_tool_call(raw, announced=kind == "tool_call")
-        elif kind == "plan":
-            self.plan = value
-        elif kind == "current_mode_update":
-            mode = raw.get("currentModeId")
-            self.current_mode = mode if isinstance(mode, str) else self.current_mode
-        elif kind == "available_commands_update":
-            commands = getattr(value, "available_commands", None)
-            self.commands = list(commands) if commands is not None else self.commands
-        return Update(self.session_id, kind, value, raw, tool_call)
+        update = Update(self.session_id, kind, value, raw, tool_call)
+        self.view.apply(update)
+        return update
 
     def upsert_tool_call(self, raw: dict[str, Any], *, announced: bool) -> ToolCallState | None:
         tool_call_id = raw.get("toolCallId")
@@ -65,7 +70,7 @@ class SessionState:
         merged = dict(old.raw) if old is not None else {}
         merged.update((k, v) for k, v in raw.items() if k != "sessionUpdate")
         state = ToolCallState(tool_call_id, merged, _decode_tool_call(merged))
-        self.tool_calls[tool_call_id] = state
+        self.view.put_tool_call(state)
         return state
 
 

@@ -1,0 +1,136 @@
+"""The session as a reader sees it (client/view.py): real agents' transcripts folded, and units."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentao.client.events import ToolCallState
+from agentao.client.state import SessionState
+from agentao.client.view import DiffView, Message, PlanEntry, ToolCallEntry, tool_summary
+
+TRANSCRIPTS = sorted(
+    (Path(__file__).parents[1] / "data" / "real-agent-transcripts").glob("*.jsonl")
+)
+
+
+def received(path: Path) -> list[dict[str, Any]]:
+    """The agent's messages of a recorded session, in wire order."""
+    lines = (json.loads(line) for line in path.read_text().splitlines() if line.strip())
+    return [entry["msg"] for entry in lines if entry["dir"] == "recv"]
+
+
+def fold(messages: list[dict[str, Any]]) -> SessionState:
+    """Feed every update and permission request to one session's state, as the client does."""
+    state = SessionState("s", max_backlog=10_000)
+    for msg in messages:
+        if msg.get("method") == "session/update":
+            update = msg["params"]["update"]
+            state.apply(update["sessionUpdate"], None, update)
+        elif msg.get("method") == "session/request_permission":
+            state.upsert_tool_call(msg["params"]["toolCall"], announced=False)
+    return state
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.stem for p in TRANSCRIPTS])
+def test_a_real_agents_session_folds_to_what_it_sent(path: Path) -> None:
+    messages = received(path)
+    updates = [m["params"]["update"] for m in messages if m.get("method") == "session/update"]
+    view = fold(messages).view
+    # Text: every agent chunk, in order, with nothing lost or doubled.
+    chunks = [
+        u["content"].get("text", "") for u in updates if u["sessionUpdate"] == "agent_message_chunk"
+    ]
+    assert view.text == "".join(chunks) and view.text
+    # Tool calls: one per id, in order of first sight, each with the last status sent.
+    sent_ids = [u["toolCallId"] for u in updates if "toolCallId" in u]
+    order = [e.tool_call_id for e in view.entries if isinstance(e, ToolCallEntry)]
+    assert set(order) == set(sent_ids) == set(view.tool_calls) and len(order) == len(set(order))
+    for tool_id, tool in view.tool_calls.items():
+        statuses = [
+            u["status"] for u in updates if u.get("toolCallId") == tool_id and "status" in u
+        ]
+        assert tool.status == statuses[-1]
+        assert tool.title  # announced or patched in, the title is never lost
+    # Side channels: commands, and the latest usage where the agent reports it.
+    assert view.commands
+    usage = [u for u in updates if u["sessionUpdate"] == "usage_update"]
+    if usage:
+        assert view.usage == {k: v for k, v in usage[-1].items() if k != "sessionUpdate"}
+
+
+def test_chunks_of_one_kind_join_and_kinds_alternate() -> None:
+    state = SessionState("s", 100)
+    for kind, text in [
+        ("user_message_chunk", "hi"),
+        ("agent_thought_chunk", "let me "),
+        ("agent_thought_chunk", "think"),
+        ("agent_message_chunk", "Hello"),
+        ("agent_message_chunk", " there"),
+    ]:
+        state.apply(kind, None, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+    state.apply(
+        "plan", None, {"sessionUpdate": "plan", "entries": [{"content": "x", "status": "pending"}]}
+    )
+    entries = state.view.entries
+    assert entries[:3] == [
+        Message("user", "hi"),
+        Message("thought", "let me think"),
+        Message("agent", "Hello there"),
+    ]
+    assert isinstance(entries[3], PlanEntry) and state.view.plan[0]["content"] == "x"
+
+
+def test_a_tool_call_seen_first_in_a_permission_request_takes_its_place() -> None:
+    state = SessionState("s", 100)
+    state.upsert_tool_call(
+        {"toolCallId": "t", "title": "Run ls", "kind": "execute"}, announced=False
+    )
+    state.apply(
+        "tool_call_update",
+        None,
+        {"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "completed"},
+    )
+    assert state.view.entries == [ToolCallEntry("t")]
+    assert (
+        state.view.tool_calls["t"].title == "Run ls"
+        and state.view.tool_calls["t"].status == "completed"
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "summary", "lines"),
+    [
+        (None, "a\nb\n", "created /w/f.txt (+2 -0)", ["@@ -0,0 +1,2 @@", "+a", "+b"]),
+        (
+            "a\nb\nc\n",
+            "a\nB\nc\n",
+            "edited /w/f.txt (+1 -1)",
+            ["@@ -1,3 +1,3 @@", " a", "-b", "+B", " c"],
+        ),
+        ("same\n", "same\n", "edited /w/f.txt (+0 -0)", []),
+    ],
+)
+def test_one_diff_algorithm(old: str | None, new: str, summary: str, lines: list[str]) -> None:
+    diff = DiffView.of({"type": "diff", "path": "/w/f.txt", "oldText": old, "newText": new})
+    assert diff is not None and diff.summary() == summary and diff.lines() == lines
+    assert DiffView.of({"type": "content"}) is None
+
+
+def test_tool_summary() -> None:
+    raw = {
+        "toolCallId": "t",
+        "status": "completed",
+        "rawOutput": {"exitCode": 2},
+        "content": [
+            {"type": "content", "content": {"type": "text", "text": "\n" + "x" * 100 + "\nmore"}},
+            {"type": "diff", "path": "/w/a", "oldText": None, "newText": "1\n"},
+        ],
+    }
+    parts = tool_summary(ToolCallState("t", raw))
+    assert parts == ["exit 2", "created /w/a (+1 -0)", "x" * 59 + "…"]
+    running = ToolCallState("t", {**raw, "status": "in_progress", "rawOutput": None, "content": []})
+    assert tool_summary(running) == []
