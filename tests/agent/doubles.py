@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from agentao.agent.tools.base import ASK_USER_UNAVAILABLE
+from pathlib import Path
+
+from agentao.agent.local_env import LocalEnv
+from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, ToolContext, ToolEnv
 
 
 class Nobody:
@@ -20,4 +23,17 @@ class Nobody:
         return ASK_USER_UNAVAILABLE
 
 
-__all__ = ["Nobody"]
+def make_ctx(
+    ws: Path, env: ToolEnv | None = None, call_id: str = "", interaction: object | None = None
+) -> ToolContext:
+    """A tool context for workspace `ws` (its only root), local I/O, nobody to ask."""
+    return ToolContext(
+        cwd=ws,
+        env=env or LocalEnv(),
+        interaction=interaction or Nobody(),  # type: ignore[arg-type]
+        workspace=(ws,),
+        call_id=call_id,
+    )
+
+
+__all__ = ["Nobody", "make_ctx"]

@@ -13,7 +13,6 @@ import errno
 import os
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -135,13 +134,6 @@ def test_the_race_is_an_escape_for_a_path_string(layout: tuple[Path, Path]) -> N
 
 
 # --- units ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Iterator[Path]:
-    root = Path(os.path.realpath(tmp_path)) / "ws"
-    root.mkdir()
-    yield root
 
 
 def test_write_creates_parents_and_read_round_trips(ws: Path) -> None:

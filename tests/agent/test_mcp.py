@@ -10,22 +10,15 @@ from pathlib import Path
 import pytest
 
 from agentao.agent.events import Notice, TextOutput
-from agentao.agent.local_env import LocalEnv
 from agentao.agent.mcp import HttpServer, McpHub, StdioServer, tool_name
 from agentao.agent.settings import McpLimits
 from agentao.agent.tools.base import ToolContext, ToolError
-from tests.agent.doubles import Nobody
 
 FAKE = str(Path(__file__).parent.parent / "fakes" / "mcp_server.py")
 
 
 def fake(name: str = "fake", *extra: str) -> StdioServer:
     return StdioServer(name, sys.executable, (FAKE, "--name", name, *extra))
-
-
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    return ToolContext(tmp_path, LocalEnv(), Nobody())
 
 
 def free_port() -> int:

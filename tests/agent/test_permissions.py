@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from agentao.agent.local_env import LocalEnv
 from agentao.agent.mcp import McpTool
 from agentao.agent.permissions import (
     MODES,
@@ -34,7 +33,7 @@ from agentao.agent.tools.files import (
 from agentao.agent.tools.search import Glob, SearchFileContent
 from agentao.agent.tools.shell import RunShellCommand
 from agentao.agent.tools.web import WebFetch
-from tests.agent.doubles import Nobody
+from tests.agent.doubles import make_ctx
 
 
 class Named(Tool):
@@ -56,18 +55,11 @@ def mcp_tool(name: str, read_only: bool) -> McpTool:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    base = Path(os.path.realpath(tmp_path))
-    root = base / "ws"
-    root.mkdir()
-    (root / "a.txt").write_text("a")
-    (base / "out").mkdir()
-    (base / "out" / "secret.txt").write_text("secret")
-    return root
-
-
-def make_ctx(ws: Path, call_id: str = "") -> ToolContext:
-    return ToolContext(ws, LocalEnv(), Nobody(), workspace=(ws,), call_id=call_id)
+def ws(ws: Path) -> Path:
+    (ws / "a.txt").write_text("a")
+    (ws.parent / "out").mkdir()
+    (ws.parent / "out" / "secret.txt").write_text("secret")
+    return ws
 
 
 # (tool, args inside the workspace, args outside it); OUT is the sibling dir `out`.

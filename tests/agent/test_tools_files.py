@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from agentao.agent.events import DiffOutput, Location, TextOutput
-from agentao.agent.local_env import LocalEnv
 from agentao.agent.settings import FileLimits
 from agentao.agent.tools.base import ToolContext, ToolError
 from agentao.agent.tools.files import (
@@ -19,20 +17,12 @@ from agentao.agent.tools.files import (
     Replace,
     WriteFile,
 )
-from tests.agent.doubles import Nobody
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = Path(os.path.realpath(tmp_path)) / "ws"
-    root.mkdir()
-    (root / "hello.txt").write_text("hello\nworld\n")
-    return root
-
-
-@pytest.fixture
-def ctx(ws: Path) -> ToolContext:
-    return ToolContext(cwd=ws, env=LocalEnv(), interaction=Nobody(), workspace=(ws,))
+def ws(ws: Path) -> Path:
+    (ws / "hello.txt").write_text("hello\nworld\n")
+    return ws
 
 
 async def test_read_file(ctx: ToolContext, ws: Path) -> None:

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from agentao.agent.local_env import LocalEnv
 from agentao.agent.settings import FileLimits
 from agentao.agent.tools.base import ToolContext, ToolError
 from agentao.agent.tools.search import Glob, SearchFileContent
-from tests.agent.doubles import Nobody
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = Path(os.path.realpath(tmp_path)) / "ws"
+def ws(ws: Path) -> Path:
+    root = ws
     for rel, text in {
         "src/app.py": "def main():\n    return 42\n",
         "src/util/helpers.py": "# helper\nANSWER = 42\n",
@@ -32,11 +29,6 @@ def ws(tmp_path: Path) -> Path:
     (secret / "secret.py").write_text("ANSWER = 42  # secret\n")
     (root / "escape").symlink_to(secret)
     return root
-
-
-@pytest.fixture
-def ctx(ws: Path) -> ToolContext:
-    return ToolContext(cwd=ws, env=LocalEnv(), interaction=Nobody(), workspace=(ws,))
 
 
 async def test_glob(ctx: ToolContext, ws: Path) -> None:

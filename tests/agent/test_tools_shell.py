@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -12,9 +11,9 @@ from agentao.agent.events import TerminalOutput, TextOutput, ToolOutput
 from agentao.agent.local_env import LocalEnv
 from agentao.agent.sandbox import Confinement
 from agentao.agent.settings import ShellLimits
-from agentao.agent.tools.base import CommandResult, ToolContext, ToolError
+from agentao.agent.tools.base import CommandResult, ToolError
 from agentao.agent.tools.shell import RunShellCommand, command_prefix, segments, simple_words
-from tests.agent.doubles import Nobody
+from tests.agent.doubles import make_ctx
 
 
 class TerminalEnv(LocalEnv):
@@ -36,14 +35,9 @@ class TerminalEnv(LocalEnv):
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = Path(os.path.realpath(tmp_path)) / "ws"
-    (root / "sub").mkdir(parents=True)
-    return root
-
-
-def make_ctx(ws: Path, env: LocalEnv | None = None) -> ToolContext:
-    return ToolContext(cwd=ws, env=env or LocalEnv(), interaction=Nobody(), workspace=(ws,))
+def ws(ws: Path) -> Path:
+    (ws / "sub").mkdir()
+    return ws
 
 
 async def test_runs_and_reports_exit_code(ws: Path) -> None:

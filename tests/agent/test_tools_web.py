@@ -6,15 +6,12 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
-from agentao.agent.local_env import LocalEnv
 from agentao.agent.settings import WebLimits
 from agentao.agent.tools.base import ToolContext, ToolError
 from agentao.agent.tools.web import WebFetch, html_to_text, is_public_address
-from tests.agent.doubles import Nobody
 
 PAGE = b"""<!doctype html><html><head><title>Test  page</title>
 <style>body { color: red }</style><script>var secret = "SCRIPT";</script></head>
@@ -64,11 +61,6 @@ def server() -> Iterator[str]:
     yield f"http://127.0.0.1:{httpd.server_port}"
     httpd.shutdown()
     httpd.server_close()
-
-
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    return ToolContext(cwd=tmp_path, env=LocalEnv(), interaction=Nobody())
 
 
 LOCAL = WebLimits(allow_private_addresses=True)
