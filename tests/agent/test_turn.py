@@ -36,12 +36,13 @@ from agentao.agent.session import AgentSession
 from agentao.agent.tools.base import (
     Decision,
     PermissionOutcome,
+    PermissionReply,
     Tool,
     ToolContext,
     ToolError,
     ToolResult,
 )
-from agentao.agent.turn import TurnDeps, run_turn
+from agentao.agent.turn import REJECTED_NO_REASON, TurnDeps, run_turn
 
 # --- helpers ---------------------------------------------------------------------------
 
@@ -102,7 +103,7 @@ class Gate:
 class Human:
     """The Interaction: scripted permission outcomes and answers; None waits forever."""
 
-    outcome: PermissionOutcome | None = "allow"
+    outcome: PermissionOutcome | PermissionReply | None = "allow"
     answer: str = "yes"
     asked: list[ToolCallStarted] = field(default_factory=list)
     questions: list[str] = field(default_factory=list)
@@ -283,9 +284,23 @@ async def test_permission_ask(tmp_path: Path, outcome: str, status: str, remembe
     assert human.asked == [events[0]]  # the announced call is what the human is shown
     finished = next(e for e in events if isinstance(e, ToolCallFinished))
     assert finished.status == status and gate.remembered == remembered
-    if outcome == "reject":
-        assert finished.content == (TextOutput("rejected by user"),)
+    if outcome == "reject":  # no reason given: nobody is said to have chosen it
+        assert finished.content == (TextOutput(REJECTED_NO_REASON),)
+        assert session.messages[2].text == REJECTED_NO_REASON  # the model is told the same
     assert events[-1].stop_reason == "end_turn"
+
+
+async def test_a_reject_names_its_reason_to_the_user_and_the_model(tmp_path: Path) -> None:
+    reason = "the client's policy approves only read and search tools, not other"
+    session = new_session(tmp_path)
+    human = Human(PermissionReply("reject", reason))  # type: ignore[arg-type]
+    deps = make_deps(
+        {"tool_calls": [call("echo", text="x")]}, {"text": "ok"}, gate=Gate("ask"), human=human
+    )
+    events = await run(session, deps)
+    finished = next(e for e in events if isinstance(e, ToolCallFinished))
+    assert finished.content == (TextOutput(f"rejected: {reason}"),)
+    assert session.messages[2].text == f"rejected: {reason}"
 
 
 async def test_permission_cancelled_ends_the_turn(tmp_path: Path) -> None:

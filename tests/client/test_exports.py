@@ -18,6 +18,7 @@ EXPECTED = {
     "Handlers",
     "HandshakeError",
     "Limits",
+    "PermissionAnswer",
     "PermissionDecision",
     "PermissionOption",
     "PermissionRequest",

@@ -6,6 +6,7 @@ import pytest
 
 from agentao.client.config import ClientPolicy
 from agentao.client.permissions import (
+    PermissionAnswer,
     PermissionOption,
     PermissionRequest,
     PolicyPermissions,
@@ -64,7 +65,17 @@ def request(kind: str, options=ALL) -> PermissionRequest:
     ],
 )
 async def test_policy(approve, kind, expected):
-    assert await PolicyPermissions(ClientPolicy(approve=approve))(request(kind)) == expected
+    answer = await PolicyPermissions(ClientPolicy(approve=approve))(request(kind))
+    assert answer.option_id == expected
+    # A rejection says why, in words the person and the model both get; an approval needs none.
+    if expected == "r":
+        assert answer.reason == (
+            "the client's policy approves no tool calls"
+            if approve == "none"
+            else f"the client's policy approves only read and search tools, not {kind}"
+        )
+    else:
+        assert answer.reason == ""
 
 
 async def test_ask_uses_the_callback():
@@ -81,7 +92,8 @@ async def test_ask_uses_the_callback():
 
 async def test_ask_without_a_terminal_rejects(monkeypatch):
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
-    assert await PolicyPermissions(ClientPolicy(approve="ask"))(request("read")) == "r"
+    answer = await PolicyPermissions(ClientPolicy(approve="ask"))(request("read"))
+    assert answer == PermissionAnswer("r", "no one to ask: the client has no terminal")
 
 
 def test_parse_options_skips_malformed_items():

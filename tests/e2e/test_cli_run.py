@@ -63,7 +63,11 @@ def test_tool_turn_against_our_agent(scripted, workspace):
 def test_rejected_permission_exits_3(scripted, workspace):
     result = agentao("run", "--cwd", str(workspace), "greeting, please", env=scripted)
     assert result.returncode == 3, result.stderr
-    assert "rejected" in result.stdout
+    # Nobody was asked: the reason says whose rule it was, on the permission line and in
+    # the tool's result (which is also what our agent told the model).
+    assert "(the client's policy approves no tool calls)" in result.stdout
+    assert "rejected: the client's policy approves no tool calls" in result.stdout
+    assert "rejected by user" not in result.stdout
 
 
 def test_json_events_and_record(scripted, workspace, tmp_path):

@@ -138,7 +138,12 @@ async def test_permission_policy(tmp_path, approve, kind, option):
         events = await run(session, f"perm {kind}")
     decision = next(e for e in events if isinstance(e, PermissionDecision))
     assert decision.option_id == option
-    assert report(events) == {"outcome": {"outcome": "selected", "optionId": option}}
+    answer = report(events)  # what the agent received, as it received it
+    assert answer["outcome"] == {"outcome": "selected", "optionId": option}
+    if option == "yes":
+        assert "_meta" not in answer
+    else:  # a rejection tells the agent why, in `_meta`
+        assert answer["_meta"] == {"agentao.cn/reason": decision.reason} and decision.reason
     assert session.denied_permissions == (0 if option == "yes" else 1)
 
 

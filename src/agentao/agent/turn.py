@@ -69,6 +69,7 @@ from agentao.agent.session import AgentSession, TurnRecord
 from agentao.agent.tools.base import (
     Interaction,
     PermissionGate,
+    PermissionReply,
     Tool,
     ToolContext,
     ToolEnv,
@@ -81,7 +82,9 @@ __all__ = ["TurnDeps", "closing_events", "drive_turn", "run_turn"]
 log = logging.getLogger(__name__)
 
 CANCELLED_TEXT = "Cancelled"  # what the user and the model see for a call cut short
-_USER_CANCELLED = "cancelled by user"  # the permission prompt was cancelled
+_USER_CANCELLED = "cancelled: the turn was cancelled while asking"  # never ran
+# A reject whose answerer gave no reason: not "by the user", since no person may have seen it.
+REJECTED_NO_REASON = "rejected: the client answered reject and gave no reason"
 _FINISH_STOPS: dict[str, StopReason] = {"length": "max_tokens", "content_filter": "refusal"}
 
 
@@ -318,12 +321,14 @@ async def _permission(
         return None
     if decision.verdict == "deny":
         return f"denied: {decision.reason}" if decision.reason else "denied by permission policy"
-    outcome = await deps.interaction.request_permission(started)
-    if outcome == "allow_always":
+    reply = PermissionReply.of(await deps.interaction.request_permission(started))
+    if reply.outcome == "allow_always":
         deps.gate.remember(tool, call.arguments, ctx)
-    if outcome in ("allow", "allow_always"):
+    if reply.outcome in ("allow", "allow_always"):
         return None
-    return "rejected by user" if outcome == "reject" else _USER_CANCELLED
+    if reply.outcome == "cancelled":
+        return _USER_CANCELLED
+    return f"rejected: {reply.reason}" if reply.reason else REJECTED_NO_REASON
 
 
 async def _execute(

@@ -142,7 +142,10 @@ class ConsoleView:
             verdict = f"[green]{escape(chosen.name or chosen.kind)}[/]"
         else:
             verdict = f"[red]{escape(chosen.name or chosen.kind)}[/]"
-        self._line(f"🔒 permission: {escape(request.title)} [dim]({request.kind})[/] → {verdict}")
+        why = f" [dim]({escape(decision.reason)})[/]" if decision.reason else ""
+        self._line(
+            f"🔒 permission: {escape(request.title)} [dim]({request.kind})[/] → {verdict}{why}"
+        )
 
     # ---- lines ----------------------------------------------------------------------
 
@@ -210,6 +213,7 @@ def to_json(event: Event) -> dict[str, Any]:
             "optionId": event.option_id,
             "approved": event.approved,
             "cancelledByTurn": event.cancelled_by_turn,
+            "reason": event.reason,
         }
     return {
         "type": "end",

@@ -25,7 +25,7 @@ from agentao.client.errors import (
 )
 from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
 from agentao.client.files import Workspace
-from agentao.client.permissions import PermissionOption, PermissionRequest
+from agentao.client.permissions import PermissionAnswer, PermissionOption, PermissionRequest
 from agentao.client.serving import ASK_USER_UNAVAILABLE, Handlers
 from agentao.client.session import Session
 from agentao.client.turn import Turn
@@ -44,6 +44,7 @@ __all__ = [
     "Handlers",
     "HandshakeError",
     "Limits",
+    "PermissionAnswer",
     "PermissionDecision",
     "PermissionOption",
     "PermissionRequest",

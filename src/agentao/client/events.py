@@ -77,6 +77,7 @@ class PermissionDecision(msgspec.Struct, frozen=True):
     option_id: str | None  # None: answered `cancelled`
     approved: bool
     cancelled_by_turn: bool = False  # True when the turn's cancel answered it
+    reason: str = ""  # why, in words (sent to the agent too): policy, no terminal, a person
 
     @property
     def session_id(self) -> str:

@@ -1,9 +1,12 @@
 """`session/request_permission`: a policy picks one of the agent's options.
 
 The handler seam is one async callable: it gets a `PermissionRequest` and
-returns the chosen `optionId`, or None for the `cancelled` outcome. The
-client races it against the turn: when the turn is cancelled, a pending
-request is answered `cancelled` whatever the handler is doing.
+returns the chosen `optionId` (or a `PermissionAnswer`, the id with the reason
+for it), or None for the `cancelled` outcome. The reason travels to the agent
+in the answer's `_meta` (protocol/meta.py REASON): agentao's agent tells the
+model exactly that, so a rejection no person made is never "rejected by user".
+The client races the handler against the turn: when the turn is cancelled, a
+pending request is answered `cancelled` whatever the handler is doing.
 
 Rules of the default policy, in order:
 * approving picks `allow_once`; rejecting picks `reject_once`;
@@ -51,7 +54,18 @@ class PermissionRequest(msgspec.Struct, frozen=True):
     tool_call: dict[str, Any] = {}  # merged raw tool call
 
 
-PermissionHandler = Callable[[PermissionRequest], Awaitable[str | None]]
+class PermissionAnswer(msgspec.Struct, frozen=True):
+    """An option id (None: `cancelled`) and, in words for a person and the model, why."""
+
+    option_id: str | None
+    reason: str = ""
+
+    @classmethod
+    def of(cls, answer: PermissionAnswer | str | None) -> PermissionAnswer:
+        return answer if isinstance(answer, PermissionAnswer) else cls(answer)
+
+
+PermissionHandler = Callable[[PermissionRequest], Awaitable["PermissionAnswer | str | None"]]
 
 
 def choose(options: tuple[PermissionOption, ...], *, allow: bool, remember: bool) -> str | None:
@@ -73,24 +87,44 @@ class PolicyPermissions:
         self.policy = policy
         self.ask = ask
 
-    async def __call__(self, request: PermissionRequest) -> str | None:
+    async def __call__(self, request: PermissionRequest) -> PermissionAnswer | str | None:
         approve = self.policy.approve
         if approve == "ask":
             if self.ask is not None:
                 return await self.ask(request)
             if sys.stdin.isatty():
                 return await ask_in_terminal(request, remember=self.policy.remember)
-            approve = "none"
-        allow = approve == "all" or (approve == "reads" and request.kind in READ_KINDS)
-        return choose(request.options, allow=allow, remember=self.policy.remember)
+            return self._reject(request, "no one to ask: the client has no terminal")
+        if approve == "all" or (approve == "reads" and request.kind in READ_KINDS):
+            return PermissionAnswer(
+                choose(request.options, allow=True, remember=self.policy.remember)
+            )
+        if approve == "reads":
+            why = f"the client's policy approves only read and search tools, not {request.kind}"
+        else:
+            why = "the client's policy approves no tool calls"
+        return self._reject(request, why)
+
+    def _reject(self, request: PermissionRequest, reason: str) -> PermissionAnswer:
+        return PermissionAnswer(
+            choose(request.options, allow=False, remember=self.policy.remember), reason
+        )
 
 
-async def ask_in_terminal(request: PermissionRequest, *, remember: bool = False) -> str | None:
+async def ask_in_terminal(
+    request: PermissionRequest, *, remember: bool = False
+) -> PermissionAnswer:
     """Ask the person at the terminal (rich prompt); `*_always` only with `remember`."""
     offered = [o for o in request.options if remember or not o.always]
     if not offered:
-        return None
-    return await asyncio.to_thread(_prompt, request, offered)
+        return PermissionAnswer(None)
+    chosen = await asyncio.to_thread(_prompt, request, offered)
+    if chosen is None:
+        return PermissionAnswer(None)
+    option = next(o for o in offered if o.option_id == chosen)
+    return PermissionAnswer(
+        chosen, f"the person at the terminal chose {option.name or option.kind}"
+    )
 
 
 def _prompt(request: PermissionRequest, offered: list[PermissionOption]) -> str | None:
@@ -122,6 +156,7 @@ def parse_options(raw: Any) -> tuple[PermissionOption, ...]:
 
 __all__ = [
     "READ_KINDS",
+    "PermissionAnswer",
     "PermissionHandler",
     "PermissionOption",
     "PermissionRequest",

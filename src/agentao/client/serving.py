@@ -19,12 +19,14 @@ from typing import Any, TypeVar
 from agentao.client.events import PermissionDecision
 from agentao.client.files import FileHandler, Workspace
 from agentao.client.permissions import (
+    PermissionAnswer,
     PermissionHandler,
     PermissionRequest,
     parse_options,
 )
 from agentao.client.state import SessionState
 from agentao.client.terminals import TerminalHandler
+from agentao.protocol import meta
 from agentao.protocol.connection import params_of
 from agentao.protocol.errors import InvalidParams, SessionNotFound
 from agentao.protocol.schema import UnknownVariant
@@ -112,20 +114,19 @@ class ClientSide:
             parse_options(raw.get("options")),
             dict(tool.raw) if tool else dict(tool_raw),
         )
-        option_id, by_turn = await _unless_cancelled(st, self.permission(request), None)
-        if option_id is not None and not any(o.option_id == option_id for o in request.options):
-            log.warning(
-                "permission handler chose unknown option %r: answering cancelled", option_id
-            )
-            option_id = None
+        answer, by_turn = await _unless_cancelled(st, self.permission(request), None)
+        option_id, reason = _known(PermissionAnswer.of(answer), request)
         chosen = next((o for o in request.options if o.option_id == option_id), None)
         approved = chosen is not None and chosen.allows
         if not approved and not by_turn:
             st.denied += 1
-        st.stream.push_event(PermissionDecision(request, option_id, approved, by_turn))
+        st.stream.push_event(PermissionDecision(request, option_id, approved, by_turn, reason))
         if option_id is None:
             return {"outcome": {"outcome": "cancelled"}}
-        return {"outcome": {"outcome": "selected", "optionId": option_id}}
+        result: dict[str, Any] = {"outcome": {"outcome": "selected", "optionId": option_id}}
+        if reason:
+            result["_meta"] = {meta.REASON: reason}
+        return result
 
     async def _ask_user(self, params: dict[str, Any]) -> dict[str, Any]:
         st = self.state(_session_of(None, params))
@@ -167,6 +168,15 @@ class ClientSide:
     async def terminal_release(self, params: Any) -> dict[str, Any]:
         await self.terminals.release(self.workspace(params.session_id), params.terminal_id)
         return {}
+
+
+def _known(answer: PermissionAnswer, request: PermissionRequest) -> tuple[str | None, str]:
+    """The answer's option id if the agent offered it (else `cancelled`), and its reason."""
+    option_id = answer.option_id
+    if option_id is not None and not any(o.option_id == option_id for o in request.options):
+        log.warning("permission handler chose unknown option %r: answering cancelled", option_id)
+        return None, ""
+    return option_id, answer.reason
 
 
 async def _unless_cancelled(st: SessionState, work: Awaitable[T], fallback: T) -> tuple[T, bool]:

@@ -10,11 +10,15 @@ USAGE   in a `session/prompt` result: the turn's token usage, shaped as the unst
         `PromptResponse.usage`; readers also accept it there from other agents.
 MODE_ID in a `session/set_mode` result: the mode id now in force (seed C.10 echoes it;
         the stable SetSessionModeResponse has only `_meta`).
+REASON  in a `session/request_permission` result: why the client answered as it did, in
+        words for the person and the model ("the client's policy approves only read and
+        search tools"); agentao's agent tells the model exactly that.
 """
 
 from __future__ import annotations
 
 USAGE = "agentao.cn/usage"
 MODE_ID = "agentao.cn/modeId"
+REASON = "agentao.cn/reason"
 
-__all__ = ["MODE_ID", "USAGE"]
+__all__ = ["MODE_ID", "REASON", "USAGE"]

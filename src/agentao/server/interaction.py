@@ -15,15 +15,15 @@ import logging
 from typing import Any, Protocol
 
 from agentao.agent.events import ToolCallStarted
-from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, PermissionOutcome
-from agentao.protocol import schema
+from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, PermissionOutcome, PermissionReply
+from agentao.protocol import meta, schema
 from agentao.protocol.errors import ConnectionClosed, PeerError
 from agentao.server.updates import tool_call_update_for_permission
 
 log = logging.getLogger("agentao.server")
 
 ASK_USER_METHOD = "_agentao.cn/ask_user"
-
+MAX_REASON_CHARS = 500  # a client's reason is shown to the model: bounded
 # optionId -> (name shown, ACP kind); the optionId is also our outcome.
 PERMISSION_OPTIONS: tuple[tuple[PermissionOutcome, str, str], ...] = (
     ("allow", "Allow", "allow_once"),
@@ -44,7 +44,7 @@ class ClientInteraction:
         self.session_id = session_id
         self.pending: set[asyncio.Task[Any]] = set()
 
-    async def request_permission(self, call: ToolCallStarted) -> PermissionOutcome:
+    async def request_permission(self, call: ToolCallStarted) -> PermissionReply:
         params = schema.RequestPermissionRequest(
             session_id=self.session_id,
             tool_call=tool_call_update_for_permission(call),
@@ -58,8 +58,8 @@ class ClientInteraction:
         except asyncio.CancelledError:
             raise
         except (_Unanswered, ConnectionClosed):
-            return "cancelled"
-        return _permission_outcome(result)
+            return PermissionReply("cancelled")
+        return PermissionReply(_permission_outcome(result), _reason(result))
 
     async def ask_user(self, question: str) -> str:
         params = {"sessionId": self.session_id, "question": question}
@@ -113,6 +113,13 @@ def _permission_outcome(result: Any) -> PermissionOutcome:
         log.warning("client chose an unknown permission option %r: treated as reject", option_id)
         return "reject"
     return "cancelled"
+
+
+def _reason(result: Any) -> str:
+    """The client's own words for its answer (`_meta`, see protocol/meta.py), if any."""
+    extra = getattr(result, "meta", None)
+    reason = extra.get(meta.REASON) if isinstance(extra, dict) else None
+    return reason.strip()[:MAX_REASON_CHARS] if isinstance(reason, str) else ""
 
 
 def ask_user_answer(result: Any) -> str:

@@ -22,6 +22,19 @@ ASK_USER_UNAVAILABLE = "(user unavailable)"
 
 
 @dataclass(frozen=True, slots=True)
+class PermissionReply:
+    """How a permission request was answered, and why when the answerer said so."""
+
+    outcome: PermissionOutcome
+    reason: str = ""  # e.g. "the client's policy approves only read and search tools"
+
+    @classmethod
+    def of(cls, answer: PermissionReply | PermissionOutcome) -> PermissionReply:
+        """A bare outcome (what a simple Interaction returns) as a reply without a reason."""
+        return answer if isinstance(answer, PermissionReply) else cls(answer)
+
+
+@dataclass(frozen=True, slots=True)
 class CommandResult:
     """A finished shell command. `terminal_id` is set when the client ran it."""
 
@@ -59,7 +72,9 @@ class ToolEnv(Protocol):
 class Interaction(Protocol):
     """The human on the other side of the session."""
 
-    async def request_permission(self, call: ToolCallStarted) -> PermissionOutcome: ...
+    async def request_permission(
+        self, call: ToolCallStarted
+    ) -> PermissionReply | PermissionOutcome: ...
 
     async def ask_user(self, question: str) -> str:
         """The answer, or ASK_USER_UNAVAILABLE when nobody can answer."""
@@ -164,6 +179,7 @@ __all__ = [
     "Interaction",
     "PermissionGate",
     "PermissionOutcome",
+    "PermissionReply",
     "Tool",
     "ToolContext",
     "ToolEnv",
