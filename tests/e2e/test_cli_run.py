@@ -220,24 +220,60 @@ def test_demo_runs_offline(tmp_path):
 @pytest.mark.parametrize(("answer", "option"), [(b"1", "yes"), (b"2", "no")])
 def test_approve_ask_prompts_in_a_terminal(workspace, answer, option):
     """--approve ask in a real pseudo-terminal: the user picks; *_always is not offered."""
+    argv = [
+        "run",
+        "--approve",
+        "ask",
+        "--agent",
+        fake_agent(),
+        "--cwd",
+        str(workspace),
+        "perm edit",
+    ]
+    text, code = in_a_terminal(argv, answer=(b"Choose", answer + b"\r"))
+    assert "Choose" in text and "Always" not in text.split("Choose")[0]
+    assert f'"optionId": "{option}"' in text
+    assert code == (0 if option == "yes" else 3)
+
+
+MARKDOWN = (
+    "# Findings\n\nThe file is **fine**.\n\n| name | lines |\n|---|---|\n| a.py | 3 |\n\n"
+    "```python\nprint('hi')\n```\n"
+)
+
+
+def test_a_terminal_gets_markdown_a_spinner_and_usage(scripted, workspace, tmp_path):
+    script = tmp_path / "md.json"
+    reply = {"text": MARKDOWN, "usage": {"input_tokens": 1234, "output_tokens": 56}}
+    script.write_text(json.dumps({"responses": [reply]}))
+    env = {**scripted, "AGENTAO_SCRIPT": str(script), "COLUMNS": "100"}
+    text, code = in_a_terminal(["run", "--cwd", str(workspace), "look"], env=env)
+    assert code == 0
+    assert "Waiting for the agent" in text  # the spinner's line, before the first token
+    assert "Findings" in text and "fine" in text and "print('hi')" in text
+    assert "**fine**" not in text and "| name |" not in text and "```" not in text  # rendered
+    assert "tokens: 1,234 in · 56 out" in text
+    piped = agentao("run", "--cwd", str(workspace), "look", env=env)
+    assert "The file is **fine**." in piped.stdout  # a pipe gets the text as written
+    assert "Waiting for the agent" not in piped.stdout
+
+
+def in_a_terminal(
+    argv: list[str], env: dict | None = None, answer: tuple[bytes, bytes] | None = None
+) -> tuple[str, int]:
+    """Run `agentao ARGV` on a real pseudo-terminal: its output (ANSI codes removed) and
+    exit code; `answer` = (prompt, keys) types the keys once the prompt shows."""
     import pty
+    import re
     import select
 
     pid, fd = pty.fork()
-    if pid == 0:  # the child: agentao run on the pty
-        argv = [
-            "run",
-            "--approve",
-            "ask",
-            "--agent",
-            fake_agent(),
-            "--cwd",
-            str(workspace),
-            "perm edit",
-        ]
-        os.execv(sys.executable, [sys.executable, "-m", "agentao", *argv])
+    if pid == 0:  # the child: agentao on the pty
+        os.execve(
+            sys.executable, [sys.executable, "-m", "agentao", *argv], {**os.environ, **(env or {})}
+        )
     out, answered, deadline = b"", False, time.monotonic() + 30
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline:  # a bound, not a measurement
         ready, _, _ = select.select([fd], [], [], 0.2)
         if not ready:
             continue
@@ -248,14 +284,20 @@ def test_approve_ask_prompts_in_a_terminal(workspace, answer, option):
         if not data:
             break
         out += data
-        if b"Choose" in out and not answered:
-            os.write(fd, answer + b"\r")
+        if answer is not None and answer[0] in out and not answered:
+            os.write(fd, answer[1])
             answered = True
     _, status = os.waitpid(pid, 0)
-    text = out.decode(errors="replace")
-    assert answered and "Always" not in text.split("Choose")[0]
-    assert f'"optionId": "{option}"' in text
-    assert os.waitstatus_to_exitcode(status) == (0 if option == "yes" else 3)
+    text = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out.decode(errors="replace"))
+    return text, os.waitstatus_to_exitcode(status)
+
+
+def test_an_unknown_mode_exits_2_naming_the_offered_ones(scripted, workspace):
+    result = agentao("run", "--cwd", str(workspace), "--mode", "full_access", "hi", env=scripted)
+    assert result.returncode == 2
+    offered = "it offers: read-only, workspace-write, full-access, plan"
+    assert "--mode 'full_access' is not offered by this agent" in result.stderr + result.stdout
+    assert offered in result.stderr + result.stdout
 
 
 def test_mode_and_model_are_set_first(scripted, workspace, tmp_path):

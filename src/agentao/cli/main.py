@@ -54,13 +54,52 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# agentao's own modes (tests/test_cli.py holds this to agent/permissions.py's MODES;
+# not imported here: `agentao run --help` should not load the agent runtime).
+AGENTAO_MODES = (
+    ("read-only", "read and search; commands only in a read-only sandbox"),
+    ("workspace-write", "the default: edit the workspace; sandboxed commands, others ask"),
+    ("full-access", "everything, unconfined"),
+    ("plan", "read and plan; nothing is changed"),
+)
+RUN_EPILOG = """\
+modes (--mode; agentao's, other agents offer their own; an unknown one exits 2):
+{modes}
+
+approvals (--approve; whatever is not approved is rejected, with the reason told
+to the agent):
+  (none)    reject every permission request (the default)
+  reads     approve read, search and think tools, reject the rest
+  all       approve everything once (never "always")
+  ask       ask at this terminal (rejects when there is no terminal)
+
+environment (read by agentao's agent; other agents have their own):
+  LLM_PROVIDER           OPENAI (default), ANTHROPIC, SCRIPTED, or any prefix
+  {{PROVIDER}}_API_KEY     e.g. OPENAI_API_KEY, DEEPSEEK_API_KEY (required)
+  {{PROVIDER}}_BASE_URL    any OpenAI-compatible endpoint
+  {{PROVIDER}}_MODEL       e.g. gpt-4o
+  AGENTAO_SCRIPT         with LLM_PROVIDER=SCRIPTED: the scripted replies (JSON)
+  AGENTAO_HOME           state: sessions, logs, permissions.json
+  AGENTAO_SANDBOX        auto (default) or off
+  AGENTAO_LOG_LEVEL      INFO (default), DEBUG, WARNING
+
+exit codes: 0 done, 1 error, 2 usage, 3 a permission was rejected, 130 interrupted
+(the first Ctrl-C sends session/cancel; a second one stops at once)
+"""
+
+
 def _add_run(commands: argparse._SubParsersAction) -> None:
+    import argparse
+
+    modes = "\n".join(f"  {mode:<16}  {what}" for mode, what in AGENTAO_MODES)
     run = commands.add_parser(
         "run",
         help="send one prompt to any ACP agent and stream its answer",
         description="Start an ACP agent (default: agentao), open a session in --cwd, send PROMPT "
-        "(or stdin) and stream the turn. Exit codes: 0 done, 1 error, 2 usage, "
-        "3 permission needed or denied, 130 interrupted (Ctrl-C sends session/cancel).",
+        "(or stdin) and stream the turn: markdown and a spinner on a terminal, plain text "
+        "when piped, JSON lines with --json.",
+        epilog=RUN_EPILOG.format(modes=modes),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("prompt", nargs="?", help="the prompt (default: read from stdin)")
     run.add_argument(

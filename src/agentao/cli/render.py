@@ -1,9 +1,11 @@
-"""Showing a turn: rich for people (`ConsoleView`), one JSON object per line for scripts.
+"""Showing a turn: plain text for pipes (`ConsoleView`), JSON lines for scripts (`JsonView`).
 
 ConsoleView: agent text is written as it arrives; thoughts are dimmed; each
 tool call is one status line (title, kind, status, result, diff summary)
 that is rewritten in place while it is the last thing on screen; a plan is a
-checklist; permission answers get their own line.
+checklist; permission answers get their own line (with the reason); the turn's
+token usage closes it. A person at a terminal gets `live.TerminalView`, which
+renders markdown and a spinner on top of this.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import IO, Any
 
 from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
 from agentao.client.view import diffs, tool_summary
+from agentao.protocol.decode import to_builtins
 
 _STATUS = {"pending": "…", "in_progress": "⋯", "completed": "✓", "failed": "✗"}
 _PLAN = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
@@ -38,6 +41,15 @@ class ConsoleView:
             self._permission(event)
         elif isinstance(event, TurnEnd):
             self._line(f"[dim]— {event.stop_reason}{' (forced)' if event.forced else ''}[/]")
+
+    def turn_started(self) -> None:
+        """The prompt is sent (the terminal view starts its spinner here)."""
+
+    def end_note(self, end: TurnEnd, context: dict[str, Any] | None) -> None:
+        """The turn's token usage, and the context meter where the agent reports one."""
+        line = usage_line(end.usage, context)
+        if line:
+            self.info(line)
 
     def info(self, text: str) -> None:
         from rich.markup import escape
@@ -166,6 +178,17 @@ class ConsoleView:
         self._stream = None
 
 
+def usage_line(usage: Any, context: dict[str, Any] | None) -> str:
+    """`tokens: 1,234 in · 56 out · context 12,345 / 128,000 (10%)`, or "" with neither."""
+    parts = []
+    if usage is not None:
+        parts.append(f"tokens: {usage.input_tokens:,} in · {usage.output_tokens:,} out")
+    used, size = (context or {}).get("used"), (context or {}).get("size")
+    if isinstance(used, int) and isinstance(size, int) and size > 0:
+        parts.append(f"context {used:,} / {size:,} ({used * 100 // size}%)")
+    return " · ".join(parts)
+
+
 class JsonView:
     """One JSON object per line: session, update, permission, end, error."""
 
@@ -181,6 +204,12 @@ class JsonView:
 
     def info(self, text: str) -> None:
         return None
+
+    def turn_started(self) -> None:
+        return None
+
+    def end_note(self, end: TurnEnd, context: dict[str, Any] | None) -> None:
+        return None  # usage is in the "end" object already
 
     def started(self, client: Any, session: Any) -> None:
         info = client.agent_info
@@ -220,6 +249,7 @@ def to_json(event: Event) -> dict[str, Any]:
         "sessionId": event.session_id,
         "stopReason": event.stop_reason,
         "forced": event.forced,
+        "usage": to_builtins(event.usage) if event.usage is not None else None,
         "result": event.raw,
     }
 

@@ -67,7 +67,7 @@ def options(args: argparse.Namespace, stdin: Any = None) -> RunOptions:
 
 def main(args: argparse.Namespace) -> int:
     """The `agentao run` entry point."""
-    view: Any = JsonView() if args.json else ConsoleView()
+    view = make_view(args.json, sys.stdout.isatty())
     try:
         opts = options(args)
     except UsageError as exc:
@@ -88,13 +88,19 @@ async def run(opts: RunOptions, view: Any) -> int:
             for what, value in opts.setup:
                 await apply_setting(session, what, value)
             return await _turn(session, opts.prompt, view)
+    except UsageError as exc:  # a setting the agent does not offer
+        view.error(str(exc))
+        return EXIT_USAGE
     except ClientError as exc:  # the agent failed to start, answer, or stay
         view.error(str(exc))
     return EXIT_ERROR
 
 
 async def apply_setting(session: Session, what: str, value: str) -> None:
+    """`--mode` (checked against the modes the agent offers: UsageError if not), `--model`
+    (the agent decides: an agent may take a model id it does not list)."""
     if what == "mode":
+        _check("--mode", value, offered_modes(session))
         await session.set_mode(value)
     elif _has_config_option(session, "model"):
         await session.set_config_option("model", value)
@@ -102,15 +108,39 @@ async def apply_setting(session: Session, what: str, value: str) -> None:
         await session.set_model(value)
 
 
+def offered_modes(session: Session) -> list[str]:
+    modes = getattr(session.response, "modes", None)
+    return [m.id for m in getattr(modes, "available_modes", None) or ()]
+
+
+def _check(flag: str, value: str, offered: list[str]) -> None:
+    if value not in offered:
+        choices = ", ".join(offered) if offered else "none"
+        raise UsageError(f"{flag} {value!r} is not offered by this agent (it offers: {choices})")
+
+
+def make_view(json_lines: bool, terminal: bool) -> Any:
+    """JSON lines for scripts, markdown and a spinner for a person, plain text for a pipe."""
+    if json_lines:
+        return JsonView()
+    if terminal:
+        from agentao.cli.live import TerminalView
+
+        return TerminalView()
+    return ConsoleView()
+
+
 async def _turn(session: Session, prompt: str, view: Any) -> int:
     turn = session.prompt(prompt)
     interrupted = _on_interrupt(lambda: asyncio.ensure_future(turn.cancel()))
+    view.turn_started()
     try:
         end: TurnEnd | None = None
         async for event in turn:
             view.event(event)
             if isinstance(event, TurnEnd):
                 end = event
+                view.end_note(event, session.view.usage)
     finally:
         _restore_interrupt()
     if interrupted.is_set():
@@ -152,10 +182,8 @@ def _restore_interrupt() -> None:
 
 
 def _has_config_option(session: Session, config_id: str) -> bool:
-    for option in getattr(session.response, "config_options", None) or ():
-        if getattr(option, "id", None) == config_id:
-            return True
-    return False
+    options = getattr(session.response, "config_options", None) or ()
+    return any(getattr(option, "id", None) == config_id for option in options)
 
 
 __all__ = [

@@ -1,0 +1,121 @@
+"""`agentao run` on a terminal: markdown as it streams, a spinner while nothing moves.
+
+Theory of operation. One `rich.live.Live` region sits at the bottom of the screen for
+the whole turn. It holds what is still changing: the block being streamed (the
+agent's message rendered as markdown, or a thought, dimmed) and, below it, a spinner
+saying what we wait for ("Waiting for the agent…", "Running: npm test"). When a block
+ends (another kind of update arrives), it is printed above the region for good, as
+are tool lines, plans and permission answers, through the plain view's own methods.
+When the turn ends the region is cleared, so what stays on screen is the finished
+transcript. Piped output and `--json` never come here (see `render.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentao.cli.render import ConsoleView
+from agentao.client.events import Event, ToolCallState, TurnEnd, Update
+
+WAITING = "Waiting for the agent…"
+REFRESH_PER_SECOND = 12
+_BLOCK_KINDS = {"agent_message_chunk": "message", "agent_thought_chunk": "thought"}
+
+
+class TerminalView(ConsoleView):
+    """ConsoleView for a person at a terminal (see the module docstring)."""
+
+    def __init__(self, console: Any = None, *, diff_lines: int = 20) -> None:
+        super().__init__(console, diff_lines=diff_lines)
+        self._live: Any = None  # rich.live.Live while a turn runs
+        self._block = ""  # "message" | "thought" | "" (nothing streaming)
+        self._text = ""
+        self._status: str | None = None
+        self._running: dict[str, str] = {}  # tool calls still running: id -> title
+
+    # ---- the turn --------------------------------------------------------------------
+
+    def turn_started(self) -> None:
+        from rich.live import Live
+
+        self._status = WAITING
+        self._live = Live(
+            self._renderable(),
+            console=self.console,
+            refresh_per_second=REFRESH_PER_SECOND,
+            transient=True,
+        )
+        self._live.start(refresh=True)  # at once: the person sees the prompt was taken
+
+    def event(self, event: Event) -> None:
+        if isinstance(event, Update) and event.kind in _BLOCK_KINDS and event.text is not None:
+            self._append(_BLOCK_KINDS[event.kind], event.text)
+            return
+        self._flush()
+        if isinstance(event, TurnEnd):
+            self._stop()
+        super().event(event)
+        if self._live is not None:
+            self._status = self._waiting_for()
+            self._refresh()
+
+    def _append(self, block: str, text: str) -> None:
+        if block != self._block:
+            self._flush()
+            self._block, text = block, text.lstrip("\n")
+        self._text += text
+        self._status = None if block == "message" else "Thinking…"
+        self._refresh()
+
+    def _flush(self) -> None:
+        """Print the streamed block above the live region, for good."""
+        if self._block and self._text.strip():
+            self.console.print(self._block_renderable())
+        self._block, self._text = "", ""
+
+    def _stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        self._status = None
+
+    # ---- what changes ----------------------------------------------------------------
+
+    def _tool(self, tool: ToolCallState) -> None:
+        if tool.status in ("completed", "failed"):
+            self._running.pop(tool.tool_call_id, None)
+            super()._tool(tool)
+            self._end_line()
+        else:
+            self._running[tool.tool_call_id] = tool.title or tool.tool_call_id
+
+    def _waiting_for(self) -> str | None:
+        if self._running:
+            return "Running: " + ", ".join(self._running.values())
+        return WAITING
+
+    def _block_renderable(self) -> Any:
+        from rich.markdown import Markdown
+        from rich.text import Text
+
+        if self._block == "message":
+            return Markdown(self._text, code_theme="monokai")
+        return Text(self._text.rstrip("\n"), style="dim italic")
+
+    def _renderable(self) -> Any:
+        from rich.console import Group
+        from rich.spinner import Spinner
+
+        parts: list[Any] = []
+        if self._block and self._text:
+            parts.append(self._block_renderable())
+        if self._status:
+            parts.append(Spinner("dots", text=f" {self._status}", style="cyan"))
+        return Group(*parts)
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.update(self._renderable())
+
+
+__all__ = ["TerminalView"]
