@@ -186,6 +186,9 @@ class FakeLLM:
                 break
         method, path = scope["method"], scope["path"]
         if method == "GET" and path == "/v1/models":
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+            if headers.get("authorization") != f"Bearer {self.api_key}":
+                return await _json(send, 401, {"error": {"message": "bad key"}})
             data = [{"id": self.model, "object": "model", "created": 0, "owned_by": "fake"}]
             return await _json(send, 200, {"object": "list", "data": data})
         if method != "POST" or path not in ("/v1/chat/completions", "/v1/messages"):

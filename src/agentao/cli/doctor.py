@@ -1,17 +1,24 @@
-"""`agentao doctor`: what this machine gives the agent, and what is missing, in one screen.
+"""`agentao doctor [--json] [--offline]`: what this machine gives the agent, and what is missing.
 
-Each check is a `Check(name, ok, detail)`; nothing here changes anything or reaches
-the network. Exit code 0 when every check is fine, 1 when one needs attention.
+Each check is a `Check(name, ok, detail, needed)`. A check that is not `needed` (Chromium,
+which only the web UI's browser tests use) informs and never fails the run. Nothing
+is changed; the only network call is one request to the configured LLM endpoint's
+model list (skipped with `--offline`), with the key sent as that endpoint expects and
+never printed. Exit code 0 when every needed check is fine, 1 otherwise.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from agentao import __version__
+
+REACH_TIMEOUT = 5.0  # seconds for the endpoint check
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +26,16 @@ class Check:
     name: str
     ok: bool
     detail: str
+    needed: bool = True  # a failed check that is not needed does not fail the run
+
+
+def check_install() -> Check:
+    import agentao
+
+    where = os.path.dirname(os.path.abspath(agentao.__file__))
+    return Check(
+        "install", True, f"agentao {__version__}, Python {sys.version.split()[0]}, {where}"
+    )
 
 
 def check_provider() -> Check:
@@ -28,12 +45,49 @@ def check_provider() -> Check:
     configured = (os.environ.get("LLM_PROVIDER") or "OPENAI").strip().upper()
     try:
         llm = resolve_provider()
-    except LlmError as exc:
+    except (LlmError, ValueError) as exc:
         return Check("LLM provider", False, f"{configured}: {exc}")
     if llm.script is not None and not os.path.isfile(llm.script):
         return Check("LLM provider", False, f"SCRIPTED: AGENTAO_SCRIPT={llm.script} is not a file")
     where = f" at {llm.base_url}" if llm.base_url else ""
     return Check("LLM provider", True, f"{llm.provider_id}, model {llm.model}{where}")
+
+
+def check_endpoint() -> Check:
+    """One GET of the provider's model list: is it there, and does it take the key?"""
+    from agentao.agent.config import resolve_provider
+    from agentao.agent.providers.errors import LlmError
+
+    try:
+        llm = resolve_provider()
+    except (LlmError, ValueError):
+        return Check("LLM endpoint", False, "not checked: the provider is not configured")
+    if llm.provider_id == "SCRIPTED":
+        return Check("LLM endpoint", True, "none needed (scripted replies)")
+    url, headers = _models_request(llm.provider_id, llm.base_url, llm.api_key)
+    return _reach(url, headers)
+
+
+def _models_request(provider: str, base_url: str | None, key: str) -> tuple[str, dict[str, str]]:
+    if provider == "ANTHROPIC":
+        root = (base_url or "https://api.anthropic.com").rstrip("/")
+        return f"{root}/v1/models", {"x-api-key": key, "anthropic-version": "2023-06-01"}
+    return f"{(base_url or '').rstrip('/')}/models", {"Authorization": f"Bearer {key}"}
+
+
+def _reach(url: str, headers: dict[str, str]) -> Check:
+    import httpx
+
+    try:
+        response = httpx.get(url, headers=headers, timeout=REACH_TIMEOUT, follow_redirects=True)
+    except httpx.HTTPError as exc:
+        return Check("LLM endpoint", False, f"{url} is unreachable: {type(exc).__name__}: {exc}")
+    status = response.status_code
+    if status in (401, 403):
+        return Check("LLM endpoint", False, f"{url} answered {status}: the key was refused")
+    if status >= 400:
+        return Check("LLM endpoint", False, f"{url} answered HTTP {status}")
+    return Check("LLM endpoint", True, f"{url} answered {status}")
 
 
 def check_sandbox() -> Check:
@@ -82,17 +136,49 @@ def check_state() -> Check:
     return Check("state directory", True, f"{path}{'' if path.exists() else ' (not created yet)'}")
 
 
-CHECKS: tuple[Callable[[], Check], ...] = (check_provider, check_sandbox, check_rules, check_state)
+def check_mcp() -> Check:
+    return Check(
+        "MCP servers",
+        True,
+        "the editor names them per session (session/new); agentao starts no others",
+    )
 
 
-def main() -> int:
-    """Print every check; 0 when all are fine, 1 otherwise."""
-    print(f"agentao {__version__} (Python {sys.version.split()[0]})")
-    results = [check() for check in CHECKS]
-    width = max(len(r.name) for r in results)
-    for r in results:
-        print(f"{'ok ' if r.ok else '!! '} {r.name:<{width}}  {r.detail}")
-    return 0 if all(r.ok for r in results) else 1
+def check_chromium() -> Check:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    detail = found or "not found (only the web UI's browser tests use it: apt install chromium)"
+    return Check("chromium", found is not None, detail, needed=False)
 
 
-__all__ = ["CHECKS", "Check", "main"]
+CHECKS: tuple[Callable[[], Check], ...] = (
+    check_install,
+    check_provider,
+    check_endpoint,
+    check_sandbox,
+    check_rules,
+    check_state,
+    check_mcp,
+    check_chromium,
+)
+
+
+def run_checks(offline: bool = False) -> list[Check]:
+    skip = {check_endpoint} if offline else set()
+    return [check() for check in CHECKS if check not in skip]
+
+
+def main(json_output: bool = False, offline: bool = False) -> int:
+    """Print every check; 0 when all needed ones are fine, 1 otherwise."""
+    results = run_checks(offline)
+    healthy = all(r.ok or not r.needed for r in results)
+    if json_output:
+        print(json.dumps({"ok": healthy, "checks": [asdict(r) for r in results]}, indent=2))
+    else:
+        width = max(len(r.name) for r in results)
+        for r in results:
+            mark = "ok " if r.ok else ("!! " if r.needed else "-- ")
+            print(f"{mark} {r.name:<{width}}  {r.detail}")
+    return 0 if healthy else 1
+
+
+__all__ = ["CHECKS", "Check", "main", "run_checks"]

@@ -43,13 +43,19 @@ def _parser() -> argparse.ArgumentParser:
         "streaming text, a thought, a plan, file edits with diffs, a permission request, "
         "and a resumed session. No LLM and no API key involved.",
     )
-    commands.add_parser(
+    doctor = commands.add_parser(
         "doctor",
-        help="check this machine: LLM provider settings, shell sandbox, permission rules, state",
-        description="Report what the agent will find here: whether the LLM provider's variables "
-        "are set, whether shell commands can be sandboxed (and why not), whether the "
-        "permission rules file is valid, where the state is kept. Exit code 1 if something "
-        "needs attention. Nothing is changed and nothing is sent anywhere.",
+        help="check this machine: LLM provider and endpoint, shell sandbox, rules, state",
+        description="Report what the agent will find here: the install, whether the LLM "
+        "provider's variables are set and its endpoint answers (one request to its model "
+        "list; the key is never printed), whether shell commands can be sandboxed (and why "
+        "not), whether the permission rules file is valid, where the state is kept, whether "
+        "Chromium is there for the web UI's tests. Exit code 1 if something needed is "
+        "missing. Nothing is changed.",
+    )
+    doctor.add_argument("--json", action="store_true", help="the checks as one JSON object")
+    doctor.add_argument(
+        "--offline", action="store_true", help="skip the request to the LLM endpoint"
     )
     return parser
 
@@ -196,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "doctor":
         from agentao.cli.doctor import main as doctor_main
 
-        return doctor_main()
+        return doctor_main(json_output=args.json, offline=args.offline)
     if args.command == "serve":
         from agentao.gateway.main import run_serve
 
