@@ -118,8 +118,15 @@ def tool_summary(tool: ToolCallState) -> list[str]:
 
 @dataclass(slots=True)
 class Message:
+    """Consecutive chunks of one kind. Kept as a list: appending to one growing string
+    would copy it on every chunk (quadratic over a long answer)."""
+
     role: str  # "user" | "agent" | "thought"
-    text: str
+    chunks: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chunks)
 
 
 @dataclass(slots=True)
@@ -175,9 +182,9 @@ class SessionView:
     def _text(self, role: str, text: str) -> None:
         last = self.entries[-1] if self.entries else None
         if isinstance(last, Message) and last.role == role:
-            last.text += text
+            last.chunks.append(text)
         elif text:
-            self.entries.append(Message(role, text))
+            self.entries.append(Message(role, [text]))
 
     def put_tool_call(self, tool: ToolCallState) -> None:
         """A tool call's latest merged state; the first one takes its place in `entries`."""
