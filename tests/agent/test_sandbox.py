@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import select
 import json
 import os
+import select
 import socket
 import subprocess
 import threading
