@@ -21,7 +21,15 @@ from pathlib import Path
 from agentao.agent.events import PlanChanged, TextDelta, TurnEnded, TurnEvent
 from agentao.agent.session import AgentSession, Compaction, TurnRecord
 
-__all__ = ["COMMANDS", "Command", "Invocation", "clear_context", "init_prompt", "parse_command"]
+__all__ = [
+    "COMMANDS",
+    "Command",
+    "Invocation",
+    "clear_context",
+    "init_prompt",
+    "parse_command",
+    "say",
+]
 
 INIT_PROMPT_FILE = Path(__file__).parent / "prompts" / "init.md"
 CLEARED = "Context cleared: the model starts afresh; the history above stays for reference."
@@ -70,6 +78,14 @@ def clear_context(session: AgentSession, shown: str) -> list[TurnEvent]:
     events: list[TurnEvent] = [TextDelta(CLEARED), PlanChanged(())]
     fresh = Compaction(f"clear_{uuid.uuid4().hex[:12]}", keep_from=len(session.turns) + 1)
     session.commit_turn(TurnRecord(shown, (), tuple(events), "end_turn", compaction=fresh), ())
+    return [*events, TurnEnded("end_turn")]
+
+
+def say(session: AgentSession, shown: str, text: str) -> list[TurnEvent]:
+    """Commit a turn in which the agent only says `text` (a command's answer); the model
+    never sees it. Its events, TurnEnded last."""
+    events: list[TurnEvent] = [TextDelta(text)]
+    session.commit_turn(TurnRecord(shown, (), tuple(events), "end_turn"))
     return [*events, TurnEnded("end_turn")]
 
 

@@ -183,8 +183,12 @@ async def compact(
     keep_from, current, summary = recent_from, job.current, ""
     done: list[str] = []
     started = False
-    summarize = bool(old) and (
-        job.trigger == "command" or size(prefix, recent, current) > s.target * job.window
+    folded = recent_from - job.keep_from  # finished turns that become old now
+    foldable = folded > 0 or not _is_summary(job.prefix)  # a bare summary is not redone
+    summarize = (
+        bool(old)
+        and foldable
+        and (job.trigger == "command" or size(prefix, recent, current) > s.target * job.window)
     )
     if summarize:
         yield CompactionStarted(cid, job.trigger, job.tokens_before)
@@ -195,7 +199,7 @@ async def compact(
             else:
                 yield item
         prefix = summary_messages(summary, job.plan)
-        done.append(f"{_count(job.turns[job.keep_from : recent_from])} summarized")
+        done.append(f"{_count(folded)} summarized" if folded else "the earlier summary renewed")
     elif prefix != old:
         done.append("older tool outputs shortened")
     limit = (s.target if job.trigger == "refusal" else s.threshold) * job.window
@@ -223,8 +227,18 @@ def _messages(turns: Sequence[TurnRecord]) -> list[Message]:
     return [m for turn in turns for m in turn.messages]
 
 
-def _count(turns: Sequence[TurnRecord]) -> str:
-    return "1 earlier turn" if len(turns) == 1 else f"{len(turns)} earlier turns"
+def _count(turns: int) -> str:
+    return "1 earlier turn" if turns == 1 else f"{turns} earlier turns"
+
+
+def _is_summary(prefix: Sequence[Message]) -> bool:
+    """Whether `prefix` is a summary alone (nothing more to fold into it)."""
+    return (
+        len(prefix) == 2
+        and isinstance(prefix[0], UserMessage)
+        and prefix[0].text.startswith(SUMMARY_HEADER)
+        and prefix[1] == AssistantMessage(ACK)
+    )
 
 
 def _k(tokens: int) -> str:

@@ -269,6 +269,7 @@ class ContextMeter:
     def forget(self) -> None:
         """The history was rewritten (compaction, /clear): estimate until the next count."""
         self._counted, self._tools, self._tokens = (), (), 0
+        self.last = None
 
     def _covered(self, request: LlmRequest) -> int | None:
         """How many of `request`'s messages the last count covers (None: not a prefix)."""

@@ -52,7 +52,7 @@ class InstructionSettings:
         if not raw:
             return cls()
         per_file = positive_int(raw, "AGENTAO_INSTRUCTIONS_MAX_CHARS")
-        return cls(per_file, max(per_file, cls.max_total_chars))
+        return cls(per_file, max(per_file, cls().max_total_chars))
 
 
 @dataclass(frozen=True, slots=True)

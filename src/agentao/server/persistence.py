@@ -56,7 +56,7 @@ class SessionArchive:
         """Store the session's last turn and its state after it, atomically."""
         turn = agent.turns[-1]
         record = TurnRecord(encode(turn), turn.stop_reason, agent.updated_at)
-        title = agent.turns[0].prompt.strip().splitlines()[0] if agent.turns[0].prompt else None
+        title = agent.title
         await self.store.commit_turn(agent.id, record, _state(agent, engine), title=title)
 
     async def save_state(self, agent: AgentSession, engine: PermissionEngine) -> None:
