@@ -59,3 +59,18 @@ def test_a_missing_script_is_named(tmp_path: Path) -> None:
     result = doctor(tmp_path, LLM_PROVIDER="SCRIPTED", AGENTAO_SCRIPT=str(tmp_path / "no.json"))
     assert result.returncode == 1
     assert "is not a file" in lines(result)["LLM provider"]
+
+
+def test_the_model_catalog_line(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.mkdir()
+    env = dict(LLM_PROVIDER="SCRIPTED", AGENTAO_SCRIPT=str(SCRIPT), AGENTAO_CONFIG_DIR=str(config))
+    assert "does not exist" in lines(doctor(tmp_path, **env))["model catalog"]
+    (config / "models.toml").write_text("[providers.a]\n[[providers.a.models]]\nid = 'm'\n")
+    found = lines(doctor(tmp_path, **env))["model catalog"]
+    assert found.startswith("ok ") and "1 provider(s), 1 model(s)" in found
+    (config / "models.toml").write_text("[providers.a]\napi_key = 'sk-x'\n")
+    result = doctor(tmp_path, **env)
+    assert (
+        result.returncode == 1 and "keys never go in the catalog" in lines(result)["model catalog"]
+    )

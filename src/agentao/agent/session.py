@@ -163,17 +163,20 @@ class AgentSession:
             "meta": _json_safe(self.meta),
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """Everything, JSON-safe; `turns` holds `TurnRecord.to_dict()`s."""
-        return {
+    def to_dict(self, turns: bool = True) -> dict[str, Any]:
+        """Everything, JSON-safe; `turns` holds `TurnRecord.to_dict()`s (left out with
+        `turns=False`: a store that keeps turns as rows encodes each once, at its commit)."""
+        data = {
             "id": self.id,
             "cwd": str(self.cwd),
             "additional_dirs": [str(p) for p in self.additional_dirs],
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             **self.state_dict(),
-            "turns": [t.to_dict() for t in self.turns],
         }
+        if turns:
+            data["turns"] = [t.to_dict() for t in self.turns]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentSession:

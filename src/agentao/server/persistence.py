@@ -99,9 +99,7 @@ class SessionArchive:
 
 def _state(agent: AgentSession, engine: PermissionEngine) -> dict[str, Any]:
     agent.meta[PERMISSIONS_KEY] = engine.to_dict()
-    state = agent.to_dict()
-    state.pop("turns", None)
-    return state
+    return agent.to_dict(turns=False)  # each turn was encoded once, at its own commit
 
 
 __all__ = ["CorruptSession", "SessionArchive", "SessionSummary"]
