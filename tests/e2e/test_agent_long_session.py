@@ -48,18 +48,21 @@ def file_text(n: int) -> str:
 
 def is_summary_request(body: dict) -> bool:
     first = body["messages"][0]
-    return first["role"] == "system" and "You are compacting" in str(first["content"])
+    system = body.get("system") or (first["content"] if first["role"] == "system" else "")
+    return "You are compacting" in str(system)
 
 
 def responder(body: dict) -> FakeReply:
-    """A model that reads the file each prompt names, then says so."""
+    """A model that reads the file each prompt names, then says so (in either API's shape:
+    a tool result is an OpenAI `tool` message, or an Anthropic `tool_result` block)."""
     if is_summary_request(body):
         return FakeReply(["## Task\nThe user has me read files one by one. ", "All read."])
     last = body["messages"][-1]
-    if last["role"] == "user":
+    blocks = last["content"] if isinstance(last["content"], list) else []
+    if last["role"] == "user" and not any(b.get("type") == "tool_result" for b in blocks):
         name = re.search(r"f\d+\.txt", str(last["content"])).group(0)
         return FakeReply(tool_calls=[FakeToolCall("read_file", {"file_path": name})])
-    return FakeReply([f"Read it ({len(last['content'])} characters)."])
+    return FakeReply([f"Read it ({len(str(last['content']))} characters)."])
 
 
 @pytest.fixture
@@ -178,3 +181,17 @@ async def test_summary_request_is_what_compaction_sends(tmp_path, ws, hard_windo
     assert "read f01.txt" in transcript  # old turns are summarized...
     assert "characters shortened" in transcript  # ...with their tool outputs cut
     assert "read f05.txt" not in transcript  # the current turn stays out (verbatim)
+
+
+async def test_an_anthropic_refusal_for_length_compacts_too(tmp_path, ws, hard_window):
+    """The same session against the Anthropic Messages API: its refusal ("prompt is too
+    long: N tokens > M maximum") teaches the window and the session goes on."""
+    env = agent_env(tmp_path / "home", **hard_window.env("ANTHROPIC"))
+    async with running(env) as agent:
+        sid = await agent.new_session(ws)
+        for n in range(1, 9):
+            reply = await agent.prompt(sid, f"read f{n:02}.txt")
+            assert reply.get("result", {}).get("stopReason") == "end_turn", (n, reply)
+        usage = [u for u in agent.updates(sid, every=True) if u["sessionUpdate"] == "usage_update"]
+    assert hard_window.refused == 1 and usage[-1]["size"] == WINDOW
+    assert all(r.path == "/v1/messages" for r in hard_window.requests)
