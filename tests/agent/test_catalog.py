@@ -114,6 +114,8 @@ def test_a_providers_model_list_and_its_windows() -> None:
         {"id": "b", "max_model_len": 32768},
         {"id": "c"},
         {"no": "id"},
+        {"id": "text-embedding-3-large"},
+        {"id": "whisper-1"},
     ]}  # fmt: skip
     models = parse_model_list("OPENAI", body)
     assert [(m.value, m.context_window) for m in models] == [

@@ -206,3 +206,23 @@ async def test_instructions_from_the_repository_chain_only(tmp_path, env, fake_l
     assert system.index("Use four spaces.") < system.index("pure Python")
     assert "id_rsa" not in system
     assert "Working directory: " + str(repo / "pkg") in system
+
+
+async def test_a_catalog_provider_can_be_the_configured_one(tmp_path, ws, fake_llm):
+    """LLM_PROVIDER names a provider the catalog describes: its endpoint and first model
+    come from the file, its key from the environment."""
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "models.toml").write_text(CATALOG.format(url=fake_llm.base_url))
+    env = agent_env(
+        tmp_path / "home",
+        LLM_PROVIDER="BACKUP",
+        BACKUP_API_KEY="backup-key",
+        AGENTAO_CONFIG_DIR=str(config),
+    )
+    fake_llm.reply("hi")
+    async with running(env) as agent:
+        result = await agent.call("session/new", {"cwd": str(ws), "mcpServers": []})
+        await agent.prompt(result["sessionId"], "hello")
+    assert result["configOptions"][0]["currentValue"] == "backup/fake-big"
+    assert fake_llm.requests[0].body["model"] == "fake-big"

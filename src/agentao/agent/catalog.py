@@ -78,6 +78,13 @@ _IMAGE_MODELS = re.compile(
 )
 
 
+# Model ids a provider lists that are no chat model (OpenAI's list has dozens).
+_NOT_CHAT = re.compile(
+    r"embed|whisper|tts|dall-e|moderation|transcribe|davinci|babbage|^sora|^gpt-image",
+    re.IGNORECASE,
+)
+
+
 class CatalogError(ValueError):
     """The catalog file is invalid; the message names the file and the entry."""
 
@@ -254,11 +261,14 @@ def takes_images(info: ModelInfo | None, model: str) -> bool:
 
 def parse_model_list(provider: str, data: Any) -> tuple[ModelInfo, ...]:
     """Models from an OpenAI-style `/v1/models` body, with the window where the server
-    tells it (`context_length`: OpenRouter, LM Studio; `max_model_len`: vLLM)."""
+    tells it (`context_length`: OpenRouter, LM Studio; `max_model_len`: vLLM). Models
+    that cannot chat (embeddings, speech, images, moderation) are left out."""
     items = data.get("data") if isinstance(data, dict) else None
     out: list[ModelInfo] = []
     for item in items if isinstance(items, list) else ():
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            continue
+        if _NOT_CHAT.search(item["id"]):
             continue
         window = next(
             (

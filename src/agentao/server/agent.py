@@ -18,7 +18,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from agentao.agent.catalog import Catalog, CatalogError, load_catalog
+from agentao.agent.catalog import Catalog, CatalogError, configured_model, load_catalog
 from agentao.agent.config import LlmConfig, resolve_model, resolve_provider, split_model_value
 from agentao.agent.providers.errors import MissingCredentials, ProviderNotFound
 from agentao.agent.sandbox import Sandbox
@@ -359,7 +359,11 @@ def _file_catalog() -> Catalog | None:
 
 
 def _resolve_llm(provider_id: str | None) -> LlmConfig:
+    """The configured provider (None) or `provider_id`; one the catalog file describes
+    resolves from it (its endpoint, kind and first model), its key from the environment."""
     try:
+        if provider_id is None:
+            return resolve_model(configured_model()[0], None, _file_catalog())
         return resolve_provider(provider_id)
     except MissingCredentials as exc:
         raise AuthRequired(

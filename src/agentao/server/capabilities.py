@@ -88,12 +88,15 @@ def image_prompts() -> bool:
     from agentao.agent.catalog import CatalogError, configured_model, load_catalog, takes_images
 
     provider, model = configured_model()
-    if model is None:
-        return False
     try:
         catalog = load_catalog()
     except CatalogError:
         return False  # session/new says what is wrong with it
+    entry = catalog.provider(provider) if catalog is not None else None
+    if model is None and entry is not None and entry.models:
+        model = entry.models[0].id  # the provider's first model, as session/new takes it
+    if model is None:
+        return False
     info = catalog.find(f"{provider.lower()}/{model}") if catalog is not None else None
     return takes_images(info, model)
 
