@@ -3,8 +3,8 @@
 Theory of operation
 -------------------
 `run_turn` is an async generator run by the caller's task. Each round streams one LLM
-reply (text and thought deltas pass straight through; transient errors are retried, each
-retry announced by a Notice), then runs the tool calls it asked for, one at a time:
+reply (`replies.py`: text and thought deltas pass straight through; transient errors are
+retried, each retry announced by a Notice), then runs the tool calls it asked for, one at a time:
 announce (ToolCallStarted), ask the gate and maybe the human, run the tool as a child task
 whose live reports are merged in through a queue, finish (ToolCallFinished). The results
 go back to the model and the next round starts; a reply without tool calls ends the turn.
@@ -70,8 +70,6 @@ from agentao.agent.providers.base import (
     LlmFinished,
     LlmProvider,
     LlmRequest,
-    TextPiece,
-    ThoughtPiece,
     ToolCallRequest,
 )
 from agentao.agent.providers.errors import LlmError
@@ -79,10 +77,10 @@ from agentao.agent.providers.messages import (
     AssistantMessage,
     Message,
     SystemMessage,
-    ToolCall,
     ToolResultMessage,
     UserMessage,
 )
+from agentao.agent.replies import Reply, add_usage, llm_events
 from agentao.agent.session import AgentSession, Compaction, TurnRecord
 from agentao.agent.tools.base import (
     Interaction,
@@ -260,34 +258,6 @@ def closing_events(events: Sequence[TurnEvent]) -> list[TurnEvent]:
 # --- the LLM side ---------------------------------------------------------------------
 
 
-async def _llm_events(deps: TurnDeps, request: LlmRequest) -> AsyncIterator[LlmEvent | Notice]:
-    """The provider's stream, with transient errors retried (a Notice before each wait).
-    Only a reply that has shown nothing yet is retried: the user saw the rest."""
-    limits = deps.limits
-    for attempt in range(limits.max_retries + 1):
-        shown = False
-        try:
-            async with aclosing(deps.provider.stream(request)) as stream:
-                async for event in stream:
-                    shown = shown or isinstance(event, TextPiece | ThoughtPiece)
-                    yield event
-            return
-        except LlmError as exc:
-            if not exc.transient or shown or attempt == limits.max_retries:
-                raise
-            wait = (
-                exc.retry_after
-                if exc.retry_after is not None
-                else limits.retry_backoff * 2**attempt
-            )
-            wait = min(wait, limits.max_retry_wait)
-            yield Notice(
-                f"LLM error ({exc.reason}): {exc}. Retrying in {wait:.1f}s "
-                f"(retry {attempt + 1} of {limits.max_retries})."
-            )
-            await asyncio.sleep(wait)
-
-
 async def _reply(turn: _Turn, deps: TurnDeps) -> AsyncIterator[TurnEvent]:
     """Stream one reply into `turn.reply`: compacting first when the request would pass
     the threshold, and once more, then retrying, when the provider refuses its length."""
@@ -297,7 +267,7 @@ async def _reply(turn: _Turn, deps: TurnDeps) -> AsyncIterator[TurnEvent]:
         reply = turn.start_reply()
         request = turn.request()
         try:
-            async with aclosing(_llm_events(deps, request)) as llm:
+            async with aclosing(llm_events(deps.provider, deps.limits, request)) as llm:
                 async for item in llm:
                     if (out := reply.take(item)) is not None:
                         yield out
@@ -310,39 +280,6 @@ async def _reply(turn: _Turn, deps: TurnDeps) -> AsyncIterator[TurnEvent]:
             continue
         turn.sent = request
         return
-
-
-@dataclass(slots=True)
-class _Reply:
-    """One LLM reply as it streams in."""
-
-    text: list[str] = field(default_factory=list)
-    thought: list[str] = field(default_factory=list)
-    calls: list[ToolCallRequest] = field(default_factory=list)
-    finish: LlmFinished | None = None
-    lead: str = ""  # shown before this reply's first text (a paragraph break)
-
-    def take(self, item: LlmEvent | Notice) -> TurnEvent | None:
-        """Record `item`; return the event the user should see now, if any."""
-        match item:
-            case TextPiece(text):
-                self.text.append(text)
-                shown, self.lead = self.lead + text, ""
-                return TextDelta(shown)
-            case ThoughtPiece(text):
-                self.thought.append(text)
-                return ThoughtDelta(text)
-            case ToolCallRequest():
-                self.calls.append(item)
-            case LlmFinished():
-                self.finish = item
-            case Notice():
-                return item
-        return None
-
-    def message(self, with_calls: bool) -> AssistantMessage:
-        calls = tuple(ToolCall(c.id, c.name, c.arguments) for c in self.calls) if with_calls else ()
-        return AssistantMessage("".join(self.text), calls, "".join(self.thought))
 
 
 # --- the tool side --------------------------------------------------------------------
@@ -482,7 +419,7 @@ class _Turn:
         self.sent: LlmRequest | None = None  # the last request the model answered
         self.cost = 0.0
         self.events: list[TurnEvent] = []
-        self.reply: _Reply | None = None  # streaming, not yet in messages
+        self.reply: Reply | None = None  # streaming, not yet in messages
         self.reply_start = 0  # len(events) when it began
         self.answered: set[str] = set()
         self.plan: tuple[PlanEntry, ...] | None = None
@@ -539,7 +476,7 @@ class _Turn:
 
     async def _summary_stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent | Notice]:
         """The summary request goes out like a reply (retries announced); its cost counts."""
-        async with aclosing(_llm_events(self.deps, request)) as events:
+        async with aclosing(llm_events(self.deps.provider, self.deps.limits, request)) as events:
             async for item in events:
                 if isinstance(item, LlmFinished):
                     self._charge(item.usage)
@@ -563,7 +500,7 @@ class _Turn:
         budget.learn(exc, budget.meter.measure(request).tokens)
         budget.meter.forget()
 
-    def usage_after(self, reply: _Reply) -> ContextUsage | None:
+    def usage_after(self, reply: Reply) -> ContextUsage | None:
         """The context's usage after `reply` (from the provider's count when it gave one)."""
         budget = self.deps.context
         usage = reply.finish.usage if reply.finish is not None else None
@@ -596,19 +533,19 @@ class _Turn:
         self.events.append(event)
         return event
 
-    def start_reply(self) -> _Reply:
+    def start_reply(self) -> Reply:
         # A later reply's text is a new paragraph for the reader: without it, two replies
         # joined by a tool call run together ("for you.Writing") in every client that
         # concatenates chunks. History keeps each reply's own text.
         shown = any(isinstance(e, TextDelta) for e in self.events)
-        self.reply, self.reply_start = _Reply(lead="\n\n" if shown else ""), len(self.events)
+        self.reply, self.reply_start = Reply(lead="\n\n" if shown else ""), len(self.events)
         return self.reply
 
     def finish_reply(self) -> StopReason | None:
         """Stage the reply; the turn's stop reason if it ends here."""
         reply, self.reply = self.reply, None
         assert reply is not None and reply.finish is not None
-        self.usage = _add(self.usage, reply.finish.usage)
+        self.usage = add_usage(self.usage, reply.finish.usage)
         stop = _FINISH_STOPS.get(reply.finish.finish_reason)  # cut short: its calls are not run
         self._stage(reply.message(with_calls=stop is None))
         return stop or (None if reply.calls else "end_turn")
@@ -682,19 +619,3 @@ def _compact(events: list[TurnEvent]) -> tuple[TurnEvent, ...]:
         else:
             out.append(event)
     return tuple(out)
-
-
-def _add(a: Usage | None, b: Usage | None) -> Usage | None:
-    if a is None or b is None:
-        return a or b
-
-    def opt(x: int | None, y: int | None) -> int | None:
-        return None if x is None and y is None else (x or 0) + (y or 0)
-
-    return Usage(
-        a.input_tokens + b.input_tokens,
-        a.output_tokens + b.output_tokens,
-        a.total_tokens + b.total_tokens,
-        opt(a.thought_tokens, b.thought_tokens),
-        opt(a.cached_read_tokens, b.cached_read_tokens),
-    )
