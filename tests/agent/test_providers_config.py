@@ -7,8 +7,6 @@ import pytest
 from agentao.agent.config import (
     Limits,
     LlmConfig,
-    ModelChoice,
-    model_catalog,
     resolve_provider,
     split_model_value,
 )
@@ -82,9 +80,9 @@ def test_limits_from_env() -> None:
         Limits.from_env({"AGENTAO_MAX_TOOL_ROUNDS": "many"})
 
 
-def test_catalog_and_model_values() -> None:
+def test_model_values() -> None:
     config = LlmConfig("OPENAI", "gpt-4o", "k")
-    assert model_catalog(config) == (ModelChoice("openai/gpt-4o", "gpt-4o"),)
+    assert config.model_value == "openai/gpt-4o"
     assert config.with_model("o3").model_value == "openai/o3"
     assert split_model_value("OpenRouter/meta/llama", "OPENAI") == ("openrouter", "meta/llama")
     assert split_model_value("gpt-4.1", "OPENAI") == ("openai", "gpt-4.1")

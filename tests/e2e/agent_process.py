@@ -11,6 +11,10 @@ itself, not our own client library. The reader task sorts what arrives:
   the request is only recorded;
 * everything (in arrival order) is appended to `received`; what the test sent as a
   message is appended to `sent`.
+
+`updates()` leaves out the updates that describe the session rather than a turn
+(`SESSION_KINDS`: commands, usage, title), which arrive around every turn; pass
+`every=True` for them too. `turn_update` tells a turn's first update ("it started").
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 NO_REPLY = object()
+SESSION_KINDS = frozenset({"available_commands_update", "usage_update", "session_info_update"})
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
@@ -34,6 +39,14 @@ class ClientError(Exception):
         self.code = code
         self.message = message
         self.data = data
+
+
+def turn_update(message: dict[str, Any]) -> bool:
+    """A `session/update` of a turn (not one of SESSION_KINDS)."""
+    return (
+        message.get("method") == "session/update"
+        and message["params"]["update"].get("sessionUpdate") not in SESSION_KINDS
+    )
 
 
 def agent_env(home: Path, **extra: str) -> dict[str, str]:
@@ -153,13 +166,17 @@ class AgentProcess:
 
     # ---- what arrived ----------------------------------------------------------------
 
-    def updates(self, session_id: str | None = None, since: int = 0) -> list[dict[str, Any]]:
-        """The `update` objects of `session/update`s received (from index `since`)."""
+    def updates(
+        self, session_id: str | None = None, since: int = 0, every: bool = False
+    ) -> list[dict[str, Any]]:
+        """The `update` objects of `session/update`s received (from index `since`);
+        without `every`, those of SESSION_KINDS left out."""
         return [
             m["params"]["update"]
             for m in self.received[since:]
             if m.get("method") == "session/update"
             and (session_id is None or m["params"].get("sessionId") == session_id)
+            and (every or m["params"]["update"].get("sessionUpdate") not in SESSION_KINDS)
         ]
 
     async def wait_for(self, predicate: Callable[[dict], bool], timeout: float = 20) -> dict:

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from tests.e2e.agent_process import NO_REPLY, AgentProcess, running, scripted_env
+from tests.e2e.agent_process import NO_REPLY, AgentProcess, running, scripted_env, turn_update
 
 pytestmark = pytest.mark.timeout(90)
 CHUNKS = 2000
@@ -40,7 +40,7 @@ async def test_c6_cancel_during_llm_stream(tmp_path, ws):
     async with running(env) as agent:
         sid = await agent.new_session(ws)
         task = asyncio.create_task(agent.prompt(sid, "go"))
-        await agent.wait_for(lambda m: m.get("method") == "session/update")
+        await agent.wait_for(turn_update)
         reply = await _cancel(agent, sid, task)
     assert reply["result"]["stopReason"] == "cancelled"
     assert _chunks(agent, sid) < CHUNKS  # answered while the stream still had chunks to go
@@ -53,7 +53,7 @@ async def test_c6_cancel_with_an_id_is_answered_empty(tmp_path, ws):
     async with running(env) as agent:
         sid = await agent.new_session(ws)
         task = asyncio.create_task(agent.prompt(sid, "go"))
-        await agent.wait_for(lambda m: m.get("method") == "session/update")
+        await agent.wait_for(turn_update)
         assert await agent.call("session/cancel", {"sessionId": sid}) == {}
         assert (await task)["result"]["stopReason"] == "cancelled"
         # Idle: a no-op, still {}.
@@ -145,7 +145,7 @@ async def test_c6_cancel_request_for_the_prompt_itself(tmp_path, ws):
     async with running(env) as agent:
         sid = await agent.new_session(ws)
         task = asyncio.create_task(agent.prompt(sid, "go"))
-        await agent.wait_for(lambda m: m.get("method") == "session/update")
+        await agent.wait_for(turn_update)
         prompt_id = max(k for k in agent._futures)
         await agent.notify("$/cancel_request", {"requestId": prompt_id})
         reply = await task
@@ -188,7 +188,7 @@ async def test_eof_during_a_turn_stops_it_and_exits_zero(tmp_path, ws):
     await agent.initialize()
     sid = await agent.new_session(ws)
     task = asyncio.create_task(agent.prompt(sid, "go"))
-    await agent.wait_for(lambda m: m.get("method") == "session/update")
+    await agent.wait_for(turn_update)
     code = await agent.close()  # EOF while the 40 s stream runs
     assert code == 0
     assert _chunks(agent, sid) < CHUNKS  # it exited with the stream cut, not at its end

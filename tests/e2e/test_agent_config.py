@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from tests.e2e.agent_process import agent_env, running, scripted_env
+from tests.e2e.agent_process import agent_env, running, scripted_env, turn_update
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -159,7 +159,7 @@ async def test_c10_set_mode_during_a_turn_is_answered_at_once(tmp_path, ws):
     async with running(env) as agent:
         sid = await agent.new_session(ws)
         task = asyncio.create_task(agent.prompt(sid, "go"))
-        await agent.wait_for(lambda m: m.get("method") == "session/update")
+        await agent.wait_for(turn_update)
         reply = await agent.call("session/set_mode", {"sessionId": sid, "modeId": "plan"})
         assert reply == {"_meta": {"agentao.cn/modeId": "plan"}}
         assert not task.done()

@@ -31,14 +31,51 @@ async def test_c1_initialize_response_fields(env):
     assert info["name"] == "agentao" and info["title"] == "Agentao" and info["version"]
     caps = result["agentCapabilities"]
     assert caps["loadSession"] is True
-    assert caps["promptCapabilities"] == {"image": False, "audio": False, "embeddedContext": False}
-    assert caps["mcpCapabilities"] == {"sse": True, "http": False}
+    # gpt-4o (OpenAI's default model) takes images; resource blocks always reach the model
+    assert caps["promptCapabilities"] == {"image": True, "audio": False, "embeddedContext": True}
+    assert caps["mcpCapabilities"] == {"sse": True, "http": True}
     for method in ("list", "close", "resume", "delete"):
         assert caps["sessionCapabilities"][method] == {}
     extensions = result["_meta"]["_agentao.cn/extensions"]
     methods = {e["method"] for e in extensions}
     assert {"_agentao.cn/ask_user", "_agentao.cn/set_model"} <= methods
     assert all(isinstance(e["description"], str) and e["description"] for e in extensions)
+
+
+@pytest.mark.parametrize(
+    ("model", "catalog", "image"),
+    [
+        ("deepseek-chat", "", False),
+        ("my-vlm", "", False),
+        (
+            "my-vlm",
+            "[providers.openai]\n[[providers.openai.models]]\nid = 'my-vlm'\nimages = true",
+            True,
+        ),
+        (
+            "gpt-4o",
+            "[providers.openai]\n[[providers.openai.models]]\nid = 'gpt-4o'\nimages = false",
+            False,
+        ),
+    ],
+)
+async def test_c1_image_prompts_are_advertised_for_the_configured_model(
+    tmp_path, model, catalog, image
+):
+    config = tmp_path / "config"
+    config.mkdir()
+    if catalog:
+        (config / "models.toml").write_text(catalog)
+    env = agent_env(
+        tmp_path / "home",
+        LLM_PROVIDER="OPENAI",
+        OPENAI_API_KEY="k",
+        OPENAI_MODEL=model,
+        AGENTAO_CONFIG_DIR=str(config),
+    )
+    async with running(env, init=False) as agent:
+        result = await agent.call("initialize", {"protocolVersion": 1})
+    assert result["agentCapabilities"]["promptCapabilities"]["image"] is image
 
 
 @pytest.mark.parametrize("version", [1, 2, 0, 65535])

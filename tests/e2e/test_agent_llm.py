@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from tests.e2e.agent_process import agent_env, running
+from tests.e2e.agent_process import agent_env, running, turn_update
 from tests.fakes.fake_llm import FakeToolCall
 
 pytestmark = pytest.mark.timeout(60)
@@ -110,7 +110,7 @@ async def test_cancel_closes_the_llm_stream(env, ws, fake_llm):
     async with running(env) as agent:
         sid = await agent.new_session(ws)
         task = asyncio.create_task(agent.prompt(sid, "go"))
-        await agent.wait_for(lambda m: m.get("method") == "session/update")
+        await agent.wait_for(turn_update)
         await agent.notify("session/cancel", {"sessionId": sid})
         reply = await task
         assert reply["result"]["stopReason"] == "cancelled"

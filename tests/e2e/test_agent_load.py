@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from tests.e2e.agent_process import running, scripted_env
+from tests.e2e.agent_process import running, scripted_env, turn_update
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -68,11 +68,7 @@ async def test_c7_load_replays_the_whole_history_before_answering(tmp_path, ws):
     assert result["modes"]["currentModeId"] == "read-only"
     assert result["configOptions"][0]["currentValue"] == "scripted/script"
     index = agent.received.index(reply)
-    assert all(
-        agent.received.index(m) < index
-        for m in agent.received
-        if m.get("method") == "session/update"
-    )
+    assert all(agent.received.index(m) < index for m in agent.received if turn_update(m))
     kinds = [u["sessionUpdate"] for u in replayed]
     assert kinds[0] == "user_message_chunk"
     assert replayed[0]["content"]["text"] == "first task"

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from tests.e2e.agent_process import running, scripted_env
+from tests.e2e.agent_process import running, scripted_env, turn_update
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -68,7 +68,7 @@ async def test_c3_second_prompt_while_busy_is_refused_then_works(tmp_path, ws):
     async with running(env) as agent:
         sid = await agent.new_session(ws)
         first = asyncio.create_task(agent.prompt(sid, "one"))
-        await agent.wait_for(lambda m: m.get("method") == "session/update")
+        await agent.wait_for(turn_update)
         busy = await agent.prompt(sid, "two")
         assert busy["error"]["code"] == -32600
         assert busy["error"]["data"] == {"sessionId": sid, "reason": "busy"}
@@ -83,7 +83,7 @@ async def test_c3_cancel_then_prompt_at_once_waits_for_the_cancelled_turn(tmp_pa
     async with running(env) as agent:
         sid = await agent.new_session(ws)
         first = asyncio.create_task(agent.prompt(sid, "one"))
-        await agent.wait_for(lambda m: m.get("method") == "session/update")
+        await agent.wait_for(turn_update)
         await agent.notify("session/cancel", {"sessionId": sid})
         second = await agent.prompt(sid, "two")
         assert (await first)["result"]["stopReason"] == "cancelled"

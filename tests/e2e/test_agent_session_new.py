@@ -3,13 +3,16 @@ missing credentials, and the result written before the session's first update.""
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.agent_process import agent_env, running, scripted_env
+from tests.e2e.agent_process import agent_env, running, scripted_env, turn_update
 
 pytestmark = pytest.mark.timeout(60)
 MCP_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
@@ -98,12 +101,46 @@ async def test_c2_mcp_servers_malformed_is_32602(env, ws, why, servers, field):
     assert field in reply["error"]["message"] or field in str(reply["error"].get("data"))
 
 
-async def test_c2_http_transport_not_advertised_is_32602(env, ws):
-    server = {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": []}
+@pytest.fixture
+def http_mcp(tmp_path):
+    """The fake MCP server over streamable HTTP, on a free loopback port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = str(Path(__file__).resolve().parents[2])
+    code = (
+        f"import sys; sys.path.insert(0, {root!r}); from tests.fakes.mcp_server import build; "
+        f"build('web').run('streamable-http', host='127.0.0.1', port={port})"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        for _ in range(200):  # until it listens (at most ~10 s)
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+async def test_c2_http_mcp_server_tools_are_offered(tmp_path, ws, http_mcp):
+    """mcpCapabilities.http is advertised because a streamable HTTP server works."""
+    server = {"type": "http", "name": "web", "url": http_mcp, "headers": []}
+    call = {"name": "mcp__web__echo", "arguments": {"text": "over http"}}
+    env = scripted_env(tmp_path, [{"tool_calls": [call]}, {"text": "ok"}])
     async with running(env) as agent:
-        reply = await agent.request("session/new", {"cwd": str(ws), "mcpServers": [server]})
-    assert reply["error"]["code"] == -32602
-    assert "http" in reply["error"]["message"]
+        sid = (await agent.call("session/new", {"cwd": str(ws), "mcpServers": [server]}))[
+            "sessionId"
+        ]
+        reply = await agent.prompt(sid, "echo")
+        updates = agent.updates(sid)
+    assert reply["result"]["stopReason"] == "end_turn"
+    [end] = [u for u in updates if u["sessionUpdate"] == "tool_call_update" and u.get("content")]
+    assert end["status"] == "completed" and end["content"][0]["content"]["text"] == "over http"
 
 
 async def test_c2_mcp_servers_missing_is_32602(env, ws):
@@ -151,7 +188,7 @@ async def test_c2_result_before_first_update_mcp_failure_is_a_notice(env, ws):
     async with running(env) as agent:
         reply = await agent.request("session/new", {"cwd": str(ws), "mcpServers": [broken]})
         sid = reply["result"]["sessionId"]
-        notice = await agent.wait_for(lambda m: m.get("method") == "session/update")
+        notice = await agent.wait_for(turn_update)
         # The session still works without the server.
         assert (await agent.prompt(sid, "hi"))["result"]["stopReason"] == "end_turn"
     first = agent.received.index(notice)
@@ -172,7 +209,7 @@ async def test_c2_mcp_failure_is_a_notice_update_when_the_client_shows_notices(e
     caps = {"session": {"notices": {}}}
     async with running(env, capabilities=caps) as agent:
         await agent.request("session/new", {"cwd": str(ws), "mcpServers": [broken]})
-        notice = await agent.wait_for(lambda m: m.get("method") == "session/update")
+        notice = await agent.wait_for(turn_update)
     update = notice["params"]["update"]
     assert update["sessionUpdate"] == "notice" and "broken" in update["title"]
 

@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from tests.e2e.agent_process import running, scripted_env
+from tests.e2e.agent_process import running, scripted_env, turn_update
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -62,7 +62,7 @@ async def test_c2_resume_named(env, ws):
     await _session_with_a_turn(env, ws, "again")
     async with running(env, "--resume", named) as agent:
         assert await agent.new_session(ws) == named
-        await agent.wait_for(lambda m: m.get("method") == "session/update")
+        await agent.wait_for(turn_update)
         assert agent.updates(named)[0]["content"]["text"] == "first"
 
 

@@ -84,3 +84,17 @@ def test_an_unreachable_endpoint_and_offline(tmp_path: Path) -> None:
     result = doctor(tmp_path, "--json", **env)
     assert "is unreachable" in checks(result)["LLM endpoint"]["detail"]
     assert "LLM endpoint" not in checks(doctor(tmp_path, "--json", "--offline", **env))
+
+
+def test_the_model_catalog_line(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.mkdir()
+    env = dict(LLM_PROVIDER="SCRIPTED", AGENTAO_SCRIPT=str(SCRIPT), AGENTAO_CONFIG_DIR=str(config))
+    assert "does not exist" in checks(doctor(tmp_path, "--json", **env))["model catalog"]["detail"]
+    (config / "models.toml").write_text("[providers.a]\n[[providers.a.models]]\nid = 'm'\n")
+    found = checks(doctor(tmp_path, "--json", **env))["model catalog"]
+    assert found["ok"] and "1 provider(s), 1 model(s)" in found["detail"]
+    (config / "models.toml").write_text("[providers.a]\napi_key = 'sk-x'\n")
+    result = doctor(tmp_path, "--json", **env)
+    detail = checks(result)["model catalog"]["detail"]
+    assert result.returncode == 1 and "keys never go in the catalog" in detail

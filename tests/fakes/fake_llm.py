@@ -14,6 +14,12 @@ async tests and subprocesses (`agentao --acp` with `fake.env()`) can all reach i
         fake.base_url          "http://127.0.0.1:PORT/v1"   (OpenAI SDK base_url)
         fake.root_url          "http://127.0.0.1:PORT"      (Anthropic SDK base_url)
         fake.env()             {"LLM_PROVIDER": "OPENAI", "OPENAI_API_KEY": ..., BASE_URL, MODEL}
+        fake.window = 12_000   # refuse requests above this many tokens (estimated below)
+        fake.respond = fn      # fn(body) -> FakeReply | None, asked before the queue
+        fake.advertise_window  # list the window in /v1/models (`context_length`)
+        fake.tokens(body)      the fake's token count of a request
+        fake.refused           how many requests were refused for their length
+
         fake.requests          [Recorded(path, body, headers, done, disconnected), ...]
         fake.requests[0].body["messages"] / ["tools"] / ["stream"]
         fake.requests[0].wait_disconnected(timeout=5)   True once the client hung up early
@@ -25,6 +31,11 @@ reasoning → thinking, tool calls → tool_use). Each request pops the next que
 the queue empty the reply is the text `fake.default_text`. Tool calls stream as one delta
 with id and name, then the argument JSON in three pieces. Usage (default 10 in / 5 out) is
 sent when the client asks for it (`stream_options.include_usage`); `usage=None` omits it.
+With a `window`, the usage is the fake's own count instead (`tokens(body)`: the request's
+JSON, 4 bytes a token, an image 1,000), and a request above the window is refused as the
+real APIs refuse it: OpenAI's 400 `context_length_exceeded` ("This model's maximum
+context length is N tokens...") and Anthropic's 400 `invalid_request_error` ("prompt is
+too long: M tokens > N maximum").
 `Recorded.disconnected` is set when the client closed the connection before the response
 was complete (cancellation), `Recorded.done` when the response was sent in full.
 """
@@ -67,6 +78,7 @@ class FakeReply:
     error: str = "fake error"
     headers: dict[str, str] = field(default_factory=dict)
     hang: bool = False  # after the chunks, keep the stream open until the client leaves
+    error_body: dict[str, Any] | None = None  # the whole error body, when given
 
 
 @dataclass
@@ -89,6 +101,10 @@ class FakeLLM:
         self.model = model
         self.api_key = api_key
         self.default_text = "(fake llm: no reply queued)"
+        self.window: int | None = None
+        self.advertise_window = False
+        self.respond: Any = None  # body -> FakeReply | None
+        self.refused = 0
         self.requests: list[Recorded] = []
         self._replies: deque[FakeReply] = deque()
         self._lock = threading.Lock()
@@ -146,6 +162,15 @@ class FakeLLM:
             f"{prefix}_MODEL": self.model,
         }
 
+    @staticmethod
+    def tokens(body: dict[str, Any]) -> int:
+        """The fake's token count of a request: its messages, system and tools as JSON,
+        4 bytes a token; an image counts 1,000."""
+        parts = {k: body.get(k) for k in ("system", "messages", "tools") if body.get(k)}
+        text = json.dumps(parts)
+        images = text.count('"image_url"') + text.count('"type": "image"')
+        return len(text) // 4 + 1000 * images
+
     # --- lifecycle ------------------------------------------------------------------
 
     def start(self) -> FakeLLM:
@@ -190,15 +215,29 @@ class FakeLLM:
             if headers.get("authorization") != f"Bearer {self.api_key}":
                 return await _json(send, 401, {"error": {"message": "bad key"}})
             data = [{"id": self.model, "object": "model", "created": 0, "owned_by": "fake"}]
+            if self.advertise_window and self.window:
+                data[0]["context_length"] = self.window
             return await _json(send, 200, {"object": "list", "data": data})
         if method != "POST" or path not in ("/v1/chat/completions", "/v1/messages"):
             return await _json(send, 404, {"error": {"message": f"no route {method} {path}"}})
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         record = Recorded(path, json.loads(raw or b"{}"), headers)
+        anthropic = path == "/v1/messages"
+        tokens = self.tokens(record.body)
         with self._lock:
             self.requests.append(record)
-            reply = self._replies.popleft() if self._replies else FakeReply([self.default_text])
-        anthropic = path == "/v1/messages"
+            if self.window is not None and tokens > self.window:
+                self.refused += 1
+                reply = _too_long(tokens, self.window, anthropic)
+            else:
+                reply = self.respond(record.body) if self.respond is not None else None
+                if reply is None and self._replies:
+                    reply = self._replies.popleft()
+                reply = reply or FakeReply([self.default_text])
+                if self.window is not None and reply.usage is not None:
+                    out = max(1, len("".join(reply.text)) // 4)
+                    reply.usage = {"prompt_tokens": tokens, "completion_tokens": out,
+                                   "total_tokens": tokens + out}  # fmt: skip
         if reply.status != 200:
             body = _error_body(reply, anthropic)
             await _json(send, reply.status, body, reply.headers)
@@ -377,6 +416,23 @@ def _anthropic_message(reply: FakeReply, model: str) -> dict[str, Any]:
 
 
 def _error_body(reply: FakeReply, anthropic: bool) -> dict[str, Any]:
+    if reply.error_body is not None:
+        return reply.error_body
     if anthropic:
         return {"type": "error", "error": {"type": "api_error", "message": reply.error}}
     return {"error": {"message": reply.error, "type": "fake_error", "code": reply.status}}
+
+
+def _too_long(tokens: int, window: int, anthropic: bool) -> FakeReply:
+    """The refusal a real API sends for a request longer than the window."""
+    if anthropic:
+        message = f"prompt is too long: {tokens} tokens > {window} maximum"
+        body = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    else:
+        message = (
+            f"This model's maximum context length is {window} tokens. However, your messages "
+            f"resulted in {tokens} tokens. Please reduce the length of the messages."
+        )
+        body = {"error": {"message": message, "type": "invalid_request_error",
+                          "param": "messages", "code": "context_length_exceeded"}}  # fmt: skip
+    return FakeReply(status=400, error=message, error_body=body)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from agentao.agent.catalog import Catalog, ModelInfo, ProviderEntry
 from agentao.agent.config import LlmConfig
 from agentao.protocol.errors import InvalidParams, InvalidRequest
 from agentao.server import config_options as opts
 
 
 def test_model_option_shape():
-    [option] = opts.model_options(LlmConfig("OPENAI", "gpt-4o"))
+    [option] = opts.model_options(
+        LlmConfig("OPENAI", "gpt-4o"), Catalog().with_model(ModelInfo("openai", "gpt-4o"))
+    )
     wire = msgspec.to_builtins(option)
     assert {k: wire[k] for k in ("id", "name", "category", "type", "currentValue")} == {
         "id": "model",
@@ -22,6 +25,28 @@ def test_model_option_shape():
     }
     assert [o["value"] for o in wire["options"]] == ["openai/gpt-4o"]
     assert wire["options"][0]["name"] == "gpt-4o"
+    assert wire["options"][0]["description"] == "images"  # its family takes images
+
+
+def test_catalog_models_are_alternatives_with_their_window_and_prices():
+    catalog = Catalog(
+        (
+            ProviderEntry(
+                "openai", models=(ModelInfo("openai", "gpt-4o", "GPT-4o", 128_000, 2.5, 10.0),)
+            ),
+            ProviderEntry(
+                "local", models=(ModelInfo("local", "qwen", context_window=32_768, images=False),)
+            ),
+        ),
+        "models.toml",
+    )
+    [option] = opts.model_options(LlmConfig("LOCAL", "qwen"), catalog)
+    wire = msgspec.to_builtins(option)
+    assert wire["currentValue"] == "local/qwen"
+    assert [(o["value"], o["name"], o.get("description")) for o in wire["options"]] == [
+        ("openai/gpt-4o", "GPT-4o", "128k context, 2.5/10 USD per million tokens in/out, images"),
+        ("local/qwen", "qwen", "32k context"),
+    ]
 
 
 def test_modes_list_the_presets_and_a_custom_current_mode():

@@ -93,3 +93,36 @@ def test_ungated_updates_always_pass_even_as_wire_dicts() -> None:
     chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}
     assert UpdateGate()(chunk) is chunk
     assert UpdateGate()(decode_strict(schema.SessionUpdate, chunk)) is not None
+
+
+FINISHED = {
+    "sessionUpdate": "compaction_update",
+    "compactionId": "c1",
+    "status": "completed",
+    "summary": [{"type": "text", "text": "the summary"}],
+    "_meta": {
+        "agentao.cn/compaction": {"detail": "12.1k -> 5.2k tokens: 3 earlier turns summarized"}
+    },
+}
+
+
+def test_a_finished_compaction_is_a_notice_for_notice_clients_and_nothing_else() -> None:
+    finished = decode_strict(schema.SessionUpdate, FINISHED)
+    notice = UpdateGate(caps(ADVERTISED["session.notices"]))(finished)
+    assert to_builtins(notice) == {
+        "sessionUpdate": "notice",
+        "severity": "info",
+        "title": "Context compacted",
+        "description": "12.1k -> 5.2k tokens: 3 earlier turns summarized",
+    }
+    assert UpdateGate(caps({}))(finished) is None  # never a thought
+    assert UpdateGate(caps({}))(FINISHED) is None  # as a wire dict too
+    both = UpdateGate(caps({"session": {"compaction": {}, "notices": {}}}))
+    assert both(finished) is finished
+
+
+def test_a_replayed_update_gets_no_fallback() -> None:
+    gate = UpdateGate(caps(ADVERTISED["session.notices"]))
+    assert gate(decode_strict(schema.SessionUpdate, FINISHED), live=False) is None
+    assert gate(update("notice"), live=False) is not None  # advertised: itself
+    assert UpdateGate(caps({}))(update("notice"), live=False) is None

@@ -84,8 +84,13 @@ def test_answering_initialize_loads_only_what_it_needs() -> None:
         "handshake(Connection('agent'), lambda p: initialize_response(), r, out_w)\n"
         "assert b'protocolVersion' in os.read(out_r, 1 << 16)\n"
         "heavy = ('asyncio', 'logging', 'argparse', 'json', 'openai', 'anthropic', 'httpx',\n"
-        "         'mcp', 'rich', 'fastapi', 'uvicorn', 'sqlite3', 'agentao.agent')\n"
+        "         'mcp', 'rich', 'fastapi', 'uvicorn', 'sqlite3', 'pathlib', 'tomllib')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('agentao.agent')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    heavy, runtime = out.stdout.strip().splitlines()
+    assert heavy == "[]"
+    # Of the runtime, only the catalog (promptCapabilities.image), which imports nothing
+    # heavy and reads its TOML file only when there is one.
+    assert runtime == "['agentao.agent', 'agentao.agent.catalog']"

@@ -35,7 +35,8 @@ def test_empty_and_absent():
     "raw, field",
     [
         ("x", "mcpServers"),
-        ([{"name": "a", "type": "http", "url": "http://h", "headers": []}], "mcpServers[0].type"),
+        ([{"name": "a", "type": "websocket", "url": "http://h"}], "mcpServers[0].type"),
+        ([{"name": "a", "type": "http", "url": "ftp://h", "headers": []}], "mcpServers[0].url"),
         ([{"name": "a", "command": "x", "env": {"K": "V"}}], "mcpServers[0].env"),
         ([{"name": "a", "command": "x", "args": [1]}], "mcpServers[0].args"),
         ([{"name": "a", "type": "sse", "url": "ftp://h"}], "mcpServers[0].url"),

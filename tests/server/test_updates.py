@@ -78,3 +78,34 @@ def test_replay_swaps_a_gone_terminal_for_the_output_text(tmp_path):
     assert replayed[0] == ev.UserText("go")
     assert replayed[2].content == (ev.TextOutput("exit 0\nhello"),)
     assert not any(isinstance(e, ev.TurnEnded) for e in replayed)
+
+
+def test_context_and_compaction_events_map_to_their_updates() -> None:
+    from agentao.agent import events as ev
+    from agentao.protocol.decode import to_builtins
+    from agentao.server.updates import UpdateMapper
+
+    mapper = UpdateMapper()
+    assert to_builtins(mapper(ev.ContextUsage(900, 12000, True, 0.0125, "USD"))) == {
+        "sessionUpdate": "usage_update",
+        "used": 900,
+        "size": 12000,
+        "cost": {"amount": 0.0125, "currency": "USD"},
+        "_meta": {"agentao.cn/estimated": True},
+    }
+    assert to_builtins(mapper(ev.ContextUsage(900, 12000))) == {
+        "sessionUpdate": "usage_update", "used": 900, "size": 12000,
+    }  # fmt: skip
+    assert to_builtins(mapper(ev.CompactionStarted("c1", "threshold", 10000))) == {
+        "sessionUpdate": "compaction_update", "compactionId": "c1", "status": "in_progress",
+    }  # fmt: skip
+    assert to_builtins(mapper(ev.CompactionDelta("c1", "so far"))) == {
+        "sessionUpdate": "compaction_summary_chunk",
+        "compactionId": "c1",
+        "content": {"type": "text", "text": "so far"},
+    }
+    done = to_builtins(mapper(ev.CompactionFinished("c1", "completed", 10000, 4000, "sum", "d")))
+    assert done["status"] == "completed" and done["summary"] == [{"type": "text", "text": "sum"}]
+    assert done["_meta"]["agentao.cn/compaction"] == {
+        "tokensBefore": 10000, "tokensAfter": 4000, "detail": "d",
+    }  # fmt: skip

@@ -8,6 +8,9 @@
 `ANTHROPIC` speaks the Anthropic Messages API, `SCRIPTED` plays the file named by
 `AGENTAO_SCRIPT` (no key), every other prefix an OpenAI-compatible endpoint. Credentials
 are resolved here, server-side, and never travel on the wire (seed C.8).
+
+A provider the model catalog lists (`catalog.py`) resolves the same way, with its
+key from the environment (`resolve_model`), so a session can switch to it.
 """
 
 from __future__ import annotations
@@ -17,18 +20,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from agentao.agent.catalog import DEFAULT_PROVIDER, KNOWN_PROVIDERS, Catalog, KnownProvider
 from agentao.agent.providers.errors import MissingCredentials, ProviderNotFound
 
 __all__ = [
     "Limits",
     "LlmConfig",
-    "ModelChoice",
-    "model_catalog",
+    "resolve_model",
     "resolve_provider",
     "split_model_value",
 ]
-
-DEFAULT_PROVIDER = "OPENAI"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,14 @@ class LlmConfig:
     base_url: str | None = None
     script: str | None = None  # SCRIPTED only: the script file
     limits: Limits = field(default_factory=Limits)
+    kind: str = ""  # the API: "anthropic", "openai"; empty: by provider_id
+
+    @property
+    def api(self) -> str:
+        """ "anthropic", "scripted" or "openai" (any OpenAI-compatible endpoint)."""
+        if self.kind:
+            return self.kind
+        return {"ANTHROPIC": "anthropic", "SCRIPTED": "scripted"}.get(self.provider_id, "openai")
 
     @property
     def model_value(self) -> str:
@@ -85,20 +94,9 @@ class LlmConfig:
         return replace(self, model=model)
 
 
-@dataclass(frozen=True, slots=True)
-class _Defaults:
-    base_url: str | None
-    model: str | None
-
-
 _VARS = ("API_KEY", "BASE_URL", "MODEL")  # {PREFIX}_...
-
-# Prefixes whose endpoint and a sensible model are known; others must name both.
-_KNOWN = {
-    "OPENAI": _Defaults("https://api.openai.com/v1", "gpt-4o"),
-    "ANTHROPIC": _Defaults(None, "claude-sonnet-4-5"),  # None: the SDK's default endpoint
-    "DEEPSEEK": _Defaults("https://api.deepseek.com", "deepseek-chat"),
-}
+_KNOWN = KNOWN_PROVIDERS
+_Defaults = KnownProvider
 
 
 def resolve_provider(
@@ -133,19 +131,32 @@ def _scripted(env: Mapping[str, str], limits: Limits) -> LlmConfig:
     return LlmConfig("SCRIPTED", Path(script).stem, script=script, limits=limits)
 
 
-@dataclass(frozen=True, slots=True)
-class ModelChoice:
-    """One entry of the "model" ConfigOption's catalog."""
-
-    value: str  # "provider/model"
-    name: str
-    description: str = ""
-
-
-def model_catalog(config: LlmConfig) -> tuple[ModelChoice, ...]:
-    """The default catalog: the single current model (a richer one is the host's to inject)."""
-    description = "scripted responses, no LLM" if config.provider_id == "SCRIPTED" else ""
-    return (ModelChoice(config.model_value, config.model, description),)
+def resolve_model(
+    provider_id: str,
+    model: str | None,
+    catalog: Catalog | None = None,
+    env: Mapping[str, str] = os.environ,
+) -> LlmConfig:
+    """`provider_id` (any case) with `model` (None: its default): a provider the catalog
+    lists, its key from `api_key_env` or {ID}_API_KEY and its endpoint from
+    {ID}_BASE_URL or the catalog; else the configured provider (`resolve_provider`)."""
+    entry = catalog.provider(provider_id) if catalog is not None else None
+    if entry is None:
+        config = resolve_provider(provider_id, env)
+        return config.with_model(model) if model else config
+    pid = entry.id.upper()
+    known = _KNOWN.get(pid, _Defaults(None, None))
+    key_var = entry.api_key_env or f"{pid}_API_KEY"
+    key = env.get(key_var, "").strip()
+    base_url = env.get(f"{pid}_BASE_URL", "").strip() or entry.base_url or known.base_url
+    listed = entry.models[0].id if entry.models else None
+    model = model or env.get(f"{pid}_MODEL", "").strip() or listed or known.model
+    missing = [key_var] if not key else []
+    if base_url is None and entry.kind == "openai":
+        missing.append(f"{pid}_BASE_URL")
+    if missing or not model:
+        raise MissingCredentials(missing or [f"{pid}_MODEL"])
+    return LlmConfig(pid, model, key, base_url, limits=Limits.from_env(env), kind=entry.kind)
 
 
 def split_model_value(value: str, current_provider: str) -> tuple[str, str]:

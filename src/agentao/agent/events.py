@@ -124,6 +124,53 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextUsage:
+    """How full the context window is after a model reply (or a compaction).
+    `estimated`: no provider count stands behind `used` (agent/context.py).
+    `cost`: the session's cumulative cost, when the catalog has prices."""
+
+    used: int
+    size: int
+    estimated: bool = False
+    cost: float | None = None
+    currency: str = "USD"
+
+
+CompactionTrigger = Literal["threshold", "refusal", "command"]
+CompactionStatus = Literal["completed", "failed", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStarted:
+    """The history is being compacted (agent/compaction.py)."""
+
+    compaction_id: str
+    trigger: CompactionTrigger
+    tokens_before: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionDelta:
+    """A piece of the summary, as the model writes it."""
+
+    compaction_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionFinished:
+    """The compaction is over; `summary` is the whole summary ("" when only old tool
+    outputs were shortened), `detail` one line on what was done."""
+
+    compaction_id: str
+    status: CompactionStatus
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summary: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class TurnEnded:
     stop_reason: StopReason
     usage: Usage | None = field(default=None)
@@ -138,10 +185,20 @@ TurnEvent = (
     | ToolCallFinished
     | PlanChanged
     | Notice
+    | ContextUsage
+    | CompactionStarted
+    | CompactionDelta
+    | CompactionFinished
     | TurnEnded
 )
 
 __all__ = [
+    "CompactionDelta",
+    "CompactionFinished",
+    "CompactionStarted",
+    "CompactionStatus",
+    "CompactionTrigger",
+    "ContextUsage",
     "DiffOutput",
     "Location",
     "Notice",

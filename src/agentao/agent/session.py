@@ -5,6 +5,11 @@ hands them over in one `commit_turn(record)`, however the turn ended (done, canc
 failed on an LLM error). The store persists after each commit, so it only ever sees whole
 turns. `replay()` gives back what the user saw, for `session/load`.
 
+What the model sees (`messages`) is not always every turn's messages: a turn may carry a
+`Compaction` (agent/compaction.py), committed with it, which says "from here on the
+context is `prefix` followed by the messages of the turns from `keep_from` on". The
+last compaction wins; the turns themselves keep everything, for replay.
+
 For a store that keeps turns as rows: `commit_turn` appends `record.to_dict()` as the
 turn's data with `session.state_dict()` as the session state, in one transaction.
 
@@ -28,10 +33,23 @@ from agentao.agent.events import PlanEntry, StopReason, TurnEvent
 from agentao.agent.providers import messages as msg
 from agentao.agent.providers.messages import Message
 
-__all__ = ["AgentSession", "TurnRecord", "decode", "encode"]
+__all__ = ["AgentSession", "Compaction", "TurnRecord", "decode", "encode"]
 
 FORMAT_VERSION = 1
 DEFAULT_MODE = "workspace-write"
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """The context from a turn on: `prefix` (a summary, or older messages with their tool
+    outputs shortened), then the messages of the turns from index `keep_from` on."""
+
+    id: str
+    keep_from: int
+    prefix: tuple[Message, ...] = ()
+    summary: str = ""
+    tokens_before: int = 0
+    tokens_after: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +61,8 @@ class TurnRecord:
     events: tuple[TurnEvent, ...]  # what the user saw: deltas merged, progress/notices dropped
     stop_reason: StopReason | None = None
     error: str | None = None
+    compaction: Compaction | None = None  # the context was compacted during this turn
+    cost: float = 0.0  # what its model requests cost, where the catalog has prices
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)
@@ -71,10 +91,35 @@ class AgentSession:
     meta: dict[str, Any] = field(default_factory=dict)
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
-    messages: list[Message] = field(default_factory=list, init=False)
+    messages: list[Message] = field(default_factory=list, init=False)  # the model's context
 
     def __post_init__(self) -> None:
-        self.messages = [m for turn in self.turns for m in turn.messages]
+        self.messages = self._context()
+
+    def context_base(self) -> tuple[tuple[Message, ...], int]:
+        """(prefix, keep_from) of the last compaction; ((), 0) when there was none."""
+        for turn in reversed(self.turns):
+            if turn.compaction is not None:
+                return turn.compaction.prefix, turn.compaction.keep_from
+        return (), 0
+
+    def _context(self) -> list[Message]:
+        prefix, keep_from = self.context_base()
+        return [*prefix, *(m for turn in self.turns[keep_from:] for m in turn.messages)]
+
+    @property
+    def cost(self) -> float:
+        """The session's cumulative cost (the catalog's currency)."""
+        return sum(turn.cost for turn in self.turns)
+
+    @property
+    def title(self) -> str | None:
+        """The first line of the first prompt that is not a command, for lists and tabs."""
+        for turn in self.turns:
+            text = turn.prompt.strip()
+            if text and not text.startswith("/"):
+                return text.splitlines()[0]
+        return None
 
     @classmethod
     def new(cls, cwd: Path, llm: LlmConfig, additional_dirs: tuple[Path, ...] = ()) -> AgentSession:
@@ -91,7 +136,10 @@ class AgentSession:
     def commit_turn(self, record: TurnRecord, plan: tuple[PlanEntry, ...] | None = None) -> None:
         """The turn boundary: history, events and plan change together."""
         self.turns.append(record)
-        self.messages.extend(record.messages)
+        if record.compaction is not None:
+            self.messages = self._context()
+        else:
+            self.messages.extend(record.messages)
         if plan is not None:
             self.plan = plan
         self.updated_at = time.time()
@@ -115,17 +163,20 @@ class AgentSession:
             "meta": _json_safe(self.meta),
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """Everything, JSON-safe; `turns` holds `TurnRecord.to_dict()`s."""
-        return {
+    def to_dict(self, turns: bool = True) -> dict[str, Any]:
+        """Everything, JSON-safe; `turns` holds `TurnRecord.to_dict()`s (left out with
+        `turns=False`: a store that keeps turns as rows encodes each once, at its commit)."""
+        data = {
             "id": self.id,
             "cwd": str(self.cwd),
             "additional_dirs": [str(p) for p in self.additional_dirs],
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             **self.state_dict(),
-            "turns": [t.to_dict() for t in self.turns],
         }
+        if turns:
+            data["turns"] = [t.to_dict() for t in self.turns]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentSession:
@@ -157,6 +208,7 @@ _TYPES: dict[str, type] = {
         *(getattr(ev, name) for name in ev.__all__),
         *(getattr(msg, name) for name in msg.__all__),
         TurnRecord,
+        Compaction,
     )
     if isinstance(cls, type) and is_dataclass(cls)
 }

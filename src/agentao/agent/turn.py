@@ -3,15 +3,21 @@
 Theory of operation
 -------------------
 `run_turn` is an async generator run by the caller's task. Each round streams one LLM
-reply (text and thought deltas pass straight through; transient errors are retried, each
-retry announced by a Notice), then runs the tool calls it asked for, one at a time:
+reply (`replies.py`: text and thought deltas pass straight through; transient errors are
+retried, each retry announced by a Notice), then runs the tool calls it asked for, one at a time:
 announce (ToolCallStarted), ask the gate and maybe the human, run the tool as a child task
 whose live reports are merged in through a queue, finish (ToolCallFinished). The results
 go back to the model and the next round starts; a reply without tool calls ends the turn.
 
-The session does not change during a turn: `_Turn` stages the messages and events and
-commits them in one `session.commit_turn` however the turn ends -- normally, cancelled,
-or on an LLM error (then the failed reply is dropped, never kept as assistant text).
+Before each request the turn measures it against the model's window
+(`TurnDeps.context`): past the threshold it compacts the history first, and a refusal
+for length compacts and retries once (agent/compaction.py). After each reply it reports
+how full the context is (ContextUsage).
+
+The session does not change during a turn: `_Turn` stages the messages, events and any
+compaction and commits them in one `session.commit_turn` however the turn ends --
+normally, cancelled, or on an LLM error (then the failed reply is dropped, never kept as
+assistant text).
 
 Cancellation is structured: the caller cancels its task (or closes the generator). The
 CancelledError lands on whatever the loop awaits -- the LLM stream (closed, and its HTTP
@@ -30,8 +36,20 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agentao.agent.compaction import Compacted, CompactionJob, CompactionSettings, compact
 from agentao.agent.config import Limits
+from agentao.agent.context import (
+    ContextBudget,
+    estimate_messages,
+    estimate_tools,
+    is_context_overflow,
+)
 from agentao.agent.events import (
+    CompactionDelta,
+    CompactionFinished,
+    CompactionStarted,
+    CompactionTrigger,
+    ContextUsage,
     Notice,
     PlanChanged,
     PlanEntry,
@@ -52,8 +70,6 @@ from agentao.agent.providers.base import (
     LlmFinished,
     LlmProvider,
     LlmRequest,
-    TextPiece,
-    ThoughtPiece,
     ToolCallRequest,
 )
 from agentao.agent.providers.errors import LlmError
@@ -61,11 +77,11 @@ from agentao.agent.providers.messages import (
     AssistantMessage,
     Message,
     SystemMessage,
-    ToolCall,
     ToolResultMessage,
     UserMessage,
 )
-from agentao.agent.session import AgentSession, TurnRecord
+from agentao.agent.replies import Reply, add_usage, llm_events
+from agentao.agent.session import AgentSession, Compaction, TurnRecord
 from agentao.agent.tools.base import (
     Interaction,
     PermissionGate,
@@ -77,7 +93,7 @@ from agentao.agent.tools.base import (
     ToolResult,
 )
 
-__all__ = ["TurnDeps", "closing_events", "drive_turn", "run_turn"]
+__all__ = ["TurnDeps", "closing_events", "compact_now", "drive_turn", "run_turn"]
 
 log = logging.getLogger(__name__)
 
@@ -99,37 +115,78 @@ class TurnDeps:
     interaction: Interaction
     limits: Limits = field(default_factory=Limits)
     system_prompt: str = ""
+    context: ContextBudget | None = None  # the window and its meter; None: never compacts
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+
+
+Prompt = str | UserMessage  # text, or text with images
 
 
 async def run_turn(
-    session: AgentSession, prompt_text: str, deps: TurnDeps
+    session: AgentSession, prompt: Prompt, deps: TurnDeps, shown: str | None = None
 ) -> AsyncIterator[TurnEvent]:
     """Run one turn; the last event is TurnEnded. One turn at a time per session.
 
     Iterate it under `contextlib.aclosing` (or use `drive_turn`), so that abandoning it
     also closes the LLM stream and the running tool. A `ToolCallProgress` without content
     means "the tool is running now" (after permission). LlmError (non-transient, or
-    retries exhausted) propagates; the turn is committed without the failed reply."""
-    turn = _Turn(session, prompt_text, deps)
-    try:
-        for _round in range(max(1, deps.limits.max_tool_rounds)):
-            reply = turn.start_reply()
-            async with aclosing(_llm_events(deps, turn.request())) as llm:
-                async for item in llm:
-                    if (out := reply.take(item)) is not None:
-                        yield turn.emit(out)
-            stop = turn.finish_reply()
-            if stop is not None:
-                yield turn.end(stop)
+    retries exhausted) propagates; the turn is committed without the failed reply.
+    `shown`: the prompt as the user typed it (a command), when the model is sent another."""
+    message = prompt if isinstance(prompt, UserMessage) else UserMessage(prompt)
+    turn = _Turn(session, shown or message.text, deps, message)
+    async with aclosing(_committed(turn, _rounds(turn, deps))) as events:
+        async for event in events:
+            yield event
+
+
+async def compact_now(
+    session: AgentSession, deps: TurnDeps, shown: str
+) -> AsyncIterator[TurnEvent]:
+    """Compact the context now (`/compact`), as a turn of its own that the model never
+    sees; the last event is TurnEnded."""
+    turn = _Turn(session, shown, deps, None)
+    async with aclosing(_committed(turn, _compact_only(turn))) as events:
+        async for event in events:
+            yield event
+
+
+async def _rounds(turn: _Turn, deps: TurnDeps) -> AsyncIterator[TurnEvent]:
+    for _round in range(max(1, deps.limits.max_tool_rounds)):
+        async with aclosing(_reply(turn, deps)) as replying:
+            async for event in replying:
+                yield turn.emit(event)
+        reply = turn.reply
+        assert reply is not None
+        stop = turn.finish_reply()
+        if (usage := turn.usage_after(reply)) is not None:
+            yield turn.emit(usage)
+        if stop is not None:
+            yield turn.end(stop)
+            return
+        for call in reply.calls:
+            async with aclosing(_run_call(call, turn, deps)) as steps:
+                async for event in steps:
+                    yield turn.emit(event)
+            if turn.user_cancelled:
+                yield turn.end("cancelled")
                 return
-            for call in reply.calls:
-                async with aclosing(_run_call(call, turn, deps)) as steps:
-                    async for event in steps:
-                        yield turn.emit(event)
-                if turn.user_cancelled:
-                    yield turn.end("cancelled")
-                    return
-        yield turn.end("max_turn_requests")
+    yield turn.end("max_turn_requests")
+
+
+async def _compact_only(turn: _Turn) -> AsyncIterator[TurnEvent]:
+    async for event in turn.fit("command"):
+        yield turn.emit(event)
+    if turn.compaction is None:
+        yield turn.emit(TextDelta("Nothing to compact: the context holds only recent turns."))
+    yield turn.end("end_turn")
+
+
+async def _committed(turn: _Turn, body: AsyncIterator[TurnEvent]) -> AsyncIterator[TurnEvent]:
+    """`body`'s events; the turn is committed however it ends (see the module docstring)."""
+    try:
+        async with aclosing(body) as events:
+            async for event in events:
+                yield event
     except (asyncio.CancelledError, GeneratorExit):
         turn.commit("cancelled")
         raise
@@ -143,13 +200,16 @@ async def run_turn(
 
 async def drive_turn(
     session: AgentSession,
-    prompt_text: str,
+    prompt: Prompt,
     deps: TurnDeps,
     emit: Callable[[TurnEvent], Awaitable[None]],
+    shown: str | None = None,
+    events: AsyncIterator[TurnEvent] | None = None,
 ) -> TurnEnded:
     """Run one turn, awaiting `emit(event)` for each event, and return its TurnEnded.
 
-    Meant as the body of the server's per-turn task. Cancelling that task cancels the
+    Meant as the body of the server's per-turn task (`events`: another turn-shaped
+    stream, such as `compact_now`, instead of `run_turn`). Cancelling that task cancels the
     turn; the task then emits the closing events -- a failed ToolCallFinished for each
     tool call left open, then TurnEnded("cancelled") -- and *returns* that TurnEnded, so
     the prompt is answered `stopReason: "cancelled"`. (If the task was cancelled more than
@@ -157,9 +217,10 @@ async def drive_turn(
     and other failures propagate; the turn is committed to the session in every case.
     """
     seen: list[TurnEvent] = []
+    source = events if events is not None else run_turn(session, prompt, deps, shown)
     try:
-        async with aclosing(run_turn(session, prompt_text, deps)) as events:
-            async for event in events:
+        async with aclosing(source) as stream:
+            async for event in stream:
                 seen.append(event)
                 await emit(event)
     except asyncio.CancelledError:
@@ -175,81 +236,53 @@ async def drive_turn(
 
 
 def closing_events(events: Sequence[TurnEvent]) -> list[TurnEvent]:
-    """What ends a turn cut short after `events`: a failed finish for each open tool call,
-    then TurnEnded("cancelled")."""
+    """What ends a turn cut short after `events`: a failed finish for each open tool call
+    (and a cancelled one for an open compaction), then TurnEnded("cancelled")."""
     open_calls: dict[str, None] = {}
+    compacting: CompactionStarted | None = None
     for event in events:
         if isinstance(event, ToolCallStarted):
             open_calls[event.call_id] = None
         elif isinstance(event, ToolCallFinished):
             open_calls.pop(event.call_id, None)
+        elif isinstance(event, CompactionStarted):
+            compacting = event
+        elif isinstance(event, CompactionFinished):
+            compacting = None
     cancelled = (TextOutput(CANCELLED_TEXT),)
     closing: list[TurnEvent] = [ToolCallFinished(c, "failed", cancelled) for c in open_calls]
+    if compacting is not None:
+        closing.insert(
+            0, CompactionFinished(compacting.compaction_id, "cancelled", compacting.tokens_before)
+        )
     return [*closing, TurnEnded("cancelled")]
 
 
 # --- the LLM side ---------------------------------------------------------------------
 
 
-async def _llm_events(deps: TurnDeps, request: LlmRequest) -> AsyncIterator[LlmEvent | Notice]:
-    """The provider's stream, with transient errors retried (a Notice before each wait).
-    Only a reply that has shown nothing yet is retried: the user saw the rest."""
-    limits = deps.limits
-    for attempt in range(limits.max_retries + 1):
-        shown = False
+async def _reply(turn: _Turn, deps: TurnDeps) -> AsyncIterator[TurnEvent]:
+    """Stream one reply into `turn.reply`: compacting first when the request would pass
+    the threshold, and once more, then retrying, when the provider refuses its length."""
+    async for event in turn.fit("threshold"):
+        yield event
+    for attempt in range(2):
+        reply = turn.start_reply()
+        request = turn.request()
         try:
-            async with aclosing(deps.provider.stream(request)) as stream:
-                async for event in stream:
-                    shown = shown or isinstance(event, TextPiece | ThoughtPiece)
-                    yield event
-            return
+            async with aclosing(llm_events(deps.provider, deps.limits, request)) as llm:
+                async for item in llm:
+                    if (out := reply.take(item)) is not None:
+                        yield out
         except LlmError as exc:
-            if not exc.transient or shown or attempt == limits.max_retries:
+            if attempt or not is_context_overflow(exc) or deps.context is None:
                 raise
-            wait = (
-                exc.retry_after
-                if exc.retry_after is not None
-                else limits.retry_backoff * 2**attempt
-            )
-            wait = min(wait, limits.max_retry_wait)
-            yield Notice(
-                f"LLM error ({exc.reason}): {exc}. Retrying in {wait:.1f}s "
-                f"(retry {attempt + 1} of {limits.max_retries})."
-            )
-            await asyncio.sleep(wait)
-
-
-@dataclass(slots=True)
-class _Reply:
-    """One LLM reply as it streams in."""
-
-    text: list[str] = field(default_factory=list)
-    thought: list[str] = field(default_factory=list)
-    calls: list[ToolCallRequest] = field(default_factory=list)
-    finish: LlmFinished | None = None
-    lead: str = ""  # shown before this reply's first text (a paragraph break)
-
-    def take(self, item: LlmEvent | Notice) -> TurnEvent | None:
-        """Record `item`; return the event the user should see now, if any."""
-        match item:
-            case TextPiece(text):
-                self.text.append(text)
-                shown, self.lead = self.lead + text, ""
-                return TextDelta(shown)
-            case ThoughtPiece(text):
-                self.thought.append(text)
-                return ThoughtDelta(text)
-            case ToolCallRequest():
-                self.calls.append(item)
-            case LlmFinished():
-                self.finish = item
-            case Notice():
-                return item
-        return None
-
-    def message(self, with_calls: bool) -> AssistantMessage:
-        calls = tuple(ToolCall(c.id, c.name, c.arguments) for c in self.calls) if with_calls else ()
-        return AssistantMessage("".join(self.text), calls, "".join(self.thought))
+            turn.refused(exc, request)
+            async for event in turn.fit("refusal"):
+                yield event
+            continue
+        turn.sent = request
+        return
 
 
 # --- the tool side --------------------------------------------------------------------
@@ -376,14 +409,22 @@ async def _run_tool(
 class _Turn:
     """A turn's messages and events, staged until `commit`."""
 
-    def __init__(self, session: AgentSession, prompt: str, deps: TurnDeps) -> None:
+    def __init__(
+        self, session: AgentSession, prompt: str, deps: TurnDeps, message: UserMessage | None
+    ) -> None:
         self.session = session
         self.prompt = prompt
         self.deps = deps
         self.tools = {t.name: t for t in deps.tools}
-        self.messages: list[Message] = [UserMessage(prompt)]
+        self.specs = tuple(t.schema() for t in deps.tools)
+        self.system = (SystemMessage(deps.system_prompt),) if deps.system_prompt else ()
+        self.messages: list[Message] = [message] if message is not None else []
+        self.history: tuple[Message, ...] | None = None  # the context after a compaction
+        self.compaction: Compaction | None = None
+        self.sent: LlmRequest | None = None  # the last request the model answered
+        self.cost = 0.0
         self.events: list[TurnEvent] = []
-        self.reply: _Reply | None = None  # streaming, not yet in messages
+        self.reply: Reply | None = None  # streaming, not yet in messages
         self.reply_start = 0  # len(events) when it began
         self.answered: set[str] = set()
         self.plan: tuple[PlanEntry, ...] | None = None
@@ -392,9 +433,100 @@ class _Turn:
         self.committed = False
 
     def request(self) -> LlmRequest:
-        system = (SystemMessage(self.deps.system_prompt),) if self.deps.system_prompt else ()
-        history = (*system, *self.session.messages, *self.messages)
-        return LlmRequest(self.session.model, history, tuple(t.schema() for t in self.deps.tools))
+        history = self.history if self.history is not None else self.session.messages
+        return LlmRequest(self.session.model, (*self.system, *history, *self.messages), self.specs)
+
+    # --- the context window ---
+
+    async def fit(self, trigger: CompactionTrigger) -> AsyncIterator[TurnEvent]:
+        """Compact if the next request would pass the threshold (always, for a refusal or
+        `/compact`); yields the compaction's events, then the context's new usage."""
+        budget = self.deps.context
+        if budget is None:
+            return
+        measure = budget.meter.measure(self.request())
+        limit = self.deps.compaction.threshold * budget.window.tokens
+        if trigger == "threshold" and measure.tokens <= limit:
+            return
+        job = self._job(budget, measure.tokens, trigger)
+        stream = self._summary_stream
+        async with aclosing(compact(job, stream, self.deps.compaction)) as steps:
+            async for item in steps:
+                if isinstance(item, Compacted):
+                    self._compacted(item)
+                    yield self._usage(budget, self.request())
+                else:
+                    yield item
+
+    def _job(self, budget: ContextBudget, tokens: int, trigger: CompactionTrigger) -> CompactionJob:
+        bpt = budget.bytes_per_token
+        prefix, keep_from = (
+            (self.compaction.prefix, self.compaction.keep_from)
+            if self.compaction is not None
+            else self.session.context_base()
+        )
+        return CompactionJob(
+            model=self.session.model,
+            turns=self.session.turns,
+            prefix=prefix,
+            keep_from=keep_from,
+            current=tuple(self.messages),
+            plan=self.plan if self.plan is not None else self.session.plan,
+            overhead=estimate_messages(self.system, bpt) + estimate_tools(self.specs, bpt),
+            window=budget.window.tokens,
+            tokens_before=tokens,
+            trigger=trigger,
+            bytes_per_token=bpt,
+        )
+
+    async def _summary_stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent | Notice]:
+        """The summary request goes out like a reply (retries announced); its cost counts."""
+        async with aclosing(llm_events(self.deps.provider, self.deps.limits, request)) as events:
+            async for item in events:
+                if isinstance(item, LlmFinished):
+                    self._charge(item.usage)
+                yield item
+
+    def _compacted(self, outcome: Compacted) -> None:
+        record = outcome.record
+        self.compaction = record
+        turns = self.session.turns[record.keep_from :]
+        self.history = (*record.prefix, *(m for t in turns for m in t.messages))
+        self.messages = list(outcome.current)
+        assert self.deps.context is not None
+        self.deps.context.meter.forget()
+
+    def refused(self, exc: LlmError, request: LlmRequest) -> None:
+        """The provider refused `request` for its length: drop the reply, learn the window."""
+        self.reply = None
+        del self.events[self.reply_start :]
+        budget = self.deps.context
+        assert budget is not None
+        budget.learn(exc, budget.meter.measure(request).tokens)
+        budget.meter.forget()
+
+    def usage_after(self, reply: Reply) -> ContextUsage | None:
+        """The context's usage after `reply` (from the provider's count when it gave one)."""
+        budget = self.deps.context
+        usage = reply.finish.usage if reply.finish is not None else None
+        self._charge(usage)
+        if budget is None or self.sent is None:
+            return None
+        budget.meter.observe(self.sent, usage)
+        return self._usage(budget, None)
+
+    def _usage(self, budget: ContextBudget, request: LlmRequest | None) -> ContextUsage:
+        measure = budget.meter.measure(request) if request is not None else budget.meter.last
+        assert measure is not None
+        priced = budget.model is not None and budget.model.cost(0, 0) is not None
+        cost = self.session.cost + self.cost if priced else None
+        currency = budget.model.currency if budget.model is not None else "USD"
+        return ContextUsage(measure.tokens, budget.window.tokens, measure.estimated, cost, currency)
+
+    def _charge(self, usage: Usage | None) -> None:
+        model = self.deps.context.model if self.deps.context is not None else None
+        if usage is not None and model is not None:
+            self.cost += model.cost(usage.input_tokens, usage.output_tokens) or 0.0
 
     def context(self, call_id: str) -> ToolContext:
         s = self.session
@@ -406,19 +538,19 @@ class _Turn:
         self.events.append(event)
         return event
 
-    def start_reply(self) -> _Reply:
+    def start_reply(self) -> Reply:
         # A later reply's text is a new paragraph for the reader: without it, two replies
         # joined by a tool call run together ("for you.Writing") in every client that
         # concatenates chunks. History keeps each reply's own text.
         shown = any(isinstance(e, TextDelta) for e in self.events)
-        self.reply, self.reply_start = _Reply(lead="\n\n" if shown else ""), len(self.events)
+        self.reply, self.reply_start = Reply(lead="\n\n" if shown else ""), len(self.events)
         return self.reply
 
     def finish_reply(self) -> StopReason | None:
         """Stage the reply; the turn's stop reason if it ends here."""
         reply, self.reply = self.reply, None
         assert reply is not None and reply.finish is not None
-        self.usage = _add(self.usage, reply.finish.usage)
+        self.usage = add_usage(self.usage, reply.finish.usage)
         stop = _FINISH_STOPS.get(reply.finish.finish_reason)  # cut short: its calls are not run
         self._stage(reply.message(with_calls=stop is None))
         return stop or (None if reply.calls else "end_turn")
@@ -456,7 +588,15 @@ class _Turn:
             else:  # failed: drop the reply, from history and from the record
                 del self.events[self.reply_start :]
         self._answer_open_calls()
-        record = TurnRecord(self.prompt, tuple(self.messages), _compact(self.events), stop, error)
+        record = TurnRecord(
+            self.prompt,
+            tuple(self.messages),
+            _compact(self.events),
+            stop,
+            error,
+            self.compaction,
+            self.cost,
+        )
         self.session.commit_turn(record, self.plan)
 
     def _answer_open_calls(self) -> None:
@@ -468,11 +608,15 @@ class _Turn:
                 self.messages.append(ToolResultMessage(call.id, call.name, CANCELLED_TEXT, True))
 
 
+_LIVE_ONLY = (ToolCallProgress, Notice, ContextUsage, CompactionStarted, CompactionDelta)
+
+
 def _compact(events: list[TurnEvent]) -> tuple[TurnEvent, ...]:
-    """Events as replay needs them: adjacent deltas merged, live progress and notices gone."""
+    """Events as replay needs them: adjacent deltas merged; live progress, notices, usage
+    and a compaction's progress gone (its CompactionFinished holds the summary)."""
     out: list[TurnEvent] = []
     for event in events:
-        if isinstance(event, ToolCallProgress | Notice):
+        if isinstance(event, _LIVE_ONLY):
             continue
         prev = out[-1] if out else None
         if isinstance(event, TextDelta | ThoughtDelta) and type(prev) is type(event):
@@ -480,19 +624,3 @@ def _compact(events: list[TurnEvent]) -> tuple[TurnEvent, ...]:
         else:
             out.append(event)
     return tuple(out)
-
-
-def _add(a: Usage | None, b: Usage | None) -> Usage | None:
-    if a is None or b is None:
-        return a or b
-
-    def opt(x: int | None, y: int | None) -> int | None:
-        return None if x is None and y is None else (x or 0) + (y or 0)
-
-    return Usage(
-        a.input_tokens + b.input_tokens,
-        a.output_tokens + b.output_tokens,
-        a.total_tokens + b.total_tokens,
-        opt(a.thought_tokens, b.thought_tokens),
-        opt(a.cached_read_tokens, b.cached_read_tokens),
-    )

@@ -127,6 +127,26 @@ def check_rules() -> Check:
     )
 
 
+def check_catalog() -> Check:
+    from agentao.agent.catalog import CatalogError, catalog_path, load_catalog
+
+    path = catalog_path()
+    try:
+        catalog = load_catalog()
+    except CatalogError as exc:
+        return Check("model catalog", False, f"invalid, sessions will not start: {exc}")
+    if catalog is None:
+        return Check(
+            "model catalog",
+            True,
+            f"none ({path} does not exist): the provider's /v1/models, else the configured model",
+        )
+    providers = len(catalog.providers)
+    return Check(
+        "model catalog", True, f"{providers} provider(s), {len(catalog.models)} model(s) ({path})"
+    )
+
+
 def check_state() -> Check:
     from agentao.store.paths import state_dir
 
@@ -154,6 +174,7 @@ CHECKS: tuple[Callable[[], Check], ...] = (
     check_install,
     check_provider,
     check_endpoint,
+    check_catalog,
     check_sandbox,
     check_rules,
     check_state,

@@ -1,8 +1,10 @@
 """`AcpAgent`: the handler object the endpoint dispatches to (one method per ACP method).
 
 Each method checks its params, finds or builds the `LiveSession`, and hands
-the work to the module that owns it: `turns.py` (prompts), `replay.py`
-(load), `config_options.py` (model, modes), `persistence.py` (the store).
+the work to the module that owns it: `turns.py` (prompts), `commands.py`
+(slash commands, modes), `replay.py` (load), `models.py` (the catalog, the
+window, switching models), `config_options.py` (the options' shapes),
+`persistence.py` (the store).
 Work a session does after it is announced (starting MCP servers, a startup
 replay) is scheduled to run after the reply, so the `session/new` result is
 on the wire before the session's first update.
@@ -16,7 +18,8 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from agentao.agent.config import LlmConfig, resolve_provider, split_model_value
+from agentao.agent.catalog import Catalog, CatalogError, configured_model, load_catalog
+from agentao.agent.config import LlmConfig, resolve_model, resolve_provider, split_model_value
 from agentao.agent.providers.errors import MissingCredentials, ProviderNotFound
 from agentao.agent.sandbox import Sandbox
 from agentao.agent.session import AgentSession
@@ -28,17 +31,19 @@ from agentao.protocol.meta import MODE_ID
 from agentao.server import config_options as opts
 from agentao.server.capabilities import initialize_response
 from agentao.server.client_env import ClientIo
+from agentao.server.commands import apply_mode, commands_update, prompt_body
 from agentao.server.gates import UpdateGate
 from agentao.server.live import LiveSession, SessionRegistry
 from agentao.server.mcp_config import fingerprint, parse_mcp_servers
+from agentao.server.models import ModelDirectory, session_catalog, supports_images, switch_model
 from agentao.server.opening import SessionFactory
 from agentao.server.outbox import Outbox
 from agentao.server.params import directories, directory
 from agentao.server.persistence import CorruptSession, SessionArchive
 from agentao.server.replay import history
 from agentao.server.settings import ServerSettings
-from agentao.server.turns import prompt_text, run_prompt
-from agentao.server.updates import UpdateMapper, config_option_update, current_mode_update
+from agentao.server.turns import prompt_message, run_prompt, session_info
+from agentao.server.updates import UpdateMapper, config_option_update
 
 log = logging.getLogger("agentao.server")
 
@@ -59,6 +64,7 @@ class AcpAgent:
         self._background: set[asyncio.Task[Any]] = set()
         self.extensions = {SET_MODEL_METHOD: self.set_model}
         self.sandbox = Sandbox(settings.sandbox)
+        self.models = ModelDirectory(settings.models_timeout)
 
     @property
     def factory(self) -> SessionFactory:
@@ -96,25 +102,26 @@ class AcpAgent:
         if live is None:
             agent = AgentSession.new(cwd, llm, extra)
             agent.meta["mcp_fingerprint"] = fingerprint(raw_servers)
-            live = self.factory.open(agent, llm, {}, servers)
+            catalog = await session_catalog(llm, self.models)
+            live = self.factory.open(agent, llm, {}, servers, catalog)
             await self.archive.create(agent, live.engine)
         self.sessions.add(live)
         live.setup = self._after_reply(self._setup(live, replay=replay))
         return schema.NewSessionResponse(
             session_id=live.id,
             modes=opts.mode_state(live.agent.mode_id),
-            config_options=opts.model_options(live.llm),
+            config_options=opts.model_options(live.llm, live.catalog),
         )
 
     async def session_load(
         self, params: schema.LoadSessionRequest, message: dict[str, Any]
     ) -> schema.LoadSessionResponse:
         live = await self._restore(params, params_of(message).get("mcpServers"))
-        for event in history(live.agent):
-            await live.emit(event)
+        await self._replay(live)
         live.setup = self._after_reply(self._setup(live, replay=False))
         return schema.LoadSessionResponse(
-            modes=opts.mode_state(live.agent.mode_id), config_options=opts.model_options(live.llm)
+            modes=opts.mode_state(live.agent.mode_id),
+            config_options=opts.model_options(live.llm, live.catalog),
         )
 
     async def session_resume(
@@ -125,7 +132,8 @@ class AcpAgent:
             live = await self._restore(params, params_of(message).get("mcpServers"))
             live.setup = self._after_reply(self._setup(live, replay=False))
         return schema.ResumeSessionResponse(
-            modes=opts.mode_state(live.agent.mode_id), config_options=opts.model_options(live.llm)
+            modes=opts.mode_state(live.agent.mode_id),
+            config_options=opts.model_options(live.llm, live.catalog),
         )
 
     async def session_list(self, params: schema.ListSessionsRequest) -> schema.ListSessionsResponse:
@@ -159,7 +167,9 @@ class AcpAgent:
 
     async def session_prompt(self, params: schema.PromptRequest) -> schema.PromptResponse:
         live = self.sessions.get(params.session_id)
-        return await run_prompt(live, prompt_text(params.prompt), self.settings.turn)
+        images = supports_images(live)
+        message, shown = prompt_message(params.prompt, live.llm.model_value, images)
+        return await run_prompt(live, prompt_body(live, message, shown, self.settings))
 
     async def session_cancel(
         self, params: schema.CancelNotification, message: dict[str, Any]
@@ -176,13 +186,7 @@ class AcpAgent:
 
     async def session_set_mode(self, params: schema.SetSessionModeRequest) -> dict[str, Any]:
         live = self.sessions.get(params.session_id)
-        mode = opts.mode_value(params.mode_id)
-        live.agent.mode_id = mode
-        if mode in opts.PRESETS:  # other ids are UI state: the posture stays as it is
-            live.engine.mode = mode
-            live.agent.meta["posture"] = mode
-        await live.send(current_mode_update(mode))
-        await live.save_state()
+        mode = await apply_mode(live, params.mode_id)
         return {"_meta": {MODE_ID: mode}}  # seed C.10's echo, where the schema allows it
 
     async def session_set_config_option(
@@ -192,8 +196,10 @@ class AcpAgent:
         live = self.sessions.get(params.session_id)
         value = opts.config_value(raw)
         provider, model = split_model_value(value, live.llm.provider_id)
-        await self._switch_model(live, provider, model)
-        return schema.SetSessionConfigOptionResponse(config_options=opts.model_options(live.llm))
+        await switch_model(live, provider, model, self.settings.context)
+        self._after_reply(live.emit(live.usage()))  # the new model's window
+        options = opts.model_options(live.llm, live.catalog)
+        return schema.SetSessionConfigOptionResponse(config_options=options)
 
     async def set_model(self, params: dict[str, Any]) -> dict[str, Any]:
         raw = opts.only_fields(params, opts.SET_MODEL_FIELDS)
@@ -203,25 +209,12 @@ class AcpAgent:
                 "Invalid params: sessionId must be a string", {"field": "sessionId"}
             )
         live = self.sessions.get(session_id)
-        await self._switch_model(live, live.llm.provider_id.lower(), opts.model_value(raw))
-        options = opts.model_options(live.llm)
+        provider = live.llm.provider_id.lower()
+        await switch_model(live, provider, opts.model_value(raw), self.settings.context)
+        options = opts.model_options(live.llm, live.catalog)
         self._after_reply(live.send(config_option_update(options)))
+        self._after_reply(live.emit(live.usage()))
         return {"model": live.llm.model}
-
-    async def _switch_model(self, live: LiveSession, provider: str, model: str) -> None:
-        if provider == live.llm.provider_id.lower():
-            live.llm = live.llm.with_model(model)  # same provider: the model rides on requests
-        else:
-            try:
-                llm = resolve_provider(provider).with_model(model)
-            except (ProviderNotFound, MissingCredentials) as exc:
-                # Only the id and the exception type: a message could embed a key.
-                log.warning("cannot resolve provider %r: %s", provider, type(exc).__name__)
-                raise InvalidRequest(f"cannot resolve provider '{provider}'") from None
-            await _close_provider(live.provider)
-            live.llm, live.provider = llm, self.factory.provider(llm)
-        live.agent.provider_id, live.agent.model = live.llm.provider_id, live.llm.model
-        await live.save_state()
 
     # ---- helpers ---------------------------------------------------------------------
 
@@ -251,9 +244,23 @@ class AcpAgent:
         if agent.meta.get("mcp_fingerprint") != fingerprint(raw_servers):
             log.info("session %s: MCP servers differ from last time; using the new list", agent.id)
             agent.meta["mcp_fingerprint"] = fingerprint(raw_servers)
-        live = self.factory.open(agent, self._llm_for(agent), grants, servers)
+        live = await self._open(agent, grants, servers)
         self.sessions.add(live)
         return live
+
+    async def _open(self, agent: AgentSession, grants: dict[str, Any], servers: list[Any]) -> Any:
+        """A stored session made live with its model (and that model's catalog)."""
+        llm = self._llm_for(agent)
+        catalog = await session_catalog(llm, self.models)
+        return self.factory.open(agent, llm, grants, servers, catalog)
+
+    async def _replay(self, live: LiveSession) -> None:
+        """The history as updates, then how full the context is and the session's info."""
+        for event in history(live.agent):
+            await live.outbox.emit(live.id, event, live=False)
+        await live.prepare()
+        await live.emit(live.usage())
+        await live.send(session_info(live))
 
     async def _probe_sandbox(self) -> None:
         """Run the one-off sandbox probe (a subprocess) off the event loop; cached after."""
@@ -285,15 +292,19 @@ class AcpAgent:
                     "--resume: session %s belongs to %s; starting fresh", session_id, agent.cwd
                 )
                 return None
-            return self.factory.open(agent, self._llm_for(agent), grants, servers)
+            return await self._open(agent, grants, servers)
         except (SessionNotFound, InvalidRequest, OSError) as exc:
             log.info("--resume %r: %s; starting a fresh session", resume, type(exc).__name__)
             return None
 
     def _llm_for(self, agent: AgentSession) -> LlmConfig:
-        """The stored provider and model again, if the environment still configures them."""
+        """The stored provider and model again, if the environment (or the catalog)
+        still configures them."""
         try:
-            llm = _resolve_llm(agent.provider_id).with_model(agent.model)
+            llm = resolve_model(agent.provider_id, agent.model, _file_catalog())
+        except MissingCredentials:
+            llm = _resolve_llm(None)
+            log.info("session %s: provider %s has no credentials now", agent.id, agent.provider_id)
         except ProviderNotFound:
             llm = _resolve_llm(None)
             log.info("session %s: provider %s is not configured now", agent.id, agent.provider_id)
@@ -301,10 +312,10 @@ class AcpAgent:
         return llm
 
     async def _setup(self, live: LiveSession, replay: bool) -> None:
-        """After the reply: replay a resumed history, then start the MCP servers."""
+        """After the reply: the commands, a resumed history, then the MCP servers."""
+        await live.send(commands_update())
         if replay:
-            for event in history(live.agent):
-                await live.emit(event)
+            await self._replay(live)
         if live.mcp_servers:
             from agentao.agent.mcp import McpHub  # the mcp SDK loads only when it is used
 
@@ -340,14 +351,19 @@ class AcpAgent:
             task.cancel()
 
 
-async def _close_provider(provider: Any) -> None:
-    aclose = getattr(provider, "aclose", None)
-    if aclose is not None:
-        await aclose()
+def _file_catalog() -> Catalog | None:
+    try:
+        return load_catalog()
+    except CatalogError:
+        return None  # session_catalog reports it
 
 
 def _resolve_llm(provider_id: str | None) -> LlmConfig:
+    """The configured provider (None) or `provider_id`; one the catalog file describes
+    resolves from it (its endpoint, kind and first model), its key from the environment."""
     try:
+        if provider_id is None:
+            return resolve_model(configured_model()[0], None, _file_catalog())
         return resolve_provider(provider_id)
     except MissingCredentials as exc:
         raise AuthRequired(

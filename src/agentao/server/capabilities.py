@@ -3,8 +3,11 @@
 protocolVersion   1 (any requested version negotiates to 1; never an error)
 agentInfo         {name "agentao", title "Agentao", version}
 authMethods       [] (credentials resolve server-side from the environment)
-loadSession       true; promptCapabilities all false (text and resource links)
-mcpCapabilities   sse true, http false (seed C.1)
+loadSession       true
+promptCapabilities  image: whether the configured model takes images (its catalog entry,
+                  else its family: agent/catalog.py `takes_images`); embeddedContext true
+                  (`resource` blocks: their URI and text reach the model); audio false
+mcpCapabilities   sse true, http true (streamable HTTP; seed C.1 said no, it works now)
 sessionCapabilities  list, close, resume, delete, additionalDirectories
 _meta["_agentao.cn/extensions"]  the vendor methods, [{method, description}]
 """
@@ -19,8 +22,8 @@ from agentao.protocol import schema
 from agentao.protocol.decode import to_builtins
 
 PROTOCOL_VERSION = 1
-# MCP transports and whether this agent takes them (seed C.1: SSE yes, HTTP no).
-SUPPORTED_TRANSPORTS: Mapping[str, bool] = {"stdio": True, "sse": True, "http": False}
+# MCP transports and whether this agent takes them (streamable HTTP through the mcp SDK).
+SUPPORTED_TRANSPORTS: Mapping[str, bool] = {"stdio": True, "sse": True, "http": True}
 EXTENSIONS_META_KEY = "_agentao.cn/extensions"
 EXTENSIONS: tuple[dict[str, str], ...] = (
     {
@@ -39,17 +42,18 @@ EXTENSIONS: tuple[dict[str, str], ...] = (
 def initialize_response() -> dict[str, Any]:
     """The `initialize` result. Fields the seed spells out are written even where they equal
     the schema default (the generated structs omit defaults): `authMethods: []`, every
-    prompt capability, `mcpCapabilities.http: false`."""
-    result = to_builtins(_response())
+    prompt capability, both MCP transports."""
+    image = image_prompts()
+    result = to_builtins(_response(image))
     result["authMethods"] = []
     caps = result["agentCapabilities"]
-    caps["promptCapabilities"] = {"image": False, "audio": False, "embeddedContext": False}
+    caps["promptCapabilities"] = {"image": image, "audio": False, "embeddedContext": True}
     caps["mcpCapabilities"] = dict(SUPPORTED_TRANSPORTS)
     caps["mcpCapabilities"].pop("stdio")
     return result
 
 
-def _response() -> schema.InitializeResponse:
+def _response(image: bool) -> schema.InitializeResponse:
     session = schema.SessionCapabilities(
         list=schema.SessionListCapabilities(),
         delete=schema.SessionDeleteCapabilities(),
@@ -60,7 +64,7 @@ def _response() -> schema.InitializeResponse:
     capabilities = schema.AgentCapabilities(
         load_session=True,
         prompt_capabilities=schema.PromptCapabilities(
-            image=False, audio=False, embedded_context=False
+            image=image, audio=False, embedded_context=True
         ),
         mcp_capabilities=schema.McpCapabilities(
             sse=SUPPORTED_TRANSPORTS["sse"], http=SUPPORTED_TRANSPORTS["http"]
@@ -75,6 +79,26 @@ def _response() -> schema.InitializeResponse:
         agent_info=schema.Implementation(name="agentao", title="Agentao", version=__version__),
         meta=meta,
     )
+
+
+def image_prompts() -> bool:
+    """Whether the configured model takes images. A session switched to a model that does
+    not refuses an image block (-32602) naming the model. Reads the catalog file only
+    when there is one (initialize is answered before anything heavy loads)."""
+    from agentao.agent.catalog import CatalogError, configured_model, load_catalog, takes_images
+
+    provider, model = configured_model()
+    try:
+        catalog = load_catalog()
+    except CatalogError:
+        return False  # session/new says what is wrong with it
+    entry = catalog.provider(provider) if catalog is not None else None
+    if model is None and entry is not None and entry.models:
+        model = entry.models[0].id  # the provider's first model, as session/new takes it
+    if model is None:
+        return False
+    info = catalog.find(f"{provider.lower()}/{model}") if catalog is not None else None
+    return takes_images(info, model)
 
 
 __all__ = [

@@ -1,8 +1,9 @@
 """Seed C.8/C.9/C.10: the "model" ConfigOption, the mode presets, and how to change them.
 
 The ConfigOption: `{id: "model", name: "Model", category: "model", type: "select",
-currentValue: "provider/model", options: [{value, name, description}]}`; the default
-catalog is the single current model (agent/config.py `model_catalog`).
+currentValue: "provider/model", options: [{value, name, description}]}`, one option per
+model of the session's catalog (server/models.py), the current one always among them;
+a description tells the window, prices and image support where the catalog knows them.
 
 `session/set_config_option` accepts exactly `sessionId`, `configId`, `value`: any other
 field (`_meta`, `apiKey`, `type`, ...) is -32602, a `configId` other than "model" is
@@ -15,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from agentao.agent.config import LlmConfig, model_catalog
+from agentao.agent.catalog import Catalog, ModelInfo, takes_images
+from agentao.agent.config import LlmConfig
 from agentao.agent.permissions import MODES
 from agentao.protocol import schema
 from agentao.protocol.errors import InvalidParams, InvalidRequest
@@ -27,13 +29,13 @@ SET_CONFIG_FIELDS = frozenset({"sessionId", "configId", "value"})
 SET_MODEL_FIELDS = frozenset({"sessionId", "model"})
 
 
-def model_options(llm: LlmConfig) -> list[Any]:
+def model_options(llm: LlmConfig, catalog: Catalog) -> list[Any]:
     """The session's `configOptions` (one: the model selector)."""
     choices = [
         schema.SessionConfigSelectOption(
-            value=c.value, name=c.name, description=c.description or None
+            value=m.value, name=m.name or m.id, description=_describe(m, llm) or None
         )
-        for c in model_catalog(llm)
+        for m in catalog.models
     ]
     return [
         schema.SelectSessionConfigOption(
@@ -44,6 +46,22 @@ def model_options(llm: LlmConfig) -> list[Any]:
             options=choices,
         )
     ]
+
+
+def _describe(model: ModelInfo, llm: LlmConfig) -> str:
+    if llm.api == "scripted" and model.value == llm.model_value:
+        return "scripted responses, no LLM"
+    parts = []
+    if model.context_window:
+        parts.append(f"{model.context_window // 1000}k context")
+    if model.input_price is not None or model.output_price is not None:
+        parts.append(
+            f"{model.input_price or 0:g}/{model.output_price or 0:g} {model.currency} per "
+            "million tokens in/out"
+        )
+    if takes_images(model, model.id):
+        parts.append("images")
+    return ", ".join(parts)
 
 
 def mode_state(current: str) -> schema.SessionModeState:

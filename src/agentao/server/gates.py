@@ -2,11 +2,16 @@
 
 The stable schema says of `notice`: "Agents MUST only send this update when the Client
 advertised the `session.notices` Client capability", and the same of both compaction
-updates for `session.compaction`. Every update leaves through one door (`AcpAgent._send`),
+updates for `session.compaction`. Every update leaves through one door (`Outbox.send`),
 which asks the client's `UpdateGate`: an update whose capability the client did not
 advertise is replaced by its fallback, or dropped when it has none. So a sender written
 tomorrow cannot forget the rule. tests/server/test_gates.py reads the schema and fails
 when it gates an update kind this table does not.
+
+A fallback is itself gated, once: a finished compaction falls back to a notice, and a
+client without `session.notices` either gets nothing (never a thought: a compaction is
+reported as a compaction, a notice, or not at all). Fallbacks stand in for live events
+only: a replayed update (`session/load`) the client did not advertise is dropped.
 """
 
 from __future__ import annotations
@@ -34,8 +39,25 @@ def _notice_as_thought(update: Update) -> Update:
     return schema.AgentThoughtChunk(content=schema.TextContentBlock(text=text))
 
 
+def _compaction_as_notice(update: Update) -> Update | None:
+    """A finished compaction, told as a notice; nothing while it runs."""
+    status = _field(update, "status", "status")
+    if status == "in_progress":
+        return None
+    meta = (_field(update, "meta", "_meta") or {}).get("agentao.cn/compaction") or {}
+    title = {
+        "completed": "Context compacted",
+        "cancelled": "Context compaction cancelled",
+    }.get(status, f"Context compaction {status}")
+    detail = meta.get("detail") or _field(update, "error", "error") or None
+    return schema.NoticeSessionUpdate(severity="info", title=title, description=detail)
+
+
 # What a client without the capability gets instead (absent: nothing).
-FALLBACKS: Final[Mapping[str, Callable[[Update], Update]]] = {"notice": _notice_as_thought}
+FALLBACKS: Final[Mapping[str, Callable[[Update], Update | None]]] = {
+    "notice": _notice_as_thought,
+    "compaction_update": _compaction_as_notice,
+}
 
 
 class UpdateGate:
@@ -45,13 +67,22 @@ class UpdateGate:
         advertised = to_builtins(capabilities) if capabilities is not None else {}
         self.allowed = frozenset(k for k, path in GATES.items() if _has(advertised, path))
 
-    def __call__(self, update: Update) -> Update | None:
+    def __call__(self, update: Update, live: bool = True) -> Update | None:
         """`update` itself, its fallback, or None (not to be sent to this client)."""
-        kind = kind_of(update)
-        if kind not in GATES or kind in self.allowed:
+        if self.passes(update):
             return update
-        fallback = FALLBACKS.get(kind)
-        return None if fallback is None else fallback(update)
+        fallback = FALLBACKS.get(kind_of(update)) if live else None
+        substitute = fallback(update) if fallback is not None else None
+        return substitute if substitute is not None and self.passes(substitute) else None
+
+    def passes(self, update: Update) -> bool:
+        """Whether this client may receive `update` as it is."""
+        kind = kind_of(update)
+        return kind not in GATES or kind in self.allowed
+
+
+def _field(update: Update, attr: str, wire: str) -> Any:
+    return update.get(wire) if isinstance(update, dict) else getattr(update, attr, None)
 
 
 def kind_of(update: Update) -> str | None:

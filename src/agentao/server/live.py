@@ -3,8 +3,10 @@
 A `LiveSession` owns its LLM provider, permission engine, tools (built-ins and
 its MCP servers' tools), the client-backed `Interaction` and `ToolEnv`, its turn
 state (`turn_state.py`), its way out (`emit`/`send` through the connection's
-`Outbox`) and its way to the store (`commit`). `setup` is work scheduled after the
-session's reply (starting MCP servers, a startup-resume replay); a turn waits for it.
+`Outbox`) and its way to the store (`commit`); its model's catalog and context
+budget (`models.py`), and its system prompt, built before its first turn (and again
+after `/clear` or `/init`). `setup` is work scheduled after the session's reply
+(starting MCP servers, a startup-resume replay); a turn waits for it.
 The `SessionRegistry` maps ids to live sessions: there is no cap on how many.
 """
 
@@ -13,16 +15,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import platform
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentao.agent.catalog import Catalog
+from agentao.agent.compaction import CompactionSettings
 from agentao.agent.config import Limits as TurnLimits
 from agentao.agent.config import LlmConfig
-from agentao.agent.events import TurnEvent
+from agentao.agent.context import ContextBudget, estimate_messages, estimate_tools
+from agentao.agent.events import ContextUsage, TurnEvent
 from agentao.agent.permissions import PermissionEngine
 from agentao.agent.providers import LlmProvider
+from agentao.agent.providers.messages import SystemMessage
 from agentao.agent.session import AgentSession
 from agentao.agent.tools.base import Tool, ToolEnv
 from agentao.agent.turn import TurnDeps
@@ -46,6 +51,12 @@ class LiveSession:
     make_tools: Callable[[], list[Tool]]  # the built-ins, made at the first turn
     outbox: Outbox
     archive: SessionArchive
+    catalog: Catalog
+    context: ContextBudget
+    make_provider: Callable[[LlmConfig], LlmProvider]
+    make_system_prompt: Callable[[AgentSession], Awaitable[str]]
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    system: str | None = None  # the system prompt, once built
     mcp_servers: list[Any] = field(default_factory=list)  # agent.mcp.McpServerConfig
     mcp: Any = None  # agent.mcp.McpHub once started
     _builtins: list[Tool] | None = None
@@ -73,8 +84,32 @@ class LiveSession:
             env=self.env,
             interaction=self.interaction,
             limits=limits,
-            system_prompt=system_prompt(self.agent),
+            system_prompt=self.system or "",
+            context=self.context,
+            compaction=self.compaction,
         )
+
+    async def prepare(self) -> None:
+        """Build the system prompt if it is not built (instructions, repository state)."""
+        if self.system is None:
+            self.system = await self.make_system_prompt(self.agent)
+
+    def usage(self) -> ContextUsage:
+        """How full the context is now: the last provider count, else an estimate."""
+        budget = self.context
+        last = budget.meter.last
+        if last is not None:
+            used, estimated = last.tokens, last.estimated
+        else:
+            bpt = budget.bytes_per_token
+            system = [SystemMessage(self.system)] if self.system else []
+            specs = [t.schema() for t in self.tools]
+            used = estimate_messages([*system, *self.agent.messages], bpt)
+            used, estimated = used + estimate_tools(specs, bpt), True
+        priced = budget.model is not None and budget.model.cost(0, 0) is not None
+        cost = self.agent.cost if priced else None
+        currency = budget.model.currency if budget.model is not None else "USD"
+        return ContextUsage(used, budget.window.tokens, estimated, cost, currency)
 
     async def emit(self, event: TurnEvent) -> None:
         """A runtime event to the client, as its session/update."""
@@ -156,16 +191,4 @@ class SessionRegistry:
         return list(self._sessions.values())
 
 
-def system_prompt(agent: AgentSession) -> str:
-    """What the model is told about where it works (no secrets, no ACP)."""
-    roots = ", ".join(str(p) for p in agent.workspace)
-    return (
-        "You are agentao, a coding agent working in the user's workspace through tools.\n"
-        f"Working directory: {agent.cwd}\nWorkspace roots: {roots}\n"
-        f"Platform: {platform.system()}\n"
-        "Read before you edit, keep changes minimal, and say what you changed. Use todo_write "
-        "to plan multi-step work. Paths may be relative to the working directory."
-    )
-
-
-__all__ = ["LiveSession", "SessionRegistry", "system_prompt"]
+__all__ = ["LiveSession", "SessionRegistry"]

@@ -5,14 +5,19 @@ where offered, local elsewhere); the session's mode and stored grants decide
 its permission engine; the user's rules file (under AGENTAO_HOME, never the
 project) is read for every session, so an edit applies to the next one. Shell
 commands are confined by the agent process's one `Sandbox`, in whichever
-environment runs them.
+environment runs them. The system prompt is built from the session's facts
+(agent/system_prompt.py): its instruction files and its repository's state, whose
+`git status` runs locally and confined, never in the editor's terminal.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from agentao.agent.catalog import Catalog
 from agentao.agent.config import LlmConfig
+from agentao.agent.instructions import find_instructions
 from agentao.agent.permissions import (
     PermissionEngine,
     PermissionRulesError,
@@ -20,8 +25,10 @@ from agentao.agent.permissions import (
     load_policy,
 )
 from agentao.agent.providers import LlmProvider, make_provider
+from agentao.agent.repository import repo_state
 from agentao.agent.sandbox import Sandbox
 from agentao.agent.session import AgentSession
+from agentao.agent.system_prompt import SystemFacts, build_system_prompt
 from agentao.agent.tools.base import Tool, ToolEnv
 from agentao.protocol.endpoint import Endpoint
 from agentao.protocol.errors import InternalError
@@ -29,6 +36,7 @@ from agentao.server.client_env import ClientEnv, ClientIo
 from agentao.server.config_options import DEFAULT_MODE, PRESETS
 from agentao.server.interaction import ClientInteraction
 from agentao.server.live import LiveSession
+from agentao.server.models import budget_for
 from agentao.server.outbox import Outbox
 from agentao.server.persistence import SessionArchive
 from agentao.server.settings import ServerSettings
@@ -59,6 +67,7 @@ class SessionFactory:
         llm: LlmConfig,
         grants: dict[str, Any],
         servers: list[Any],
+        catalog: Catalog,
     ) -> LiveSession:
         policy = _policy()
         engine = PermissionEngine.from_dict(
@@ -74,12 +83,28 @@ class SessionFactory:
             make_tools=self.tools,
             outbox=self.outbox,
             archive=self.archive,
+            catalog=catalog,
+            context=budget_for(llm, catalog, self.settings.context),
+            make_provider=self.provider,
+            make_system_prompt=self.system_prompt,
+            compaction=self.settings.compaction,
             mcp_servers=servers,
         )
 
     def provider(self, llm: LlmConfig) -> LlmProvider:
         """The LLM client: the lean HTTP one for OpenAI-compatible endpoints by default."""
         return make_provider(llm, self.settings.openai_client)
+
+    async def system_prompt(self, agent: AgentSession) -> str:
+        """The session's system prompt: where it works, its instructions, its repository."""
+        from agentao.agent.local_env import LocalEnv
+
+        files = await asyncio.to_thread(find_instructions, agent.cwd, self.settings.instructions)
+        run = LocalEnv(self.settings.shell, sandbox=self.sandbox).run_command
+        sandboxed = await asyncio.to_thread(lambda: self.sandbox.status().available)
+        state = await repo_state(agent.cwd, run if sandboxed else None)
+        facts = SystemFacts(agent.cwd, agent.workspace, state, files)
+        return build_system_prompt(facts)
 
     def tools(self) -> list[Tool]:
         from agentao.agent.tools.registry import builtin_tools

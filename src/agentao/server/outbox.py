@@ -26,15 +26,16 @@ class Outbox:
         self.gate = gate
         self.mapper = mapper
 
-    async def emit(self, session_id: str, event: TurnEvent) -> None:
-        """A runtime event as its update (an event without one, TurnEnded, sends nothing)."""
+    async def emit(self, session_id: str, event: TurnEvent, live: bool = True) -> None:
+        """A runtime event as its update (an event without one, TurnEnded, sends nothing);
+        `live=False` for a replayed one (no fallbacks: gates.py)."""
         update = self.mapper(event)
         if update is not None:
-            await self.send(session_id, update)
+            await self.send(session_id, update, live)
 
-    async def send(self, session_id: str, update: Any) -> None:
+    async def send(self, session_id: str, update: Any, live: bool = True) -> None:
         """One update, if the client may receive it (or its fallback)."""
-        update = self.gate(update)
+        update = self.gate(update, live)
         if update is None:
             return
         notification = schema.SessionNotification(session_id=session_id, update=update)

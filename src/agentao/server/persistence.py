@@ -56,7 +56,7 @@ class SessionArchive:
         """Store the session's last turn and its state after it, atomically."""
         turn = agent.turns[-1]
         record = TurnRecord(encode(turn), turn.stop_reason, agent.updated_at)
-        title = agent.turns[0].prompt.strip().splitlines()[0] if agent.turns[0].prompt else None
+        title = agent.title
         await self.store.commit_turn(agent.id, record, _state(agent, engine), title=title)
 
     async def save_state(self, agent: AgentSession, engine: PermissionEngine) -> None:
@@ -99,9 +99,7 @@ class SessionArchive:
 
 def _state(agent: AgentSession, engine: PermissionEngine) -> dict[str, Any]:
     agent.meta[PERMISSIONS_KEY] = engine.to_dict()
-    state = agent.to_dict()
-    state.pop("turns", None)
-    return state
+    return agent.to_dict(turns=False)  # each turn was encoded once, at its own commit
 
 
 __all__ = ["CorruptSession", "SessionArchive", "SessionSummary"]

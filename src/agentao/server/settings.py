@@ -6,7 +6,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from agentao.agent.compaction import CompactionSettings
 from agentao.agent.config import Limits as TurnLimits
+from agentao.agent.context import ContextSettings
+from agentao.agent.instructions import InstructionSettings
 from agentao.agent.sandbox import SandboxSettings
 from agentao.agent.settings import FileLimits, McpLimits, ShellLimits, WebLimits
 from agentao.store.sessions import StoreSettings
@@ -23,6 +26,10 @@ class ServerSettings:
     mcp: McpLimits = field(default_factory=McpLimits)
     store: StoreSettings = field(default_factory=StoreSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)  # AGENTAO_SANDBOX
+    context: ContextSettings = field(default_factory=ContextSettings)  # AGENTAO_CONTEXT_TOKENS
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    instructions: InstructionSettings = field(default_factory=InstructionSettings)
+    models_timeout: float = 2.0  # AGENTAO_MODELS_TIMEOUT: seconds for a provider's /v1/models
     close_grace: float = 2.0  # seconds a closing session's turn gets to end (close, EOF)
     log_level: str = "INFO"  # AGENTAO_LOG_LEVEL
     # OpenAI-compatible providers: "http" (h11 + msgspec, agent/providers/openai_http.py)
@@ -34,7 +41,9 @@ class ServerSettings:
         """Defaults, with the turn limits' variables (agent/config.py), AGENTAO_LOG_LEVEL,
         AGENTAO_OPENAI_CLIENT, AGENTAO_SANDBOX (auto or off) and
         AGENTAO_WEB_ALLOW_PRIVATE (1: web_fetch may reach loopback and private
-        addresses, e.g. a local docs server or a test)."""
+        addresses, e.g. a local docs server or a test), the context and compaction
+        variables (agent/context.py, agent/compaction.py), AGENTAO_INSTRUCTIONS_MAX_CHARS
+        and AGENTAO_MODELS_TIMEOUT (0: never ask a provider for its model list)."""
         level = env.get("AGENTAO_LOG_LEVEL", "").strip().upper() or "INFO"
         client = env.get("AGENTAO_OPENAI_CLIENT", "").strip().lower() or "http"
         private = env.get("AGENTAO_WEB_ALLOW_PRIVATE", "").strip().lower() in TRUE_WORDS
@@ -44,7 +53,20 @@ class ServerSettings:
             log_level=level,
             openai_client=client,
             sandbox=SandboxSettings.from_env(env),
+            context=ContextSettings.from_env(env),
+            compaction=CompactionSettings.from_env(env),
+            instructions=InstructionSettings.from_env(env),
+            models_timeout=_seconds(env.get("AGENTAO_MODELS_TIMEOUT", ""), 2.0),
         )
+
+
+def _seconds(raw: str, default: float) -> float:
+    if not raw.strip():
+        return default
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        raise ValueError(f"AGENTAO_MODELS_TIMEOUT={raw!r} is not a number of seconds") from None
 
 
 __all__ = ["ServerSettings"]

@@ -13,18 +13,26 @@ before the reply, so a turn the client saw end is never lost.
 
 A prompt arriving while a turn runs is refused (-32600, data.reason "busy");
 one arriving while a cancelled turn winds down waits for it (`turn_state.py`).
+What the turn runs (`Body`) is an ordinary model turn or a slash command
+(`commands.py`); either way it is stored, then a `session_info_update` (title,
+updatedAt) goes out, then the reply.
+
+The prompt's content blocks (`prompt_message`): text; `resource_link` as a link;
+`resource` (embedded context) as its URI and text; `image` when the session's model
+takes images (else -32602 naming the model), sent to the provider in its format.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
-from agentao.agent.config import Limits as TurnLimits
 from agentao.agent.events import TurnEnded
 from agentao.agent.providers.errors import LlmError
-from agentao.agent.turn import drive_turn
+from agentao.agent.providers.messages import ImagePart, UserMessage
 from agentao.protocol import meta, schema
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import (
@@ -36,20 +44,26 @@ from agentao.protocol.errors import (
     SessionNotFound,
 )
 from agentao.server.live import LiveSession
+from agentao.server.updates import session_info_update
 
 log = logging.getLogger("agentao.server")
 
+Body = Callable[[], Awaitable[TurnEnded]]
 
-async def run_prompt(live: LiveSession, text: str, limits: TurnLimits) -> schema.PromptResponse:
+
+async def run_prompt(live: LiveSession, body: Body) -> schema.PromptResponse:
     """Run one turn of `live` and answer the prompt (see the module docstring)."""
     await _claim(live)
-    task = asyncio.create_task(_turn(live, text, limits), name=f"turn {live.id}")
+    before = len(live.agent.turns)
+    task = asyncio.create_task(_turn(live, body), name=f"turn {live.id}")
     live.turn_task = task
     try:
         await asyncio.wait([task])
     except asyncio.CancelledError:  # this request was cancelled ($/cancel_request)
         live.cancel()
         raise
+    if len(live.agent.turns) > before:
+        await live.send(session_info(live))
     if task.cancelled():
         return schema.PromptResponse(stop_reason="cancelled")
     try:
@@ -57,6 +71,12 @@ async def run_prompt(live: LiveSession, text: str, limits: TurnLimits) -> schema
     except LlmError as exc:
         raise llm_error(exc) from None
     return schema.PromptResponse(stop_reason=ended.stop_reason, meta=_usage_meta(ended))
+
+
+def session_info(live: LiveSession) -> Any:
+    """The session's title (its first prompt) and last activity, as an update."""
+    updated = datetime.fromtimestamp(live.agent.updated_at, UTC).isoformat()
+    return session_info_update(live.agent.title, updated.replace("+00:00", "Z"))
 
 
 async def _claim(live: LiveSession) -> None:
@@ -75,15 +95,16 @@ async def _claim(live: LiveSession) -> None:
     live.state.fire("prompt")
 
 
-async def _turn(live: LiveSession, text: str, limits: TurnLimits) -> TurnEnded:
+async def _turn(live: LiveSession, body: Body) -> TurnEnded:
     before = len(live.agent.turns)
     try:
         try:
             await live.wait_setup()
+            await live.prepare()
         except asyncio.CancelledError:
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
             return TurnEnded("cancelled")  # cancelled before it began: nothing to record
-        return await drive_turn(live.agent, text, live.deps(limits), live.emit)
+        return await body()
     finally:
         if len(live.agent.turns) > before:
             await _store(live)
@@ -114,25 +135,50 @@ def llm_error(exc: LlmError) -> AcpError:
     return InternalError(message, data)
 
 
-def prompt_text(blocks: list[Any]) -> str:
-    """The user's message from prompt content blocks (text and resource links, seed C.3)."""
+def prompt_message(blocks: list[Any], model: str, images_ok: bool) -> tuple[UserMessage, str]:
+    """The user's message from prompt content blocks, and the prompt as the history shows
+    it (an image as a placeholder). -32602 for content the model cannot take."""
     parts: list[str] = []
+    images: list[ImagePart] = []
     for block in blocks:
         if isinstance(block, schema.TextContentBlock):
             parts.append(block.text)
         elif isinstance(block, schema.ResourceLinkContentBlock):
             parts.append(f"[{block.name}]({block.uri})")
-        elif isinstance(block, schema.ResourceContentBlock) and hasattr(block.resource, "text"):
-            parts.append(f"```{block.resource.uri}\n{block.resource.text}\n```")
+        elif isinstance(block, schema.ResourceContentBlock):
+            parts.append(_resource(block.resource, images, images_ok))
+        elif isinstance(block, schema.ImageContentBlock):
+            if not images_ok:
+                raise InvalidParams(
+                    f"Invalid params: the model {model} does not take images "
+                    "(switch to one that does, see configOptions)",
+                    {"field": "prompt", "reason": "images_unsupported"},
+                )
+            images.append(ImagePart(block.mime_type, block.data, block.uri))
         else:
             kind = getattr(block, "type", None) or type(block).__name__.lower()
             raise InvalidParams(
                 f"Invalid params: {kind} content is not supported (see promptCapabilities)",
                 {"field": "prompt"},
             )
-    if not parts:
+    text = "\n".join(p for p in parts if p)
+    if not text and not images:
         raise InvalidParams("Invalid params: prompt has no text", {"field": "prompt"})
-    return "\n".join(parts)
+    shown = "\n".join([text, *(f"[image: {i.uri or i.mime_type}]" for i in images)]).strip()
+    return UserMessage(text, tuple(images)), shown
+
+
+def _resource(resource: Any, images: list[ImagePart], images_ok: bool) -> str:
+    """An embedded resource: its text under its URI; an image blob as an image."""
+    uri = resource.uri
+    if isinstance(resource, schema.TextResourceContents):
+        return f"```{uri}\n{resource.text}\n```"
+    mime = resource.mime_type or "application/octet-stream"
+    if images_ok and mime.startswith("image/"):
+        images.append(ImagePart(mime, resource.blob, uri))
+        return f"(image {uri} attached)"
+    size = len(resource.blob) * 3 // 4
+    return f"[embedded binary resource {uri} ({mime}, about {size} bytes): not shown]"
 
 
 def _usage_meta(ended: TurnEnded) -> dict[str, Any] | None:
@@ -151,4 +197,4 @@ def _usage_meta(ended: TurnEnded) -> dict[str, Any] | None:
     return {meta.USAGE: to_builtins(usage)}
 
 
-__all__ = ["llm_error", "prompt_text", "run_prompt"]
+__all__ = ["Body", "llm_error", "prompt_message", "run_prompt", "session_info"]

@@ -9,6 +9,13 @@ ToolCallFinished   -> tool_call_update     status "completed"/"failed", content,
 PlanChanged        -> plan
 Notice             -> notice (sent only to clients that advertised `session.notices`;
                       the others get a thought instead: see gates.py)
+ContextUsage       -> usage_update         used, size, cost (when priced); an estimate is
+                      marked `_meta["agentao.cn/estimated"]: true`
+CompactionStarted  -> compaction_update    status "in_progress"     (session.compaction only;
+CompactionDelta    -> compaction_summary_chunk                        the others get a notice
+CompactionFinished -> compaction_update    status, summary, _meta     when it ends, if they
+                      ["agentao.cn/compaction"] {tokensBefore, tokensAfter, detail}   take
+                                                                      notices: gates.py)
 TurnEnded          -> nothing (it is the `session/prompt` result)
 """
 
@@ -20,6 +27,9 @@ from agentao.agent import events as ev
 from agentao.protocol import schema
 
 Update = Any  # one of schema.SessionUpdate's variants
+
+ESTIMATED = "agentao.cn/estimated"  # _meta of a usage_update whose `used` is an estimate
+COMPACTION = "agentao.cn/compaction"  # _meta of a finished compaction_update
 
 
 def text_block(text: str) -> schema.TextContentBlock:
@@ -71,6 +81,10 @@ class UpdateMapper:
             ev.ToolCallFinished: _tool_finished,
             ev.PlanChanged: _plan,
             ev.Notice: self._notice,
+            ev.ContextUsage: _usage,
+            ev.CompactionStarted: _compaction_started,
+            ev.CompactionDelta: _compaction_delta,
+            ev.CompactionFinished: _compaction_finished,
         }
 
     def __call__(self, event: ev.TurnEvent) -> Update | None:
@@ -113,6 +127,55 @@ def _plan(e: ev.PlanChanged) -> Update:
     return schema.PlanSessionUpdate(entries=entries)
 
 
+def _usage(e: ev.ContextUsage) -> Update:
+    cost = schema.Cost(amount=round(e.cost, 6), currency=e.currency) if e.cost is not None else None
+    meta = {ESTIMATED: True} if e.estimated else None
+    return schema.UsageUpdateSessionUpdate(used=e.used, size=e.size, cost=cost, meta=meta)
+
+
+def _compaction_started(e: ev.CompactionStarted) -> Update:
+    return schema.CompactionUpdateSessionUpdate(compaction_id=e.compaction_id, status="in_progress")
+
+
+def _compaction_delta(e: ev.CompactionDelta) -> Update:
+    return schema.CompactionSummaryChunkSessionUpdate(
+        compaction_id=e.compaction_id, content=text_block(e.text)
+    )
+
+
+def _compaction_finished(e: ev.CompactionFinished) -> Update:
+    meta = {
+        COMPACTION: {
+            "tokensBefore": e.tokens_before,
+            "tokensAfter": e.tokens_after,
+            "detail": e.detail,
+        }
+    }
+    return schema.CompactionUpdateSessionUpdate(
+        compaction_id=e.compaction_id,
+        status=e.status,
+        summary=[text_block(e.summary)] if e.summary else None,
+        meta=meta,
+    )
+
+
+def session_info_update(title: str | None, updated_at: str) -> Update:
+    return schema.SessionInfoUpdateSessionUpdate(title=title, updated_at=updated_at)
+
+
+def available_commands_update(commands: Any) -> Update:
+    """`commands`: agent.commands.Command entries."""
+    available = [
+        schema.AvailableCommand(
+            name=c.name,
+            description=c.description,
+            input=schema.UnstructuredCommandInput(hint=c.hint) if c.hint else None,
+        )
+        for c in commands
+    ]
+    return schema.AvailableCommandsUpdateSessionUpdate(available_commands=available)
+
+
 def current_mode_update(mode_id: str) -> Update:
     return schema.CurrentModeUpdateSessionUpdate(current_mode_id=mode_id)
 
@@ -122,9 +185,13 @@ def config_option_update(options: list[Any]) -> Update:
 
 
 __all__ = [
+    "COMPACTION",
+    "ESTIMATED",
     "UpdateMapper",
+    "available_commands_update",
     "config_option_update",
     "current_mode_update",
+    "session_info_update",
     "text_block",
     "tool_call_update_for_permission",
     "tool_content",

@@ -56,11 +56,11 @@ def make_provider(config: LlmConfig, openai_client: str = "http") -> LlmProvider
     Make one per session: the scripted provider keeps its place in the script.
     OpenAI-compatible endpoints get the lean streaming client (`openai_http.py`) unless
     `openai_client` is "sdk" (see that module for why it is the default)."""
-    if config.provider_id == "SCRIPTED":
+    if config.api == "scripted":
         from agentao.agent.providers.scripted import ScriptedProvider
 
         return ScriptedProvider.from_file(config.script or "")
-    if config.provider_id == "ANTHROPIC":
+    if config.api == "anthropic":
         from agentao.agent.providers.anthropic_provider import AnthropicProvider
 
         return AnthropicProvider(config)

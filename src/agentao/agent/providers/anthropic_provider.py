@@ -150,8 +150,13 @@ def to_anthropic_messages(messages: tuple[Message, ...]) -> tuple[str, list[dict
         match m:
             case SystemMessage(text):
                 system.append(text)
-            case UserMessage(text):
-                _append(out, "user", [{"type": "text", "text": text}])
+            case UserMessage(text, images):
+                blocks = [
+                    {"type": "image",
+                     "source": {"type": "base64", "media_type": i.mime_type, "data": i.data}}
+                    for i in images
+                ]  # fmt: skip
+                _append(out, "user", [*blocks, {"type": "text", "text": text or "(image)"}])
             case AssistantMessage(text, calls):
                 blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
                 blocks += [

@@ -10,6 +10,8 @@ Messages never embed secrets: providers pass on the SDK's message, which masks k
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["LlmError", "MissingCredentials", "ProviderNotFound", "status_error"]
 
 
@@ -53,11 +55,25 @@ _FATAL = {400: "bad_request", 401: "auth", 403: "auth", 404: "not_found", 413: "
 
 
 def status_error(status: int, message: str, retry_after: str | None = None) -> LlmError:
-    """The LlmError for an HTTP error status from an LLM API."""
+    """The LlmError for an HTTP error status from an LLM API. A refusal for the request's
+    length (any 4xx that says so) has the reason "context_length": the turn compacts
+    the history and retries once (agent/compaction.py)."""
+    if 400 <= status < 500 and status not in _TRANSIENT and _OVERFLOW.search(message):
+        return LlmError(message, reason="context_length")
     if status in _TRANSIENT or status >= 500:
         reason = _TRANSIENT.get(status, "server_error")
         return LlmError(message, transient=True, reason=reason, retry_after=_seconds(retry_after))
     return LlmError(message, reason=_FATAL.get(status, f"http_{status}"))
+
+
+# A refusal for length, in the words providers use (OpenAI and compatibles, vLLM,
+# Anthropic, llama.cpp): "context_length_exceeded", "maximum context length is N
+# tokens", "prompt is too long: N tokens > M maximum".
+_OVERFLOW = re.compile(
+    r"context_length_exceeded|maximum context length|context length|context window|"
+    r"prompt is too long|too many tokens|input is too long",
+    re.IGNORECASE,
+)
 
 
 def _seconds(value: str | None) -> float | None:

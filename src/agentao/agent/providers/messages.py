@@ -3,6 +3,8 @@
 Providers translate these to their wire format; the session stores them. A turn is
 `UserMessage`, then rounds of `AssistantMessage` (text and/or tool calls) each followed
 by one `ToolResultMessage` per call. Thoughts are kept for the record but not sent back.
+A user message may carry images (`ImagePart`: base64 data and its MIME type), sent only
+to models that take them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 __all__ = [
     "AssistantMessage",
+    "ImagePart",
     "Message",
     "SystemMessage",
     "ToolCall",
@@ -26,8 +29,18 @@ class SystemMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image in a prompt: base64 `data` of `mime_type` ("image/png")."""
+
+    mime_type: str
+    data: str
+    uri: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class UserMessage:
     text: str
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -243,6 +243,9 @@ async def _status(response: Any) -> LlmError:
     try:
         error = msgspec.json.decode(body)["error"]
         message = error["message"] if isinstance(error, dict) else str(error)
+        code = error.get("code") if isinstance(error, dict) else None
+        if isinstance(code, str) and code not in message:
+            message = f"{message} ({code})"  # e.g. context_length_exceeded
     except (msgspec.DecodeError, KeyError, TypeError):
         message = body[:ERROR_BODY_CHARS]
     text = f"Error code: {response.status_code} - {message}"

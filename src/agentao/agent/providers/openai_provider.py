@@ -107,6 +107,16 @@ def to_openai_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
         match m:
             case SystemMessage(text):
                 out.append({"role": "system", "content": text})
+            case UserMessage(text, images) if images:
+                parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+                parts += [
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": f"data:{i.mime_type};base64,{i.data}"},
+                    }
+                    for i in images
+                ]
+                out.append({"role": "user", "content": parts})
             case UserMessage(text):
                 out.append({"role": "user", "content": text})
             case AssistantMessage(text, calls):
