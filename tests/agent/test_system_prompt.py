@@ -6,6 +6,8 @@ import subprocess
 from datetime import date
 from pathlib import Path
 
+import pytest
+
 from agentao.agent.instructions import InstructionFile
 from agentao.agent.repository import RepoState, describe, read_branch, repo_state
 from agentao.agent.system_prompt import SystemFacts, build_system_prompt
@@ -64,3 +66,22 @@ async def test_git_status_runs_only_through_the_confined_runner(tmp_path: Path) 
     assert "core.fsmonitor=false" in command and confinement.read_only == (tmp_path,)
     assert confinement.writable == () and not confinement.network
     assert (await repo_state(tmp_path, None)).changed is None  # no sandbox: unknown
+
+
+@pytest.mark.parametrize("link", [".git/HEAD", ".git"])
+def test_the_branch_is_never_read_through_a_symlink(tmp_path: Path, link: str) -> None:
+    """A hostile checkout's HEAD (or .git file) linked to a secret must not put a word of
+    it into the system prompt, which goes to the model provider."""
+    secret = tmp_path / "secret"
+    secret.write_text("ref: refs/heads/AKIA-SECRET-KEY\n")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    if link == ".git":
+        (repo / ".git").rmdir()
+        (tmp_path / "gitfile").write_text(f"gitdir: {tmp_path / 'elsewhere'}\n")
+        (tmp_path / "elsewhere").mkdir()
+        (tmp_path / "elsewhere" / "HEAD").symlink_to(secret)
+        (repo / ".git").symlink_to(tmp_path / "gitfile")
+    else:
+        (repo / ".git" / "HEAD").symlink_to(secret)
+    assert read_branch(repo) is None

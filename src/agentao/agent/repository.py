@@ -9,6 +9,8 @@ untrusted. Where no sandbox can run, the changed files are "unknown", never gues
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,20 +41,36 @@ class RepoState:
 
 
 def read_branch(root: Path) -> str | None:
-    """The checked-out branch ("main"), "detached at 1a2b3c4", or None."""
+    """The checked-out branch ("main"), "detached at 1a2b3c4", or None. `.git` and `HEAD`
+    are read only as what they are, never through a symlink: a checkout is untrusted, and
+    what is read here goes into the system prompt, to the model provider."""
     git = root / ".git"
     try:
-        if git.is_file():  # a worktree or a submodule: "gitdir: <path>"
-            text = git.read_text(errors="replace")[:4096]
+        mode = os.lstat(git).st_mode
+        if stat.S_ISREG(mode):  # a worktree or a submodule: "gitdir: <path>"
+            text = _small_file(git)
             if not text.startswith("gitdir:"):
                 return None
-            git = (root / text[len("gitdir:") :].strip()).resolve()
-        head = (git / "HEAD").read_text(errors="replace")[:4096].strip()
+            git = root / text[len("gitdir:") :].strip()
+        elif not stat.S_ISDIR(mode):
+            return None
+        head = _small_file(git / "HEAD").strip()
     except OSError:
         return None
     if head.startswith("ref:"):
         return head[4:].strip().removeprefix("refs/heads/")
     return f"detached at {head[:7]}" if head else None
+
+
+def _small_file(path: Path, limit: int = 4096) -> str:
+    """The start of a regular file, opened without following a symlink (OSError if not)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return os.read(fd, limit).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
 
 
 async def repo_state(cwd: Path, run: RunFn | None) -> RepoState:
