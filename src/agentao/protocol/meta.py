@@ -13,6 +13,9 @@ MODE_ID in a `session/set_mode` result: the mode id now in force (seed C.10 echo
 REASON  in a `session/request_permission` result: why the client answered as it did, in
         words for the person and the model ("the client's policy approves only read and
         search tools"); agentao's agent tells the model exactly that.
+ESTIMATED  in a `usage_update`: true when `used` is an estimate (the provider reported no
+        token counts).
+COMPACTION in a finished `compaction_update`: {tokensBefore, tokensAfter, detail}.
 """
 
 from __future__ import annotations
@@ -20,5 +23,7 @@ from __future__ import annotations
 USAGE = "agentao.cn/usage"
 MODE_ID = "agentao.cn/modeId"
 REASON = "agentao.cn/reason"
+ESTIMATED = "agentao.cn/estimated"
+COMPACTION = "agentao.cn/compaction"
 
-__all__ = ["MODE_ID", "REASON", "USAGE"]
+__all__ = ["COMPACTION", "ESTIMATED", "MODE_ID", "REASON", "USAGE"]

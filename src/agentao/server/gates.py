@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from agentao.protocol import schema
+from agentao.protocol import meta, schema
 from agentao.protocol.decode import to_builtins
 
 Update = Any  # one of schema.SessionUpdate's variants (or its wire dict)
@@ -44,12 +44,12 @@ def _compaction_as_notice(update: Update) -> Update | None:
     status = _field(update, "status", "status")
     if status == "in_progress":
         return None
-    meta = (_field(update, "meta", "_meta") or {}).get("agentao.cn/compaction") or {}
+    facts = (_field(update, "meta", "_meta") or {}).get(meta.COMPACTION) or {}
     title = {
         "completed": "Context compacted",
         "cancelled": "Context compaction cancelled",
     }.get(status, f"Context compaction {status}")
-    detail = meta.get("detail") or _field(update, "error", "error") or None
+    detail = facts.get("detail") or _field(update, "error", "error") or None
     return schema.NoticeSessionUpdate(severity="info", title=title, description=detail)
 
 

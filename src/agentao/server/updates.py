@@ -24,12 +24,12 @@ from __future__ import annotations
 from typing import Any
 
 from agentao.agent import events as ev
-from agentao.protocol import schema
+from agentao.protocol import meta, schema
 
 Update = Any  # one of schema.SessionUpdate's variants
 
-ESTIMATED = "agentao.cn/estimated"  # _meta of a usage_update whose `used` is an estimate
-COMPACTION = "agentao.cn/compaction"  # _meta of a finished compaction_update
+ESTIMATED = meta.ESTIMATED  # _meta of a usage_update whose `used` is an estimate
+COMPACTION = meta.COMPACTION  # _meta of a finished compaction_update
 
 
 def text_block(text: str) -> schema.TextContentBlock:
