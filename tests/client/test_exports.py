@@ -10,6 +10,7 @@ EXPECTED = {
     "AgentDisconnected",
     "AgentError",
     "AgentStartError",
+    "AgentUrl",
     "Client",
     "ClientError",
     "ClientPolicy",
@@ -45,6 +46,7 @@ def test_every_name_resolves() -> None:
 def test_errors_form_one_tree() -> None:
     for name in (
         "AgentStartError",
+        "AgentUrl",
         "HandshakeError",
         "ClientTimeout",
         "AgentDisconnected",

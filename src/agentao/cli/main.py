@@ -88,6 +88,7 @@ environment (read by agentao's agent; other agents have their own):
   AGENTAO_HOME           state: sessions, logs, permissions.json
   AGENTAO_SANDBOX        auto (default) or off
   AGENTAO_LOG_LEVEL      INFO (default), DEBUG, WARNING
+  AGENTAO_REMOTE_KEY     with --agent URL: the bearer key sent to that server
 
 exit codes: 0 done, 1 error, 2 usage, 3 a permission was rejected, 130 interrupted
 (the first Ctrl-C sends session/cancel; a second one stops at once)
@@ -109,7 +110,10 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
     )
     run.add_argument("prompt", nargs="?", help="the prompt (default: read from stdin)")
     run.add_argument(
-        "--agent", metavar="CMD", help='agent command, e.g. "qwen --acp" (default: agentao)'
+        "--agent",
+        metavar="CMD|URL",
+        help='agent command, e.g. "qwen --acp", or a remote agent\'s URL, e.g. '
+        "https://host/acp or wss://host/acp (key from AGENTAO_REMOTE_KEY); default: agentao",
     )
     run.add_argument("--cwd", metavar="DIR", help="the session's working directory (default: .)")
     run.add_argument("--mode", metavar="M", help="session mode to set first (session/set_mode)")

@@ -20,15 +20,28 @@ from agentao.client.client import Client
 from agentao.client.config import AgentCommand, ClientPolicy
 from agentao.client.errors import ClientError
 from agentao.client.events import TurnEnd
+from agentao.client.remote import AgentUrl, is_agent_url
 from agentao.client.session import Session
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PERMISSION, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 APPROVE = {"none": "none", "reads": "reads", "all": "all", "ask": "ask"}
 
 
+REMOTE_KEY = "AGENTAO_REMOTE_KEY"  # the bearer key for an agent given as a URL
+
+
+def _agent(text: str | None) -> AgentCommand | AgentUrl:
+    """A command to start, a URL to connect to (its key from AGENTAO_REMOTE_KEY), or ours."""
+    if text is None:
+        return AgentCommand.ours()
+    if is_agent_url(text):
+        return AgentUrl(text.strip(), api_key=os.environ.get(REMOTE_KEY) or None)
+    return AgentCommand.parse(text)
+
+
 @dataclass(frozen=True, slots=True)
 class RunOptions:
-    agent: AgentCommand
+    agent: AgentCommand | AgentUrl
     prompt: str
     cwd: str
     policy: ClientPolicy
@@ -51,7 +64,7 @@ def options(args: argparse.Namespace, stdin: Any = None) -> RunOptions:
     if not prompt.strip():
         raise UsageError("the prompt is empty")
     try:
-        agent = AgentCommand.parse(args.agent) if args.agent is not None else AgentCommand.ours()
+        agent = _agent(args.agent)
     except ValueError as exc:
         raise UsageError(f"bad --agent: {exc}") from None
     cwd = os.path.abspath(args.cwd or os.getcwd())

@@ -26,6 +26,7 @@ from agentao.client.errors import (
 from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
 from agentao.client.files import Workspace
 from agentao.client.permissions import PermissionAnswer, PermissionOption, PermissionRequest
+from agentao.client.remote import AgentUrl
 from agentao.client.serving import ASK_USER_UNAVAILABLE, Handlers
 from agentao.client.session import Session
 from agentao.client.turn import Turn
@@ -36,6 +37,7 @@ __all__ = [
     "AgentDisconnected",
     "AgentError",
     "AgentStartError",
+    "AgentUrl",
     "Client",
     "ClientError",
     "ClientPolicy",

@@ -35,6 +35,7 @@ from agentao.client.files import LocalFiles, Workspace
 from agentao.client.permissions import PolicyPermissions
 from agentao.client.process import AgentProcess
 from agentao.client.record import Recorder, RecordingReader, RecordingWriter
+from agentao.client.remote import AgentUrl, RemoteStreams, connect
 from agentao.client.serving import ClientSide, Handlers
 from agentao.client.session import Session
 from agentao.client.terminals import LocalTerminals
@@ -51,7 +52,7 @@ T = TypeVar("T")
 class Client:
     def __init__(
         self,
-        command: AgentCommand | None = None,
+        command: AgentCommand | AgentUrl | None = None,
         *,
         policy: ClientPolicy | None = None,
         timeouts: Timeouts | None = None,
@@ -66,6 +67,7 @@ class Client:
         self._side = _client_side(self.policy, self.timeouts, self.limits, handlers or Handlers())
         self._recorder = Recorder.open(record) if isinstance(record, str) else record
         self.process: AgentProcess | None = None
+        self.remote: RemoteStreams | None = None
         self.init: Any = None  # schema.InitializeResponse
         self._endpoint: Endpoint | None = None
         self._channel: Channel | None = None
@@ -84,8 +86,15 @@ class Client:
         await self.close()
 
     async def start(self, streams: tuple[Reader, Writer] | None = None) -> None:
-        """Spawn the agent (or use `streams`), then `initialize` (+ `authenticate`)."""
-        if streams is None:
+        """Spawn the agent, connect to it (a URL), or use `streams`; then `initialize`
+        (+ `authenticate`)."""
+        if streams is None and isinstance(self.command, AgentUrl):
+            t = self.timeouts
+            self.remote = await connect(
+                self.command, t.connect, self.limits.remote_reconnects, t.reconnect_backoff
+            )
+            streams = (self.remote.reader, self.remote)
+        elif streams is None:
             self.process = await AgentProcess.start(self.command, self.limits.stderr_tail_bytes)
             streams = (self.process.reader, self.process.writer)
         self._attach(*streams)
@@ -115,6 +124,8 @@ class Client:
         with contextlib.suppress(Exception):
             await self._side.terminals.close()  # type: ignore[attr-defined]
         code = await self.process.shutdown(self.timeouts) if self.process is not None else None
+        if self.remote is not None:
+            await self.remote.close()
         if self._reader_task is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._reader_task), self.timeouts.eof_grace)

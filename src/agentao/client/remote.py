@@ -1,0 +1,332 @@
+"""Agents at a URL: ACP's remote transport, as the line streams the endpoint reads.
+
+Theory of operation. The endpoint speaks JSON lines over a (Reader, Writer) pair. For an
+agent at `http(s)://…` (Streamable HTTP) or `ws(s)://…` (WebSocket) this module is that
+pair, so nothing above it knows the agent is remote.
+
+HTTP, as the transport proposal and the official SDK's client do it:
+* `initialize` is POSTed and answered 200 with its result in the body and an
+  `Acp-Connection-Id` header; every later message is POSTed with that header (and
+  `Acp-Session-Id` for the session-scoped methods), answered 202, one at a time in
+  the order written, so the agent sees them in our order;
+* what the agent sends arrives on SSE streams (GET): the connection's, opened after
+  `initialize`, and one per session, opened when a message names a new session id;
+* an SSE event's `id:` is remembered, and a stream that drops is opened again with
+  `Last-Event-ID` (servers that keep a log, like agentao's gateway, replay what was
+  missed; others just go on) up to `Limits.remote_reconnects` times;
+* a POST refused with an HTTP error becomes a JSON-RPC error reply to that request,
+  so the caller's request fails with the server's reason instead of hanging;
+* cookies are kept (the proposal's affinity cookies); `close()` DELETEs the connection.
+
+WebSocket: one socket, text frames both ways, `initialize` first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger("agentao.client")
+
+CONNECTION_HEADER = "Acp-Connection-Id"
+SESSION_HEADER = "Acp-Session-Id"
+# Methods whose POST names its session (the others establish one, or are connection-wide).
+SESSION_SCOPED = frozenset(
+    {
+        "session/prompt",
+        "session/cancel",
+        "session/set_mode",
+        "session/set_config_option",
+        "session/close",
+    }
+)
+REMOTE_SCHEMES = ("http://", "https://", "ws://", "wss://")
+_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([^"\\]+)"')
+
+
+@dataclass(frozen=True, slots=True)
+class AgentUrl:
+    """An agent served over the network (`https://host/acp`, `wss://host/acp`)."""
+
+    url: str
+    api_key: str | None = field(default=None, repr=False)  # sent as a bearer token
+    headers: tuple[tuple[str, str], ...] = ()  # sent with every request
+
+    def request_headers(self) -> dict[str, str]:
+        headers = dict(self.headers)
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+
+def is_agent_url(text: str) -> bool:
+    return text.strip().lower().startswith(REMOTE_SCHEMES)
+
+
+class RemoteStreams:
+    """The (reader, writer) pair of one remote connection; see the module docstring."""
+
+    def __init__(self, reconnects: int, backoff: float) -> None:
+        self.reader = asyncio.StreamReader(limit=1 << 26)
+        self.reconnects = reconnects
+        self.backoff = backoff
+        self._pending = b""
+        self._outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    # ---- the Writer the endpoint writes lines to --------------------------------------
+
+    def write(self, data: bytes) -> None:
+        self._pending += data
+        *lines, self._pending = self._pending.split(b"\n")
+        for line in lines:
+            if line.strip():
+                self._outbox.put_nowait(json.loads(line))
+
+    async def drain(self) -> None:
+        await asyncio.sleep(0)
+
+    # ---- shared --------------------------------------------------------------------
+
+    def deliver(self, data: bytes) -> None:
+        """One message from the agent, as one line for the endpoint."""
+        if b"\n" in data:  # pretty-printed JSON: one line, whatever the sender did
+            data = json.dumps(json.loads(data), separators=(",", ":")).encode()
+        self.reader.feed_data(data + b"\n")
+
+    def fail(self, message: dict[str, Any], reason: str) -> None:
+        """A request the transport could not carry gets an error reply with its id."""
+        if "id" in message and "method" in message:
+            error = {"code": -32603, "message": reason, "data": {"reason": "transport"}}
+            self.deliver(
+                json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}).encode()
+            )
+
+    def spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def end(self) -> None:
+        if not self.reader.at_eof():
+            self.reader.feed_eof()
+
+    async def close(self) -> None:
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.end()
+
+
+class HttpStreams(RemoteStreams):
+    """Streamable HTTP: POSTs in order, answers on SSE streams."""
+
+    def __init__(self, agent: AgentUrl, client: Any, reconnects: int, backoff: float) -> None:
+        super().__init__(reconnects, backoff)
+        self.agent = agent
+        self.http = client  # httpx.AsyncClient (cookies kept: affinity)
+        self.connection_id: str | None = None
+        self._sessions: set[str] = set()
+        self.spawn(self._send_all())
+
+    async def _send_all(self) -> None:
+        while True:
+            message = await self._outbox.get()
+            try:
+                await self._send(message)
+            except Exception as exc:  # the transport failed, not the message: say so
+                log.info("remote %s: %s", message.get("method") or "reply", exc)
+                self.fail(message, f"could not reach the agent at {self.agent.url}: {exc}")
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        headers = {"Content-Type": "application/json", **self.agent.request_headers()}
+        first = message.get("method") == "initialize"
+        if not first:
+            if self.connection_id is None:
+                return self.fail(message, "not connected: initialize first")
+            headers[CONNECTION_HEADER] = self.connection_id
+            session = (message.get("params") or {}).get("sessionId")
+            if message.get("method") in SESSION_SCOPED and isinstance(session, str):
+                headers[SESSION_HEADER] = session
+        response = await self.http.post(
+            self.agent.url, content=json.dumps(message), headers=headers
+        )
+        if response.status_code >= 400 or (first and response.status_code != 200):
+            return self.fail(message, _http_error(response))
+        if first:
+            self.connection_id = response.headers.get(CONNECTION_HEADER)
+            if not self.connection_id:
+                return self.fail(message, f"the server sent no {CONNECTION_HEADER} header")
+            self.deliver(response.content)
+            self.spawn(self._stream(None))
+        elif response.status_code == 200 and response.content.strip():
+            self.deliver(response.content)
+
+    async def _stream(self, session_id: str | None) -> None:
+        """One SSE stream for as long as it lasts, opened again with Last-Event-ID."""
+        last_id: str | None = None
+        for attempt in range(self.reconnects + 1):
+            if attempt:
+                await asyncio.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                async for event_id, data in self._events(session_id, last_id):
+                    last_id = event_id or last_id
+                    self._saw(data, session_id)
+                    self.deliver(data)
+            except Exception as exc:
+                log.info("remote stream %s dropped: %s", session_id or "(connection)", exc)
+            if self._closed:
+                return
+        if session_id is None:
+            self.end()  # the connection's own stream is gone for good: so is the agent
+
+    async def _events(
+        self, session_id: str | None, last_id: str | None
+    ) -> AsyncIterator[tuple[str | None, bytes]]:
+        assert self.connection_id is not None
+        headers = {"Accept": "text/event-stream", CONNECTION_HEADER: self.connection_id}
+        headers.update(self.agent.request_headers())
+        if session_id is not None:
+            headers[SESSION_HEADER] = session_id
+        if last_id is not None:
+            headers["Last-Event-ID"] = last_id
+        no_read_limit = self.http.timeout.__class__(self.http.timeout.connect, read=None)
+        stream = self.http.stream("GET", self.agent.url, headers=headers, timeout=no_read_limit)
+        async with stream as response:
+            if response.status_code != 200:
+                raise ConnectionError(f"HTTP {response.status_code} for the event stream")
+            parser = SseParser()
+            async for chunk in response.aiter_bytes():
+                for event in parser.feed(chunk):
+                    yield event
+
+    def _saw(self, data: bytes, stream: str | None) -> None:
+        """Open a session's stream the first time a message names the session."""
+        if stream is not None:
+            return
+        found = _SESSION_ID.search(data)
+        session = found.group(1).decode() if found else None
+        if session is not None and session not in self._sessions:
+            self._sessions.add(session)
+            self.spawn(self._stream(session))
+
+    async def close(self) -> None:
+        await super().close()
+        if self.connection_id is not None:
+            headers = {CONNECTION_HEADER: self.connection_id, **self.agent.request_headers()}
+            with contextlib.suppress(Exception):
+                await self.http.request("DELETE", self.agent.url, headers=headers)
+        await self.http.aclose()
+
+
+class WebSocketStreams(RemoteStreams):
+    """WebSocket: text frames both ways on one socket."""
+
+    def __init__(self, socket: Any) -> None:
+        super().__init__(reconnects=0, backoff=0.0)
+        self.socket = socket
+        self.spawn(self._send_all())
+        self.spawn(self._receive_all())
+
+    async def _send_all(self) -> None:
+        while True:
+            message = await self._outbox.get()
+            try:
+                await self.socket.send(json.dumps(message))
+            except Exception as exc:
+                self.fail(message, f"the WebSocket is closed: {exc}")
+
+    async def _receive_all(self) -> None:
+        try:
+            async for frame in self.socket:
+                if isinstance(frame, str) and frame.strip():
+                    self.deliver(frame.encode())
+        except Exception as exc:
+            log.info("remote WebSocket closed: %s", exc)
+        finally:
+            self.end()
+
+    async def close(self) -> None:
+        await super().close()
+        with contextlib.suppress(Exception):
+            await self.socket.close()
+
+
+async def connect(
+    agent: AgentUrl, timeout: float, reconnects: int, backoff: float
+) -> RemoteStreams:
+    """The streams of a new connection to `agent` (nothing is sent until `initialize`)."""
+    if agent.url.lower().startswith(("ws://", "wss://")):
+        from websockets.asyncio.client import connect as ws_connect
+
+        socket = await asyncio.wait_for(
+            ws_connect(
+                agent.url, additional_headers=agent.request_headers() or None, max_size=1 << 26
+            ),
+            timeout,
+        )
+        return WebSocketStreams(socket)
+    import httpx
+
+    client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
+    return HttpStreams(agent, client, reconnects, backoff)
+
+
+class SseParser:
+    """Server-sent events, incrementally: (id, data) per event; comments skipped."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._data: list[bytes] = []
+        self._id: str | None = None
+
+    def feed(self, chunk: bytes) -> list[tuple[str | None, bytes]]:
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        events = []
+        for line in lines:
+            line = line.rstrip(b"\r")
+            if not line:
+                if self._data:
+                    events.append((self._id, b"\n".join(self._data)))
+                self._data, self._id = [], None
+                continue
+            name, _, value = line.partition(b":")
+            value = value[1:] if value.startswith(b" ") else value
+            if name == b"data":
+                self._data.append(value)
+            elif name == b"id":
+                self._id = value.decode("utf-8", "replace")
+        return events
+
+
+def _http_error(response: Any) -> str:
+    detail = response.text.strip()
+    try:
+        body = response.json()
+        error = body.get("error") if isinstance(body, dict) else None
+        detail = error.get("message", detail) if isinstance(error, dict) else (error or detail)
+    except ValueError:
+        pass
+    return f"HTTP {response.status_code} from the agent's server: {str(detail)[:300]}"
+
+
+__all__ = [
+    "AgentUrl",
+    "HttpStreams",
+    "RemoteStreams",
+    "SseParser",
+    "WebSocketStreams",
+    "connect",
+    "is_agent_url",
+]

@@ -1,0 +1,92 @@
+"""An agent written with the official ACP SDK, served by the SDK's own HTTP/WebSocket
+adapter on 127.0.0.1: a third-party remote agent for our client to talk to.
+
+"chunks N" streams N message chunks "0".."N-1"; "ask" requests a permission and says
+what it got; anything else is echoed.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from typing import Any
+
+import uvicorn
+from acp import InitializeResponse, NewSessionResponse, PromptResponse, update_agent_message_text
+from acp.http.asgi import create_asgi_app
+from acp.schema import PermissionOption, ToolCallUpdate
+
+
+class SdkAgent:
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(protocol_version=1)
+
+    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        return NewSessionResponse(session_id=str(uuid.uuid4()))
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        text = "".join(getattr(block, "text", "") for block in prompt)
+        words = text.split()
+        if words[:1] == ["ask"]:
+            pieces: Any = [await self._ask(session_id)]
+        elif len(words) == 2 and words[0] == "chunks" and words[1].isdigit():
+            pieces = (str(i) for i in range(int(words[1])))
+        else:
+            pieces = (text,)
+        for piece in pieces:
+            await self.conn.session_update(
+                session_id=session_id, update=update_agent_message_text(piece)
+            )
+        return PromptResponse(stop_reason="end_turn")
+
+    async def _ask(self, session_id: str) -> str:
+        options = [
+            PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
+            PermissionOption(option_id="no", name="Reject", kind="reject_once"),
+        ]
+        call = ToolCallUpdate(
+            tool_call_id="t1", title="Touch a file", kind="edit", status="pending"
+        )
+        answer = await self.conn.request_permission(
+            options=options, session_id=session_id, tool_call=call
+        )
+        return f"permission: {getattr(answer.outcome, 'option_id', 'cancelled')}"
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        return None
+
+
+class SdkServer:
+    """The SDK's ASGI app under uvicorn in a thread, on a free loopback port."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(create_asgi_app(SdkAgent), log_level="warning", lifespan="off")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+
+    def url(self, scheme: str = "http") -> str:
+        return f"{scheme}://127.0.0.1:{self.port}/acp"
+
+    def __enter__(self) -> SdkServer:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the SDK's server did not start")
+            time.sleep(0.005)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=5)
+        self.sock.close()
