@@ -46,7 +46,6 @@ def test_every_name_resolves() -> None:
 def test_errors_form_one_tree() -> None:
     for name in (
         "AgentStartError",
-        "AgentUrl",
         "HandshakeError",
         "ClientTimeout",
         "AgentDisconnected",
@@ -59,6 +58,12 @@ def test_errors_form_one_tree() -> None:
 def test_settings_are_frozen() -> None:
     import dataclasses
 
-    for cls in (client.AgentCommand, client.ClientPolicy, client.Timeouts, client.Limits):
+    for cls in (
+        client.AgentCommand,
+        client.AgentUrl,
+        client.ClientPolicy,
+        client.Timeouts,
+        client.Limits,
+    ):
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls
         assert len(dataclasses.fields(cls)) <= 6, cls

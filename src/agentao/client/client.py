@@ -89,10 +89,7 @@ class Client:
         """Spawn the agent, connect to it (a URL), or use `streams`; then `initialize`
         (+ `authenticate`)."""
         if streams is None and isinstance(self.command, AgentUrl):
-            t = self.timeouts
-            self.remote = await connect(
-                self.command, t.connect, self.limits.remote_reconnects, t.reconnect_backoff
-            )
+            self.remote = await connect(self.command)
             streams = (self.remote.reader, self.remote)
         elif streams is None:
             self.process = await AgentProcess.start(self.command, self.limits.stderr_tail_bytes)

@@ -84,8 +84,6 @@ class Timeouts:
     eof_grace: float = 2.0  # shutdown: after closing stdin, before SIGTERM to the group
     term_grace: float = 3.0  # after SIGTERM, before SIGKILL (agents and terminals)
     kill_grace: float = 2.0  # after SIGKILL, before giving up on the exit status
-    connect: float = 30.0  # a remote agent (URL): connecting, and each POST
-    reconnect_backoff: float = 0.2  # a dropped remote event stream: first wait, then doubled
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +94,6 @@ class Limits:
     max_backlog: int = 100_000  # updates kept for a session nobody is reading (oldest dropped)
     max_line_bytes: int = 64 * 1024 * 1024  # one NDJSON line from the agent
     max_read_bytes: int = 64 * 1024 * 1024  # one fs/read_text_file answer
-    remote_reconnects: int = 5  # times a dropped remote event stream is opened again
 
 
 __all__ = ["AgentCommand", "Approve", "ClientPolicy", "Limits", "MissingFile", "Timeouts"]

@@ -52,11 +52,15 @@ _SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([^"\\]+)"')
 
 @dataclass(frozen=True, slots=True)
 class AgentUrl:
-    """An agent served over the network (`https://host/acp`, `wss://host/acp`)."""
+    """An agent served over the network (`https://host/acp`, `wss://host/acp`), and how
+    to reach it."""
 
     url: str
     api_key: str | None = field(default=None, repr=False)  # sent as a bearer token
     headers: tuple[tuple[str, str], ...] = ()  # sent with every request
+    timeout: float = 30.0  # seconds to connect, and for each POST
+    reconnects: int = 5  # times a dropped event stream is opened again (Last-Event-ID)
+    reconnect_backoff: float = 0.2  # seconds before the first reopening; doubled after
 
     def request_headers(self) -> dict[str, str]:
         headers = dict(self.headers)
@@ -262,10 +266,9 @@ class WebSocketStreams(RemoteStreams):
             await self.socket.close()
 
 
-async def connect(
-    agent: AgentUrl, timeout: float, reconnects: int, backoff: float
-) -> RemoteStreams:
+async def connect(agent: AgentUrl) -> RemoteStreams:
     """The streams of a new connection to `agent` (nothing is sent until `initialize`)."""
+    timeout = agent.timeout
     if agent.url.lower().startswith(("ws://", "wss://")):
         from websockets.asyncio.client import connect as ws_connect
 
@@ -279,7 +282,7 @@ async def connect(
     import httpx
 
     client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
-    return HttpStreams(agent, client, reconnects, backoff)
+    return HttpStreams(agent, client, agent.reconnects, agent.reconnect_backoff)
 
 
 class SseParser:
