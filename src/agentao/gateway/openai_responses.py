@@ -32,7 +32,7 @@ from agentao.gateway.sessions import LiveConversation, TurnRequest
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
 from agentao.gateway.transcript import ChatMessage, render
 from agentao.gateway.turns import GatewayTurn, Step, TurnFailed
-from agentao.store.gateway import ResponseRecord
+from agentao.store.gateway_records import ResponseRecord
 
 log = logging.getLogger("agentao.gateway")
 router = APIRouter()

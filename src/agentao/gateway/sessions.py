@@ -38,7 +38,8 @@ from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.tasklog import TaskHub
 from agentao.gateway.turns import GatewayTurn, TurnContext
-from agentao.store.gateway import Conversation, GatewayStore, TaskRecord
+from agentao.store.gateway import GatewayStore
+from agentao.store.gateway_records import Conversation, TaskRecord
 
 log = logging.getLogger("agentao.gateway")
 

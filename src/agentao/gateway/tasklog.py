@@ -21,7 +21,8 @@ import logging
 import time
 from typing import Any
 
-from agentao.store.gateway import Conversation, GatewayStore, TaskEvent, TaskRecord
+from agentao.store.gateway import GatewayStore
+from agentao.store.gateway_records import Conversation, TaskEvent, TaskRecord
 
 log = logging.getLogger("agentao.gateway")
 

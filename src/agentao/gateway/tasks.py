@@ -37,7 +37,7 @@ from agentao.gateway.permissions import AnswerRejected
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import TurnRequest
 from agentao.gateway.tasklog import TERMINAL
-from agentao.store.gateway import TaskEvent, TaskRecord
+from agentao.store.gateway_records import TaskEvent, TaskRecord
 
 log = logging.getLogger("agentao.gateway")
 router = APIRouter()
