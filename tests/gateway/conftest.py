@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,6 @@ import uvicorn
 from agentao.gateway.app import create_app
 from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig, Limits, WebPolicy
 from agentao.gateway.logs import uvicorn_log_config
-from agentao.store.gateway import open_gateway_store
 
 OUR_AGENT = (sys.executable, "-m", "agentao", "--acp")
 
@@ -63,6 +63,7 @@ DEFAULT_SCRIPT: list[dict[str, Any]] = [
     },
     {"match": "read", "text": "Read notes.txt."},
     {"match": "refuse", "text": "No.", "finish": "content_filter"},
+    {"match": "cutoff", "text": "Cut", "finish": "length"},
     {"thought": "Thinking it over.", "text": "Answer one."},
     {"text": "Answer two."},
     {"text": "Answer three."},
@@ -74,7 +75,7 @@ class LiveGateway:
     def __init__(self, config: GatewayConfig, store_path: Path) -> None:
         self.config = config
         self.store_path = store_path
-        self.app = create_app(config, open_gateway_store(store_path))
+        self.app = create_app(replace(config, store_path=str(store_path)))
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -273,6 +274,27 @@ class ServedGateway:
         self.proc.send_signal(signal.SIGINT)
         self.proc.wait(timeout=20)
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash would: nothing of the gateway runs after it. (Reaped at once:
+        a zombie still has its /proc entry, and would pass for alive.)"""
+        self.proc.kill()
+        self.proc.wait(timeout=20)
+
+    def openai(self, key: str = "unused") -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{self.url}/v1", api_key=key, max_retries=0, timeout=30)
+
+
+def served_config(tmp: Path, script: list[dict[str, Any]] | None = None) -> str:
+    """A config for `ServedGateway`: our scripted agent, no keys (loopback only)."""
+    path = tmp / "script.json"
+    path.write_text(json.dumps({"responses": script or DEFAULT_SCRIPT}))
+    return f"""
+[agents.agentao]
+command = ["{sys.executable}", "-m", "agentao", "--acp"]
+cwd = "{tmp}"
+env = {{ LLM_PROVIDER = "SCRIPTED", AGENTAO_SCRIPT = "{path}" }}
+"""
+
 
 SERVED_KEY = "sk-served-0123456789abcdef"
 
@@ -318,4 +340,5 @@ __all__ = [
     "ServedGateway",
     "llm_spec",
     "scripted_spec",
+    "served_config",
 ]

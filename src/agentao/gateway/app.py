@@ -48,7 +48,8 @@ CORS_RESPONSE_HEADERS = ("x-session-id", "x-task-id", "retry-after")
 
 def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> FastAPI:
     """An app serving `config`'s agents; the store defaults to the configured SQLite file."""
-    store = store if store is not None else open_gateway_store(_store_path(config))
+    if store is None:
+        store = open_gateway_store(_store_path(config), readers=config.limits.store_readers)
     gateway = Gateway(config, store)
 
     @asynccontextmanager

@@ -283,8 +283,11 @@ class Conversations:
                     request.on_end(conv, turn)
                     self._index(conv, old_hash)
             await turn.log.stored.wait()
-            status = "ended" if ok else "error"
-            await self.store.finish_task(turn.id, status, conv.record if ok else None)
+            if ok:
+                await self.store.finish_task(turn.id, "ended", conv.record)
+            else:
+                error = getattr(turn.result, "message", None)
+                await self.store.finish_task(turn.id, "error", error=error)
         finally:
             conv.last_used = asyncio.get_running_loop().time()
             if conv.turn is turn:

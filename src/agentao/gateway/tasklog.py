@@ -3,9 +3,11 @@
 Theory of operation. `TaskLog.emit()` is synchronous: it numbers the frame
 (seq 1, 2, ...) and hands it to the hub, so a turn never waits for the disk.
 The hub has one writer task for every task at once: it takes whatever
-conversation rows, task rows and frames are waiting, stores them in one transaction, and only then gives each
-frame to the watchers of its task, in order. Under load that is one commit for
-many frames of many turns, instead of one per frame.
+conversation rows, task rows, new response rows and frames are waiting, stores
+them in one transaction, and only then gives each frame to the watchers of its
+task, in order. Under load that is one commit for many frames of many turns,
+instead of one per frame. Every task and response row it writes names this
+gateway process as its owner (`boot_id`, see `boots.py`).
 
 A watcher that subscribes and then reads the store for `seq > after_seq` sees
 every frame exactly once: a frame delivered before it subscribed is already in
@@ -22,7 +24,7 @@ import time
 from typing import Any
 
 from agentao.store.gateway import GatewayStore
-from agentao.store.gateway_records import Conversation, TaskEvent, TaskRecord
+from agentao.store.gateway_records import Conversation, ResponseRecord, TaskEvent, TaskRecord
 
 log = logging.getLogger("agentao.gateway")
 
@@ -75,21 +77,38 @@ class TaskLog:
 class TaskHub:
     """Every running task's log, and the one writer that stores their rows and frames."""
 
-    def __init__(self, store: GatewayStore) -> None:
+    def __init__(self, store: GatewayStore, boot_id: str) -> None:
         self.store = store
+        self.boot_id = boot_id
         self._logs: dict[str, TaskLog] = {}
         self._conversations: dict[str, Conversation] = {}  # saved as they are when written
         self._rows: list[TaskRecord] = []
+        self._responses: list[ResponseRecord] = []
         self._frames: list[TaskEvent] = []
         self._wake = asyncio.Event()
+        self._idle = asyncio.Event()  # nothing queued and no write under way
+        self._idle.set()
         self._writer: asyncio.Task[None] | None = None
 
     def open(self, record: TaskRecord) -> TaskLog:
         """A log for a new task; its row is written before its first frame."""
         task_log = self._logs[record.id] = TaskLog(record.id, self)
+        record.boot_id = self.boot_id
         self._rows.append(record)
         self._kick()
         return task_log
+
+    def start_response(self, record: ResponseRecord) -> None:
+        """Queue a new response's row (in progress), written unless one is there by then:
+        its final row, written directly when it ends, must never be overwritten."""
+        record.boot_id = self.boot_id
+        self._responses.append(record)
+        self._kick()
+
+    async def flush(self) -> None:
+        """Wait until everything queued so far is stored (shutdown)."""
+        if self._writer is not None and not self._writer.done():
+            await self._idle.wait()
 
     def save_conversation(self, conversation: Conversation) -> None:
         """Queue a conversation's row (insert or update) ahead of the next task rows."""
@@ -105,6 +124,7 @@ class TaskHub:
 
     def _kick(self) -> None:
         self._wake.set()
+        self._idle.clear()
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(self._run())
 
@@ -113,15 +133,24 @@ class TaskHub:
             await self._wake.wait()
             self._wake.clear()
             convs, rows, frames = list(self._conversations.values()), self._rows, self._frames
-            self._conversations, self._rows, self._frames = {}, [], []
-            if convs or rows or frames:
-                await self._write(convs, rows, frames)
+            responses = self._responses
+            self._conversations, self._rows, self._frames, self._responses = {}, [], [], []
+            if convs or rows or frames or responses:
+                await self._write(convs, rows, frames, responses)
+            if not self._wake.is_set():
+                self._idle.set()
 
     async def _write(
-        self, convs: list[Conversation], rows: list[TaskRecord], frames: list[TaskEvent]
+        self,
+        convs: list[Conversation],
+        rows: list[TaskRecord],
+        frames: list[TaskEvent],
+        responses: list[ResponseRecord],
     ) -> None:
         try:
-            await self.store.append_events(frames, tasks=rows, conversations=convs)
+            await self.store.append_events(
+                frames, tasks=rows, conversations=convs, responses=responses
+            )
         except Exception:  # frames still go out: a watcher must not hang on a disk error
             log.exception("could not store %d task rows and %d frames", len(rows), len(frames))
         for row in rows:

@@ -33,10 +33,12 @@ from fastapi.responses import JSONResponse
 
 from agentao.gateway.auth import WS_PROTOCOL, Principal, check_owner, owns
 from agentao.gateway.errors import ApiError, BadRequest, NotFound
+from agentao.gateway.identifiers import check_id
 from agentao.gateway.permissions import AnswerRejected
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import TurnRequest
 from agentao.gateway.tasklog import TERMINAL
+from agentao.store.gateway import IN_FLIGHT_TASK
 from agentao.store.gateway_records import TaskEvent, TaskRecord
 
 log = logging.getLogger("agentao.gateway")
@@ -93,9 +95,19 @@ async def start_task(request: Request) -> Any:
 
 
 async def _task(gw: Gateway, principal: Principal, task_id: str) -> TaskRecord:
+    """The task as stored (settled first if the process that ran it has died since)."""
+    check_id(task_id, "task_id")
     live = gw.hub.get(task_id)
     if live is not None:  # just started: its row may be on its way to the store
         await live.stored.wait()
+    task = await _stored(gw, principal, task_id)
+    elsewhere = task.status == IN_FLIGHT_TASK and live is None  # not running here
+    if elsewhere and await gw.recovery.settle_if_dead(task.boot_id):
+        task = await _stored(gw, principal, task_id)
+    return task
+
+
+async def _stored(gw: Gateway, principal: Principal, task_id: str) -> TaskRecord:
     task = await gw.store.get_task(task_id)
     conv = await gw.store.get_conversation(task.conversation_id) if task else None
     if task is None or conv is None:
@@ -113,6 +125,7 @@ async def get_task(task_id: str, request: Request) -> Any:
         "object": "task",
         "conversation_id": task.conversation_id,
         "status": task.status,
+        "error": task.error,
         "prompt": task.prompt,
         "created_at": task.created_at,
         "ended_at": task.ended_at,
