@@ -33,6 +33,7 @@ import uvicorn
 
 from agentao.gateway.app import create_app
 from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig, Limits, WebPolicy
+from agentao.gateway.http11 import GatewayH11Protocol
 from agentao.gateway.logs import uvicorn_log_config
 
 OUR_AGENT = (sys.executable, "-m", "agentao", "--acp")
@@ -85,6 +86,7 @@ class LiveGateway:
             log_level="warning",
             log_config=uvicorn_log_config(),  # as `agentao serve` logs
             access_log=False,
+            http=GatewayH11Protocol,  # as `agentao serve` runs
             timeout_graceful_shutdown=2,
         )
         self._server = uvicorn.Server(server_config)

@@ -26,6 +26,7 @@ from agentao.gateway.auth import POLICY_HEADER
 from agentao.gateway.bodylimit import BodyLimit
 from agentao.gateway.config import GatewayConfig
 from agentao.gateway.guard import Guard
+from agentao.gateway.http11 import GatewayH11Protocol
 from agentao.gateway.logs import redact_root_handlers, uvicorn_log_config
 from agentao.gateway.service import Gateway, models_listing
 from agentao.store.gateway import GatewayStore, open_gateway_store
@@ -142,6 +143,7 @@ def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
         log_level=log_level,
         log_config=uvicorn_log_config(),
         access_log=False,
+        http=GatewayH11Protocol,
     )
     return 0
 

@@ -27,6 +27,7 @@ from fastapi.responses import JSONResponse
 from agentao.client import TurnEnd
 from agentao.gateway.auth import Principal, owns
 from agentao.gateway.errors import AgentFailed, BadRequest, unsupported
+from agentao.gateway.identifiers import check_session_key
 from agentao.gateway.inputs import parse_chat_messages, prompt_blocks
 from agentao.gateway.mapping import chat_finish_reason, estimate_usage, usage_from_agent
 from agentao.gateway.service import Gateway, ModelChoice
@@ -102,7 +103,7 @@ async def chat_completions(request: Request) -> Any:
     policy = gw.policy(principal, request, body.x_permission_policy)
     pool = gw.conversations.pool(choice.agent)
     messages = parse_chat_messages(body.messages, images=pool.info.images)
-    key = body.x_session_id or request.headers.get(SESSION_HEADER)
+    key = _session_key(gw, request, body)
     conv, new, fresh = await _conversation(gw, principal, choice, key, messages)
     turn_request = _turn_request(body, principal, policy, choice, messages, new, fresh)
     try:
@@ -118,6 +119,16 @@ async def chat_completions(request: Request) -> Any:
     async with watch_disconnect(request, turn.cancel):
         result = await reply.collect()
     return JSONResponse(result, headers=headers)
+
+
+def _session_key(gw: Gateway, request: Request, body: ChatBody) -> str | None:
+    """The explicit conversation key, if any: it is echoed as a header, so it is checked
+    before anything runs (see `identifiers.py`)."""
+    limit = gw.limits.max_session_key_length
+    if body.x_session_id is not None:
+        return check_session_key(body.x_session_id, "x_session_id", limit)
+    header = request.headers.get(SESSION_HEADER)
+    return check_session_key(header, "X-Session-Id", limit) if header is not None else None
 
 
 async def _conversation(

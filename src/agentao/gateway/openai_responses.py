@@ -40,6 +40,15 @@ log = logging.getLogger("agentao.gateway")
 router = APIRouter()
 
 
+class TextFormat(msgspec.Struct):
+    type: str  # "text", "json_object", "json_schema" (whose other fields are not read)
+
+
+class TextOptions(msgspec.Struct):
+    format: TextFormat | None = None
+    verbosity: str | None = None
+
+
 class ResponsesBody(msgspec.Struct, kw_only=True):
     model: str
     input: Any
@@ -51,7 +60,7 @@ class ResponsesBody(msgspec.Struct, kw_only=True):
     metadata: dict[str, str] | None = None
     tools: list[Any] | None = None
     tool_choice: Any = None
-    text: dict[str, Any] | None = None
+    text: TextOptions | None = None
     conversation: Any = None
     prompt: Any = None
     x_acp: bool = False
@@ -63,8 +72,8 @@ def check_supported(body: ResponsesBody) -> None:
         raise unsupported("tools", "client-side tools are not supported (agent tools run inside)")
     if body.tool_choice not in (None, "auto", "none"):
         raise unsupported("tool_choice", "client-side tools are not supported")
-    fmt = (body.text or {}).get("format") or {}
-    if fmt.get("type") not in (None, "text"):
+    fmt = body.text.format if body.text is not None else None
+    if fmt is not None and fmt.type != "text":
         raise unsupported("text.format", "only 'text' can be honoured by an agent")
     if body.conversation is not None:
         raise unsupported("conversation", "use previous_response_id to continue a conversation")
@@ -94,6 +103,8 @@ async def create_response(request: Request) -> Any:
     check_supported(body)
     choice = gw.resolve_model(principal, body.model)
     policy = gw.policy(principal, request, body.x_permission_policy)
+    if body.previous_response_id is not None:
+        check_id(body.previous_response_id, "previous_response_id")
     pool = gw.conversations.pool(choice.agent)
     messages = parse_response_input(body.input, images=pool.info.images)
     if body.instructions:

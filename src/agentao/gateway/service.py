@@ -23,6 +23,7 @@ from agentao.gateway.auth import POLICY_HEADER, Authenticator, Principal
 from agentao.gateway.boots import this_boot
 from agentao.gateway.config import GatewayConfig, Policy
 from agentao.gateway.errors import BadRequest, NotFound, UnsupportedMediaType
+from agentao.gateway.identifiers import check_model
 from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.recovery import Recovery
@@ -117,18 +118,31 @@ class Gateway:
             raise BadRequest(f"invalid request: {exc}", param=_param_of(exc)) from None
         except msgspec.DecodeError as exc:
             raise BadRequest(f"the body is not valid JSON: {exc}", code="invalid_json") from None
+        except RecursionError:  # the decoder's own guard: arrays/objects nested ~1,000 deep
+            raise BadRequest(
+                "the body's JSON is nested too deeply to decode", code="json_too_deep"
+            ) from None
 
-    def resolve_model(self, principal: Principal, model: str) -> ModelChoice:
-        """`agent` or `agent/model`: the agent must exist and be allowed for this key."""
-        agent, _, own = model.partition("/")
-        if agent not in self.pools:
+    def resolve_model(self, principal: Principal, model: str, param: str = "model") -> ModelChoice:
+        """`agent` or `agent/model`: a well-formed name, an agent that exists and is allowed
+        for this key, and (once the agent has listed them) one of its own models."""
+        agent, _, own = check_model(model, param).partition("/")
+        pool = self.pools.get(agent)
+        if pool is None:
             known = ", ".join(sorted(self.pools))
             raise NotFound(
                 f"the model {model!r} does not exist (agents: {known})",
-                param="model",
+                param=param,
                 code="model_not_found",
             )
         principal.check_agent(agent)
+        if own and pool.info.models and own not in pool.info.models:
+            raise NotFound(
+                f"the agent {agent!r} has no model {own!r} (its models: "
+                f"{', '.join(pool.info.models)})",
+                param=param,
+                code="model_not_found",
+            )
         return ModelChoice(agent, own or None)
 
     def policy(self, principal: Principal, request: Request, body_value: str | None) -> Policy:

@@ -235,8 +235,12 @@ class Conversations:
         option = conv.pool.info.model_option or "model"
         try:
             await session.set_config_option(option, model)
-        except AgentError as exc:
-            raise ApiError(f"the agent refused model {model!r}: {exc.message}") from None
+        except AgentError as exc:  # nothing ran yet: the request names a model it lacks
+            raise NotFound(
+                f"the agent refused the model {model!r}: {exc.message}",
+                param="model",
+                code="model_not_found",
+            ) from None
         conv.model = model
 
     async def _start(

@@ -45,6 +45,16 @@ log = logging.getLogger("agentao.gateway")
 router = APIRouter()
 
 
+# The string fields each kind of ACP content block needs (schema: ContentBlock).
+BLOCK_FIELDS: dict[str, tuple[str, ...]] = {
+    "text": ("text",),
+    "image": ("data", "mimeType"),
+    "audio": ("data", "mimeType"),
+    "resource_link": ("name", "uri"),
+    "resource": (),
+}
+
+
 class TaskBody(msgspec.Struct, kw_only=True):
     agent: str  # an agent name, or `agent/model`
     prompt: str | list[dict[str, Any]]
@@ -61,9 +71,11 @@ async def start_task(request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
     body = await gw.decode(request, TaskBody)
-    choice = gw.resolve_model(principal, body.agent)
+    choice = gw.resolve_model(principal, body.agent, "agent")
     policy = gw.policy(principal, request, body.permission_policy)
+    blocks = prompt_blocks(body.prompt)
     if body.conversation_id:
+        check_id(body.conversation_id, "conversation_id")
         conv = await gw.conversations.get(body.conversation_id)
         if conv is None or not owns(principal, conv.record.owner):
             raise NotFound("no such conversation", param="conversation_id")
@@ -71,12 +83,7 @@ async def start_task(request: Request) -> Any:
             raise BadRequest(f"the conversation belongs to {conv.record.agent!r}", param="agent")
     else:
         conv = await gw.conversations.create(principal.name, choice.agent, "task")
-    blocks = (
-        [{"type": "text", "text": body.prompt}] if isinstance(body.prompt, str) else body.prompt
-    )
-    if not blocks:
-        raise BadRequest("'prompt' must not be empty", param="prompt")
-    title = " ".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict)).strip()
+    title = " ".join(b["text"] for b in blocks if b["type"] == "text").strip()
     turn = await gw.conversations.begin(
         conv,
         TurnRequest(blocks, title or "(prompt)", principal.name, policy, choice.model, "task"),
@@ -114,6 +121,31 @@ async def _stored(gw: Gateway, principal: Principal, task_id: str) -> TaskRecord
         raise NotFound(f"no task {task_id!r}")
     check_owner(principal, conv.owner, "task")
     return task
+
+
+def prompt_blocks(prompt: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ACP content blocks to send: text as one block, or blocks whose shape is checked
+    here (a block the agent would refuse must not start a turn)."""
+    if isinstance(prompt, str):
+        prompt = [{"type": "text", "text": prompt}]
+    if not prompt:
+        raise BadRequest("'prompt' must not be empty", param="prompt")
+    for i, block in enumerate(prompt):
+        kind = block.get("type")
+        if not isinstance(kind, str) or kind not in BLOCK_FIELDS:
+            raise BadRequest(
+                f"prompt[{i}].type {kind!r} is not one of {sorted(BLOCK_FIELDS)}",
+                param=f"prompt[{i}].type",
+            )
+        for field in BLOCK_FIELDS[kind]:
+            if not isinstance(block.get(field), str):
+                where = f"prompt[{i}].{field}"
+                raise BadRequest(f"{where} must be a string", param=where)
+        if kind == "resource" and not isinstance(block.get("resource"), dict):
+            raise BadRequest(
+                f"prompt[{i}].resource must be an object", param=f"prompt[{i}].resource"
+            )
+    return prompt
 
 
 @router.get("/v1/tasks/{task_id}")
@@ -165,6 +197,7 @@ async def list_conversations(request: Request) -> Any:
 async def conversation_tasks(conversation_id: str, request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
+    check_id(conversation_id, "conversation_id")
     conv = await gw.store.get_conversation(conversation_id)
     if conv is None:
         raise NotFound("no such conversation")
@@ -186,6 +219,7 @@ async def pending_permissions(request: Request) -> Any:
 async def answer_permission(request_id: str, request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
+    check_id(request_id, "request_id")
     body = await gw.decode(request, PermissionAnswer)
     try:
         gw.desk.answer(request_id, body.option_id, principal)
