@@ -14,6 +14,7 @@ request sets `x_acp: true`. Agent-run tools are never `tool_calls`.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 import uuid
@@ -26,6 +27,7 @@ from fastapi.responses import JSONResponse
 
 from agentao.client import TurnEnd
 from agentao.gateway.auth import Principal, owns
+from agentao.gateway.config import Limits
 from agentao.gateway.errors import AgentFailed, BadRequest, unsupported
 from agentao.gateway.identifiers import check_session_key
 from agentao.gateway.inputs import parse_chat_messages, prompt_blocks
@@ -34,11 +36,12 @@ from agentao.gateway.service import Gateway, ModelChoice
 from agentao.gateway.sessions import LiveConversation, SessionLost, TurnRequest
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
 from agentao.gateway.transcript import (
+    OFFLOAD_MESSAGES,
     ChatMessage,
-    candidate_prefixes,
+    HashedTranscript,
+    hash_transcript,
     render,
     tail_after_last_answer,
-    transcript_hash,
 )
 from agentao.gateway.turns import GatewayTurn, Step, TurnFailed
 
@@ -102,15 +105,16 @@ async def chat_completions(request: Request) -> Any:
     choice = gw.resolve_model(principal, body.model)
     policy = gw.policy(principal, request, body.x_permission_policy)
     pool = gw.conversations.pool(choice.agent)
-    messages = parse_chat_messages(body.messages, images=pool.info.images)
     key = _session_key(gw, request, body)
-    conv, new, fresh = await _conversation(gw, principal, choice, key, messages)
-    turn_request = _turn_request(body, principal, policy, choice, messages, new, fresh)
+    hashed = await _read_transcript(body.messages, pool.info.images, gw.limits)
+    conv, new, fresh = await _conversation(gw, principal, choice, key, hashed)
+    turn_request = _turn_request(body, principal, policy, choice, hashed, new, fresh)
     try:
         turn = await gw.conversations.begin(conv, turn_request)
     except SessionLost:  # start the conversation over, with the whole transcript
         conv.record.session_id, conv.session = None, None
-        turn_request = _turn_request(body, principal, policy, choice, messages, messages, True)
+        everything = hashed.messages
+        turn_request = _turn_request(body, principal, policy, choice, hashed, everything, True)
         turn = await gw.conversations.begin(conv, turn_request)
     headers = {"X-Session-Id": key or conv.id, "X-Task-Id": turn.id}
     reply = _Reply("chatcmpl-" + uuid.uuid4().hex, int(time.time()), choice, body, turn)
@@ -131,16 +135,29 @@ def _session_key(gw: Gateway, request: Request, body: ChatBody) -> str | None:
     return check_session_key(header, "X-Session-Id", limit) if header is not None else None
 
 
+async def _read_transcript(raw: list[Any], images: bool, limits: Limits) -> HashedTranscript:
+    """The request's messages, parsed and hashed; a long transcript on a worker thread, so
+    the event loop goes on serving everyone else meanwhile."""
+
+    def read() -> HashedTranscript:
+        messages = parse_chat_messages(raw, images=images)
+        return hash_transcript(messages, limits.transcript_match_depth)
+
+    if len(raw) > OFFLOAD_MESSAGES:
+        return await asyncio.to_thread(read)
+    return read()
+
+
 async def _conversation(
     gw: Gateway,
     principal: Principal,
     choice: ModelChoice,
     key: str | None,
-    messages: list[ChatMessage],
+    hashed: HashedTranscript,
 ) -> tuple[LiveConversation, list[ChatMessage], bool]:
     """(conversation, messages to send, whether the agent starts fresh)."""
     convs = gw.conversations
-    candidates = candidate_prefixes(messages)
+    messages, candidates = hashed.messages, hashed.candidates
     if key:
         conv = await _keyed(gw, principal, choice, key)
         if conv.record.agent != choice.agent:
@@ -191,7 +208,7 @@ def _turn_request(
     principal: Principal,
     policy: Any,
     choice: ModelChoice,
-    transcript: list[ChatMessage],
+    transcript: HashedTranscript,
     new: list[ChatMessage],
     fresh: bool,
 ) -> TurnRequest:
@@ -200,7 +217,7 @@ def _turn_request(
     def on_end(conv: LiveConversation, turn: GatewayTurn) -> None:
         result = turn.result
         if isinstance(result, TurnEnd) and result.stop_reason != "cancelled":
-            conv.record.transcript_hash = transcript_hash(transcript, turn.mapper.full_text)
+            conv.record.transcript_hash = transcript.answered(turn.mapper.full_text)
 
     return TurnRequest(
         prompt=prompt_blocks(new, text),
