@@ -151,7 +151,7 @@ async def test_a_new_response_row_never_overwrites_its_final_row(store) -> None:
     assert (await store.get_response("r1")).status == "completed"
 
 
-async def test_rows_from_before_owners_are_found_as_ownerless(tmp_path) -> None:
+async def test_rows_from_before_owners_and_batched_frames_migrate(tmp_path) -> None:
     path = tmp_path / "old.sqlite3"
     first_version = Schema("gateway", GATEWAY_SCHEMA.migrations[:7])  # as released before
     db = Database.open(path, [first_version])
@@ -160,6 +160,8 @@ async def test_rows_from_before_owners_are_found_as_ownerless(tmp_path) -> None:
             "INSERT INTO gw_conversations VALUES ('c1','local','agentao',NULL,NULL,'chat',1,1,0,NULL);"
             "INSERT INTO gw_responses VALUES ('r1','c1',0,'in_progress',1,'{}');"
             "INSERT INTO gw_tasks VALUES ('t1','c1','running',1,NULL,'');"
+            "INSERT INTO gw_task_events VALUES ('t1',1,'task-started',1795477115.1160305,'{}');"
+            """INSERT INTO gw_task_events VALUES ('t1',2,'task-running',2.5,'{"update":{"a":"é"}}');"""
         )
     )
     db.close()
@@ -167,6 +169,12 @@ async def test_rows_from_before_owners_are_found_as_ownerless(tmp_path) -> None:
     responses, tasks = await store.in_flight([None])
     assert [r.id for r in responses] == ["r1"] and [t.id for t in tasks] == ["t1"]
     assert responses[0].boot_id is None
+    assert await store.events_after("t1", 0) == [  # frames move to rows of batches
+        TaskEvent("t1", 1, "task-started", 1795477115.1160305, {}),
+        TaskEvent("t1", 2, "task-running", 2.5, {"update": {"a": "é"}}),
+    ]
+    await store.append_events([TaskEvent("t1", 3, "task-ended", 3.0, {})])
+    assert [e.seq for e in await store.events_after("t1", 1)] == [2, 3]
     store.close()
 
 

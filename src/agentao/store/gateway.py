@@ -7,7 +7,9 @@ of the transcript as of its last answer (`transcript_hash`), so the next request
 can be matched by its prefix. A *response* row maps a Responses API id to its
 conversation and turn, which is what makes `previous_response_id` survive a
 gateway restart. A *task* is one turn; its *events* are the task-stream frames,
-numbered per task from 1, written before any watcher sees them.
+numbered per task from 1, written before any watcher sees them. They are stored a
+batch to a row (`gw_task_frames`: the task, the first and last seq, the frames as
+one JSON array): a 5,000-chunk answer is a handful of inserts, not 5,000.
 
 Each response and task row in flight names the *boot* that runs it: one row of
 `gw_boots` per gateway process (a random id, its host, pid and the pid's start
@@ -38,7 +40,7 @@ from agentao.store.gateway_records import (
     boot_from_row,
     boot_row,
     conversation_from_row,
-    decode_json,
+    decode_frames,
     encode_json,
     response_from_row,
     response_row,
@@ -103,6 +105,19 @@ GATEWAY_SCHEMA = Schema(
         "ALTER TABLE gw_tasks ADD COLUMN error TEXT",
         "CREATE INDEX gw_responses_in_flight ON gw_responses(boot_id) WHERE status = 'in_progress'",
         "CREATE INDEX gw_tasks_in_flight ON gw_tasks(boot_id) WHERE status = 'running'",
+        # Frames a batch to a row, each frame [task_id, seq, type, at, payload] (TaskEvent).
+        """CREATE TABLE gw_task_frames (
+            task_id TEXT NOT NULL REFERENCES gw_tasks(id) ON DELETE CASCADE,
+            first_seq INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            frames BLOB NOT NULL,
+            PRIMARY KEY (task_id, first_seq)
+        )""",
+        """INSERT INTO gw_task_frames (task_id, first_seq, last_seq, frames)
+        SELECT task_id, seq, seq, '[[' || json_quote(task_id) || ',' || seq || ','
+            || json_quote(type) || ',' || printf('%!.17g', at) || ',' || payload || ']]'
+        FROM gw_task_events""",
+        "DROP TABLE gw_task_events",
     ),
 )
 IN_FLIGHT_RESPONSE = "in_progress"
@@ -137,6 +152,7 @@ class GatewayStore(Protocol):
         tasks: Sequence[TaskRecord] = (),
         conversations: Sequence[Conversation] = (),
         responses: Sequence[ResponseRecord] = (),
+        ended: Sequence[TaskRecord] = (),
     ) -> None: ...
     async def events_after(self, task_id: str, after_seq: int) -> list[TaskEvent]: ...
     async def register_boot(self, boot: Boot) -> None: ...
@@ -267,10 +283,12 @@ class SqliteGatewayStore:
         tasks: Sequence[TaskRecord] = (),
         conversations: Sequence[Conversation] = (),
         responses: Sequence[ResponseRecord] = (),
+        ended: Sequence[TaskRecord] = (),
     ) -> None:
         """Save conversations (insert or update), then new task rows, new response rows
-        (kept if the row exists: a later `put_response` wins), then events, in one
-        transaction (all or none): the order their references need."""
+        (kept if the row exists: a later `put_response` wins), then events, then the
+        ends of tasks (their status, ended_at and error), in one transaction (all or
+        none): the order their references need."""
         now = time.time()
         for task in tasks:
             task.created_at = task.created_at or now
@@ -283,7 +301,7 @@ class SqliteGatewayStore:
             (t.id, t.conversation_id, t.status, t.created_at, t.prompt, t.boot_id) for t in tasks
         ]
         started = [response_row(r) for r in responses]
-        rows = [(e.task_id, e.seq, e.type, e.at, encode_json(e.payload).decode()) for e in events]
+        rows = _frame_rows(events)
 
         def append(c: sqlite3.Connection) -> None:
             for conv in conversations:
@@ -294,10 +312,10 @@ class SqliteGatewayStore:
                 new,
             )
             c.executemany(_INSERT_RESPONSE + " ON CONFLICT(id) DO NOTHING", started)
+            c.executemany(_INSERT_FRAMES, rows)
             c.executemany(
-                "INSERT INTO gw_task_events (task_id, seq, type, at, payload) "
-                "VALUES (?, ?, ?, ?, ?)",
-                rows,
+                "UPDATE gw_tasks SET status = ?, ended_at = ?, error = ? WHERE id = ?",
+                [(t.status, t.ended_at, t.error, t.id) for t in ended],
             )
 
         await self.db.transaction(append)
@@ -305,14 +323,12 @@ class SqliteGatewayStore:
     async def events_after(self, task_id: str, after_seq: int) -> list[TaskEvent]:
         rows = await self.db.read(
             lambda c: c.execute(
-                "SELECT * FROM gw_task_events WHERE task_id = ? AND seq > ? ORDER BY seq",
+                "SELECT frames FROM gw_task_frames WHERE task_id = ? AND last_seq > ? "
+                "ORDER BY first_seq",
                 (task_id, after_seq),
             ).fetchall()
         )
-        return [
-            TaskEvent(r["task_id"], r["seq"], r["type"], r["at"], decode_json(r["payload"]))
-            for r in rows
-        ]
+        return [e for row in rows for e in decode_frames(row[0]) if e.seq > after_seq]
 
     # ---- owners of rows in flight -----------------------------------------------------
 
@@ -403,6 +419,19 @@ def _find_by_transcript(
     return conversation_from_row(best), best["transcript_hash"]
 
 
+_INSERT_FRAMES = (
+    "INSERT INTO gw_task_frames (task_id, first_seq, last_seq, frames) VALUES (?, ?, ?, ?)"
+)
+
+
+def _frame_rows(events: Sequence[TaskEvent]) -> list[tuple[str, int, int, bytes]]:
+    """One row per task: its frames of this batch, in order, as one JSON array."""
+    by_task: dict[str, list[TaskEvent]] = {}
+    for event in events:
+        by_task.setdefault(event.task_id, []).append(event)
+    return [(task, f[0].seq, f[-1].seq, encode_json(f)) for task, f in by_task.items()]
+
+
 _INSERT_RESPONSE = (
     "INSERT INTO gw_responses (id, conversation_id, turn, status, created_at, body, boot_id) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -448,11 +477,11 @@ def _settle(conn: sqlite3.Connection, s: Settlement, now: float) -> None:
         ).rowcount
         if settled and t.id in s.frames:
             kind, payload = s.frames[t.id]
-            conn.execute(
-                "INSERT INTO gw_task_events (task_id, seq, type, at, payload) "
-                "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM gw_task_events "
-                "WHERE task_id = ?",
-                (t.id, kind, now, encode_json(payload).decode(), t.id),
+            last = conn.execute(
+                "SELECT COALESCE(MAX(last_seq), 0) FROM gw_task_frames WHERE task_id = ?", (t.id,)
+            ).fetchone()[0]
+            conn.executemany(
+                _INSERT_FRAMES, _frame_rows([TaskEvent(t.id, last + 1, kind, now, payload)])
             )
     conn.executemany("DELETE FROM gw_boots WHERE id = ?", [(b,) for b in s.boots])
 
