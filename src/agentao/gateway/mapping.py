@@ -17,13 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 READ_KINDS = frozenset({"read", "search", "think"})
+_TAGS: dict[type, str] = {}  # schema class -> its tag (`type`), looked up once per update
 _PLAN_MARK = {"completed": "x", "in_progress": "~"}
 
 
-@dataclass(frozen=True, slots=True)
-class Delta:
-    """What one ACP update adds to the answer: message text and/or reasoning text."""
+class Delta(msgspec.Struct, frozen=True, gc=False):
+    """What one ACP update adds to the answer: message text and/or reasoning text.
+    (A Struct: one per streamed update, made in C.)"""
 
     text: str = ""
     reasoning: str = ""
@@ -151,8 +154,14 @@ class TurnMapper:
 
 
 def block_type(block: Any) -> str:
-    tag = getattr(getattr(type(block), "__struct_config__", None), "tag", None)
-    return str(tag if tag is not None else getattr(block, "type", ""))
+    cls = type(block)
+    tag = _TAGS.get(cls)
+    if tag is None:  # once per schema class (a tagged Struct), else read from the object
+        tag = getattr(getattr(cls, "__struct_config__", None), "tag", None)
+        if tag is None:
+            return str(getattr(block, "type", ""))
+        tag = _TAGS[cls] = str(tag)
+    return tag
 
 
 def content_text(block: Any) -> str:

@@ -33,7 +33,12 @@ from agentao.gateway.identifiers import check_session_key
 from agentao.gateway.inputs import parse_chat_messages, prompt_blocks
 from agentao.gateway.mapping import chat_finish_reason, estimate_usage, usage_from_agent
 from agentao.gateway.service import Gateway, ModelChoice
-from agentao.gateway.sessions import LiveConversation, SessionLost, TurnRequest
+from agentao.gateway.sessions import (
+    CONVERSATION_PREFIX,
+    LiveConversation,
+    SessionLost,
+    TurnRequest,
+)
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
 from agentao.gateway.transcript import (
     OFFLOAD_MESSAGES,
@@ -47,6 +52,10 @@ from agentao.gateway.turns import GatewayTurn, Step, TurnFailed
 
 router = APIRouter()
 SESSION_HEADER = "x-session-id"
+_encode = msgspec.json.Encoder().encode
+# Stands for the delta in the chunk template; no id, model name or key can hold \x01.
+_DELTA_MARK: Any = "\x01delta\x01"
+_ENCODED_MARK = _encode(_DELTA_MARK)
 
 
 class StreamOptions(msgspec.Struct):
@@ -183,13 +192,16 @@ async def _keyed(
 ) -> LiveConversation:
     """The conversation an explicit key names: one of ours by id, else the key's own."""
     convs = gw.conversations
-    derived = "conv_" + hashlib.sha256(f"{principal.name}\0{key}".encode()).hexdigest()[:32]
+    derived = (
+        CONVERSATION_PREFIX + hashlib.sha256(f"{principal.name}\0{key}".encode()).hexdigest()[:32]
+    )
     for conv in (convs.live(key), convs.live(derived)):  # the hot path: no store lookup
         if conv is not None and owns(principal, conv.record.owner):
             return conv
-    conv = await convs.get(key)
-    if conv is not None and owns(principal, conv.record.owner):
-        return conv
+    if key.startswith(CONVERSATION_PREFIX):  # may be one of ours (only ours look so)
+        conv = await convs.get(key)
+        if conv is not None and owns(principal, conv.record.owner):
+            return conv
     return await convs.get(derived) or await convs.create(
         principal.name, choice.agent, "chat", derived
     )
@@ -246,6 +258,10 @@ class _Reply:
         # The role rides on the first chunk that says something, as OpenAI's does when
         # the first token is ready: one write less before the first token.
         self._first: dict[str, Any] = {"role": "assistant"}
+        # Every delta chunk is the same object around its delta: encoded once, here, so
+        # each update costs the encoding of its delta alone.
+        head, _, tail = _encode(self._chunk(_DELTA_MARK)).partition(_ENCODED_MARK)
+        self._head, self._tail = b"data: " + head, tail + b"\n\n"
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {
@@ -275,9 +291,10 @@ class _Reply:
         try:
             async for batch in self.turn.batches():
                 out = b"".join(self._encode(item) for item in batch)
+                if not isinstance(batch[-1], Step):  # the end: [DONE] goes out with it
+                    out += b"data: [DONE]\n\n"
                 if out:
                     yield out
-            yield b"data: [DONE]\n\n"
         finally:
             self.turn.detach()
 
@@ -286,8 +303,9 @@ class _Reply:
             delta = self._delta(item)
             if not delta:
                 return b""
-            chunk, self._first = self._chunk({**self._first, **delta}), {}
-            return sse(chunk)
+            if self._first:
+                delta, self._first = {**self._first, **delta}, {}
+            return self._head + _encode(delta) + self._tail
         if isinstance(item, TurnFailed):
             return sse(_error(item.message, item.code))
         head = sse(self._chunk({**self._first, "content": ""})) if self._first else b""

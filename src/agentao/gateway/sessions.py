@@ -42,6 +42,7 @@ from agentao.store.gateway import GatewayStore
 from agentao.store.gateway_records import Conversation, TaskRecord
 
 log = logging.getLogger("agentao.gateway")
+CONVERSATION_PREFIX = "conv_"  # every conversation id starts so (and no other id does)
 
 
 class SessionLost(ApiError):
@@ -126,7 +127,7 @@ class Conversations:
         self, owner: str, agent: str, source: str, conversation_id: str | None = None
     ) -> LiveConversation:
         record = Conversation(
-            id=conversation_id or "conv_" + uuid.uuid4().hex,
+            id=conversation_id or CONVERSATION_PREFIX + uuid.uuid4().hex,
             owner=owner,
             agent=agent,
             source=source,
@@ -286,12 +287,13 @@ class Conversations:
                     old_hash = conv.record.transcript_hash
                     request.on_end(conv, turn)
                     self._index(conv, old_hash)
-            await turn.log.stored.wait()
+            # Stored with the next batch of frames, not a transaction of its own.
             if ok:
-                await self.store.finish_task(turn.id, "ended", conv.record)
+                self.hub.save_conversation(conv.record)
+                self.hub.end(turn.log, "ended")
             else:
-                error = getattr(turn.result, "message", None)
-                await self.store.finish_task(turn.id, "error", error=error)
+                self.hub.end(turn.log, "error", getattr(turn.result, "message", None))
+            await turn.log.closed.wait()
         finally:
             conv.last_used = asyncio.get_running_loop().time()
             if conv.turn is turn:
@@ -332,4 +334,10 @@ class Conversations:
         return await turn.decide(request)
 
 
-__all__ = ["Conversations", "LiveConversation", "SessionLost", "TurnRequest"]
+__all__ = [
+    "CONVERSATION_PREFIX",
+    "Conversations",
+    "LiveConversation",
+    "SessionLost",
+    "TurnRequest",
+]
