@@ -81,30 +81,39 @@ def descendants(pid: int) -> list[int]:
 
 
 class Setup:
-    """A script file, agent state dirs, and the environment the agents run with."""
+    """Script files, agent state dirs, and the environment the agents run with.
+
+    Two scripts: the scripted provider reads its whole file for every new session, so
+    the targets' agents get a short one (what they use: the relay turns and a reply per
+    conversation), and only the one-session TTFT run, 200 turns on one session, a long one.
+    """
 
     def __init__(self, root: Path, args: argparse.Namespace) -> None:
         # `relay` turns first: a response with a `match` is taken only by prompts that
         # contain it, one without by any prompt, in order (see the scripted provider).
         relays = [relay_reply(args.chunks)] * (args.relay_runs + 4)
-        replies = [REPLY] * (args.turns + 20)
-        script = root / "script.json"
-        script.write_text(json.dumps({"responses": [*relays, SLOW, *replies]}))
+        short, long = root / "targets.json", root / "details.json"
+        short.write_text(json.dumps({"responses": [*relays, SLOW, *[REPLY] * 5]}))
+        long.write_text(json.dumps({"responses": [*relays, SLOW, *[REPLY] * (args.turns + 20)]}))
         self.work = root / "work"
         self.work.mkdir()
-        self.env = {"LLM_PROVIDER": "SCRIPTED", "AGENTAO_SCRIPT": str(script)}
+        self.env = {"LLM_PROVIDER": "SCRIPTED", "AGENTAO_SCRIPT": str(short)}
+        self.long_script = str(long)
         self.root = root
         # Agents opening one fresh database at once would race to create it: create each.
         from agentao.store.paths import DATABASE_NAME
         from agentao.store.sessions import open_session_store
 
-        for home in ("home-before", "home-after", "direct-home"):
+        for home in ("home-before", "home-after", "home-details", "direct-home"):
             (root / home).mkdir()
             open_session_store(root / home / DATABASE_NAME).db.close()
 
-    def direct_command(self) -> AgentCommand:
+    def direct_command(self, script: str | None = None) -> AgentCommand:
         # Its own state directory: two agents committing to one SQLite file slow both.
-        return AgentCommand.ours(env={**self.env, "AGENTAO_HOME": str(self.root / "direct-home")})
+        env = {**self.env, "AGENTAO_HOME": str(self.root / "direct-home")}
+        if script is not None:
+            env["AGENTAO_SCRIPT"] = script
+        return AgentCommand.ours(env=env)
 
 
 @dataclass
@@ -120,9 +129,13 @@ class Served:
         self.proc.wait(timeout=30)
 
 
-def start_gateway(setup: Setup, processes: int, name: str, src: str | None = None) -> Served:
+def start_gateway(
+    setup: Setup, processes: int, name: str, src: str | None = None, script: str | None = None
+) -> Served:
     config = setup.root / f"gateway-{name}.toml"
     env = {**setup.env, "AGENTAO_HOME": str(setup.root / f"home-{name}")}  # its agents' own
+    if script is not None:
+        env["AGENTAO_SCRIPT"] = script
     env_line = ", ".join(f'{k} = "{v}"' for k, v in env.items())
     config.write_text(
         f"""
@@ -320,7 +333,7 @@ def report_targets(args, relay: dict[str, float], streams: dict[str, dict[str, f
 async def bench_ttft(setup: Setup, port: int, turns: int) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {"direct": [], "raw": [], "httpx": []}
     async with (
-        Client(setup.direct_command()) as client,
+        Client(setup.direct_command(setup.long_script)) as client,
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as http,
     ):
         session = await client.new_session(str(setup.work))
@@ -445,7 +458,15 @@ def report_details(args, ttft, rounds, rss_before, gateway_rss, agents_rss, canc
     )
 
 
-def details(args, setup: Setup, after: Served) -> None:
+def details(args, setup: Setup) -> None:
+    after = start_gateway(setup, args.processes, "details", script=setup.long_script)
+    try:
+        measure_details(args, setup, after)
+    finally:
+        after.stop()
+
+
+def measure_details(args, setup: Setup, after: Served) -> None:
     ttft = asyncio.run(bench_ttft(setup, after.port, args.turns))
     cancels = asyncio.run(cancel_latency(after.port, 20))
     rss_before = rss_mb(after.proc.pid)
@@ -474,15 +495,14 @@ def main() -> None:
         try:
             if args.before:
                 gateways.append(start_gateway(setup, args.processes, "before", args.before))
-            after = start_gateway(setup, args.processes, "after")
-            gateways.append(after)
+            gateways.append(start_gateway(setup, args.processes, "after"))
             relay = asyncio.run(bench_relay(setup, gateways, args.relay_runs))
             streams = concurrent_rounds(gateways, args.concurrency, args.rounds)
-            if not args.targets_only:
-                details(args, setup, after)
         finally:
             for g in gateways:
                 g.stop()
+        if not args.targets_only:
+            details(args, setup)
     report_targets(args, relay, streams)
 
 
