@@ -67,6 +67,8 @@ def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> Fast
         lifespan=lifespan,
         docs_url="/docs",
         redoc_url=None,
+        # No OpenTelemetry here: otherwise FastAPI asks for its providers on every request.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.gateway = gateway
     errors.install(app)

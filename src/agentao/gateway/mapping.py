@@ -57,6 +57,11 @@ class TurnMapper:
         """Map one update (`kind` is its `sessionUpdate` tag, `update` the typed struct)."""
         if update is None:  # an unknown kind, or one the client could not decode
             return Delta()
+        if kind == "agent_message_chunk" and not self.inline:  # most updates: the short way
+            text = content_text(update.content)
+            if text:
+                self.text.append(text)
+            return Delta(text=text)
         delta = self._map(kind, update)
         if self.inline:
             delta = self._inline(kind, delta)

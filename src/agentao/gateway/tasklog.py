@@ -66,8 +66,9 @@ class TaskLog:
         return len(self._watchers)
 
     def deliver(self, event: TaskEvent) -> None:
-        for queue in tuple(self._watchers):
-            queue.put_nowait(event)
+        if self._watchers:
+            for queue in tuple(self._watchers):
+                queue.put_nowait(event)
         if event.type in TERMINAL:
             self.finished.set()
 
@@ -99,6 +100,7 @@ class TaskHub:
         self.boot_id = boot_id
         self._logs: dict[str, TaskLog] = {}
         self._batch = _Batch()
+        self._woken = False  # the writer was woken for the batch being filled
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()  # nothing queued and no write under way
         self._idle.set()
@@ -144,6 +146,9 @@ class TaskHub:
         self._kick()
 
     def _kick(self) -> None:
+        if self._woken:  # once per batch: this runs for every frame
+            return
+        self._woken = True
         self._wake.set()
         self._idle.clear()
         if self._writer is None:
@@ -153,7 +158,7 @@ class TaskHub:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            batch, self._batch = self._batch, _Batch()
+            batch, self._batch, self._woken = self._batch, _Batch(), False
             if batch:
                 await self._write(batch)
             if not self._wake.is_set():
