@@ -12,6 +12,7 @@ API keys, opens the store and runs uvicorn with logs that carry no secret.
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -136,6 +137,11 @@ def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     redact_root_handlers()
     app = create_app(config)
+    # What is loaded by now (FastAPI, pydantic, our modules: some 100,000 objects) lives as
+    # long as the process. Frozen, it is no longer scanned by every full collection: those
+    # took ~40 ms each, several times a minute under a stream of updates.
+    gc.collect()
+    gc.freeze()
     names = ", ".join(a.name for a in config.agents)
     log.info("agentao gateway on http://%s:%d (agents: %s)", config.host, config.port, names)
     uvicorn.run(
