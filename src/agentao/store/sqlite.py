@@ -22,12 +22,15 @@ COMMIT, so a turn is written whole or not at all.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
+import functools
 import logging
+import queue
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -60,29 +63,78 @@ CREATE TABLE IF NOT EXISTS schema_versions (
 
 
 class _Lane:
-    """One connection and the one thread that ever touches it."""
+    """One connection and the one thread that ever touches it.
+
+    Jobs reach the thread through a SimpleQueue, and results come back to the event
+    loop with `call_soon_threadsafe`. (`run_in_executor` costs more than a short query:
+    a concurrent.futures Future with its Condition, a semaphore, two chained futures.)
+    """
 
     def __init__(self, name: str, connect: Callable[[], sqlite3.Connection]) -> None:
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-        self.conn = self.executor.submit(connect).result()
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self.conn: sqlite3.Connection = None  # type: ignore[assignment]  # opened just below
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
+        self.conn = self.run_sync(lambda _none: connect())  # on the lane's own thread
         self.pending = 0  # calls submitted and not yet finished
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
         self.pending += 1
+        self._jobs.put((fn, functools.partial(_to_loop, loop, future)))
         try:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self.executor, fn, self.conn)
+            return await future
         finally:
             self.pending -= 1
 
     def run_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        return self.executor.submit(fn, self.conn).result()
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._jobs.put((fn, functools.partial(_to_future, done)))
+        return done.result()
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, deliver = job
+            try:
+                result = fn(self.conn)
+            except BaseException as exc:
+                deliver(None, exc)
+            else:
+                deliver(result, None)
 
     def close(self) -> None:
         try:
-            self.executor.submit(self.conn.close).result()
+            self.run_sync(lambda conn: conn.close())
         finally:
-            self.executor.shutdown(wait=True)
+            self._jobs.put(None)
+            self._thread.join()
+
+
+_Job = tuple[Callable[[sqlite3.Connection], object], Callable[[object, BaseException | None], None]]
+
+
+def _to_loop(
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future[T], result: T, exc: BaseException | None
+) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+        loop.call_soon_threadsafe(_settle, future, result, exc)
+
+
+def _settle(future: asyncio.Future[T], result: T, exc: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)
+
+
+def _to_future(done: concurrent.futures.Future[T], result: T, exc: BaseException | None) -> None:
+    if exc is not None:
+        done.set_exception(exc)
+    else:
+        done.set_result(result)
 
 
 class Database:
