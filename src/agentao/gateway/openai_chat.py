@@ -300,6 +300,10 @@ class _Reply:
 
     def _encode(self, item: Any) -> bytes:
         if isinstance(item, Step):
+            d = item.delta
+            if d.text and not d.reasoning and not self._first and not self.body.x_acp:
+                # Most chunks: text alone, encoded without a dict.
+                return self._head + b'{"content":' + _encode(d.text) + b"}" + self._tail
             delta = self._delta(item)
             if not delta:
                 return b""

@@ -201,10 +201,11 @@ class GatewayTurn:
 
     async def _consume(self) -> TurnEnd:
         end = None
+        emit, feed, put = self.log.emit, self.mapper.feed, self._put  # once per update
         async for event in self._client_turn:
             if isinstance(event, Update):
-                self.log.emit("task-running", {"update": event.raw})
-                self._put(Step(event, self.mapper.feed(event.kind, event.value)))
+                emit("task-running", {"update": event.raw})
+                put(Step(event, feed(event.kind, event.value)))
             elif isinstance(event, TurnEnd):
                 end = event
         if end is None:
