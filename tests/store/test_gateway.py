@@ -76,7 +76,8 @@ async def test_task_events_in_order_after_a_seq(store) -> None:
         await store.append_events(events[:1])  # a seq is written once
     conv = await store.get_conversation("c1")
     conv.turn_count = 1
-    await store.finish_task("t1", "ended", conv)  # the task and its conversation, together
+    ended = TaskRecord("t1", "c1", "ended", ended_at=9.0)
+    await store.append_events([], conversations=[conv], ended=[ended])  # together
     task = await store.get_task("t1")
     assert task.status == "ended" and task.ended_at is not None
     assert (await store.get_conversation("c1")).turn_count == 1

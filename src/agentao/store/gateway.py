@@ -138,13 +138,6 @@ class GatewayStore(Protocol):
     async def get_response(self, response_id: str) -> ResponseRecord | None: ...
     async def delete_response(self, response_id: str) -> bool: ...
     async def get_task(self, task_id: str) -> TaskRecord | None: ...
-    async def finish_task(
-        self,
-        task_id: str,
-        status: str,
-        conversation: Conversation | None = None,
-        error: str | None = None,
-    ) -> None: ...
     async def list_tasks(self, conversation_id: str) -> list[TaskRecord]: ...
     async def append_events(
         self,
@@ -245,28 +238,6 @@ class SqliteGatewayStore:
             lambda c: c.execute("SELECT * FROM gw_tasks WHERE id = ?", (task_id,)).fetchone()
         )
         return task_from_row(row) if row else None
-
-    async def finish_task(
-        self,
-        task_id: str,
-        status: str,
-        conversation: Conversation | None = None,
-        error: str | None = None,
-    ) -> None:
-        """Mark a task ended, and save its conversation as it is now, in one transaction."""
-        now = time.time()
-        if conversation is not None:
-            conversation.updated_at = now
-
-        def finish(c: sqlite3.Connection) -> None:
-            c.execute(
-                "UPDATE gw_tasks SET status = ?, ended_at = ?, error = ? WHERE id = ?",
-                (status, now, error, task_id),
-            )
-            if conversation is not None:
-                _update_conversation(c, conversation)
-
-        await self.db.transaction(finish)
 
     async def list_tasks(self, conversation_id: str) -> list[TaskRecord]:
         rows = await self.db.read(
