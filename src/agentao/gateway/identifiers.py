@@ -10,7 +10,8 @@ edge, and a bad one is a 400 naming the field (`param`), before a session is ope
     check_session_key(value, param, max_length)   visible ASCII (0x21-0x7E), 1..max chars
     check_id(value, param)                        [A-Za-z0-9_.-], 1..MAX_ID_LENGTH chars
     check_model(value, param)                     `agent` or `agent/model...`: segments of
-                                                  [A-Za-z0-9_.:@+-], never "." or ".."
+                                                  visible ASCII, never empty, "." or ".."
+                                                  (agents name models `sonnet[1m]`, ...)
 
 A well-formed id that names nothing is still a 404: the shape is checked here, the
 existence where the row is read.
@@ -26,7 +27,7 @@ MAX_ID_LENGTH = 128  # our ids are 37 characters (`resp_` + 32 hex digits)
 MAX_MODEL_LENGTH = 256
 _ID = re.compile(r"[A-Za-z0-9_.-]+")
 _SESSION_KEY = re.compile(r"[\x21-\x7e]+")
-_MODEL_SEGMENT = re.compile(r"[A-Za-z0-9_.:@+-]+")
+_MODEL_SEGMENT = re.compile(r"[\x21-\x2e\x30-\x7e]+")  # visible ASCII but "/"
 
 
 def check_session_key(value: str, param: str, max_length: int) -> str:
@@ -55,8 +56,8 @@ def check_model(value: str, param: str = "model") -> str:
     segments = value.split("/")
     if len(value) > MAX_MODEL_LENGTH or not all(_model_segment(s) for s in segments):
         raise BadRequest(
-            f"{param} {_shown(value)} is not a model name: `agent` or `agent/model`, letters, "
-            "digits and _ . : @ + - between the slashes (no '.' or '..' part)",
+            f"{param} {_shown(value)} is not a model name: `agent` or `agent/model`, visible "
+            "ASCII characters between the slashes (no empty, '.' or '..' part)",
             param=param,
             code="invalid_model",
         )
