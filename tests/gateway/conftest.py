@@ -13,6 +13,7 @@ only a process of its own shows: its memory and its log lines.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -20,10 +21,10 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import openai
@@ -32,9 +33,10 @@ import uvicorn
 
 from agentao.gateway.app import create_app
 from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig, Limits, WebPolicy
+from agentao.gateway.http11 import GatewayH11Protocol
 from agentao.gateway.logs import uvicorn_log_config
-from agentao.store.gateway import open_gateway_store
 
+T = TypeVar("T")
 OUR_AGENT = (sys.executable, "-m", "agentao", "--acp")
 
 # A script for our agent's scripted provider. Responses are used once per session, in
@@ -63,6 +65,7 @@ DEFAULT_SCRIPT: list[dict[str, Any]] = [
     },
     {"match": "read", "text": "Read notes.txt."},
     {"match": "refuse", "text": "No.", "finish": "content_filter"},
+    {"match": "cutoff", "text": "Cut", "finish": "length"},
     {"thought": "Thinking it over.", "text": "Answer one."},
     {"text": "Answer two."},
     {"text": "Answer three."},
@@ -74,7 +77,7 @@ class LiveGateway:
     def __init__(self, config: GatewayConfig, store_path: Path) -> None:
         self.config = config
         self.store_path = store_path
-        self.app = create_app(config, open_gateway_store(store_path))
+        self.app = create_app(replace(config, store_path=str(store_path)))
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -84,9 +87,10 @@ class LiveGateway:
             log_level="warning",
             log_config=uvicorn_log_config(),  # as `agentao serve` logs
             access_log=False,
+            http=GatewayH11Protocol,  # as `agentao serve` runs
             timeout_graceful_shutdown=2,
         )
-        self._server = uvicorn.Server(server_config)
+        self._server = _Server(server_config)
         self._thread: threading.Thread | None = None
 
     @property
@@ -108,16 +112,16 @@ class LiveGateway:
         return f"ws://127.0.0.1:{self.port}{path}"
 
     def start(self) -> LiveGateway:
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
+        self._thread = threading.Thread(target=self._server.serve_until_stopped, args=(self._sock,))
         self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the gateway did not start")
-            time.sleep(0.005)
+        self._server.ready.wait()  # set once serving, or once the server gave up
+        if not self._server.started:
+            raise RuntimeError("the gateway did not start")
         return self
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the gateway's event loop, and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.gateway.loop).result()
 
     def stop(self) -> None:
         self._server.should_exit = True
@@ -130,12 +134,28 @@ class LiveGateway:
         assert client is not None and client.process is not None
         return client.process.pid
 
-    def wait_live(self, agent: str = "agentao", timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while self.gateway.pools[agent].live < len(self.gateway.pools[agent].workers):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"agent {agent} did not come back")
-            time.sleep(0.02)
+    def wait_live(self, agent: str = "agentao") -> None:
+        """Wait until every process of `agent` runs (woken by the pool at each change)."""
+        pool = self.gateway.pools[agent]
+        self.run(pool.wait_until(lambda: pool.live == len(pool.workers)))
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, saying when it serves (an event, not a flag to poll)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        self.ready.set()
+
+    def serve_until_stopped(self, sock: socket.socket) -> None:
+        try:
+            self.run(sockets=[sock])
+        finally:
+            self.ready.set()  # a server that failed to start wakes the test too
 
 
 def prepare_home(home: Path) -> None:
@@ -273,6 +293,27 @@ class ServedGateway:
         self.proc.send_signal(signal.SIGINT)
         self.proc.wait(timeout=20)
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash would: nothing of the gateway runs after it. (Reaped at once:
+        a zombie still has its /proc entry, and would pass for alive.)"""
+        self.proc.kill()
+        self.proc.wait(timeout=20)
+
+    def openai(self, key: str = "unused") -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{self.url}/v1", api_key=key, max_retries=0, timeout=30)
+
+
+def served_config(tmp: Path, script: list[dict[str, Any]] | None = None) -> str:
+    """A config for `ServedGateway`: our scripted agent, no keys (loopback only)."""
+    path = tmp / "script.json"
+    path.write_text(json.dumps({"responses": script or DEFAULT_SCRIPT}))
+    return f"""
+[agents.agentao]
+command = ["{sys.executable}", "-m", "agentao", "--acp"]
+cwd = "{tmp}"
+env = {{ LLM_PROVIDER = "SCRIPTED", AGENTAO_SCRIPT = "{path}" }}
+"""
+
 
 SERVED_KEY = "sk-served-0123456789abcdef"
 
@@ -318,4 +359,5 @@ __all__ = [
     "ServedGateway",
     "llm_spec",
     "scripted_spec",
+    "served_config",
 ]

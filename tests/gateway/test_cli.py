@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -66,15 +65,15 @@ env = {{ LLM_PROVIDER = "SCRIPTED", AGENTAO_SCRIPT = "{script}" }}
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz").json()["status"] == "ok":
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
-            time.sleep(0.05)
+        assert proc.stderr is not None
+        seen = []
+        for line in proc.stderr:  # until uvicorn says it serves (the agents started first)
+            seen.append(line.decode())
+            if "Application startup complete" in seen[-1]:
+                break
+        else:
+            raise AssertionError("agentao serve exited:\n" + "".join(seen))
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz").json()["status"] == "ok"
         client = openai.OpenAI(
             base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0
         )

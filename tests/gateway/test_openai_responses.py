@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import time
+import json
 from pathlib import Path
 
 import openai
 import pytest
+from websockets.sync.client import connect
 
 from tests.fakes.fake_llm import FakeLLM
 from tests.gateway.conftest import LiveGateway, llm_spec
@@ -77,14 +78,26 @@ def test_retrieve_and_delete(shared_gateway: LiveGateway) -> None:
 
 def test_background_response_can_be_cancelled(shared_gateway: LiveGateway) -> None:
     client = shared_gateway.openai()
-    started = client.responses.create(model="agentao", input="slow please", background=True)
+    # It waits for a human to allow the write: in progress until cancelled, however slow
+    # the machine.
+    raw = client.responses.with_raw_response.create(
+        model="agentao",
+        input="write the file",
+        background=True,
+        extra_headers={"X-Permission-Policy": "ask"},
+    )
+    started = raw.parse()
     assert started.status == "in_progress"
-    time.sleep(0.2)
+    stream = shared_gateway.ws_url(f"/v1/tasks/{raw.headers['x-task-id']}/stream")
+    with connect(stream) as ws:
+        next(f for f in map(json.loads, ws) if f["type"] == "permission-request")
     assert client.responses.retrieve(started.id).status == "in_progress"
     cancelled = client.responses.cancel(started.id)
     assert cancelled.status == "cancelled"
-    assert "tick" in cancelled.output_text  # what it said before the cancel is kept
+    reasoning = cancelled.output[0].summary[0].text  # what it said before the cancel is kept
+    assert "I will write the file." in reasoning
     assert client.responses.retrieve(started.id).status == "cancelled"
+    assert client.responses.cancel(started.id) == cancelled  # again: the same object
     with pytest.raises(openai.BadRequestError):
         client.responses.cancel(client.responses.create(model="agentao", input="x").id)
 
@@ -100,13 +113,17 @@ def test_stream_disconnect_stores_a_cancelled_response(shared_gateway: LiveGatew
             break
     stream.close()
     assert response_id is not None
-    deadline = time.monotonic() + 5
-    while client.responses.retrieve(response_id).status == "in_progress":
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    shared_gateway.run(settled(shared_gateway, response_id))  # stored as it ended
     assert client.responses.retrieve(response_id).status == "cancelled"
     nxt = client.responses.create(model="agentao", input="hi", previous_response_id=response_id)
     assert nxt.output_text == "Answer one."  # the session continues, nothing of "tick" leaks
+
+
+async def settled(gw: LiveGateway, response_id: str) -> None:
+    """Return once the response is no longer being produced (its final row is stored)."""
+    live = gw.gateway.live_responses.get(response_id)
+    if live is not None:
+        await live.done.wait()
 
 
 def test_x_acp_adds_raw_updates_as_extension_items(shared_gateway: LiveGateway) -> None:

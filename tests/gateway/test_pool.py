@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 import uuid
 
 import openai
@@ -98,12 +97,10 @@ def test_idle_sessions_are_closed_and_reloaded_on_demand(gateway_factory) -> Non
         model="agentao", messages=[{"role": "user", "content": "hi"}], extra_headers=key
     )
     assert first.choices[0].message.content == "Answer one."
-    worker = gw.gateway.pools["agentao"].workers[0]
+    pool = gw.gateway.pools["agentao"]
+    worker = pool.workers[0]
     for word in ("back", "again"):  # the same agent process closes and reloads it twice
-        deadline = time.monotonic() + 5
-        while worker.sessions:  # the sweeper closes it
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        gw.run(pool.wait_until(lambda: not worker.sessions))  # the sweeper closed it
         again = client.chat.completions.create(
             model="agentao", messages=[{"role": "user", "content": word}], extra_headers=key
         )

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import pytest
 
-from agentao.store.gateway import (
+from agentao.store.gateway import GATEWAY_SCHEMA, open_gateway_store
+from agentao.store.gateway_records import (
+    Boot,
     Conversation,
     ResponseRecord,
+    Settlement,
     TaskEvent,
     TaskRecord,
-    open_gateway_store,
 )
+from agentao.store.sqlite import Database, Schema
 
 
 @pytest.fixture
@@ -70,7 +76,8 @@ async def test_task_events_in_order_after_a_seq(store) -> None:
         await store.append_events(events[:1])  # a seq is written once
     conv = await store.get_conversation("c1")
     conv.turn_count = 1
-    await store.finish_task("t1", "ended", conv)  # the task and its conversation, together
+    ended = TaskRecord("t1", "c1", "ended", ended_at=9.0)
+    await store.append_events([], conversations=[conv], ended=[ended])  # together
     task = await store.get_task("t1")
     assert task.status == "ended" and task.ended_at is not None
     assert (await store.get_conversation("c1")).turn_count == 1
@@ -87,3 +94,107 @@ async def test_conversations_rows_and_frames_in_one_write(store) -> None:
     again = await store.get_conversation("c9")
     assert (again.title, again.session_id) == ("hello", "s9")
     assert [e.seq for e in await store.events_after("t9", 0)] == [1]
+
+
+async def test_a_transcript_lookup_is_one_query_whatever_the_number_of_hashes(store) -> None:
+    await store.create_conversation(
+        Conversation("c1", "alice", "agentao", "chat", transcript_hash="h500")
+    )
+    await store.create_conversation(
+        Conversation("c2", "alice", "agentao", "chat", transcript_hash="h700")
+    )
+    statements: list[str] = []
+    store.db.trace(statements.append)
+    found = await store.find_by_transcript("alice", "agentao", [f"h{i}" for i in range(1000)])
+    store.db.trace(None)
+    assert found is not None and found[0].id == "c1"  # the earliest hash: the longest prefix
+    assert len(statements) == 1
+
+
+async def test_rows_in_flight_are_settled_once(store) -> None:
+    boot = Boot("boot_a", "host", "kernel", "pid:[1]", 1234, "99", 1.0)
+    await store.register_boot(boot)
+    assert await store.boots() == [boot]
+    await store.create_conversation(Conversation("c1", "local", "agentao", "responses"))
+    running = TaskRecord("t1", "c1", "running", boot_id="boot_a")
+    started = TaskEvent("t1", 1, "task-started", 1.0, {})
+    response = ResponseRecord(
+        "r1", "c1", 0, "in_progress", {"status": "in_progress"}, boot_id="boot_a"
+    )
+    await store.append_events([started], tasks=[running], responses=[response])
+    elsewhere = ResponseRecord("r2", "c1", 1, "in_progress", {}, boot_id="boot_b")
+    await store.put_response(elsewhere)
+
+    responses, tasks = await store.in_flight(["boot_a"])
+    assert [r.id for r in responses] == ["r1"] and [t.id for t in tasks] == ["t1"]
+    response.status, response.body = "failed", {"status": "failed"}
+    running.status, running.error = "error", "gone"
+    frame = ("task-error", {"error": {"code": "gateway_stopped"}})
+    settlement = Settlement([response], [running], {"t1": frame}, ["boot_a"])
+    await store.settle(settlement)
+    await store.settle(settlement)  # a second settler (another gateway) changes nothing
+    assert (await store.get_response("r1")).status == "failed"
+    assert (await store.get_response("r2")).status == "in_progress"  # another owner's
+    task = await store.get_task("t1")
+    assert (task.status, task.error) == ("error", "gone") and task.ended_at is not None
+    assert [(e.seq, e.type) for e in await store.events_after("t1", 0)] == [
+        (1, "task-started"),
+        (2, "task-error"),
+    ]
+    assert await store.boots() == []
+
+
+async def test_a_new_response_row_never_overwrites_its_final_row(store) -> None:
+    await store.create_conversation(Conversation("c1", "local", "agentao", "responses"))
+    await store.put_response(ResponseRecord("r1", "c1", 0, "completed", {"status": "completed"}))
+    late = ResponseRecord("r1", "c1", 0, "in_progress", {"status": "in_progress"})
+    await store.append_events([], responses=[late])  # queued at the start, written late
+    assert (await store.get_response("r1")).status == "completed"
+
+
+async def test_rows_from_before_owners_and_batched_frames_migrate(tmp_path) -> None:
+    path = tmp_path / "old.sqlite3"
+    first_version = Schema("gateway", GATEWAY_SCHEMA.migrations[:7])  # as released before
+    db = Database.open(path, [first_version])
+    db.call_sync(
+        lambda c: c.executescript(
+            "INSERT INTO gw_conversations VALUES ('c1','local','agentao',NULL,NULL,'chat',1,1,0,NULL);"
+            "INSERT INTO gw_responses VALUES ('r1','c1',0,'in_progress',1,'{}');"
+            "INSERT INTO gw_tasks VALUES ('t1','c1','running',1,NULL,'');"
+            "INSERT INTO gw_task_events VALUES ('t1',1,'task-started',1795477115.1160305,'{}');"
+            """INSERT INTO gw_task_events VALUES ('t1',2,'task-running',2.5,'{"update":{"a":"é"}}');"""
+        )
+    )
+    db.close()
+    store = open_gateway_store(path)
+    responses, tasks = await store.in_flight([None])
+    assert [r.id for r in responses] == ["r1"] and [t.id for t in tasks] == ["t1"]
+    assert responses[0].boot_id is None
+    assert await store.events_after("t1", 0) == [  # frames move to rows of batches
+        TaskEvent("t1", 1, "task-started", 1795477115.1160305, {}),
+        TaskEvent("t1", 2, "task-running", 2.5, {"update": {"a": "é"}}),
+    ]
+    await store.append_events([TaskEvent("t1", 3, "task-ended", 3.0, {})])
+    assert [e.seq for e in await store.events_after("t1", 1)] == [2, 3]
+    store.close()
+
+
+async def test_a_held_read_holds_up_neither_writes_nor_other_reads(tmp_path) -> None:
+    store = open_gateway_store(tmp_path / "gw.sqlite3", readers=2)
+    entered, release = threading.Event(), threading.Event()
+
+    def hold(sql: str) -> None:  # on the reading thread, as its statement starts
+        if "transcript_hash IN" in sql:
+            entered.set()
+            release.wait()
+
+    store.db.trace(hold)
+    held = asyncio.ensure_future(store.find_by_transcript("local", "agentao", ["h"]))
+    await asyncio.to_thread(entered.wait)
+    await store.create_conversation(Conversation("c1", "local", "agentao", "chat"))
+    assert (await store.get_conversation("c1")).id == "c1"  # the other reader, meanwhile
+    assert not held.done()
+    release.set()
+    assert await held is None
+    store.db.trace(None)
+    store.close()

@@ -53,6 +53,7 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
 LOCAL_NAME = "local"  # the principal without keys; its objects must not go to a key
 RESERVED_KEY_NAMES = frozenset({LOCAL_NAME})
+MAX_TRANSCRIPT_MATCH_DEPTH = 500  # one query binds this many hashes; SQLite allows 32766
 _SERVER_SETTINGS = frozenset({"host", "port", "store", "allowed_hosts", "allowed_origins"})
 
 
@@ -76,6 +77,12 @@ class Limits:
     # An idle conversation's agent session is closed after this long, and reopened with
     # session/load by its next request (0: never). Agents without loadSession keep theirs.
     session_idle_seconds: float = 600.0
+    # Chat Completions without a session key: a stored conversation must end at one of the
+    # request's last this-many assistant messages (the longest match wins). Bounds the
+    # lookup, one indexed query, whatever the transcript's length.
+    transcript_match_depth: int = 32
+    store_readers: int = 2  # read-only store connections, so lookups never queue behind writes
+    max_session_key_length: int = 256  # X-Session-Id / x_session_id: visible ASCII only
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +260,12 @@ def _limits(table: dict[str, Any], where: str) -> Limits:
     unknown = set(table) - known
     if unknown:
         raise ConfigError(f"{where}: unknown [limits] settings {sorted(unknown)}")
-    return Limits(**table)
+    limits = Limits(**table)
+    if not 1 <= limits.transcript_match_depth <= MAX_TRANSCRIPT_MATCH_DEPTH:
+        raise ConfigError(
+            f"{where}: [limits] transcript_match_depth must be 1..{MAX_TRANSCRIPT_MATCH_DEPTH}"
+        )
+    return limits
 
 
 def _agent(name: str, spec: Any, where: str) -> AgentSpec:

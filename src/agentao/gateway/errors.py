@@ -5,7 +5,8 @@ ApiError                       status, OpenAI `type`
 ├── Unauthorized               401  authentication_error
 ├── Forbidden                  403  permission_error
 ├── NotFound                   404  not_found_error
-├── SessionBusy                409  conflict_error, with Retry-After
+├── Conflict                   409  conflict_error (the object's state forbids it)
+│   └── SessionBusy            409  ... a busy session, with Retry-After
 ├── PayloadTooLarge            413  invalid_request_error
 ├── UnsupportedMediaType       415  invalid_request_error (a body that is not declared JSON)
 ├── MisdirectedRequest         421  invalid_request_error (a Host this gateway does not serve)
@@ -79,10 +80,12 @@ class NotFound(ApiError):
     type = "not_found_error"
 
 
-class SessionBusy(ApiError):
+class Conflict(ApiError):
     status = 409
     type = "conflict_error"
 
+
+class SessionBusy(Conflict):
     def __init__(self, retry_after: int) -> None:
         super().__init__(
             "this conversation's agent session is busy with another request; retry later",
@@ -162,6 +165,7 @@ __all__ = [
     "AgentUnavailable",
     "ApiError",
     "BadRequest",
+    "Conflict",
     "Forbidden",
     "MisdirectedRequest",
     "NotFound",

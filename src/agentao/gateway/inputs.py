@@ -81,7 +81,7 @@ def _content(content: Any, where: str, *, images: bool) -> tuple[str, list[tuple
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind in _TEXT_PARTS:
-            texts.append(str(part.get("text", part.get("refusal", ""))))
+            texts.append(_text(part, kind, f"{where}[{j}]"))
         elif kind in _IMAGE_PARTS:
             if not images:
                 raise unsupported(f"{where}[{j}]", "is an image, and this agent takes no images")
@@ -89,6 +89,14 @@ def _content(content: Any, where: str, *, images: bool) -> tuple[str, list[tuple
         else:
             raise unsupported(f"{where}[{j}].type", f"{kind!r} is not supported")
     return "\n".join(texts), found
+
+
+def _text(part: dict[str, Any], kind: str, where: str) -> str:
+    field = "refusal" if kind == "refusal" else "text"
+    text = part.get(field, "")
+    if not isinstance(text, str):
+        raise BadRequest(f"{where}.{field} must be a string", param=f"{where}.{field}")
+    return text
 
 
 def _data_url(part: dict[str, Any], where: str) -> tuple[str, str]:

@@ -17,13 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 READ_KINDS = frozenset({"read", "search", "think"})
+_TAGS: dict[type, str] = {}  # schema class -> its tag (`type`), looked up once per update
 _PLAN_MARK = {"completed": "x", "in_progress": "~"}
 
 
-@dataclass(frozen=True, slots=True)
-class Delta:
-    """What one ACP update adds to the answer: message text and/or reasoning text."""
+class Delta(msgspec.Struct, frozen=True, gc=False):
+    """What one ACP update adds to the answer: message text and/or reasoning text.
+    (A Struct: one per streamed update, made in C.)"""
 
     text: str = ""
     reasoning: str = ""
@@ -54,6 +57,11 @@ class TurnMapper:
         """Map one update (`kind` is its `sessionUpdate` tag, `update` the typed struct)."""
         if update is None:  # an unknown kind, or one the client could not decode
             return Delta()
+        if kind == "agent_message_chunk" and not self.inline:  # most updates: the short way
+            text = content_text(update.content)
+            if text:
+                self.text.append(text)
+            return Delta(text=text)
         delta = self._map(kind, update)
         if self.inline:
             delta = self._inline(kind, delta)
@@ -151,8 +159,14 @@ class TurnMapper:
 
 
 def block_type(block: Any) -> str:
-    tag = getattr(getattr(type(block), "__struct_config__", None), "tag", None)
-    return str(tag if tag is not None else getattr(block, "type", ""))
+    cls = type(block)
+    tag = _TAGS.get(cls)
+    if tag is None:  # once per schema class (a tagged Struct), else read from the object
+        tag = getattr(getattr(cls, "__struct_config__", None), "tag", None)
+        if tag is None:
+            return str(getattr(block, "type", ""))
+        tag = _TAGS[cls] = str(tag)
+    return tag
 
 
 def content_text(block: Any) -> str:

@@ -14,6 +14,7 @@ request sets `x_acp: true`. Agent-run tools are never `tool_calls`.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 import uuid
@@ -26,23 +27,35 @@ from fastapi.responses import JSONResponse
 
 from agentao.client import TurnEnd
 from agentao.gateway.auth import Principal, owns
+from agentao.gateway.config import Limits
 from agentao.gateway.errors import AgentFailed, BadRequest, unsupported
+from agentao.gateway.identifiers import check_session_key
 from agentao.gateway.inputs import parse_chat_messages, prompt_blocks
 from agentao.gateway.mapping import chat_finish_reason, estimate_usage, usage_from_agent
 from agentao.gateway.service import Gateway, ModelChoice
-from agentao.gateway.sessions import LiveConversation, SessionLost, TurnRequest
+from agentao.gateway.sessions import (
+    CONVERSATION_PREFIX,
+    LiveConversation,
+    SessionLost,
+    TurnRequest,
+)
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
 from agentao.gateway.transcript import (
+    OFFLOAD_MESSAGES,
     ChatMessage,
-    candidate_prefixes,
+    HashedTranscript,
+    hash_transcript,
     render,
     tail_after_last_answer,
-    transcript_hash,
 )
 from agentao.gateway.turns import GatewayTurn, Step, TurnFailed
 
 router = APIRouter()
 SESSION_HEADER = "x-session-id"
+_encode = msgspec.json.Encoder().encode
+# Stands for the delta in the chunk template; no id, model name or key can hold \x01.
+_DELTA_MARK: Any = "\x01delta\x01"
+_ENCODED_MARK = _encode(_DELTA_MARK)
 
 
 class StreamOptions(msgspec.Struct):
@@ -101,15 +114,16 @@ async def chat_completions(request: Request) -> Any:
     choice = gw.resolve_model(principal, body.model)
     policy = gw.policy(principal, request, body.x_permission_policy)
     pool = gw.conversations.pool(choice.agent)
-    messages = parse_chat_messages(body.messages, images=pool.info.images)
-    key = body.x_session_id or request.headers.get(SESSION_HEADER)
-    conv, new, fresh = await _conversation(gw, principal, choice, key, messages)
-    turn_request = _turn_request(body, principal, policy, choice, messages, new, fresh)
+    key = _session_key(gw, request, body)
+    hashed = await _read_transcript(body.messages, pool.info.images, gw.limits)
+    conv, new, fresh = await _conversation(gw, principal, choice, key, hashed)
+    turn_request = _turn_request(body, principal, policy, choice, hashed, new, fresh)
     try:
         turn = await gw.conversations.begin(conv, turn_request)
     except SessionLost:  # start the conversation over, with the whole transcript
         conv.record.session_id, conv.session = None, None
-        turn_request = _turn_request(body, principal, policy, choice, messages, messages, True)
+        everything = hashed.messages
+        turn_request = _turn_request(body, principal, policy, choice, hashed, everything, True)
         turn = await gw.conversations.begin(conv, turn_request)
     headers = {"X-Session-Id": key or conv.id, "X-Task-Id": turn.id}
     reply = _Reply("chatcmpl-" + uuid.uuid4().hex, int(time.time()), choice, body, turn)
@@ -120,16 +134,39 @@ async def chat_completions(request: Request) -> Any:
     return JSONResponse(result, headers=headers)
 
 
+def _session_key(gw: Gateway, request: Request, body: ChatBody) -> str | None:
+    """The explicit conversation key, if any: it is echoed as a header, so it is checked
+    before anything runs (see `identifiers.py`)."""
+    limit = gw.limits.max_session_key_length
+    if body.x_session_id is not None:
+        return check_session_key(body.x_session_id, "x_session_id", limit)
+    header = request.headers.get(SESSION_HEADER)
+    return check_session_key(header, "X-Session-Id", limit) if header is not None else None
+
+
+async def _read_transcript(raw: list[Any], images: bool, limits: Limits) -> HashedTranscript:
+    """The request's messages, parsed and hashed; a long transcript on a worker thread, so
+    the event loop goes on serving everyone else meanwhile."""
+
+    def read() -> HashedTranscript:
+        messages = parse_chat_messages(raw, images=images)
+        return hash_transcript(messages, limits.transcript_match_depth)
+
+    if len(raw) > OFFLOAD_MESSAGES:
+        return await asyncio.to_thread(read)
+    return read()
+
+
 async def _conversation(
     gw: Gateway,
     principal: Principal,
     choice: ModelChoice,
     key: str | None,
-    messages: list[ChatMessage],
+    hashed: HashedTranscript,
 ) -> tuple[LiveConversation, list[ChatMessage], bool]:
     """(conversation, messages to send, whether the agent starts fresh)."""
     convs = gw.conversations
-    candidates = candidate_prefixes(messages)
+    messages, candidates = hashed.messages, hashed.candidates
     if key:
         conv = await _keyed(gw, principal, choice, key)
         if conv.record.agent != choice.agent:
@@ -155,13 +192,16 @@ async def _keyed(
 ) -> LiveConversation:
     """The conversation an explicit key names: one of ours by id, else the key's own."""
     convs = gw.conversations
-    derived = "conv_" + hashlib.sha256(f"{principal.name}\0{key}".encode()).hexdigest()[:32]
+    derived = (
+        CONVERSATION_PREFIX + hashlib.sha256(f"{principal.name}\0{key}".encode()).hexdigest()[:32]
+    )
     for conv in (convs.live(key), convs.live(derived)):  # the hot path: no store lookup
         if conv is not None and owns(principal, conv.record.owner):
             return conv
-    conv = await convs.get(key)
-    if conv is not None and owns(principal, conv.record.owner):
-        return conv
+    if key.startswith(CONVERSATION_PREFIX):  # may be one of ours (only ours look so)
+        conv = await convs.get(key)
+        if conv is not None and owns(principal, conv.record.owner):
+            return conv
     return await convs.get(derived) or await convs.create(
         principal.name, choice.agent, "chat", derived
     )
@@ -180,7 +220,7 @@ def _turn_request(
     principal: Principal,
     policy: Any,
     choice: ModelChoice,
-    transcript: list[ChatMessage],
+    transcript: HashedTranscript,
     new: list[ChatMessage],
     fresh: bool,
 ) -> TurnRequest:
@@ -189,7 +229,7 @@ def _turn_request(
     def on_end(conv: LiveConversation, turn: GatewayTurn) -> None:
         result = turn.result
         if isinstance(result, TurnEnd) and result.stop_reason != "cancelled":
-            conv.record.transcript_hash = transcript_hash(transcript, turn.mapper.full_text)
+            conv.record.transcript_hash = transcript.answered(turn.mapper.full_text)
 
     return TurnRequest(
         prompt=prompt_blocks(new, text),
@@ -218,6 +258,10 @@ class _Reply:
         # The role rides on the first chunk that says something, as OpenAI's does when
         # the first token is ready: one write less before the first token.
         self._first: dict[str, Any] = {"role": "assistant"}
+        # Every delta chunk is the same object around its delta: encoded once, here, so
+        # each update costs the encoding of its delta alone.
+        head, _, tail = _encode(self._chunk(_DELTA_MARK)).partition(_ENCODED_MARK)
+        self._head, self._tail = b"data: " + head, tail + b"\n\n"
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {
@@ -247,19 +291,25 @@ class _Reply:
         try:
             async for batch in self.turn.batches():
                 out = b"".join(self._encode(item) for item in batch)
+                if not isinstance(batch[-1], Step):  # the end: [DONE] goes out with it
+                    out += b"data: [DONE]\n\n"
                 if out:
                     yield out
-            yield b"data: [DONE]\n\n"
         finally:
             self.turn.detach()
 
     def _encode(self, item: Any) -> bytes:
         if isinstance(item, Step):
+            d = item.delta
+            if d.text and not d.reasoning and not self._first and not self.body.x_acp:
+                # Most chunks: text alone, encoded without a dict.
+                return self._head + b'{"content":' + _encode(d.text) + b"}" + self._tail
             delta = self._delta(item)
             if not delta:
                 return b""
-            chunk, self._first = self._chunk({**self._first, **delta}), {}
-            return sse(chunk)
+            if self._first:
+                delta, self._first = {**self._first, **delta}, {}
+            return self._head + _encode(delta) + self._tail
         if isinstance(item, TurnFailed):
             return sse(_error(item.message, item.code))
         head = sse(self._chunk({**self._first, "content": ""})) if self._first else b""

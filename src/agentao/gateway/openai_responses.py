@@ -23,7 +23,8 @@ from fastapi.responses import JSONResponse
 
 from agentao.client import TurnEnd
 from agentao.gateway.auth import Principal, check_owner, owns
-from agentao.gateway.errors import BadRequest, NotFound, unsupported
+from agentao.gateway.errors import BadRequest, Conflict, NotFound, unsupported
+from agentao.gateway.identifiers import check_id
 from agentao.gateway.inputs import parse_response_input, prompt_blocks
 from agentao.gateway.mapping import estimate_usage, usage_from_agent
 from agentao.gateway.response_builder import Event, ResponseBuilder
@@ -32,10 +33,20 @@ from agentao.gateway.sessions import LiveConversation, TurnRequest
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
 from agentao.gateway.transcript import ChatMessage, render
 from agentao.gateway.turns import GatewayTurn, Step, TurnFailed
-from agentao.store.gateway import ResponseRecord
+from agentao.store.gateway import IN_FLIGHT_RESPONSE
+from agentao.store.gateway_records import ResponseRecord
 
 log = logging.getLogger("agentao.gateway")
 router = APIRouter()
+
+
+class TextFormat(msgspec.Struct):
+    type: str  # "text", "json_object", "json_schema" (whose other fields are not read)
+
+
+class TextOptions(msgspec.Struct):
+    format: TextFormat | None = None
+    verbosity: str | None = None
 
 
 class ResponsesBody(msgspec.Struct, kw_only=True):
@@ -49,7 +60,7 @@ class ResponsesBody(msgspec.Struct, kw_only=True):
     metadata: dict[str, str] | None = None
     tools: list[Any] | None = None
     tool_choice: Any = None
-    text: dict[str, Any] | None = None
+    text: TextOptions | None = None
     conversation: Any = None
     prompt: Any = None
     x_acp: bool = False
@@ -61,8 +72,8 @@ def check_supported(body: ResponsesBody) -> None:
         raise unsupported("tools", "client-side tools are not supported (agent tools run inside)")
     if body.tool_choice not in (None, "auto", "none"):
         raise unsupported("tool_choice", "client-side tools are not supported")
-    fmt = (body.text or {}).get("format") or {}
-    if fmt.get("type") not in (None, "text"):
+    fmt = body.text.format if body.text is not None else None
+    if fmt is not None and fmt.type != "text":
         raise unsupported("text.format", "only 'text' can be honoured by an agent")
     if body.conversation is not None:
         raise unsupported("conversation", "use previous_response_id to continue a conversation")
@@ -92,6 +103,8 @@ async def create_response(request: Request) -> Any:
     check_supported(body)
     choice = gw.resolve_model(principal, body.model)
     policy = gw.policy(principal, request, body.x_permission_policy)
+    if body.previous_response_id is not None:
+        check_id(body.previous_response_id, "previous_response_id")
     pool = gw.conversations.pool(choice.agent)
     messages = parse_response_input(body.input, images=pool.info.images)
     if body.instructions:
@@ -122,13 +135,15 @@ async def create_response(request: Request) -> Any:
     live = _Live(builder, turn, principal.name, asyncio.Event())
     run = _Run(gw, live, conv, turn_index, body.store, len(text))
     headers = {"X-Session-Id": conv.id, "X-Task-Id": turn.id}
-    if body.stream:
-        return EventStream(run.sse(), turn.cancel, headers)
     if body.background:  # stored now: it must outlive this request, even a restart
         await turn.log.stored.wait()  # its conversation's row is in the store
         await run.save()
         run.in_background()
         return JSONResponse(builder.snapshot(), headers=headers)
+    if body.store:  # retrievable (in progress) at once; settled if this process dies
+        gw.hub.start_response(run.record())
+    if body.stream:
+        return EventStream(run.sse(), turn.cancel, headers)
     async with watch_disconnect(request, turn.cancel):
         async for _events in run.events():
             pass
@@ -182,12 +197,15 @@ class _Run:
         self.prompt_chars = prompt_chars
         gw.live_responses[live.builder.id] = live
 
-    async def save(self) -> None:
-        if not self.store:
-            return
+    def record(self) -> ResponseRecord:
         b = self.live.builder
-        record = ResponseRecord(b.id, self.conv.id, self.turn_index, b.status, b.snapshot())
-        await self.gw.store.put_response(record)
+        return ResponseRecord(
+            b.id, self.conv.id, self.turn_index, b.status, b.snapshot(), boot_id=self.gw.boot.id
+        )
+
+    async def save(self) -> None:
+        if self.store:
+            await self.gw.store.put_response(self.record())
 
     async def events(self) -> AsyncIterator[list[Event]]:
         """The response's events, a batch per wake-up (see `GatewayTurn.batches`)."""
@@ -242,17 +260,27 @@ class _Run:
 
 
 async def _find(gw: Gateway, principal: Principal, response_id: str) -> dict[str, Any]:
+    """The response as it is now: live in this process, else as stored (settled first if
+    the process that ran it has died since)."""
+    check_id(response_id, "response_id")
     live = gw.live_responses.get(response_id)
     if live is not None:
         if not owns(principal, live.owner):
             raise NotFound(f"no response {response_id!r}", code="response_not_found")
         return live.builder.snapshot()
+    record = await _stored(gw, principal, response_id)
+    if record.status == IN_FLIGHT_RESPONSE and await gw.recovery.settle_if_dead(record.boot_id):
+        record = await _stored(gw, principal, response_id)
+    return record.body
+
+
+async def _stored(gw: Gateway, principal: Principal, response_id: str) -> ResponseRecord:
     record = await gw.store.get_response(response_id)
     conv = await gw.store.get_conversation(record.conversation_id) if record else None
     if record is None or conv is None:
         raise NotFound(f"no response {response_id!r}", code="response_not_found")
     check_owner(principal, conv.owner, "response")
-    return record.body
+    return record
 
 
 @router.get("/v1/responses/{response_id}")
@@ -266,22 +294,32 @@ async def get_response(response_id: str, request: Request) -> Any:
 
 @router.post("/v1/responses/{response_id}/cancel")
 async def cancel_response(response_id: str, request: Request) -> Any:
+    """Cancel a response in progress here. As OpenAI answers: a cancelled one again is the
+    same object (200); a completed, failed or incomplete one is a 400 saying which."""
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
     body = await _find(gw, principal, response_id)
     live = gw.live_responses.get(response_id)
-    if live is None:
-        if body.get("status") == "cancelled":
-            return JSONResponse(body)
-        raise BadRequest(
-            f"response {response_id!r} is {body.get('status')}; only one in progress can be "
-            "cancelled",
-            code="not_in_progress",
+    if live is not None:
+        live.turn.cancel()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(live.done.wait(), gw.limits.cancel_grace_seconds + 5)
+        return JSONResponse(live.builder.snapshot())
+    status = body.get("status")
+    if status == "cancelled":
+        return JSONResponse(body)
+    if status == IN_FLIGHT_RESPONSE:  # its process is alive (or on a host we cannot see)
+        raise Conflict(
+            f"response {response_id!r} is in progress on another gateway process; cancel it there",
+            param="response_id",
+            code="response_elsewhere",
         )
-    live.turn.cancel()
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(live.done.wait(), gw.limits.cancel_grace_seconds + 5)
-    return JSONResponse(live.builder.snapshot())
+    raise BadRequest(
+        f"Cannot cancel a {status} response: {response_id!r} is {status}; only a response in "
+        "progress can be cancelled",
+        param="response_id",
+        code=f"response_{status}",
+    )
 
 
 @router.delete("/v1/responses/{response_id}")

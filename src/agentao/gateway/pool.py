@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -146,7 +147,14 @@ class AgentPool:
         await asyncio.gather(*(w.close() for w in self.workers), return_exceptions=True)
 
     def changed(self) -> None:
+        """A process started or exited, or a session was released: wake the waiters."""
         self._changed.set()
+
+    async def wait_until(self, ready: Callable[[], bool]) -> None:
+        """Return once `ready()` holds, checked again at every `changed()` (no deadline)."""
+        while not ready():
+            self._changed.clear()
+            await self._changed.wait()
 
     @property
     def live(self) -> int:
@@ -216,6 +224,7 @@ class AgentPool:
     def release(self, session: Session) -> None:
         for worker in self.workers:
             worker.sessions.discard(session.id)
+        self.changed()
 
 
 def model_choices(response: Any) -> tuple[str | None, tuple[str, ...]]:

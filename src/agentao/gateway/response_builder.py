@@ -222,4 +222,20 @@ class ResponseBuilder:
         ]
 
 
-__all__ = ["ResponseBuilder"]
+def failed_snapshot(body: dict[str, Any], code: str, message: str) -> dict[str, Any]:
+    """A stored Response object that will never finish, as `failed`: the error says why,
+    and an item still in progress is `incomplete` (what it holds is kept)."""
+    output = [
+        {**item, "status": "incomplete"} if item.get("status") == "in_progress" else item
+        for item in body.get("output") or ()
+        if isinstance(item, dict)
+    ]
+    return {
+        **body,
+        "status": "failed",
+        "error": {"code": code, "message": message},
+        "output": output,
+    }
+
+
+__all__ = ["ResponseBuilder", "failed_snapshot"]

@@ -1,8 +1,9 @@
 """The gateway's running parts in one place, and the request plumbing every route shares.
 
 `Gateway` holds the config, the store, the agent pools, the conversation
-registry, the task hub and the permission desk; `app.py` builds one and puts it
-on `app.state.gateway`. Routes call `gateway.principal(request)`,
+registry, the task hub, the permission desk and this process's `Boot` (the owner
+of the rows it writes; `Recovery` settles what dead owners left); `app.py` builds
+one and puts it on `app.state.gateway`. Routes call `gateway.principal(request)`,
 `gateway.decode(request, Type)` and `gateway.resolve_model(...)` so that
 authentication, JSON bodies and model names behave the same everywhere.
 """
@@ -19,10 +20,13 @@ import msgspec
 from starlette.requests import HTTPConnection, Request
 
 from agentao.gateway.auth import POLICY_HEADER, Authenticator, Principal
+from agentao.gateway.boots import this_boot
 from agentao.gateway.config import GatewayConfig, Policy
 from agentao.gateway.errors import BadRequest, NotFound, UnsupportedMediaType
+from agentao.gateway.identifiers import check_model
 from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool
+from agentao.gateway.recovery import Recovery
 from agentao.gateway.sessions import Conversations
 from agentao.gateway.tasklog import TaskHub
 from agentao.store.gateway import GatewayStore
@@ -48,17 +52,22 @@ class Gateway:
         self.config = config
         self.limits = config.limits
         self.store = store
+        self.boot = this_boot()
+        self.recovery = Recovery(store, self.boot)
         self.auth = Authenticator(config)
-        self.hub = TaskHub(store)
+        self.hub = TaskHub(store, self.boot.id)
         self.desk = PermissionDesk()
         self.pools: dict[str, AgentPool] = {}
         self.live_responses: dict[str, Any] = {}  # response id -> openai_responses._Live
         self.background: set[asyncio.Task[None]] = set()  # background responses and tasks
+        self.loop: asyncio.AbstractEventLoop | None = None  # the loop serving, once started
         self.conversations = Conversations(store, self.pools, self.hub, self.desk, self.limits)
         for spec in config.agents:
             self.pools[spec.name] = AgentPool(spec, self.limits, self.conversations.permission)
 
     async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        await self.recovery.start()
         for pool in self.pools.values():
             await pool.start()
         if self.limits.session_idle_seconds > 0:
@@ -82,6 +91,11 @@ class Gateway:
             task.cancel()
         for pool in self.pools.values():
             await pool.close()
+        try:  # what the turns stored as they ended, then ours still in flight is settled
+            await self.hub.flush()
+            await self.recovery.stop()
+        except Exception:  # the next gateway on this store settles them
+            log.exception("could not settle this gateway's responses and tasks in flight")
         self.hub.close()
         with contextlib.suppress(Exception):
             self.store.close()
@@ -104,18 +118,31 @@ class Gateway:
             raise BadRequest(f"invalid request: {exc}", param=_param_of(exc)) from None
         except msgspec.DecodeError as exc:
             raise BadRequest(f"the body is not valid JSON: {exc}", code="invalid_json") from None
+        except RecursionError:  # the decoder's own guard: arrays/objects nested ~1,000 deep
+            raise BadRequest(
+                "the body's JSON is nested too deeply to decode", code="json_too_deep"
+            ) from None
 
-    def resolve_model(self, principal: Principal, model: str) -> ModelChoice:
-        """`agent` or `agent/model`: the agent must exist and be allowed for this key."""
-        agent, _, own = model.partition("/")
-        if agent not in self.pools:
+    def resolve_model(self, principal: Principal, model: str, param: str = "model") -> ModelChoice:
+        """`agent` or `agent/model`: a well-formed name, an agent that exists and is allowed
+        for this key, and (once the agent has listed them) one of its own models."""
+        agent, _, own = check_model(model, param).partition("/")
+        pool = self.pools.get(agent)
+        if pool is None:
             known = ", ".join(sorted(self.pools))
             raise NotFound(
                 f"the model {model!r} does not exist (agents: {known})",
-                param="model",
+                param=param,
                 code="model_not_found",
             )
         principal.check_agent(agent)
+        if own and pool.info.models and own not in pool.info.models:
+            raise NotFound(
+                f"the agent {agent!r} has no model {own!r} (its models: "
+                f"{', '.join(pool.info.models)})",
+                param=param,
+                code="model_not_found",
+            )
         return ModelChoice(agent, own or None)
 
     def policy(self, principal: Principal, request: Request, body_value: str | None) -> Policy:

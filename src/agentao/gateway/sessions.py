@@ -38,9 +38,11 @@ from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.tasklog import TaskHub
 from agentao.gateway.turns import GatewayTurn, TurnContext
-from agentao.store.gateway import Conversation, GatewayStore, TaskRecord
+from agentao.store.gateway import GatewayStore
+from agentao.store.gateway_records import Conversation, TaskRecord
 
 log = logging.getLogger("agentao.gateway")
+CONVERSATION_PREFIX = "conv_"  # every conversation id starts so (and no other id does)
 
 
 class SessionLost(ApiError):
@@ -125,7 +127,7 @@ class Conversations:
         self, owner: str, agent: str, source: str, conversation_id: str | None = None
     ) -> LiveConversation:
         record = Conversation(
-            id=conversation_id or "conv_" + uuid.uuid4().hex,
+            id=conversation_id or CONVERSATION_PREFIX + uuid.uuid4().hex,
             owner=owner,
             agent=agent,
             source=source,
@@ -234,8 +236,12 @@ class Conversations:
         option = conv.pool.info.model_option or "model"
         try:
             await session.set_config_option(option, model)
-        except AgentError as exc:
-            raise ApiError(f"the agent refused model {model!r}: {exc.message}") from None
+        except AgentError as exc:  # nothing ran yet: the request names a model it lacks
+            raise NotFound(
+                f"the agent refused the model {model!r}: {exc.message}",
+                param="model",
+                code="model_not_found",
+            ) from None
         conv.model = model
 
     async def _start(
@@ -281,9 +287,13 @@ class Conversations:
                     old_hash = conv.record.transcript_hash
                     request.on_end(conv, turn)
                     self._index(conv, old_hash)
-            await turn.log.stored.wait()
-            status = "ended" if ok else "error"
-            await self.store.finish_task(turn.id, status, conv.record if ok else None)
+            # Stored with the next batch of frames, not a transaction of its own.
+            if ok:
+                self.hub.save_conversation(conv.record)
+                self.hub.end(turn.log, "ended")
+            else:
+                self.hub.end(turn.log, "error", getattr(turn.result, "message", None))
+            await turn.log.closed.wait()
         finally:
             conv.last_used = asyncio.get_running_loop().time()
             if conv.turn is turn:
@@ -324,4 +334,10 @@ class Conversations:
         return await turn.decide(request)
 
 
-__all__ = ["Conversations", "LiveConversation", "SessionLost", "TurnRequest"]
+__all__ = [
+    "CONVERSATION_PREFIX",
+    "Conversations",
+    "LiveConversation",
+    "SessionLost",
+    "TurnRequest",
+]

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -24,13 +24,15 @@ from starlette.types import Receive, Scope, Send
 log = logging.getLogger("agentao.gateway")
 
 OnDisconnect = Callable[[], None]
+_encode = msgspec.json.Encoder().encode
 
 
 def sse(data: Any, event: str | None = None) -> bytes:
-    """One SSE message: an optional `event:` line and a compact JSON `data:` line."""
-    body = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {body}\n\n".encode()
+    """One SSE message: an optional `event:` line and a compact JSON `data:` line.
+    (msgspec: a tenth of `json.dumps`'s time, and this runs once per streamed update.)"""
+    body = data.encode() if isinstance(data, str) else _encode(data)
+    head = b"event: " + event.encode() + b"\n" if event else b""
+    return head + b"data: " + body + b"\n\n"
 
 
 class EventStream(Response):

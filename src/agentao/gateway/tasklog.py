@@ -3,9 +3,11 @@
 Theory of operation. `TaskLog.emit()` is synchronous: it numbers the frame
 (seq 1, 2, ...) and hands it to the hub, so a turn never waits for the disk.
 The hub has one writer task for every task at once: it takes whatever
-conversation rows, task rows and frames are waiting, stores them in one transaction, and only then gives each
+conversation rows, task rows, new response rows, frames and ended tasks are
+waiting (a `_Batch`), stores them in one transaction, and only then gives each
 frame to the watchers of its task, in order. Under load that is one commit for
-many frames of many turns, instead of one per frame.
+many frames and many turns' ends, instead of one per frame or per turn. Every task and response row it writes names this
+gateway process as its owner (`boot_id`, see `boots.py`).
 
 A watcher that subscribes and then reads the store for `seq > after_seq` sees
 every frame exactly once: a frame delivered before it subscribed is already in
@@ -19,9 +21,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
-from agentao.store.gateway import Conversation, GatewayStore, TaskEvent, TaskRecord
+from agentao.store.gateway import GatewayStore
+from agentao.store.gateway_records import Conversation, ResponseRecord, TaskEvent, TaskRecord
 
 log = logging.getLogger("agentao.gateway")
 
@@ -38,6 +42,7 @@ class TaskLog:
         self._watchers: set[asyncio.Queue[TaskEvent]] = set()
         self.stored = asyncio.Event()  # the task's row is in the store
         self.finished = asyncio.Event()  # the terminal frame is stored and delivered
+        self.closed = asyncio.Event()  # the task's row says how it ended (see `TaskHub.end`)
 
     def emit(self, type_: str, payload: dict[str, Any]) -> TaskEvent:
         """Number a frame and queue it for the store, then the watchers."""
@@ -61,49 +66,91 @@ class TaskLog:
         return len(self._watchers)
 
     def deliver(self, event: TaskEvent) -> None:
-        for queue in tuple(self._watchers):
-            queue.put_nowait(event)
+        if self._watchers:
+            for queue in tuple(self._watchers):
+                queue.put_nowait(event)
         if event.type in TERMINAL:
             self.finished.set()
 
     def close(self) -> None:
         self.stored.set()
         self.finished.set()
+        self.closed.set()
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Everything queued for the next transaction, in the order it is written."""
+
+    conversations: dict[str, Conversation] = field(default_factory=dict)  # saved as they are then
+    rows: list[TaskRecord] = field(default_factory=list)
+    responses: list[ResponseRecord] = field(default_factory=list)
+    frames: list[TaskEvent] = field(default_factory=list)
+    ended: list[tuple[TaskLog, TaskRecord]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.conversations or self.rows or self.responses or self.frames or self.ended)
 
 
 class TaskHub:
     """Every running task's log, and the one writer that stores their rows and frames."""
 
-    def __init__(self, store: GatewayStore) -> None:
+    def __init__(self, store: GatewayStore, boot_id: str) -> None:
         self.store = store
+        self.boot_id = boot_id
         self._logs: dict[str, TaskLog] = {}
-        self._conversations: dict[str, Conversation] = {}  # saved as they are when written
-        self._rows: list[TaskRecord] = []
-        self._frames: list[TaskEvent] = []
+        self._batch = _Batch()
+        self._woken = False  # the writer was woken for the batch being filled
         self._wake = asyncio.Event()
+        self._idle = asyncio.Event()  # nothing queued and no write under way
+        self._idle.set()
         self._writer: asyncio.Task[None] | None = None
 
     def open(self, record: TaskRecord) -> TaskLog:
         """A log for a new task; its row is written before its first frame."""
         task_log = self._logs[record.id] = TaskLog(record.id, self)
-        self._rows.append(record)
+        record.boot_id = self.boot_id
+        self._batch.rows.append(record)
         self._kick()
         return task_log
 
+    def end(self, task_log: TaskLog, status: str, error: str | None = None) -> None:
+        """Queue the task's end (its status, and why if it failed); `task_log.closed` is
+        set once it is stored. Queue its conversation's row with it (`save_conversation`)."""
+        record = TaskRecord(task_log.task_id, "", status, ended_at=time.time(), error=error)
+        self._batch.ended.append((task_log, record))
+        self._kick()
+
+    def start_response(self, record: ResponseRecord) -> None:
+        """Queue a new response's row (in progress), written unless one is there by then:
+        its final row, written directly when it ends, must never be overwritten."""
+        record.boot_id = self.boot_id
+        self._batch.responses.append(record)
+        self._kick()
+
+    async def flush(self) -> None:
+        """Wait until everything queued so far is stored (shutdown)."""
+        if self._writer is not None and not self._writer.done():
+            await self._idle.wait()
+
     def save_conversation(self, conversation: Conversation) -> None:
         """Queue a conversation's row (insert or update) ahead of the next task rows."""
-        self._conversations[conversation.id] = conversation
+        self._batch.conversations[conversation.id] = conversation
         self._kick()
 
     def get(self, task_id: str) -> TaskLog | None:
         return self._logs.get(task_id)
 
     def queue(self, event: TaskEvent) -> None:
-        self._frames.append(event)
+        self._batch.frames.append(event)
         self._kick()
 
     def _kick(self) -> None:
+        if self._woken:  # once per batch: this runs for every frame
+            return
+        self._woken = True
         self._wake.set()
+        self._idle.clear()
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(self._run())
 
@@ -111,28 +158,37 @@ class TaskHub:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            convs, rows, frames = list(self._conversations.values()), self._rows, self._frames
-            self._conversations, self._rows, self._frames = {}, [], []
-            if convs or rows or frames:
-                await self._write(convs, rows, frames)
+            batch, self._batch, self._woken = self._batch, _Batch(), False
+            if batch:
+                await self._write(batch)
+            if not self._wake.is_set():
+                self._idle.set()
 
-    async def _write(
-        self, convs: list[Conversation], rows: list[TaskRecord], frames: list[TaskEvent]
-    ) -> None:
+    async def _write(self, batch: _Batch) -> None:
         try:
-            await self.store.append_events(frames, tasks=rows, conversations=convs)
+            await self.store.append_events(
+                batch.frames,
+                tasks=batch.rows,
+                conversations=list(batch.conversations.values()),
+                responses=batch.responses,
+                ended=[record for _log, record in batch.ended],
+            )
         except Exception:  # frames still go out: a watcher must not hang on a disk error
-            log.exception("could not store %d task rows and %d frames", len(rows), len(frames))
-        for row in rows:
+            log.exception(
+                "could not store %d task rows and %d frames", len(batch.rows), len(batch.frames)
+            )
+        for row in batch.rows:
             if row.id in self._logs:
                 self._logs[row.id].stored.set()
-        for frame in frames:
+        for frame in batch.frames:
             task_log = self._logs.get(frame.task_id)
             if task_log is None:
                 continue
             task_log.deliver(frame)
             if task_log.finished.is_set():
                 del self._logs[frame.task_id]
+        for task_log, _record in batch.ended:
+            task_log.closed.set()
 
     def close(self) -> None:
         """Stop the writer (shutdown); frames not yet stored are lost."""

@@ -33,14 +33,26 @@ from fastapi.responses import JSONResponse
 
 from agentao.gateway.auth import WS_PROTOCOL, Principal, check_owner, owns
 from agentao.gateway.errors import ApiError, BadRequest, NotFound
+from agentao.gateway.identifiers import check_id
 from agentao.gateway.permissions import AnswerRejected
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import TurnRequest
 from agentao.gateway.tasklog import TERMINAL
-from agentao.store.gateway import TaskEvent, TaskRecord
+from agentao.store.gateway import IN_FLIGHT_TASK
+from agentao.store.gateway_records import TaskEvent, TaskRecord
 
 log = logging.getLogger("agentao.gateway")
 router = APIRouter()
+
+
+# The string fields each kind of ACP content block needs (schema: ContentBlock).
+BLOCK_FIELDS: dict[str, tuple[str, ...]] = {
+    "text": ("text",),
+    "image": ("data", "mimeType"),
+    "audio": ("data", "mimeType"),
+    "resource_link": ("name", "uri"),
+    "resource": (),
+}
 
 
 class TaskBody(msgspec.Struct, kw_only=True):
@@ -59,9 +71,11 @@ async def start_task(request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
     body = await gw.decode(request, TaskBody)
-    choice = gw.resolve_model(principal, body.agent)
+    choice = gw.resolve_model(principal, body.agent, "agent")
     policy = gw.policy(principal, request, body.permission_policy)
+    blocks = prompt_blocks(body.prompt)
     if body.conversation_id:
+        check_id(body.conversation_id, "conversation_id")
         conv = await gw.conversations.get(body.conversation_id)
         if conv is None or not owns(principal, conv.record.owner):
             raise NotFound("no such conversation", param="conversation_id")
@@ -69,12 +83,7 @@ async def start_task(request: Request) -> Any:
             raise BadRequest(f"the conversation belongs to {conv.record.agent!r}", param="agent")
     else:
         conv = await gw.conversations.create(principal.name, choice.agent, "task")
-    blocks = (
-        [{"type": "text", "text": body.prompt}] if isinstance(body.prompt, str) else body.prompt
-    )
-    if not blocks:
-        raise BadRequest("'prompt' must not be empty", param="prompt")
-    title = " ".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict)).strip()
+    title = " ".join(b["text"] for b in blocks if b["type"] == "text").strip()
     turn = await gw.conversations.begin(
         conv,
         TurnRequest(blocks, title or "(prompt)", principal.name, policy, choice.model, "task"),
@@ -93,15 +102,50 @@ async def start_task(request: Request) -> Any:
 
 
 async def _task(gw: Gateway, principal: Principal, task_id: str) -> TaskRecord:
+    """The task as stored (settled first if the process that ran it has died since)."""
+    check_id(task_id, "task_id")
     live = gw.hub.get(task_id)
     if live is not None:  # just started: its row may be on its way to the store
         await live.stored.wait()
+    task = await _stored(gw, principal, task_id)
+    elsewhere = task.status == IN_FLIGHT_TASK and live is None  # not running here
+    if elsewhere and await gw.recovery.settle_if_dead(task.boot_id):
+        task = await _stored(gw, principal, task_id)
+    return task
+
+
+async def _stored(gw: Gateway, principal: Principal, task_id: str) -> TaskRecord:
     task = await gw.store.get_task(task_id)
     conv = await gw.store.get_conversation(task.conversation_id) if task else None
     if task is None or conv is None:
         raise NotFound(f"no task {task_id!r}")
     check_owner(principal, conv.owner, "task")
     return task
+
+
+def prompt_blocks(prompt: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ACP content blocks to send: text as one block, or blocks whose shape is checked
+    here (a block the agent would refuse must not start a turn)."""
+    if isinstance(prompt, str):
+        prompt = [{"type": "text", "text": prompt}]
+    if not prompt:
+        raise BadRequest("'prompt' must not be empty", param="prompt")
+    for i, block in enumerate(prompt):
+        kind = block.get("type")
+        if not isinstance(kind, str) or kind not in BLOCK_FIELDS:
+            raise BadRequest(
+                f"prompt[{i}].type {kind!r} is not one of {sorted(BLOCK_FIELDS)}",
+                param=f"prompt[{i}].type",
+            )
+        for field in BLOCK_FIELDS[kind]:
+            if not isinstance(block.get(field), str):
+                where = f"prompt[{i}].{field}"
+                raise BadRequest(f"{where} must be a string", param=where)
+        if kind == "resource" and not isinstance(block.get("resource"), dict):
+            raise BadRequest(
+                f"prompt[{i}].resource must be an object", param=f"prompt[{i}].resource"
+            )
+    return prompt
 
 
 @router.get("/v1/tasks/{task_id}")
@@ -113,6 +157,7 @@ async def get_task(task_id: str, request: Request) -> Any:
         "object": "task",
         "conversation_id": task.conversation_id,
         "status": task.status,
+        "error": task.error,
         "prompt": task.prompt,
         "created_at": task.created_at,
         "ended_at": task.ended_at,
@@ -152,6 +197,7 @@ async def list_conversations(request: Request) -> Any:
 async def conversation_tasks(conversation_id: str, request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
+    check_id(conversation_id, "conversation_id")
     conv = await gw.store.get_conversation(conversation_id)
     if conv is None:
         raise NotFound("no such conversation")
@@ -173,6 +219,7 @@ async def pending_permissions(request: Request) -> Any:
 async def answer_permission(request_id: str, request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
+    check_id(request_id, "request_id")
     body = await gw.decode(request, PermissionAnswer)
     try:
         gw.desk.answer(request_id, body.option_id, principal)

@@ -18,9 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from agentao.client import (
     AgentDisconnected,
@@ -41,8 +44,7 @@ from agentao.protocol.decode import to_builtins
 log = logging.getLogger("agentao.gateway")
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(msgspec.Struct, frozen=True, gc=False):
     """One update and what it means for an OpenAI client (mapped in the turn, in order)."""
 
     update: Update
@@ -71,6 +73,27 @@ class TurnContext:
     inline_reasoning: bool = False  # reasoning written into the text, seed-style prefixes
 
 
+class _Inbox:
+    """The one consumer's items, in order, taken all at once. (An asyncio.Queue does
+    more per item than this needs, and it is once per streamed update.)"""
+
+    def __init__(self) -> None:
+        self._items: deque[TurnItem] = deque()
+        self._ready = asyncio.Event()
+
+    def put(self, item: TurnItem) -> None:
+        self._items.append(item)
+        self._ready.set()
+
+    async def take(self) -> list[TurnItem]:
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+        items = list(self._items)
+        self._items.clear()
+        return items
+
+
 class GatewayTurn:
     def __init__(
         self,
@@ -87,7 +110,7 @@ class GatewayTurn:
         self.context = context
         self.mapper = TurnMapper(inline=context.inline_reasoning)
         self._on_finish = on_finish
-        self._queue: asyncio.Queue[TurnItem] | None = asyncio.Queue()
+        self._inbox: _Inbox | None = _Inbox()
         self._client_turn: Any = None
         self._task: asyncio.Task[None] | None = None
         self.cancelling = False
@@ -107,32 +130,25 @@ class GatewayTurn:
 
     async def items(self) -> AsyncIterator[TurnItem]:
         """The consumer's view: steps, then one TurnEnd or TurnFailed."""
-        queue = self._queue
-        if queue is None:
-            return
-        while True:
-            item = await queue.get()
-            yield item
-            if not isinstance(item, Step):
-                return
+        async for batch in self.batches():
+            for item in batch:
+                yield item
 
     async def batches(self) -> AsyncIterator[list[TurnItem]]:
         """Like `items()`, but whatever is already waiting comes at once: one write to the
         HTTP client for many updates when the agent is faster than the network."""
-        queue = self._queue
-        if queue is None:
+        inbox = self._inbox
+        if inbox is None:
             return
         while True:
-            batch = [await queue.get()]
-            while isinstance(batch[-1], Step) and not queue.empty():
-                batch.append(queue.get_nowait())
+            batch = await inbox.take()
             yield batch
             if not isinstance(batch[-1], Step):
                 return
 
     def detach(self) -> None:
         """The consumer is gone: stop queueing for it (the log still gets everything)."""
-        self._queue = None
+        self._inbox = None
 
     def cancel(self) -> None:
         """Ask the agent to stop (`session/cancel` goes out now); idempotent."""
@@ -185,10 +201,11 @@ class GatewayTurn:
 
     async def _consume(self) -> TurnEnd:
         end = None
+        emit, feed, put = self.log.emit, self.mapper.feed, self._put  # once per update
         async for event in self._client_turn:
             if isinstance(event, Update):
-                self.log.emit("task-running", {"update": event.raw})
-                self._put(Step(event, self.mapper.feed(event.kind, event.value)))
+                emit("task-running", {"update": event.raw})
+                put(Step(event, feed(event.kind, event.value)))
             elif isinstance(event, TurnEnd):
                 end = event
         if end is None:
@@ -207,8 +224,8 @@ class GatewayTurn:
             self.log.emit("task-error", {"error": {"message": result.message, "code": result.code}})
 
     def _put(self, item: TurnItem) -> None:
-        if self._queue is not None:
-            self._queue.put_nowait(item)
+        if self._inbox is not None:
+            self._inbox.put(item)
 
     def _spawn_cancel(self) -> None:
         task = asyncio.get_running_loop().create_task(self._cancel_client_turn())

@@ -7,11 +7,19 @@ of the transcript as of its last answer (`transcript_hash`), so the next request
 can be matched by its prefix. A *response* row maps a Responses API id to its
 conversation and turn, which is what makes `previous_response_id` survive a
 gateway restart. A *task* is one turn; its *events* are the task-stream frames,
-numbered per task from 1, written before any watcher sees them.
+numbered per task from 1, written before any watcher sees them. They are stored a
+batch to a row (`gw_task_frames`: the task, the first and last seq, the frames as
+one JSON array): a 5,000-chunk answer is a handful of inserts, not 5,000.
+
+Each response and task row in flight names the *boot* that runs it: one row of
+`gw_boots` per gateway process (a random id, its host, pid and the pid's start
+time). A process that dies leaves its rows `in_progress` / `running`; the next
+gateway that finds the boot dead settles them (`settle`) in one transaction, so
+no client waits forever on a response nobody will finish.
 
 `GatewayStore` is the interface the gateway codes against; `SqliteGatewayStore`
-implements it on `store/sqlite.py`'s `Database` (one worker thread, WAL). A
-shared database can implement the same Protocol later.
+implements it on `store/sqlite.py`'s `Database` (one writer thread and a few
+readers, WAL). A shared database can implement the same Protocol later.
 """
 
 from __future__ import annotations
@@ -19,12 +27,25 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-import msgspec
-
+from agentao.store.gateway_records import (
+    Boot,
+    Conversation,
+    ResponseRecord,
+    Settlement,
+    TaskEvent,
+    TaskRecord,
+    boot_from_row,
+    boot_row,
+    conversation_from_row,
+    decode_frames,
+    encode_json,
+    response_from_row,
+    response_row,
+    task_from_row,
+)
 from agentao.store.sqlite import Database, Schema
 
 GATEWAY_SCHEMA = Schema(
@@ -69,63 +90,38 @@ GATEWAY_SCHEMA = Schema(
             payload TEXT NOT NULL,
             PRIMARY KEY (task_id, seq)
         )""",
+        # Owners of rows in flight (see `Boot`); rows from before have no owner (NULL).
+        """CREATE TABLE gw_boots (
+            id TEXT PRIMARY KEY,
+            host TEXT NOT NULL,
+            machine_boot TEXT NOT NULL,
+            pid_ns TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            pid_start TEXT NOT NULL,
+            started_at REAL NOT NULL
+        )""",
+        "ALTER TABLE gw_responses ADD COLUMN boot_id TEXT",
+        "ALTER TABLE gw_tasks ADD COLUMN boot_id TEXT",
+        "ALTER TABLE gw_tasks ADD COLUMN error TEXT",
+        "CREATE INDEX gw_responses_in_flight ON gw_responses(boot_id) WHERE status = 'in_progress'",
+        "CREATE INDEX gw_tasks_in_flight ON gw_tasks(boot_id) WHERE status = 'running'",
+        # Frames a batch to a row, each frame [task_id, seq, type, at, payload] (TaskEvent).
+        """CREATE TABLE gw_task_frames (
+            task_id TEXT NOT NULL REFERENCES gw_tasks(id) ON DELETE CASCADE,
+            first_seq INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            frames BLOB NOT NULL,
+            PRIMARY KEY (task_id, first_seq)
+        )""",
+        """INSERT INTO gw_task_frames (task_id, first_seq, last_seq, frames)
+        SELECT task_id, seq, seq, '[[' || json_quote(task_id) || ',' || seq || ','
+            || json_quote(type) || ',' || printf('%!.17g', at) || ',' || payload || ']]'
+        FROM gw_task_events""",
+        "DROP TABLE gw_task_events",
     ),
 )
-
-_encode = msgspec.json.Encoder().encode
-_decode = msgspec.json.Decoder().decode
-
-
-@dataclass(slots=True)
-class Conversation:
-    """One ACP session seen from HTTP."""
-
-    id: str
-    owner: str
-    agent: str
-    source: str  # "chat" | "responses" | "task"
-    session_id: str | None = None
-    title: str | None = None
-    created_at: float = 0.0
-    updated_at: float = 0.0
-    turn_count: int = 0
-    transcript_hash: str | None = None
-
-
-@dataclass(slots=True)
-class ResponseRecord:
-    """A Responses API object as last returned, and where it sits in its conversation."""
-
-    id: str
-    conversation_id: str
-    turn: int
-    status: str
-    body: dict[str, Any]
-    created_at: float = 0.0
-
-
-@dataclass(slots=True)
-class TaskRecord:
-    id: str
-    conversation_id: str
-    status: str  # "running" | "ended" | "error"
-    prompt: str = ""
-    created_at: float = 0.0
-    ended_at: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TaskEvent:
-    """One task-stream frame: `payload` holds everything but `seq`, `type` and `at`."""
-
-    task_id: str
-    seq: int
-    type: str
-    at: float
-    payload: dict[str, Any] = field(default_factory=dict)
-
-    def frame(self) -> dict[str, Any]:
-        return {"seq": self.seq, "type": self.type, "at": self.at, **self.payload}
+IN_FLIGHT_RESPONSE = "in_progress"
+IN_FLIGHT_TASK = "running"
 
 
 class GatewayStore(Protocol):
@@ -142,22 +138,28 @@ class GatewayStore(Protocol):
     async def get_response(self, response_id: str) -> ResponseRecord | None: ...
     async def delete_response(self, response_id: str) -> bool: ...
     async def get_task(self, task_id: str) -> TaskRecord | None: ...
-    async def finish_task(
-        self, task_id: str, status: str, conversation: Conversation | None = None
-    ) -> None: ...
     async def list_tasks(self, conversation_id: str) -> list[TaskRecord]: ...
     async def append_events(
         self,
         events: Sequence[TaskEvent],
         tasks: Sequence[TaskRecord] = (),
         conversations: Sequence[Conversation] = (),
+        responses: Sequence[ResponseRecord] = (),
+        ended: Sequence[TaskRecord] = (),
     ) -> None: ...
     async def events_after(self, task_id: str, after_seq: int) -> list[TaskEvent]: ...
+    async def register_boot(self, boot: Boot) -> None: ...
+    async def boots(self) -> list[Boot]: ...
+    async def in_flight(
+        self, boot_ids: Sequence[str | None]
+    ) -> tuple[list[ResponseRecord], list[TaskRecord]]: ...
+    async def settle(self, settlement: Settlement) -> None: ...
     def close(self) -> None: ...
 
 
 class SqliteGatewayStore:
-    """`GatewayStore` on a SQLite `Database` opened with `GATEWAY_SCHEMA`."""
+    """`GatewayStore` on a SQLite `Database` opened with `GATEWAY_SCHEMA`. Lookups run on
+    the database's readers, so a slow one holds up no write (see `store/sqlite.py`)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -171,18 +173,21 @@ class SqliteGatewayStore:
         await self.db.call(lambda c: _insert_conversation(c, conv))
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
-        row = await self.db.call(
+        row = await self.db.read(
             lambda c: c.execute(
                 "SELECT * FROM gw_conversations WHERE id = ?", (conversation_id,)
             ).fetchone()
         )
-        return _conversation(row) if row else None
+        return conversation_from_row(row) if row else None
 
     async def find_by_transcript(
         self, owner: str, agent: str, hashes: Sequence[str]
     ) -> tuple[Conversation, str] | None:
-        """The conversation whose last answer ends one of `hashes` (tried in order)."""
-        return await self.db.call(lambda c: _find_by_transcript(c, owner, agent, hashes))
+        """The conversation whose last answer ends the earliest of `hashes` that any does:
+        one indexed query, whatever the number of hashes (the caller bounds it)."""
+        if not hashes:
+            return None
+        return await self.db.read(lambda c: _find_by_transcript(c, owner, agent, hashes))
 
     async def update_conversation(self, conv: Conversation) -> None:
         conv.updated_at = time.time()
@@ -195,46 +200,30 @@ class SqliteGatewayStore:
         else:
             sql, args = "SELECT * FROM gw_conversations WHERE owner = ?", (owner,)
         sql += " ORDER BY updated_at DESC LIMIT ?"
-        rows = await self.db.call(lambda c: c.execute(sql, (*args, limit)).fetchall())
-        return [_conversation(r) for r in rows]
+        rows = await self.db.read(lambda c: c.execute(sql, (*args, limit)).fetchall())
+        return [conversation_from_row(r) for r in rows]
 
     # ---- responses ----------------------------------------------------------------------
 
     async def put_response(self, record: ResponseRecord) -> None:
+        """Insert or replace a response row (its status, body and owner)."""
         record.created_at = record.created_at or time.time()
-        body = _encode(record.body).decode()
+        row = response_row(record)
         await self.db.call(
             lambda c: c.execute(
-                "INSERT INTO gw_responses (id, conversation_id, turn, status, created_at, body) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                "status = excluded.status, body = excluded.body, turn = excluded.turn",
-                (
-                    record.id,
-                    record.conversation_id,
-                    record.turn,
-                    record.status,
-                    record.created_at,
-                    body,
-                ),
+                _INSERT_RESPONSE + " ON CONFLICT(id) DO UPDATE SET status = excluded.status, "
+                "body = excluded.body, turn = excluded.turn, boot_id = excluded.boot_id",
+                row,
             )
         )
 
     async def get_response(self, response_id: str) -> ResponseRecord | None:
-        row = await self.db.call(
+        row = await self.db.read(
             lambda c: c.execute(
                 "SELECT * FROM gw_responses WHERE id = ?", (response_id,)
             ).fetchone()
         )
-        if row is None:
-            return None
-        return ResponseRecord(
-            row["id"],
-            row["conversation_id"],
-            row["turn"],
-            row["status"],
-            _decode(row["body"]),
-            row["created_at"],
-        )
+        return response_from_row(row) if row is not None else None
 
     async def delete_response(self, response_id: str) -> bool:
         cursor = await self.db.call(
@@ -245,81 +234,92 @@ class SqliteGatewayStore:
     # ---- tasks and their events -------------------------------------------------------
 
     async def get_task(self, task_id: str) -> TaskRecord | None:
-        row = await self.db.call(
+        row = await self.db.read(
             lambda c: c.execute("SELECT * FROM gw_tasks WHERE id = ?", (task_id,)).fetchone()
         )
-        return _task(row) if row else None
-
-    async def finish_task(
-        self, task_id: str, status: str, conversation: Conversation | None = None
-    ) -> None:
-        """Mark a task ended, and save its conversation as it is now, in one transaction."""
-        now = time.time()
-        if conversation is not None:
-            conversation.updated_at = now
-
-        def finish(c: sqlite3.Connection) -> None:
-            c.execute(
-                "UPDATE gw_tasks SET status = ?, ended_at = ? WHERE id = ?", (status, now, task_id)
-            )
-            if conversation is not None:
-                _update_conversation(c, conversation)
-
-        await self.db.transaction(finish)
+        return task_from_row(row) if row else None
 
     async def list_tasks(self, conversation_id: str) -> list[TaskRecord]:
-        rows = await self.db.call(
+        rows = await self.db.read(
             lambda c: c.execute(
                 "SELECT * FROM gw_tasks WHERE conversation_id = ? ORDER BY created_at, rowid",
                 (conversation_id,),
             ).fetchall()
         )
-        return [_task(r) for r in rows]
+        return [task_from_row(r) for r in rows]
 
     async def append_events(
         self,
         events: Sequence[TaskEvent],
         tasks: Sequence[TaskRecord] = (),
         conversations: Sequence[Conversation] = (),
+        responses: Sequence[ResponseRecord] = (),
+        ended: Sequence[TaskRecord] = (),
     ) -> None:
-        """Save conversations (insert or update), then new task rows, then events, in one
-        transaction (all or none): the order their references need."""
+        """Save conversations (insert or update), then new task rows, new response rows
+        (kept if the row exists: a later `put_response` wins), then events, then the
+        ends of tasks (their status, ended_at and error), in one transaction (all or
+        none): the order their references need."""
         now = time.time()
         for task in tasks:
             task.created_at = task.created_at or now
+        for record in responses:
+            record.created_at = record.created_at or now
         for conv in conversations:
             conv.created_at = conv.created_at or now
             conv.updated_at = now
-        new = [(t.id, t.conversation_id, t.status, t.created_at, t.prompt) for t in tasks]
-        rows = [(e.task_id, e.seq, e.type, e.at, _encode(e.payload).decode()) for e in events]
+        new = [
+            (t.id, t.conversation_id, t.status, t.created_at, t.prompt, t.boot_id) for t in tasks
+        ]
+        started = [response_row(r) for r in responses]
+        rows = _frame_rows(events)
 
         def append(c: sqlite3.Connection) -> None:
             for conv in conversations:
                 _upsert_conversation(c, conv)
             c.executemany(
-                "INSERT INTO gw_tasks (id, conversation_id, status, created_at, prompt) "
-                "VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO gw_tasks (id, conversation_id, status, created_at, prompt, boot_id) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 new,
             )
+            c.executemany(_INSERT_RESPONSE + " ON CONFLICT(id) DO NOTHING", started)
+            c.executemany(_INSERT_FRAMES, rows)
             c.executemany(
-                "INSERT INTO gw_task_events (task_id, seq, type, at, payload) "
-                "VALUES (?, ?, ?, ?, ?)",
-                rows,
+                "UPDATE gw_tasks SET status = ?, ended_at = ?, error = ? WHERE id = ?",
+                [(t.status, t.ended_at, t.error, t.id) for t in ended],
             )
 
         await self.db.transaction(append)
 
     async def events_after(self, task_id: str, after_seq: int) -> list[TaskEvent]:
-        rows = await self.db.call(
+        rows = await self.db.read(
             lambda c: c.execute(
-                "SELECT * FROM gw_task_events WHERE task_id = ? AND seq > ? ORDER BY seq",
+                "SELECT frames FROM gw_task_frames WHERE task_id = ? AND last_seq > ? "
+                "ORDER BY first_seq",
                 (task_id, after_seq),
             ).fetchall()
         )
-        return [
-            TaskEvent(r["task_id"], r["seq"], r["type"], r["at"], _decode(r["payload"]))
-            for r in rows
-        ]
+        return [e for row in rows for e in decode_frames(row[0]) if e.seq > after_seq]
+
+    # ---- owners of rows in flight -----------------------------------------------------
+
+    async def register_boot(self, boot: Boot) -> None:
+        await self.db.call(lambda c: c.execute(_INSERT_BOOT, boot_row(boot)))
+
+    async def boots(self) -> list[Boot]:
+        rows = await self.db.read(lambda c: c.execute("SELECT * FROM gw_boots").fetchall())
+        return [boot_from_row(r) for r in rows]
+
+    async def in_flight(
+        self, boot_ids: Sequence[str | None]
+    ) -> tuple[list[ResponseRecord], list[TaskRecord]]:
+        """Responses `in_progress` and tasks `running` owned by these boots (None: rows
+        written before owners were recorded)."""
+        return await self.db.read(lambda c: _in_flight(c, boot_ids))
+
+    async def settle(self, settlement: Settlement) -> None:
+        """Store what dead boots left in flight as final, in one transaction."""
+        await self.db.transaction(lambda c: _settle(c, settlement, time.time()))
 
     def close(self) -> None:
         self.db.close()
@@ -377,55 +377,97 @@ def _update_conversation(conn: sqlite3.Connection, v: Conversation) -> None:
 def _find_by_transcript(
     conn: sqlite3.Connection, owner: str, agent: str, hashes: Sequence[str]
 ) -> tuple[Conversation, str] | None:
-    for digest in hashes:
-        row = conn.execute(
-            "SELECT * FROM gw_conversations WHERE owner = ? AND agent = ? AND transcript_hash = ? "
-            "ORDER BY updated_at DESC LIMIT 1",
-            (owner, agent, digest),
-        ).fetchone()
-        if row is not None:
-            return _conversation(row), digest
-    return None
+    marks = ", ".join("?" * len(hashes))
+    rows = conn.execute(
+        "SELECT * FROM gw_conversations WHERE owner = ? AND agent = ? "
+        f"AND transcript_hash IN ({marks})",
+        (owner, agent, *hashes),
+    ).fetchall()
+    if not rows:
+        return None
+    rank = {digest: i for i, digest in reversed(list(enumerate(hashes)))}
+    best = min(rows, key=lambda r: (rank[r["transcript_hash"]], -r["updated_at"]))
+    return conversation_from_row(best), best["transcript_hash"]
 
 
-def _conversation(row: sqlite3.Row) -> Conversation:
-    return Conversation(
-        id=row["id"],
-        owner=row["owner"],
-        agent=row["agent"],
-        source=row["source"],
-        session_id=row["session_id"],
-        title=row["title"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        turn_count=row["turn_count"],
-        transcript_hash=row["transcript_hash"],
-    )
+_INSERT_FRAMES = (
+    "INSERT INTO gw_task_frames (task_id, first_seq, last_seq, frames) VALUES (?, ?, ?, ?)"
+)
 
 
-def _task(row: sqlite3.Row) -> TaskRecord:
-    return TaskRecord(
-        id=row["id"],
-        conversation_id=row["conversation_id"],
-        status=row["status"],
-        prompt=row["prompt"],
-        created_at=row["created_at"],
-        ended_at=row["ended_at"],
-    )
+def _frame_rows(events: Sequence[TaskEvent]) -> list[tuple[str, int, int, bytes]]:
+    """One row per task: its frames of this batch, in order, as one JSON array."""
+    by_task: dict[str, list[TaskEvent]] = {}
+    for event in events:
+        by_task.setdefault(event.task_id, []).append(event)
+    return [(task, f[0].seq, f[-1].seq, encode_json(f)) for task, f in by_task.items()]
 
 
-def open_gateway_store(path: Path | str) -> SqliteGatewayStore:
-    """A `SqliteGatewayStore` on its own file (created and migrated if needed)."""
-    return SqliteGatewayStore(Database.open(path, [GATEWAY_SCHEMA]))
+_INSERT_RESPONSE = (
+    "INSERT INTO gw_responses (id, conversation_id, turn, status, created_at, body, boot_id) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_BOOT = (
+    "INSERT INTO gw_boots (id, host, machine_boot, pid_ns, pid, pid_start, started_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _owned_by(boot_ids: Sequence[str | None]) -> tuple[str, tuple[str, ...]]:
+    """A WHERE clause on boot_id for these boots (None: no owner recorded)."""
+    named = tuple(b for b in boot_ids if b is not None)
+    parts = [f"boot_id IN ({', '.join('?' * len(named))})"] if named else []
+    if None in boot_ids:
+        parts.append("boot_id IS NULL")
+    return "(" + (" OR ".join(parts) or "0") + ")", named
+
+
+def _in_flight(
+    conn: sqlite3.Connection, boot_ids: Sequence[str | None]
+) -> tuple[list[ResponseRecord], list[TaskRecord]]:
+    where, args = _owned_by(boot_ids)
+    responses = conn.execute(
+        f"SELECT * FROM gw_responses WHERE status = ? AND {where}", (IN_FLIGHT_RESPONSE, *args)
+    ).fetchall()
+    tasks = conn.execute(
+        f"SELECT * FROM gw_tasks WHERE status = ? AND {where}", (IN_FLIGHT_TASK, *args)
+    ).fetchall()
+    return [response_from_row(r) for r in responses], [task_from_row(r) for r in tasks]
+
+
+def _settle(conn: sqlite3.Connection, s: Settlement, now: float) -> None:
+    for r in s.responses:
+        conn.execute(
+            "UPDATE gw_responses SET status = ?, body = ? WHERE id = ? AND status = ?",
+            (r.status, encode_json(r.body).decode(), r.id, IN_FLIGHT_RESPONSE),
+        )
+    for t in s.tasks:
+        settled = conn.execute(
+            "UPDATE gw_tasks SET status = ?, error = ?, ended_at = ? WHERE id = ? AND status = ?",
+            (t.status, t.error, now, t.id, IN_FLIGHT_TASK),
+        ).rowcount
+        if settled and t.id in s.frames:
+            kind, payload = s.frames[t.id]
+            last = conn.execute(
+                "SELECT COALESCE(MAX(last_seq), 0) FROM gw_task_frames WHERE task_id = ?", (t.id,)
+            ).fetchone()[0]
+            conn.executemany(
+                _INSERT_FRAMES, _frame_rows([TaskEvent(t.id, last + 1, kind, now, payload)])
+            )
+    conn.executemany("DELETE FROM gw_boots WHERE id = ?", [(b,) for b in s.boots])
+
+
+def open_gateway_store(path: Path | str, *, readers: int = 0) -> SqliteGatewayStore:
+    """A `SqliteGatewayStore` on its own file (created and migrated if needed), with
+    `readers` read-only connections for its lookups."""
+    return SqliteGatewayStore(Database.open(path, [GATEWAY_SCHEMA], readers=readers))
 
 
 __all__ = [
     "GATEWAY_SCHEMA",
-    "Conversation",
+    "IN_FLIGHT_RESPONSE",
+    "IN_FLIGHT_TASK",
     "GatewayStore",
-    "ResponseRecord",
     "SqliteGatewayStore",
-    "TaskEvent",
-    "TaskRecord",
     "open_gateway_store",
 ]

@@ -1,8 +1,12 @@
 """One SQLite file shared by every feature that persists something.
 
-Theory of operation. A `Database` owns one `sqlite3` connection and one worker
-thread; every statement runs on that thread (`await db.call(fn)`), so the event
-loop never blocks on disk and statements never interleave. Each feature (the
+Theory of operation. A `Database` owns one writing `sqlite3` connection and the one
+worker thread that uses it; every write runs on that thread (`await db.call(fn)`),
+so the event loop never blocks on disk and writes never interleave. A database
+opened with `readers=N` also has N read-only connections, each on a thread of its
+own: `await db.read(fn)` runs on the least busy one. WAL lets them read while the
+writer writes, so a slow lookup or a long commit holds up neither the other
+readers nor the writer. (Without readers, `read` runs on the writer.) Each feature (the
 agent's sessions here; the gateway's response map later) declares a `Schema`:
 a name and an append-only list of migrations. `Database.open()` applies the
 ones not yet applied, each in its own transaction, and records the version in
@@ -18,15 +22,20 @@ COMMIT, so a turn is written whole or not at all.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
+import functools
 import logging
+import queue
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
+
+Trace = Callable[[str], None]
 
 log = logging.getLogger("agentao.store")
 
@@ -53,27 +62,112 @@ CREATE TABLE IF NOT EXISTS schema_versions (
 """
 
 
-class Database:
-    """A SQLite file with its own worker thread. Open with `Database.open(path, schemas)`."""
+class _Lane:
+    """One connection and the one thread that ever touches it.
 
-    def __init__(self, conn: sqlite3.Connection, executor: ThreadPoolExecutor) -> None:
-        self._conn = conn
-        self._executor = executor
+    Jobs reach the thread through a SimpleQueue, and results come back to the event
+    loop with `call_soon_threadsafe`. (`run_in_executor` costs more than a short query:
+    a concurrent.futures Future with its Condition, a semaphore, two chained futures.)
+    """
+
+    def __init__(self, name: str, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self.conn: sqlite3.Connection = None  # type: ignore[assignment]  # opened just below
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
+        self.conn = self.run_sync(lambda _none: connect())  # on the lane's own thread
+        self.pending = 0  # calls submitted and not yet finished
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self.pending += 1
+        self._jobs.put((fn, functools.partial(_to_loop, loop, future)))
+        try:
+            return await future
+        finally:
+            self.pending -= 1
+
+    def run_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._jobs.put((fn, functools.partial(_to_future, done)))
+        return done.result()
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, deliver = job
+            try:
+                result = fn(self.conn)
+            except BaseException as exc:
+                deliver(None, exc)
+            else:
+                deliver(result, None)
+
+    def close(self) -> None:
+        try:
+            self.run_sync(lambda conn: conn.close())
+        finally:
+            self._jobs.put(None)
+            self._thread.join()
+
+
+_Job = tuple[Callable[[sqlite3.Connection], object], Callable[[object, BaseException | None], None]]
+
+
+def _to_loop(
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future[T], result: T, exc: BaseException | None
+) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+        loop.call_soon_threadsafe(_settle, future, result, exc)
+
+
+def _settle(future: asyncio.Future[T], result: T, exc: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)
+
+
+def _to_future(done: concurrent.futures.Future[T], result: T, exc: BaseException | None) -> None:
+    if exc is not None:
+        done.set_exception(exc)
+    else:
+        done.set_result(result)
+
+
+class Database:
+    """A SQLite file with its own threads. Open with `Database.open(path, schemas)`."""
+
+    def __init__(self, writer: _Lane, readers: Sequence[_Lane] = ()) -> None:
+        self._writer = writer
+        self._readers = tuple(readers)
         self._closed = False
 
     @classmethod
-    def open(cls, path: Path | str, schemas: Sequence[Schema]) -> Database:
-        """Open (creating if needed) and migrate. Synchronous: call before serving."""
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentao-store")
-        conn = executor.submit(_connect, str(path), tuple(schemas)).result()
-        return cls(conn, executor)
+    def open(cls, path: Path | str, schemas: Sequence[Schema], *, readers: int = 0) -> Database:
+        """Open (creating if needed) and migrate, plus `readers` read-only connections.
+        Synchronous: call before serving."""
+        writer = _Lane("agentao-store", lambda: _connect(str(path), tuple(schemas)))
+        lanes = [
+            _Lane(f"agentao-store-read{i}", lambda: _connect_reader(str(path)))
+            for i in range(readers)
+        ]
+        return cls(writer, lanes)
 
     async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn(conn)` on the database thread (autocommit: one statement, one commit)."""
-        if self._closed:
-            raise RuntimeError("the database is closed")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, fn, self._conn)
+        """Run `fn(conn)` on the writer's thread (autocommit: one statement, one commit)."""
+        self._check_open()
+        return await self._writer.run(fn)
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn(conn)` on the least busy read-only connection; it sees every commit
+        made before the call. (The writer's, when the database has no readers.)"""
+        self._check_open()
+        if not self._readers:
+            return await self._writer.run(fn)
+        return await min(self._readers, key=lambda lane: lane.pending).run(fn)
 
     async def transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` in one transaction: all of it is committed, or none."""
@@ -81,16 +175,24 @@ class Database:
 
     def call_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Blocking variant, for tests and startup code outside the event loop."""
-        return self._executor.submit(fn, self._conn).result()
+        return self._writer.run_sync(fn)
+
+    def trace(self, callback: Trace | None) -> None:
+        """Call `callback(sql)` on each statement's own thread as it starts, on every
+        connection (None: stop). For counting statements in tests and benches."""
+        for lane in (self._writer, *self._readers):
+            lane.run_sync(lambda conn: conn.set_trace_callback(callback))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the database is closed")
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        try:
-            self._executor.submit(self._conn.close).result()
-        finally:
-            self._executor.shutdown(wait=True)
+        for lane in (*self._readers, self._writer):
+            lane.close()
 
 
 def _connect(path: str, schemas: tuple[Schema, ...]) -> sqlite3.Connection:
@@ -107,6 +209,15 @@ def _connect(path: str, schemas: tuple[Schema, ...]) -> sqlite3.Connection:
     for schema in schemas:
         _in_transaction(conn, lambda c, s=schema: _migrate(c, s))
     log.debug("opened %s on thread %s", path, threading.current_thread().name)
+    return conn
+
+
+def _connect_reader(path: str) -> sqlite3.Connection:
+    # Opened after the writer: the file exists, is migrated and is in WAL mode.
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA query_only=ON")
     return conn
 
 
@@ -165,4 +276,4 @@ def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection],
     return result
 
 
-__all__ = ["BUSY_TIMEOUT_MS", "WAL_SWITCH_TIMEOUT", "Database", "Schema"]
+__all__ = ["BUSY_TIMEOUT_MS", "WAL_SWITCH_TIMEOUT", "Database", "Schema", "Trace"]

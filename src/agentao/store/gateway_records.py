@@ -1,0 +1,183 @@
+"""The gateway's records: what one row of each table holds, and rows -> records.
+
+`store/gateway.py` owns the tables and the SQL; the gateway passes these records.
+A record's defaults are what a new row gets; `created_at` / `updated_at` left at 0
+are filled in by the store when it writes the row.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import msgspec
+
+encode_json = msgspec.json.Encoder().encode
+decode_json = msgspec.json.Decoder().decode
+
+
+@dataclass(slots=True)
+class Conversation:
+    """One ACP session seen from HTTP."""
+
+    id: str
+    owner: str
+    agent: str
+    source: str  # "chat" | "responses" | "task"
+    session_id: str | None = None
+    title: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    turn_count: int = 0
+    transcript_hash: str | None = None
+
+
+@dataclass(slots=True)
+class ResponseRecord:
+    """A Responses API object as last returned, and where it sits in its conversation."""
+
+    id: str
+    conversation_id: str
+    turn: int
+    status: str
+    body: dict[str, Any]
+    created_at: float = 0.0
+    boot_id: str | None = None  # the gateway process that produces it (see `Boot`)
+
+
+@dataclass(slots=True)
+class TaskRecord:
+    id: str
+    conversation_id: str
+    status: str  # "running" | "ended" | "error"
+    prompt: str = ""
+    created_at: float = 0.0
+    ended_at: float | None = None
+    boot_id: str | None = None  # the gateway process that runs it (see `Boot`)
+    error: str | None = None  # why it ended in "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Boot:
+    """One gateway process, as recorded for the rows it has in flight.
+
+    `pid_start` (the process's start time, in clock ticks since the machine booted)
+    tells a live process from a later one that got the same pid; `machine_boot`
+    (the kernel's boot id) tells that the machine restarted since; `pid_ns` that the
+    pid means the same thing here. Empty strings where the OS does not say.
+    """
+
+    id: str
+    host: str
+    machine_boot: str
+    pid_ns: str
+    pid: int
+    pid_start: str
+    started_at: float
+
+
+@dataclass(slots=True)
+class Settlement:
+    """What dead gateway processes left in flight, as it is to be stored now.
+
+    Each row is written only if it is still in flight (another gateway may have settled
+    it first); each task so settled gets `frames[task id]` = (type, payload) as its
+    last frame, numbered after its stored ones. `boots` are forgotten.
+    """
+
+    responses: list[ResponseRecord] = field(default_factory=list)
+    tasks: list[TaskRecord] = field(default_factory=list)
+    frames: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    boots: list[str] = field(default_factory=list)
+
+
+class TaskEvent(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """One task-stream frame: `payload` holds everything but `seq`, `type` and `at`.
+    (A Struct: one is made per streamed update, and a frozen dataclass costs ten times as
+    much. Stored as the array [task_id, seq, type, at, payload], encoded in C a batch at a
+    time.)"""
+
+    task_id: str
+    seq: int
+    type: str
+    at: float
+    payload: dict[str, Any] = {}
+
+    def frame(self) -> dict[str, Any]:
+        return {"seq": self.seq, "type": self.type, "at": self.at, **self.payload}
+
+
+decode_frames = msgspec.json.Decoder(list[TaskEvent]).decode
+
+
+def response_row(r: ResponseRecord) -> tuple[Any, ...]:
+    body = encode_json(r.body).decode()
+    return (r.id, r.conversation_id, r.turn, r.status, r.created_at, body, r.boot_id)
+
+
+def response_from_row(row: sqlite3.Row) -> ResponseRecord:
+    return ResponseRecord(
+        row["id"],
+        row["conversation_id"],
+        row["turn"],
+        row["status"],
+        decode_json(row["body"]),
+        row["created_at"],
+        row["boot_id"],
+    )
+
+
+def boot_row(b: Boot) -> tuple[Any, ...]:
+    return (b.id, b.host, b.machine_boot, b.pid_ns, b.pid, b.pid_start, b.started_at)
+
+
+def boot_from_row(row: sqlite3.Row) -> Boot:
+    return Boot(**{f.name: row[f.name] for f in fields(Boot)})
+
+
+def conversation_from_row(row: sqlite3.Row) -> Conversation:
+    return Conversation(
+        id=row["id"],
+        owner=row["owner"],
+        agent=row["agent"],
+        source=row["source"],
+        session_id=row["session_id"],
+        title=row["title"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        turn_count=row["turn_count"],
+        transcript_hash=row["transcript_hash"],
+    )
+
+
+def task_from_row(row: sqlite3.Row) -> TaskRecord:
+    return TaskRecord(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        status=row["status"],
+        prompt=row["prompt"],
+        created_at=row["created_at"],
+        ended_at=row["ended_at"],
+        boot_id=row["boot_id"],
+        error=row["error"],
+    )
+
+
+__all__ = [
+    "Boot",
+    "Conversation",
+    "ResponseRecord",
+    "Settlement",
+    "TaskEvent",
+    "TaskRecord",
+    "boot_from_row",
+    "boot_row",
+    "conversation_from_row",
+    "decode_frames",
+    "decode_json",
+    "encode_json",
+    "response_from_row",
+    "response_row",
+    "task_from_row",
+]
