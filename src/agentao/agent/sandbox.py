@@ -133,11 +133,17 @@ class Sandbox:
     """Builds confined command lines; one per agent process (the probe is cached)."""
 
     settings: SandboxSettings = field(default_factory=SandboxSettings)
+    known: SandboxStatus | None = None  # the probe's answer, once asked
 
     def status(self) -> SandboxStatus:
-        if self.settings.mode == "off":
-            return SandboxStatus(False, "none", f"{SANDBOX_ENV}=off")
-        return _probe(self.settings.bwrap)
+        if self.known is None:
+            off = self.settings.mode == "off"
+            self.known = (
+                SandboxStatus(False, "none", f"{SANDBOX_ENV}=off")
+                if off
+                else _probe(self.settings.bwrap)
+            )
+        return self.known
 
     @property
     def available(self) -> bool:

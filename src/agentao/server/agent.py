@@ -263,8 +263,10 @@ class AcpAgent:
         await live.send(session_info(live))
 
     async def _probe_sandbox(self) -> None:
-        """Run the one-off sandbox probe (a subprocess) off the event loop; cached after."""
-        await asyncio.to_thread(self.sandbox.status)
+        """Run the one-off sandbox probe (a subprocess) off the event loop; once known, the
+        answer costs nothing (no thread hop per session/new)."""
+        if self.sandbox.known is None:
+            await asyncio.to_thread(self.sandbox.status)
 
     async def _load(self, session_id: str) -> tuple[AgentSession, dict[str, Any]]:
         try:

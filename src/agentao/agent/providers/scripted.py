@@ -30,6 +30,8 @@ Optional `usage` ({"input_tokens", "output_tokens"}) is reported as given.
 from __future__ import annotations
 
 import asyncio
+import functools
+import os
 import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -91,27 +93,41 @@ class Script(msgspec.Struct, forbid_unknown_fields=True):
     description: str = ""
 
 
+def parse_script(data: Any) -> list[Response]:
+    """A script parsed from JSON (the object form or the bare list), checked."""
+    try:
+        if isinstance(data, list):
+            return msgspec.convert(data, list[Response])
+        return msgspec.convert(data, Script).responses
+    except msgspec.ValidationError as exc:
+        raise LlmError(f"bad script: {exc}", reason="bad_script") from None
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(path: str, size: int, mtime_ns: int) -> tuple[Response, ...]:
+    """The responses of one version of a script file (Responses are never mutated)."""
+    return tuple(parse_script(msgspec.json.decode(Path(path).read_bytes())))
+
+
 class ScriptedProvider:
     def __init__(self, responses: list[Response]) -> None:
         self._unused = list(responses)
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedProvider:
-        """Load and check a script; LlmError (reason "bad_script") says what is wrong."""
+        """Load and check a script; LlmError (reason "bad_script") says what is wrong.
+        A file is parsed once per version (path, size, mtime): every session of a
+        gateway's agent used to parse it again, a third of a cold session's CPU."""
         try:
-            return cls.from_data(msgspec.json.decode(Path(path).read_bytes()))
+            st = os.stat(path)
+            return cls(list(_parsed(str(path), st.st_size, st.st_mtime_ns)))
         except (OSError, msgspec.DecodeError, LlmError) as exc:
             raise LlmError(f"cannot load script {path}: {exc}", reason="bad_script") from None
 
     @classmethod
     def from_data(cls, data: Any) -> ScriptedProvider:
         """A script already parsed from JSON: the object form or the bare list."""
-        try:
-            if isinstance(data, list):
-                return cls(msgspec.convert(data, list[Response]))
-            return cls(msgspec.convert(data, Script).responses)
-        except msgspec.ValidationError as exc:
-            raise LlmError(f"bad script: {exc}", reason="bad_script") from None
+        return cls(parse_script(data))
 
     async def aclose(self) -> None:
         pass
