@@ -9,6 +9,7 @@ from typing import Any
 import openai
 import pytest
 
+from agentao.client.state import SessionState
 from agentao.gateway.config import AgentSpec
 from agentao.gateway.mapping import (
     TurnMapper,
@@ -21,10 +22,22 @@ from agentao.protocol import schema
 from agentao.protocol.decode import decode_lenient
 
 
-def feed(mapper: TurnMapper, raw: dict[str, Any]) -> tuple[str, str]:
-    update = decode_lenient(schema.SessionUpdate, raw)
-    delta = mapper.feed(raw["sessionUpdate"], update)
+def feed(
+    mapper: TurnMapper, raw: dict[str, Any], state: SessionState | None = None
+) -> tuple[str, str]:
+    """One raw update as the client hands it over (decoded, tool calls merged by id)."""
+    state = state if state is not None else mapper_state(mapper)
+    value = decode_lenient(schema.SessionUpdate, raw)
+    delta = mapper.feed(state.apply(raw["sessionUpdate"], value, raw))
     return delta.text, delta.reasoning
+
+
+_STATES: dict[int, SessionState] = {}
+
+
+def mapper_state(mapper: TurnMapper) -> SessionState:
+    """The client's session state a mapper's updates go through (one per mapper)."""
+    return _STATES.setdefault(id(mapper), SessionState("s", 10_000))
 
 
 def text(kind: str, value: str) -> dict[str, Any]:
@@ -115,7 +128,7 @@ def test_mapping_rows(updates: list[dict[str, Any]], expected: tuple[str, str]) 
 
 
 def test_unknown_or_undecodable_updates_say_nothing() -> None:
-    assert not TurnMapper().feed("vendor_thing", None)
+    assert feed(TurnMapper(), {"sessionUpdate": "vendor_thing", "x": 1}) == ("", "")
 
 
 def test_inline_mode_writes_reasoning_into_the_text_with_seed_prefixes() -> None:

@@ -202,3 +202,24 @@ def test_continuing_a_conversation_and_bad_requests(shared_gateway: LiveGateway)
         bad = http.post("/v1/tasks", json={"agent": "agentao"})
         assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
         assert http.get("/v1/tasks/task_nope").status_code == 404
+
+
+def test_tool_calls_arrive_merged_by_id(shared_gateway: LiveGateway) -> None:
+    """A `tool_call_update` says only what changed; each frame also carries the call as it
+    now stands (`toolCall`, from the client's session model), so no reader folds it again."""
+    task = start_task(shared_gateway, "write the file", permission_policy="all")
+    with connect(shared_gateway.ws_url(task["stream_url"])) as ws:
+        seen = frames(ws)
+    tool_frames = [
+        f
+        for f in seen
+        if f["type"] == "task-running"
+        and f["update"]["sessionUpdate"] in ("tool_call", "tool_call_update")
+    ]
+    assert tool_frames and all("toolCall" in f for f in tool_frames)
+    last = tool_frames[-1]
+    assert "title" not in last["update"]  # the update itself is partial …
+    merged = last["toolCall"]
+    assert merged["title"] == "Write hello.txt" and merged["kind"] == "edit"  # … the call is not
+    assert merged["status"] == "completed"
+    assert merged["content"][0]["type"] == "diff"

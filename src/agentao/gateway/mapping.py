@@ -4,9 +4,12 @@ Theory of operation. ACP tools run *inside* the agent. An OpenAI `tool_calls` /
 `function_call` tells the HTTP client to run a tool itself, so agent-run tools
 are never sent that way: they become reasoning text ("Running: Write hello.txt",
 "Done: Write hello.txt"), like thoughts and the plan. The raw update is always
-at hand for the opt-in `x_acp` extension. `TurnMapper.feed()` folds one turn's
-updates, one at a time, into `Delta`s; it remembers each tool call's title and
-kind by id because a `tool_call_update` usually carries only what changed.
+at hand for the opt-in `x_acp` extension. `TurnMapper.feed()` turns one turn's
+updates, one at a time, into `Delta`s. It folds nothing itself: a tool call comes
+merged by id with everything said of it before (`Update.tool_call`, from the
+client's session model), and its diffs and output are read the way every reader
+reads them (`agentao.client.view`); the mapper only remembers which status of each
+call it already told.
 
 Stop reasons and usage are mapped by the small functions at the bottom, one
 table per API.
@@ -19,9 +22,14 @@ from typing import Any
 
 import msgspec
 
+from agentao.client import ToolCallState, Update
+from agentao.client.view import diffs, first_line, output_text
+
 READ_KINDS = frozenset({"read", "search", "think"})
 _TAGS: dict[type, str] = {}  # schema class -> its tag (`type`), looked up once per update
 _PLAN_MARK = {"completed": "x", "in_progress": "~"}
+_TOOL_KINDS = frozenset({"tool_call", "tool_call_update"})
+FAILURE_CHARS = 200  # of a failed tool's first output line, told in the reasoning
 
 
 class Delta(msgspec.Struct, frozen=True, gc=False):
@@ -36,13 +44,6 @@ class Delta(msgspec.Struct, frozen=True, gc=False):
 
 
 @dataclass(slots=True)
-class ToolState:
-    title: str
-    kind: str
-    status: str = "pending"
-
-
-@dataclass(slots=True)
 class TurnMapper:
     """One turn's mapping state. `inline=True` writes reasoning into the text with the
     seed's `[Thinking]` / `[Tool: ...]` prefixes, for clients that cannot show reasoning."""
@@ -50,19 +51,18 @@ class TurnMapper:
     inline: bool = False
     text: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
-    tools: dict[str, ToolState] = field(default_factory=dict)
+    told: dict[str, str] = field(default_factory=dict)  # tool call id -> status told
     _last: str = ""  # the kind of the last update that said something (inline mode)
 
-    def feed(self, kind: str, update: Any) -> Delta:
-        """Map one update (`kind` is its `sessionUpdate` tag, `update` the typed struct)."""
-        if update is None:  # an unknown kind, or one the client could not decode
-            return Delta()
-        if kind == "agent_message_chunk" and not self.inline:  # most updates: the short way
-            text = content_text(update.content)
+    def feed(self, update: Update) -> Delta:
+        """Map one update of the client's stream."""
+        kind, value = update.kind, update.value
+        if kind == "agent_message_chunk" and not self.inline and value is not None:
+            text = content_text(value.content)  # most updates: the short way
             if text:
                 self.text.append(text)
             return Delta(text=text)
-        delta = self._map(kind, update)
+        delta = self._map(kind, value, update.tool_call)
         if self.inline:
             delta = self._inline(kind, delta)
         if delta.text:
@@ -90,22 +90,17 @@ class TurnMapper:
     def full_reasoning(self) -> str:
         return "".join(self.reasoning)
 
-    def tool_kind(self, tool_call_id: str) -> str:
-        """The kind announced for a tool call ("other" when never announced)."""
-        state = self.tools.get(tool_call_id)
-        return state.kind if state else "other"
+    # ---- one branch per update kind -------------------------------------------------
 
-    # ---- one method per update kind -------------------------------------------------
-
-    def _map(self, kind: str, update: Any) -> Delta:
+    def _map(self, kind: str, update: Any, tool: ToolCallState | None) -> Delta:
+        if kind in _TOOL_KINDS:
+            return Delta(reasoning=self._tool(tool)) if tool is not None else Delta()
+        if update is None:  # an unknown kind, or one the client could not decode
+            return Delta()
         if kind == "agent_message_chunk":
             return Delta(text=content_text(update.content))
         if kind == "agent_thought_chunk":
             return Delta(reasoning=content_text(update.content))
-        if kind == "tool_call":
-            return Delta(reasoning=self._tool_call(update))
-        if kind == "tool_call_update":
-            return Delta(reasoning=self._tool_call_update(update))
         if kind == "plan":
             return Delta(reasoning=plan_text(update.entries))
         if kind == "notice":
@@ -113,46 +108,25 @@ class TurnMapper:
             return Delta(reasoning=f"\nNotice ({update.severity}): {update.title}{detail}\n")
         return Delta()
 
-    def _tool_call(self, update: Any) -> str:
-        title = update.title or getattr(update, "name", None) or "tool"
-        kind = _str(getattr(update, "kind", None), "other")
-        state = ToolState(title, kind)
-        self.tools[update.tool_call_id] = state
-        lines = self._started(title, kind)
-        status = _str(getattr(update, "status", None), "pending")
-        return lines + self._status_change(state, status, update)
-
-    def _tool_call_update(self, update: Any) -> str:
-        state = self.tools.get(update.tool_call_id)
-        announced = ""
-        if state is None:  # an update for a call never announced: announce it now
-            title = getattr(update, "title", None) or "tool"
-            state = ToolState(title, _str(getattr(update, "kind", None), "other"))
-            self.tools[update.tool_call_id] = state
-            announced = self._started(state.title, state.kind)
-        if getattr(update, "title", None):
-            state.title = update.title
-        if getattr(update, "kind", None):
-            state.kind = _str(update.kind, state.kind)
-        status = getattr(update, "status", None)
-        return announced + (self._status_change(state, _str(status, ""), update) if status else "")
+    def _tool(self, tool: ToolCallState) -> str:
+        """ "Running: …" the first time a call shows, "Done/Failed: …" when it ends."""
+        told = self.told.get(tool.tool_call_id)
+        title = tool.title or "tool"
+        lines = self._started(title, tool.kind) if told is None else ""
+        status = tool.status
+        self.told[tool.tool_call_id] = status
+        if status == told or status not in ("completed", "failed"):
+            return lines
+        if status == "failed":
+            reason = first_line(output_text(tool), FAILURE_CHARS)
+            return lines + f"Failed: {title}{': ' + reason if reason else ''}\n"
+        summary = "".join(f"  {diff.summary()}\n" for diff in diffs(tool))
+        return lines + f"Done: {title}\n{summary}"
 
     def _started(self, title: str, kind: str) -> str:
         if self.inline:
             return f"\n[Tool: {title}] ({kind})\n"
         return f"\nRunning: {title} ({kind})\n"
-
-    def _status_change(self, state: ToolState, status: str, update: Any) -> str:
-        if status == state.status or status not in ("completed", "failed"):
-            state.status = status or state.status
-            return ""
-        state.status = status
-        content = getattr(update, "content", None) or ()
-        if status == "failed":
-            reason = _first_line(tool_text(content))
-            return f"Failed: {state.title}{': ' + reason if reason else ''}\n"
-        summary = "".join(f"  {line}\n" for line in diff_summaries(content))
-        return f"Done: {state.title}\n{summary}"
 
 
 # ---- content helpers -----------------------------------------------------------------
@@ -183,46 +157,9 @@ def content_text(block: Any) -> str:
     return ""
 
 
-def tool_text(contents: Any) -> str:
-    return "".join(content_text(c.content) for c in contents if block_type(c) == "content")
-
-
-def diff_summaries(contents: Any) -> list[str]:
-    """`edited /a/b.txt (+3 -1)` per diff a tool call produced."""
-    out = []
-    for c in contents:
-        if block_type(c) != "diff":
-            continue
-        old = (c.old_text or "").splitlines()
-        new = c.new_text.splitlines()
-        verb = "created" if c.old_text is None else "edited"
-        added, removed = _line_changes(old, new)
-        out.append(f"{verb} {c.path} (+{added} -{removed})")
-    return out
-
-
 def plan_text(entries: Any) -> str:
     lines = [f"  [{_PLAN_MARK.get(_str(e.status, ''), ' ')}] {e.content}" for e in entries]
     return "\nPlan:\n" + "\n".join(lines) + "\n"
-
-
-def _line_changes(old: list[str], new: list[str]) -> tuple[int, int]:
-    # Multiset difference: cheap, and right for the usual "lines added/removed" summary.
-    remaining: dict[str, int] = {}
-    for line in old:
-        remaining[line] = remaining.get(line, 0) + 1
-    added = 0
-    for line in new:
-        if remaining.get(line, 0) > 0:
-            remaining[line] -= 1
-        else:
-            added += 1
-    return added, sum(remaining.values())
-
-
-def _first_line(text: str, limit: int = 200) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line[:limit]
 
 
 def _str(value: Any, default: str) -> str:
@@ -331,7 +268,6 @@ __all__ = [
     "TurnMapper",
     "chat_finish_reason",
     "content_text",
-    "diff_summaries",
     "estimate_usage",
     "plan_text",
     "response_status",

@@ -204,8 +204,11 @@ class GatewayTurn:
         emit, feed, put = self.log.emit, self.mapper.feed, self._put  # once per update
         async for event in self._client_turn:
             if isinstance(event, Update):
-                emit("task-running", {"update": event.raw})
-                put(Step(event, feed(event.kind, event.value)))
+                frame = {"update": event.raw}
+                if event.tool_call is not None:  # merged by id: readers need not fold
+                    frame["toolCall"] = event.tool_call.raw
+                emit("task-running", frame)
+                put(Step(event, feed(event)))
             elif isinstance(event, TurnEnd):
                 end = event
         if end is None:

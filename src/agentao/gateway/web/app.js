@@ -101,7 +101,7 @@ class TurnView {
   }
 
   frame(f) {
-    if (f.type === "task-running") this.update(f.update || {});
+    if (f.type === "task-running") this.update(f.update || {}, f.toolCall);
     else if (f.type === "permission-request") this.ask(f);
     else if (f.type === "permission-response") this.answered(f);
     else if (f.type === "task-ended") this.end(`stop reason: ${f.stopReason}`, "ended");
@@ -109,12 +109,12 @@ class TurnView {
     $("log").scrollTop = $("log").scrollHeight;
   }
 
-  update(u) {
+  update(u, merged) {
     switch (u.sessionUpdate) {
       case "agent_message_chunk": return this.appendText(blockText(u.content));
       case "agent_thought_chunk": return this.appendThought(blockText(u.content));
-      case "tool_call":
-      case "tool_call_update": return this.tool(u);
+      case "tool_call":  // the gateway sends the call merged by id: shown as it now is
+      case "tool_call_update": return this.tool(merged || u);
       case "plan": return renderPlan(u.entries);
       default: return undefined;
     }
