@@ -6,7 +6,8 @@ ApiError                       status, OpenAI `type`
 ├── Forbidden                  403  permission_error
 ├── NotFound                   404  not_found_error
 ├── Conflict                   409  conflict_error (the object's state forbids it)
-│   └── SessionBusy            409  ... a busy session, with Retry-After
+│   ├── SessionBusy            409  ... a busy session, with Retry-After
+│   └── SessionLost            409  ... its ACP session is gone and cannot be loaded again
 ├── PayloadTooLarge            413  invalid_request_error
 ├── UnsupportedMediaType       415  invalid_request_error (a body that is not declared JSON)
 ├── MisdirectedRequest         421  invalid_request_error (a Host this gateway does not serve)
@@ -114,6 +115,10 @@ class AgentFailed(ApiError):
     type = "agent_error"
 
 
+class SessionLost(Conflict):
+    """The conversation's ACP session is gone and the agent cannot load it again."""
+
+
 class AgentUnavailable(ApiError):
     status = 503
     type = "agent_error"
@@ -171,6 +176,7 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "SessionBusy",
+    "SessionLost",
     "Unauthorized",
     "UnsupportedMediaType",
     "error_body",

@@ -28,7 +28,7 @@ from fastapi.responses import JSONResponse
 from agentao.client import TurnEnd
 from agentao.gateway.auth import Principal, owns
 from agentao.gateway.config import Limits
-from agentao.gateway.errors import AgentFailed, BadRequest, unsupported
+from agentao.gateway.errors import AgentFailed, BadRequest, SessionLost, error_body, unsupported
 from agentao.gateway.identifiers import check_session_key
 from agentao.gateway.inputs import parse_chat_messages, prompt_blocks
 from agentao.gateway.mapping import chat_finish_reason, estimate_usage, usage_from_agent
@@ -36,7 +36,6 @@ from agentao.gateway.service import Gateway, ModelChoice
 from agentao.gateway.sessions import (
     CONVERSATION_PREFIX,
     LiveConversation,
-    SessionLost,
     TurnRequest,
 )
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
@@ -226,10 +225,11 @@ def _turn_request(
 ) -> TurnRequest:
     text = render(new, history=fresh and len(new) > 1)
 
-    def on_end(conv: LiveConversation, turn: GatewayTurn) -> None:
+    def transcript_after(turn: GatewayTurn) -> str | None:
         result = turn.result
         if isinstance(result, TurnEnd) and result.stop_reason != "cancelled":
-            conv.record.transcript_hash = transcript.answered(turn.mapper.full_text)
+            return transcript.answered(turn.mapper.full_text)
+        return None
 
     return TurnRequest(
         prompt=prompt_blocks(new, text),
@@ -239,7 +239,7 @@ def _turn_request(
         model=choice.model,
         source="chat",
         inline_reasoning=body.x_reasoning == "inline",
-        on_end=on_end,
+        transcript_after=transcript_after,
     )
 
 
@@ -369,7 +369,7 @@ def from_end(reply: _Reply, end: TurnEnd) -> bytes:
 
 
 def _error(message: str, code: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": "agent_error", "param": None, "code": code}}
+    return error_body(message, "agent_error", code=code)
 
 
 __all__ = ["ChatBody", "check_supported", "router"]

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -27,7 +26,7 @@ from agentao.gateway.errors import BadRequest, Conflict, NotFound, unsupported
 from agentao.gateway.identifiers import check_id
 from agentao.gateway.inputs import parse_response_input, prompt_blocks
 from agentao.gateway.mapping import estimate_usage, usage_from_agent
-from agentao.gateway.response_builder import Event, ResponseBuilder
+from agentao.gateway.response_builder import Event, LiveResponse, ResponseBuilder
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import LiveConversation, TurnRequest
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
@@ -85,16 +84,6 @@ def check_supported(body: ResponsesBody) -> None:
         raise unsupported("background", "needs store: true")
 
 
-@dataclass(slots=True)
-class _Live:
-    """A response still being produced: GET and cancel read it here."""
-
-    builder: ResponseBuilder
-    turn: GatewayTurn
-    owner: str
-    done: asyncio.Event
-
-
 @router.post("/v1/responses")
 async def create_response(request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
@@ -132,7 +121,7 @@ async def create_response(request: Request) -> Any:
         "x_conversation_id": conv.id,
     }
     builder = ResponseBuilder(choice.name, echo, x_acp=body.x_acp)
-    live = _Live(builder, turn, principal.name, asyncio.Event())
+    live = LiveResponse(builder, turn, principal.name, asyncio.Event())
     run = _Run(gw, live, conv, turn_index, body.store, len(text))
     headers = {"X-Session-Id": conv.id, "X-Task-Id": turn.id}
     if body.background:  # stored now: it must outlive this request, even a restart
@@ -183,7 +172,7 @@ class _Run:
     def __init__(
         self,
         gw: Gateway,
-        live: _Live,
+        live: LiveResponse,
         conv: LiveConversation,
         turn_index: int,
         store: bool,

@@ -16,13 +16,15 @@ skip it.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from agentao.client import TurnEnd
 from agentao.gateway.mapping import TokenUsage, response_status
-from agentao.gateway.turns import Step
+from agentao.gateway.turns import GatewayTurn, Step
 
 Event = dict[str, Any]
 
@@ -238,4 +240,14 @@ def failed_snapshot(body: dict[str, Any], code: str, message: str) -> dict[str, 
     }
 
 
-__all__ = ["ResponseBuilder", "failed_snapshot"]
+@dataclass(slots=True)
+class LiveResponse:
+    """A response still being produced: GET and cancel read it (`Gateway.live_responses`)."""
+
+    builder: ResponseBuilder
+    turn: GatewayTurn
+    owner: str
+    done: asyncio.Event
+
+
+__all__ = ["LiveResponse", "ResponseBuilder", "failed_snapshot"]

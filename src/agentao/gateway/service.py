@@ -27,6 +27,7 @@ from agentao.gateway.identifiers import check_model
 from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.recovery import Recovery
+from agentao.gateway.response_builder import LiveResponse
 from agentao.gateway.sessions import Conversations
 from agentao.gateway.tasklog import TaskHub
 from agentao.store.gateway import GatewayStore
@@ -58,7 +59,7 @@ class Gateway:
         self.hub = TaskHub(store, self.boot.id)
         self.desk = PermissionDesk()
         self.pools: dict[str, AgentPool] = {}
-        self.live_responses: dict[str, Any] = {}  # response id -> openai_responses._Live
+        self.live_responses: dict[str, LiveResponse] = {}  # responses being produced
         self.background: set[asyncio.Task[None]] = set()  # background responses and tasks
         self.loop: asyncio.AbstractEventLoop | None = None  # the loop serving, once started
         self.conversations = Conversations(store, self.pools, self.hub, self.desk, self.limits)

@@ -33,7 +33,7 @@ from typing import Any
 from agentao.client import AgentError, ClientError, PermissionRequest, Session, TurnEnd
 from agentao.client.permissions import choose
 from agentao.gateway.config import Limits, Policy
-from agentao.gateway.errors import AgentUnavailable, ApiError, NotFound, SessionBusy
+from agentao.gateway.errors import AgentUnavailable, NotFound, SessionBusy, SessionLost
 from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.tasklog import TaskHub
@@ -43,13 +43,6 @@ from agentao.store.gateway_records import Conversation, TaskRecord
 
 log = logging.getLogger("agentao.gateway")
 CONVERSATION_PREFIX = "conv_"  # every conversation id starts so (and no other id does)
-
-
-class SessionLost(ApiError):
-    """The conversation's ACP session is gone and the agent cannot load it again."""
-
-    status = 409
-    type = "conflict_error"
 
 
 @dataclass(slots=True)
@@ -80,7 +73,9 @@ class TurnRequest:
     inline_reasoning: bool = False
     # Runs when the turn ended with a stop reason, before the conversation is saved and
     # released (e.g. Chat Completions records the transcript hash here).
-    on_end: Callable[[LiveConversation, GatewayTurn], None] | None = None
+    # The conversation's transcript hash once this turn answered (Chat Completions binds a
+    # later request by it); None: keep the one it has. The registry records it.
+    transcript_after: Callable[[GatewayTurn], str | None] | None = None
 
 
 class Conversations:
@@ -283,9 +278,10 @@ class Conversations:
         try:
             if ok:
                 conv.record.turn_count += 1
-                if request.on_end is not None:
-                    old_hash = conv.record.transcript_hash
-                    request.on_end(conv, turn)
+                answered = request.transcript_after
+                digest = answered(turn) if answered is not None else None
+                if digest is not None:
+                    old_hash, conv.record.transcript_hash = conv.record.transcript_hash, digest
                     self._index(conv, old_hash)
             # Stored with the next batch of frames, not a transaction of its own.
             if ok:
