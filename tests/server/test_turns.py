@@ -147,3 +147,28 @@ async def test_late_updates_wait_for_the_next_reader(wired: Wired, tmp_path: Pat
     events = await events_of(session.prompt("hello"))
     kinds = {e.kind for e in events if isinstance(e, Update)} - SESSION_KINDS
     assert kinds == {"agent_message_chunk"}
+
+
+async def test_a_watcher_sees_every_update_in_order_in_and_out_of_turns(
+    wired: Wired, tmp_path: Path
+) -> None:
+    session = await wired.client.new_session(str(tmp_path))
+    session.drain()  # what came before the watcher is not its business
+    seen: list[str] = []
+    stop = session.watch(lambda update: seen.append(update.kind))
+    await session.set_mode("read-only")  # outside a turn: nobody reads the stream
+    await anext_update(session, "current_mode_update")
+    assert seen == ["current_mode_update"]
+    events = await events_of(session.prompt("hello"))
+    in_turn = [e.kind for e in events if isinstance(e, Update)]
+    assert "agent_message_chunk" in in_turn
+    assert seen == ["current_mode_update", *in_turn]  # the same updates, in the same order
+    stop()
+    await events_of(session.prompt("again"))
+    assert seen == ["current_mode_update", *in_turn]  # stopped means stopped
+
+
+async def anext_update(session: Any, kind: str) -> None:
+    """Wait until an update of `kind` is in the session's stream (it arrives on its own)."""
+    while not any(isinstance(e, Update) and e.kind == kind for e in session.drain()):
+        await session.state.stream.changed()

@@ -16,7 +16,7 @@ from typing import Any
 
 from agentao.client.channel import Channel
 from agentao.client.errors import ClientError
-from agentao.client.events import Event, ToolCallState
+from agentao.client.events import Event, ToolCallState, Update
 from agentao.client.state import SessionState
 from agentao.client.turn import Turn
 from agentao.client.view import SessionView
@@ -80,6 +80,16 @@ class Session:
     def turn(self) -> Turn | None:
         """The turn still running, if any."""
         return self._turn if self._turn is not None and not self._turn.done else None
+
+    def watch(self, watcher: Callable[[Update], None]) -> Callable[[], None]:
+        """Call `watcher(update)` for every update of this session from now on, in the
+        agent's order, whether or not a turn is reading (a gateway relays a session to
+        several readers this way); returns the function that stops it. It runs on the
+        read path: keep it quick, and let it not raise."""
+        self.state.watchers.append(watcher)
+        return lambda: (
+            self.state.watchers.remove(watcher) if watcher in self.state.watchers else None
+        )
 
     def prompt(self, prompt: Prompt) -> Turn:
         """Send a prompt; iterate the returned Turn for its events."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from agentao.client.events import ToolCallState, Update
@@ -22,6 +23,7 @@ from agentao.client.view import SessionView
 log = logging.getLogger("agentao.client")
 
 _TOOL_KINDS = frozenset({"tool_call", "tool_call_update"})
+Watcher = Callable[[Update], None]  # sees every update of a session, in order
 
 
 class SessionState:
@@ -35,6 +37,7 @@ class SessionState:
         # Where the running turn's `session/prompt` answer fell in the stream: the number
         # of this session's updates read before it (see stream.py); None until it is read.
         self.answered_at: int | None = None
+        self.watchers: list[Watcher] = []  # see Session.watch
 
     @property
     def tool_calls(self) -> dict[str, ToolCallState]:
@@ -55,6 +58,8 @@ class SessionState:
             tool_call = self.upsert_tool_call(raw, announced=kind == "tool_call")
         update = Update(self.session_id, kind, value, raw, tool_call)
         self.view.apply(update)
+        for watcher in tuple(self.watchers):
+            watcher(update)
         return update
 
     def upsert_tool_call(self, raw: dict[str, Any], *, announced: bool) -> ToolCallState | None:

@@ -2,8 +2,8 @@
 
 Theory of operation. `TaskLog.emit()` is synchronous: it numbers the frame
 (seq 1, 2, ...) and hands it to the hub, so a turn never waits for the disk.
-The hub has one writer task for every task at once: it takes whatever
-conversation rows, task rows, new response rows, frames and ended tasks are
+The hub has one writer (`batches.BatchWriter`) for every task at once: it takes
+whatever conversation rows, task rows, new response rows, frames and ended tasks are
 waiting (a `_Batch`), stores them in one transaction, and only then gives each
 frame to the watchers of its task, in order. Under load that is one commit for
 many frames and many turns' ends, instead of one per frame or per turn. Every task and response row it writes names this
@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentao.gateway.batches import BatchWriter
 from agentao.store.gateway import GatewayStore
 from agentao.store.gateway_records import Conversation, ResponseRecord, TaskEvent, TaskRecord
 
@@ -99,70 +100,45 @@ class TaskHub:
         self.store = store
         self.boot_id = boot_id
         self._logs: dict[str, TaskLog] = {}
-        self._batch = _Batch()
-        self._woken = False  # the writer was woken for the batch being filled
-        self._wake = asyncio.Event()
-        self._idle = asyncio.Event()  # nothing queued and no write under way
-        self._idle.set()
-        self._writer: asyncio.Task[None] | None = None
+        self._writer = BatchWriter(_Batch, self._write)
 
     def open(self, record: TaskRecord) -> TaskLog:
         """A log for a new task; its row is written before its first frame."""
         task_log = self._logs[record.id] = TaskLog(record.id, self)
         record.boot_id = self.boot_id
-        self._batch.rows.append(record)
-        self._kick()
+        self._writer.batch.rows.append(record)
+        self._writer.kick()
         return task_log
 
     def end(self, task_log: TaskLog, status: str, error: str | None = None) -> None:
         """Queue the task's end (its status, and why if it failed); `task_log.closed` is
         set once it is stored. Queue its conversation's row with it (`save_conversation`)."""
         record = TaskRecord(task_log.task_id, "", status, ended_at=time.time(), error=error)
-        self._batch.ended.append((task_log, record))
-        self._kick()
+        self._writer.batch.ended.append((task_log, record))
+        self._writer.kick()
 
     def start_response(self, record: ResponseRecord) -> None:
         """Queue a new response's row (in progress), written unless one is there by then:
         its final row, written directly when it ends, must never be overwritten."""
         record.boot_id = self.boot_id
-        self._batch.responses.append(record)
-        self._kick()
+        self._writer.batch.responses.append(record)
+        self._writer.kick()
 
     async def flush(self) -> None:
         """Wait until everything queued so far is stored (shutdown)."""
-        if self._writer is not None and not self._writer.done():
-            await self._idle.wait()
+        await self._writer.flush()
 
     def save_conversation(self, conversation: Conversation) -> None:
         """Queue a conversation's row (insert or update) ahead of the next task rows."""
-        self._batch.conversations[conversation.id] = conversation
-        self._kick()
+        self._writer.batch.conversations[conversation.id] = conversation
+        self._writer.kick()
 
     def get(self, task_id: str) -> TaskLog | None:
         return self._logs.get(task_id)
 
     def queue(self, event: TaskEvent) -> None:
-        self._batch.frames.append(event)
-        self._kick()
-
-    def _kick(self) -> None:
-        if self._woken:  # once per batch: this runs for every frame
-            return
-        self._woken = True
-        self._wake.set()
-        self._idle.clear()
-        if self._writer is None:
-            self._writer = asyncio.get_running_loop().create_task(self._run())
-
-    async def _run(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            batch, self._batch, self._woken = self._batch, _Batch(), False
-            if batch:
-                await self._write(batch)
-            if not self._wake.is_set():
-                self._idle.set()
+        self._writer.batch.frames.append(event)
+        self._writer.kick()
 
     async def _write(self, batch: _Batch) -> None:
         try:
@@ -192,8 +168,7 @@ class TaskHub:
 
     def close(self) -> None:
         """Stop the writer (shutdown); frames not yet stored are lost."""
-        if self._writer is not None:
-            self._writer.cancel()
+        self._writer.close()
         for task_log in self._logs.values():
             task_log.close()
         self._logs.clear()
