@@ -131,3 +131,28 @@ def test_tool_summary() -> None:
     assert parts == ["exit 2", "created /w/a (+1 -0)", "x" * 59 + "…"]
     running = ToolCallState("t", {**raw, "status": "in_progress", "rawOutput": None, "content": []})
     assert tool_summary(running) == []
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.stem for p in TRANSCRIPTS])
+def test_a_replay_folds_back_into_the_same_view(path: Path) -> None:
+    """What a reader arriving late is sent (`replay()`) shows what the others saw."""
+    original = fold(received(path)).view
+    original.prompted([{"type": "text", "text": "and then?"}])
+    again = SessionState("s", 10_000)
+    for update in original.replay():
+        again.apply(update["sessionUpdate"], None, update)
+
+    def shown(view: Any) -> list[tuple[str, str]]:
+        out = []
+        for entry in view.entries:
+            if isinstance(entry, Message):
+                out.append((entry.role, entry.text))
+            elif isinstance(entry, ToolCallEntry):
+                tool = view.tool_calls[entry.tool_call_id]
+                out.append((tool.title, tool.status))
+            else:
+                out.append((type(entry).__name__, ""))
+        return out
+
+    assert shown(again.view) == shown(original)
+    assert shown(original)[-1] == ("user", "and then?")

@@ -47,6 +47,7 @@ class Turn:
         self._sent = asyncio.Event()
         state.cancelled.clear()
         state.answered_at = None
+        state.view.prompted(prompt)
         state.stream.reading = True
         self._task = asyncio.ensure_future(
             self._send({"sessionId": state.session_id, "prompt": prompt})

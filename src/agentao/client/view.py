@@ -202,10 +202,52 @@ class SessionView:
         elif kind == "usage_update":
             self.usage = {k: v for k, v in raw.items() if k != "sessionUpdate"}
 
+    def prompted(self, blocks: list[Any]) -> None:
+        """The user's own prompt (agents do not echo it; a reader shows it all the same)."""
+        text = "".join(_block_text(b) for b in blocks)
+        if text:
+            self.entries.append(Message("user", [text]))
+
+    def replay(self) -> list[dict[str, Any]]:
+        """The entries as ACP updates, for a reader that arrives late (a remote client
+        attaching to a live session): messages whole, each tool call as it now stands."""
+        updates: list[dict[str, Any]] = []
+        for entry in self.entries:
+            if isinstance(entry, Message):
+                kind = _REPLAY_KINDS[entry.role]
+                updates.append(
+                    {"sessionUpdate": kind, "content": {"type": "text", "text": entry.text}}
+                )
+            elif isinstance(entry, ToolCallEntry):
+                tool = self.tool_calls[entry.tool_call_id]
+                updates.append({**tool.raw, "sessionUpdate": "tool_call"})
+            elif isinstance(entry, PlanEntry):
+                updates.append({"sessionUpdate": "plan", "entries": entry.entries})
+            else:
+                notice = {"sessionUpdate": "notice", "severity": "info", "title": entry.title}
+                updates.append(
+                    {**notice, **({"description": entry.description} if entry.description else {})}
+                )
+        return updates
+
     @property
     def text(self) -> str:
         """Every agent message so far, joined."""
         return "".join(e.text for e in self.entries if isinstance(e, Message) and e.role == "agent")
+
+
+_REPLAY_KINDS = {role: kind for kind, role in ROLES.items()}
+
+
+def _block_text(block: Any) -> str:
+    """A prompt content block as text (a dict or a schema struct): text, or a link."""
+    get = block.get if isinstance(block, dict) else lambda k: getattr(block, k, None)
+    kind = get("type")
+    if kind == "text":
+        return str(get("text") or "")
+    if kind == "resource_link":
+        return f"[{get('name')}]({get('uri')})"
+    return f"[{kind}]" if kind else ""
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:

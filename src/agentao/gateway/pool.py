@@ -42,6 +42,33 @@ STABLE_SECONDS = 10.0  # a process that lived this long resets the restart back-
 
 
 @dataclass(frozen=True, slots=True)
+class SessionParams:
+    """Where a session is opened: the agent's configured cwd unless a remote client named
+    one (checked by the remote endpoint, see remote/)."""
+
+    cwd: str | None = None
+    additional_dirs: tuple[str, ...] = ()
+    mcp_servers: tuple[Any, ...] = ()
+
+    @classmethod
+    def of(cls, stored: dict[str, Any] | None) -> SessionParams:
+        if not stored:
+            return cls()
+        return cls(
+            stored.get("cwd"),
+            tuple(stored.get("additionalDirectories") or ()),
+            tuple(stored.get("mcpServers") or ()),
+        )
+
+    def stored(self) -> dict[str, Any]:
+        return {
+            "cwd": self.cwd,
+            "additionalDirectories": list(self.additional_dirs),
+            "mcpServers": list(self.mcp_servers),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class AgentInfo:
     """What the gateway learned about an agent from `initialize` and its first session."""
 
@@ -196,19 +223,31 @@ class AgentPool:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
 
-    async def new_session(self) -> Session:
+    async def new_session(self, params: SessionParams | None = None) -> Session:
+        """A session in the agent's cwd, or where `params` (a remote client's) say."""
         worker = await self._worker()
         assert worker.client is not None
-        session = await worker.client.new_session(self.spec.cwd)
+        p = params or SessionParams()
+        session = await worker.client.new_session(
+            p.cwd or self.spec.cwd, additional_dirs=p.additional_dirs, mcp_servers=p.mcp_servers
+        )
         worker.sessions.add(session.id)
         self.learn_models(session.response)
         return session
 
-    async def load_session(self, session_id: str) -> Session:
-        """Reopen a stored session on a live process; its replayed history is dropped."""
+    async def load_session(self, session_id: str, params: SessionParams | None = None) -> Session:
+        """Reopen a stored session on a live process; its replayed history is folded into
+        the session's view (what a newly attached reader is shown) and dropped from its
+        stream."""
         worker = await self._worker()
         assert worker.client is not None
-        session = await worker.client.load_session(session_id, self.spec.cwd)
+        p = params or SessionParams()
+        session = await worker.client.load_session(
+            session_id,
+            p.cwd or self.spec.cwd,
+            additional_dirs=p.additional_dirs,
+            mcp_servers=p.mcp_servers,
+        )
         session.drain()
         worker.sessions.add(session.id)
         return session
@@ -243,4 +282,4 @@ def model_choices(response: Any) -> tuple[str | None, tuple[str, ...]]:
     return None, ()
 
 
-__all__ = ["AgentInfo", "AgentPool", "Worker", "model_choices"]
+__all__ = ["AgentInfo", "AgentPool", "SessionParams", "Worker", "model_choices"]

@@ -27,7 +27,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentao.client import AgentError, ClientError, PermissionRequest, Session, TurnEnd
@@ -35,7 +35,7 @@ from agentao.client.permissions import choose
 from agentao.gateway.config import Limits, Policy
 from agentao.gateway.errors import AgentUnavailable, NotFound, SessionBusy, SessionLost
 from agentao.gateway.permissions import PermissionDesk
-from agentao.gateway.pool import AgentPool
+from agentao.gateway.pool import AgentPool, SessionParams
 from agentao.gateway.tasklog import TaskHub
 from agentao.gateway.turns import GatewayTurn, TurnContext
 from agentao.store.gateway import GatewayStore
@@ -54,6 +54,7 @@ class LiveConversation:
     turn: GatewayTurn | None = None
     reserved: bool = False
     last_used: float = 0.0  # loop time of the last turn's start or end
+    attached: set[str] = field(default_factory=set)  # remote connections watching it
 
     @property
     def id(self) -> str:
@@ -96,6 +97,9 @@ class Conversations:
         self._by_session: dict[str, LiveConversation] = {}
         self._running: dict[str, tuple[LiveConversation, GatewayTurn, TurnRequest]] = {}
         self._by_hash: dict[tuple[str, str, str], str] = {}  # (owner, agent, hash) -> conv id
+        # Called when a conversation gets a (new) agent session: a relay that watches it
+        # must watch the new one (remote/relay.py).
+        self.on_bound: list[Callable[[LiveConversation], None]] = []
 
     # ---- finding and creating -----------------------------------------------------------
 
@@ -159,6 +163,25 @@ class Conversations:
         if record.transcript_hash is not None:
             self._by_hash[(record.owner, record.agent, record.transcript_hash)] = record.id
 
+    def live_session(self, session_id: str) -> LiveConversation | None:
+        """The conversation whose bound agent session has this id, if one is live here."""
+        return self._by_session.get(session_id)
+
+    async def by_session(self, agent: str, session_id: str) -> LiveConversation | None:
+        """The conversation an agent's session id carries (memory, then the store)."""
+        live = self._by_session.get(session_id)
+        if live is not None and live.record.agent == agent:
+            return live
+        record = await self.store.conversation_by_session(agent, session_id)
+        if record is None or record.agent not in self.pools:
+            return None
+        return self._live.get(record.id) or self._remember(record)
+
+    async def bind(self, conv: LiveConversation) -> Session:
+        """The conversation's agent session, opened (new or loaded) if need be; for a
+        caller that holds no turn (a remote client opening or attaching to a session)."""
+        return await self._bind(conv)
+
     def running(self, task_id: str) -> GatewayTurn | None:
         entry = self._running.get(task_id)
         return entry[1] if entry is not None else None
@@ -199,20 +222,25 @@ class Conversations:
             self._by_session.pop(conv.session.id, None)
             conv.session, conv.model = None, None
         stored = conv.record.session_id
+        params = SessionParams.of(conv.record.session_params)
         try:
             if stored is not None:
-                session = await self._load(conv, stored)
+                session = await self._load(conv, stored, params)
             else:
-                session = await conv.pool.new_session()
+                session = await conv.pool.new_session(params)
                 conv.record.session_id = session.id
                 self.hub.save_conversation(conv.record)
         except ClientError as exc:
             raise AgentUnavailable(f"agent {conv.record.agent!r}: {exc}") from None
         conv.session = session
         self._by_session[session.id] = conv
+        for hook in self.on_bound:
+            hook(conv)
         return session
 
-    async def _load(self, conv: LiveConversation, session_id: str) -> Session:
+    async def _load(
+        self, conv: LiveConversation, session_id: str, params: SessionParams
+    ) -> Session:
         if not conv.pool.info.load_session:
             raise SessionLost(
                 f"the agent {conv.record.agent!r} cannot load sessions, and this conversation's "
@@ -220,7 +248,7 @@ class Conversations:
                 code="session_lost",
             )
         try:
-            return await conv.pool.load_session(session_id)
+            return await conv.pool.load_session(session_id, params)
         except AgentError as exc:
             raise SessionLost(
                 f"the agent could not load this conversation's session: {exc.message}",
@@ -304,7 +332,10 @@ class Conversations:
         idle = [
             c
             for c in self._live.values()
-            if not c.reserved and c.pool.info.load_session and now - c.last_used >= idle_seconds
+            if not c.reserved
+            and not c.attached  # a remote client is watching: not idle
+            and c.pool.info.load_session
+            and now - c.last_used >= idle_seconds
         ]
         for conv in idle:
             del self._live[conv.id]

@@ -28,7 +28,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from agentao.store.gateway_records import (
     Boot,
@@ -46,6 +46,7 @@ from agentao.store.gateway_records import (
     response_row,
     task_from_row,
 )
+from agentao.store.remote import REMOTE_SCHEMA, RemoteStore, SqliteRemoteStore
 from agentao.store.sqlite import Database, Schema
 
 GATEWAY_SCHEMA = Schema(
@@ -118,6 +119,10 @@ GATEWAY_SCHEMA = Schema(
             || json_quote(type) || ',' || printf('%!.17g', at) || ',' || payload || ']]'
         FROM gw_task_events""",
         "DROP TABLE gw_task_events",
+        # Where a remote ACP client opened its session ({cwd, additionalDirectories,
+        # mcpServers}; NULL: the agent's configured cwd), and finding one by its session id.
+        "ALTER TABLE gw_conversations ADD COLUMN session_params TEXT",
+        "CREATE INDEX gw_conversations_by_session ON gw_conversations(agent, session_id)",
     ),
 )
 IN_FLIGHT_RESPONSE = "in_progress"
@@ -129,6 +134,7 @@ class GatewayStore(Protocol):
 
     async def create_conversation(self, conv: Conversation) -> None: ...
     async def get_conversation(self, conversation_id: str) -> Conversation | None: ...
+    async def conversation_by_session(self, agent: str, session_id: str) -> Conversation | None: ...
     async def find_by_transcript(
         self, owner: str, agent: str, hashes: Sequence[str]
     ) -> tuple[Conversation, str] | None: ...
@@ -155,6 +161,8 @@ class GatewayStore(Protocol):
     ) -> tuple[list[ResponseRecord], list[TaskRecord]]: ...
     async def settle(self, settlement: Settlement) -> None: ...
     def close(self) -> None: ...
+    @property
+    def remote(self) -> RemoteStore: ...  # remote ACP connections and their messages
 
 
 class SqliteGatewayStore:
@@ -163,6 +171,11 @@ class SqliteGatewayStore:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._remote = SqliteRemoteStore(db)
+
+    @property
+    def remote(self) -> SqliteRemoteStore:
+        return self._remote
 
     # ---- conversations ----------------------------------------------------------------
 
@@ -176,6 +189,17 @@ class SqliteGatewayStore:
         row = await self.db.read(
             lambda c: c.execute(
                 "SELECT * FROM gw_conversations WHERE id = ?", (conversation_id,)
+            ).fetchone()
+        )
+        return conversation_from_row(row) if row else None
+
+    async def conversation_by_session(self, agent: str, session_id: str) -> Conversation | None:
+        """The conversation an agent's session id carries (the newest, if several)."""
+        row = await self.db.read(
+            lambda c: c.execute(
+                "SELECT * FROM gw_conversations WHERE agent = ? AND session_id = ? "
+                "ORDER BY updated_at DESC LIMIT 1",
+                (agent, session_id),
             ).fetchone()
         )
         return conversation_from_row(row) if row else None
@@ -325,44 +349,40 @@ class SqliteGatewayStore:
         self.db.close()
 
 
-def _insert_conversation(conn: sqlite3.Connection, v: Conversation) -> None:
-    conn.execute(
-        "INSERT INTO gw_conversations (id, owner, agent, session_id, title, source, created_at, "
-        "updated_at, turn_count, transcript_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            v.id,
-            v.owner,
-            v.agent,
-            v.session_id,
-            v.title,
-            v.source,
-            v.created_at,
-            v.updated_at,
-            v.turn_count,
-            v.transcript_hash,
-        ),
+_INSERT_CONVERSATION = (
+    "INSERT INTO gw_conversations (id, owner, agent, session_id, title, source, created_at, "
+    "updated_at, turn_count, transcript_hash, session_params) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _conversation_row(v: Conversation) -> tuple[Any, ...]:
+    params = encode_json(v.session_params) if v.session_params is not None else None
+    return (
+        v.id,
+        v.owner,
+        v.agent,
+        v.session_id,
+        v.title,
+        v.source,
+        v.created_at,
+        v.updated_at,
+        v.turn_count,
+        v.transcript_hash,
+        params,
     )
+
+
+def _insert_conversation(conn: sqlite3.Connection, v: Conversation) -> None:
+    conn.execute(_INSERT_CONVERSATION, _conversation_row(v))
 
 
 def _upsert_conversation(conn: sqlite3.Connection, v: Conversation) -> None:
     conn.execute(
-        "INSERT INTO gw_conversations (id, owner, agent, session_id, title, source, created_at, "
-        "updated_at, turn_count, transcript_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT(id) DO UPDATE SET session_id = excluded.session_id, title = excluded.title, "
-        "updated_at = excluded.updated_at, turn_count = excluded.turn_count, "
-        "transcript_hash = excluded.transcript_hash",
-        (
-            v.id,
-            v.owner,
-            v.agent,
-            v.session_id,
-            v.title,
-            v.source,
-            v.created_at,
-            v.updated_at,
-            v.turn_count,
-            v.transcript_hash,
-        ),
+        _INSERT_CONVERSATION + " ON CONFLICT(id) DO UPDATE SET session_id = excluded.session_id, "
+        "title = excluded.title, updated_at = excluded.updated_at, "
+        "turn_count = excluded.turn_count, transcript_hash = excluded.transcript_hash",
+        _conversation_row(v),
     )
 
 
@@ -460,7 +480,7 @@ def _settle(conn: sqlite3.Connection, s: Settlement, now: float) -> None:
 def open_gateway_store(path: Path | str, *, readers: int = 0) -> SqliteGatewayStore:
     """A `SqliteGatewayStore` on its own file (created and migrated if needed), with
     `readers` read-only connections for its lookups."""
-    return SqliteGatewayStore(Database.open(path, [GATEWAY_SCHEMA], readers=readers))
+    return SqliteGatewayStore(Database.open(path, [GATEWAY_SCHEMA, REMOTE_SCHEMA], readers=readers))
 
 
 __all__ = [

@@ -31,6 +31,9 @@ class Conversation:
     updated_at: float = 0.0
     turn_count: int = 0
     transcript_hash: str | None = None
+    # Where its agent session was opened for a remote ACP client: {cwd,
+    # additionalDirectories, mcpServers}; None: the agent's configured cwd, no MCP.
+    session_params: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -148,6 +151,7 @@ def conversation_from_row(row: sqlite3.Row) -> Conversation:
         updated_at=row["updated_at"],
         turn_count=row["turn_count"],
         transcript_hash=row["transcript_hash"],
+        session_params=decode_json(row["session_params"]) if row["session_params"] else None,
     )
 
 

@@ -1,0 +1,179 @@
+"""Remote ACP connections and every message sent to them, numbered, for replay.
+
+Theory of operation. A client that speaks ACP to the gateway over HTTP or a WebSocket
+holds a *connection* (`gw_acp_connections`): who owns it (the API key's name), which
+agent it talks to, the capabilities its client advertised, and when it was last seen.
+Everything the gateway sends it is a *message* (`gw_acp_messages`), numbered per
+connection from 1 and stored before it is sent; its `scope` is the stream it belongs
+to ('' for the connection's own, else a session id). A client that reconnects with
+`Last-Event-ID: N` (or `after_seq=N`) gets the messages after N of that stream again,
+from here: exactly what it missed, in order.
+
+The tables live beside the gateway's in the same database (`open_gateway_store`), so a
+shared database (PostgreSQL, next) serves both.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import msgspec
+
+from agentao.store.sqlite import Database, Schema
+
+REMOTE_SCHEMA = Schema(
+    "remote_acp",
+    (
+        """CREATE TABLE gw_acp_connections (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            transport TEXT NOT NULL,
+            capabilities TEXT NOT NULL,
+            boot_id TEXT,
+            created_at REAL NOT NULL,
+            seen_at REAL NOT NULL
+        )""",
+        """CREATE TABLE gw_acp_messages (
+            connection_id TEXT NOT NULL REFERENCES gw_acp_connections(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            scope TEXT NOT NULL,
+            body BLOB NOT NULL,
+            PRIMARY KEY (connection_id, seq)
+        )""",
+        "CREATE INDEX gw_acp_connections_by_seen ON gw_acp_connections(seen_at)",
+    ),
+)
+_decode = msgspec.json.Decoder().decode
+_encode = msgspec.json.Encoder().encode
+
+
+@dataclass(slots=True)
+class RemoteConnection:
+    """One remote client's connection, as stored."""
+
+    id: str
+    owner: str
+    agent: str
+    transport: str  # "http" | "ws"
+    capabilities: dict[str, Any] = field(default_factory=dict)  # the client's, as sent
+    boot_id: str | None = None  # the gateway process that serves it
+    created_at: float = 0.0
+    seen_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteMessage:
+    """One message to a remote client: its number on the connection, its stream, itself."""
+
+    connection_id: str
+    seq: int
+    scope: str  # "" (the connection's stream) or a session id
+    body: bytes  # the JSON-RPC message, encoded once, as sent
+
+
+class RemoteStore(Protocol):
+    async def put_connection(self, connection: RemoteConnection) -> None: ...
+    async def get_connection(self, connection_id: str) -> RemoteConnection | None: ...
+    async def last_seq(self, connection_id: str) -> int: ...
+    async def append_messages(
+        self, messages: Sequence[RemoteMessage], seen: Sequence[tuple[str, float]] = ()
+    ) -> None: ...
+    async def messages_after(
+        self, connection_id: str, after_seq: int, scope: str | None
+    ) -> list[RemoteMessage]: ...
+    async def delete_connection(self, connection_id: str) -> None: ...
+    async def idle_connections(self, seen_before: float) -> list[str]: ...
+
+
+class SqliteRemoteStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def put_connection(self, c: RemoteConnection) -> None:
+        row = (c.id, c.owner, c.agent, c.transport, _encode(c.capabilities), c.boot_id)
+        await self.db.call(
+            lambda conn: conn.execute(
+                "INSERT INTO gw_acp_connections (id, owner, agent, transport, capabilities, "
+                "boot_id, created_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (*row, c.created_at, c.seen_at),
+            )
+        )
+
+    async def get_connection(self, connection_id: str) -> RemoteConnection | None:
+        row = await self.db.read(
+            lambda c: c.execute(
+                "SELECT * FROM gw_acp_connections WHERE id = ?", (connection_id,)
+            ).fetchone()
+        )
+        return _connection(row) if row is not None else None
+
+    async def last_seq(self, connection_id: str) -> int:
+        row = await self.db.read(
+            lambda c: c.execute(
+                "SELECT MAX(seq) FROM gw_acp_messages WHERE connection_id = ?", (connection_id,)
+            ).fetchone()
+        )
+        return int(row[0] or 0)
+
+    async def append_messages(
+        self, messages: Sequence[RemoteMessage], seen: Sequence[tuple[str, float]] = ()
+    ) -> None:
+        """Messages, and when their connections were last seen, in one transaction."""
+        rows = [(m.connection_id, m.seq, m.scope, m.body) for m in messages]
+
+        def append(c: sqlite3.Connection) -> None:
+            c.executemany(
+                "INSERT INTO gw_acp_messages (connection_id, seq, scope, body) VALUES (?, ?, ?, ?)",
+                rows,
+            )
+            c.executemany(
+                "UPDATE gw_acp_connections SET seen_at = ? WHERE id = ?",
+                [(at, cid) for cid, at in seen],
+            )
+
+        await self.db.transaction(append)
+
+    async def messages_after(
+        self, connection_id: str, after_seq: int, scope: str | None
+    ) -> list[RemoteMessage]:
+        """A stream's messages after `after_seq` (scope None: every stream, a WebSocket)."""
+        sql = "SELECT connection_id, seq, scope, body FROM gw_acp_messages WHERE connection_id = ? AND seq > ?"
+        args: tuple[Any, ...] = (connection_id, after_seq)
+        if scope is not None:
+            sql += " AND scope = ?"
+            args += (scope,)
+        rows = await self.db.read(lambda c: c.execute(sql + " ORDER BY seq", args).fetchall())
+        return [RemoteMessage(r[0], r[1], r[2], bytes(r[3])) for r in rows]
+
+    async def delete_connection(self, connection_id: str) -> None:
+        await self.db.call(
+            lambda c: c.execute("DELETE FROM gw_acp_connections WHERE id = ?", (connection_id,))
+        )
+
+    async def idle_connections(self, seen_before: float) -> list[str]:
+        rows = await self.db.read(
+            lambda c: c.execute(
+                "SELECT id FROM gw_acp_connections WHERE seen_at < ?", (seen_before,)
+            ).fetchall()
+        )
+        return [r[0] for r in rows]
+
+
+def _connection(row: sqlite3.Row) -> RemoteConnection:
+    return RemoteConnection(
+        id=row["id"],
+        owner=row["owner"],
+        agent=row["agent"],
+        transport=row["transport"],
+        capabilities=_decode(row["capabilities"]),
+        boot_id=row["boot_id"],
+        created_at=row["created_at"],
+        seen_at=row["seen_at"],
+    )
+
+
+__all__ = ["REMOTE_SCHEMA", "RemoteConnection", "RemoteMessage", "RemoteStore", "SqliteRemoteStore"]
