@@ -21,7 +21,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from agentao import __version__
 from agentao.gateway import errors, openai_chat, openai_responses, tasks, web
-from agentao.gateway.auth import POLICY_HEADER
+from agentao.gateway.auth import CLIENT_HEADER, POLICY_HEADER
 from agentao.gateway.bodylimit import BodyLimit
 from agentao.gateway.config import GatewayConfig
 from agentao.gateway.guard import Guard
@@ -33,7 +33,6 @@ log = logging.getLogger("agentao.gateway")
 
 # What a configured cross-origin page may send and read (CORS); our web UI marks its
 # requests with CLIENT_HEADER, so none of them is a "simple" request.
-CLIENT_HEADER = "x-agentao-client"
 CORS_REQUEST_HEADERS = (
     "authorization",
     "content-type",

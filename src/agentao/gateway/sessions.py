@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentao.client import AgentError, ClientError, PermissionRequest, Session, TurnEnd
-from agentao.client.permissions import choose
+from agentao.client.permissions import PermissionAnswer, choose
 from agentao.gateway.config import Limits, Policy
 from agentao.gateway.errors import AgentUnavailable, NotFound, SessionBusy, SessionLost
 from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool
+from agentao.gateway.reasons import OUTSIDE_TURN
 from agentao.gateway.tasklog import TaskHub
 from agentao.gateway.turns import GatewayTurn, TurnContext
 from agentao.store.gateway import GatewayStore
@@ -321,12 +322,13 @@ class Conversations:
 
     # ---- the agents' permission requests ------------------------------------------------
 
-    async def permission(self, request: PermissionRequest) -> str | None:
+    async def permission(self, request: PermissionRequest) -> PermissionAnswer:
         conv = self._by_session.get(request.session_id)
         turn = conv.turn if conv is not None else None
         if turn is None or turn.done.is_set():
             log.info("permission request outside a turn (session %s): rejected", request.session_id)
-            return choose(request.options, allow=False, remember=False)
+            option = choose(request.options, allow=False, remember=False)
+            return PermissionAnswer(option, OUTSIDE_TURN)
         return await turn.decide(request)
 
 

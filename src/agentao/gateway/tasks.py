@@ -5,7 +5,7 @@ Frames (JSON objects, one per WebSocket message), each with `seq`, `type`, `at`:
     task-started         taskId, conversationId, agent, sessionId, source, prompt
     task-running         update: the ACP update exactly as the agent sent it (unknown fields too)
     permission-request   requestId, toolCallId, title, kind, toolCall, options, deadline
-    permission-response  requestId, toolCallId, title, optionId, outcome, approved, by
+    permission-response  requestId, toolCallId, title, optionId, outcome, approved, by, reason
     task-ended           stopReason, usage (the agent's, or null)
     task-error           error: {message, code}
     ping                 (no seq; not stored) while nothing else happens
@@ -31,10 +31,18 @@ import msgspec
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 
-from agentao.gateway.auth import WS_PROTOCOL, Principal, check_owner, owns
+from agentao.gateway.auth import (
+    CLIENT_HEADER,
+    WEB_CLIENT,
+    WS_PROTOCOL,
+    Principal,
+    check_owner,
+    owns,
+)
 from agentao.gateway.errors import ApiError, BadRequest, NotFound
 from agentao.gateway.identifiers import check_id
 from agentao.gateway.permissions import AnswerRejected
+from agentao.gateway.reasons import Channel
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import TurnRequest
 from agentao.gateway.tasklog import TERMINAL
@@ -222,10 +230,15 @@ async def answer_permission(request_id: str, request: Request) -> Any:
     check_id(request_id, "request_id")
     body = await gw.decode(request, PermissionAnswer)
     try:
-        gw.desk.answer(request_id, body.option_id, principal)
+        gw.desk.answer(request_id, body.option_id, principal, channel=channel_of(request))
     except AnswerRejected as exc:
         raise BadRequest(str(exc), param="optionId") from None
     return {"requestId": request_id, "optionId": body.option_id, "accepted": True}
+
+
+def channel_of(request: Request) -> Channel:
+    """Who is answering: the web UI marks its requests (`CLIENT_HEADER`), others are HTTP."""
+    return "web" if request.headers.get(CLIENT_HEADER) == WEB_CLIENT else "http"
 
 
 # ---- the WebSocket ----------------------------------------------------------------------
@@ -312,7 +325,11 @@ async def _read(websocket: WebSocket, gw: Gateway, principal: Principal, task_id
         if kind == "permission-response":
             try:
                 gw.desk.answer(
-                    str(frame.get("requestId")), frame.get("optionId"), principal, task_id=task_id
+                    str(frame.get("requestId")),
+                    frame.get("optionId"),
+                    principal,
+                    task_id=task_id,
+                    channel="stream",
                 )
             except AnswerRejected as exc:
                 await websocket.send_json({"type": "error", "message": str(exc)})
