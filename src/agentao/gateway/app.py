@@ -20,7 +20,7 @@ from fastapi import FastAPI, Request
 from starlette.middleware.cors import CORSMiddleware
 
 from agentao import __version__
-from agentao.gateway import errors, openai_chat, openai_responses, tasks, web
+from agentao.gateway import conversations_api, errors, openai_chat, openai_responses, tasks, web
 from agentao.gateway.auth import CLIENT_HEADER, POLICY_HEADER
 from agentao.gateway.bodylimit import BodyLimit
 from agentao.gateway.config import GatewayConfig
@@ -72,6 +72,7 @@ def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> Fast
     app.include_router(openai_chat.router)
     app.include_router(openai_responses.router)
     app.include_router(tasks.router)
+    app.include_router(conversations_api.router)
     app.include_router(web.router)
 
     @app.get("/healthz")

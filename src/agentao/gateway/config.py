@@ -79,6 +79,9 @@ class Limits:
     max_restart_backoff_seconds: float = 30.0
     start_timeout_seconds: float = 30.0  # spawn + initialize of one agent process
     conversations_listed: int = 100  # past sessions shown by the web UI
+    title_chars: int = 60  # a conversation's title made from its prompt or the agent's
+    max_title_chars: int = 200  # a title a person gives (longer: 400)
+    max_search_chars: int = 200  # a search of the conversations (longer: 400)
     # An idle conversation's agent session is closed after this long, and reopened with
     # session/load by its next request (0: never). Agents without loadSession keep theirs.
     session_idle_seconds: float = 600.0

@@ -181,46 +181,17 @@ async def task_events(task_id: str, request: Request, after_seq: int = 0) -> Any
     return {"object": "list", "data": [e.frame() for e in events]}
 
 
-@router.get("/v1/conversations")
-async def list_conversations(request: Request) -> Any:
-    gw: Gateway = request.app.state.gateway
-    principal = gw.principal(request)
-    convs = await gw.store.list_conversations(principal.name, gw.limits.conversations_listed)
-    data = [
-        {
-            "id": c.id,
-            "agent": c.agent,
-            "title": c.title,
-            "source": c.source,
-            "turn_count": c.turn_count,
-            "updated_at": c.updated_at,
-        }
-        for c in convs
-        if principal.agents is None or c.agent in principal.agents
-    ]
-    return {"object": "list", "data": data}
-
-
-@router.get("/v1/conversations/{conversation_id}/tasks")
-async def conversation_tasks(conversation_id: str, request: Request) -> Any:
-    gw: Gateway = request.app.state.gateway
-    principal = gw.principal(request)
-    check_id(conversation_id, "conversation_id")
-    conv = await gw.store.get_conversation(conversation_id)
-    if conv is None:
-        raise NotFound("no such conversation")
-    check_owner(principal, conv.owner, "conversation")
-    tasks = await gw.store.list_tasks(conversation_id)
-    data = [{"id": t.id, "status": t.status, "prompt": t.prompt} for t in tasks]
-    return {"object": "list", "data": data}
-
-
 @router.get("/v1/permissions")
 async def pending_permissions(request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
-    data = [{"taskId": a.task_id, **a.frame()} for a in gw.desk.pending(principal)]
-    return {"object": "list", "data": data}
+    data = []
+    for ask in gw.desk.pending(principal):
+        task = await gw.store.get_task(ask.task_id)
+        conversation = task.conversation_id if task is not None else None
+        data.append({"taskId": ask.task_id, "conversationId": conversation, **ask.frame()})
+    # The server's clock, so a page can count down to each deadline whatever its own says.
+    return {"object": "list", "data": data, "now": time.time()}
 
 
 @router.post("/v1/permissions/{request_id}")

@@ -31,6 +31,7 @@ class Conversation:
     updated_at: float = 0.0
     turn_count: int = 0
     transcript_hash: str | None = None
+    title_by: str | None = None  # "prompt" | "agent" | "person" (None: by the prompt, long ago)
 
 
 @dataclass(slots=True)
@@ -148,6 +149,7 @@ def conversation_from_row(row: sqlite3.Row) -> Conversation:
         updated_at=row["updated_at"],
         turn_count=row["turn_count"],
         transcript_hash=row["transcript_hash"],
+        title_by=row["title_by"],
     )
 
 
