@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import openai
 
-from tests.gateway.conftest import DEFAULT_SCRIPT
+from tests.gateway.conftest import DEFAULT_SCRIPT, served_config
 
 
 def free_port() -> int:
@@ -85,3 +85,82 @@ env = {{ LLM_PROVIDER = "SCRIPTED", AGENTAO_SCRIPT = "{script}" }}
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0
+
+
+# ---- where it listens, and what it says before ------------------------------------------
+
+LISTENING = "agentao serve: listening on http://127.0.0.1:"
+
+
+def serve_command(tmp: Path, *extra: str) -> list[str]:
+    config = tmp / "gateway.toml"
+    config.write_text(served_config(tmp))
+    return [sys.executable, "-m", "agentao", "serve", "--config", str(config), *extra]
+
+
+def test_port_zero_prints_the_bound_port_once_serving_and_a_fresh_store_is_quiet(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "AGENTAO_HOME": str(tmp_path / "home")}  # a fresh store
+    proc = subprocess.Popen(
+        serve_command(tmp_path, "--port", "0"),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        seen = []
+        for line in proc.stderr:
+            seen.append(line)
+            if line.startswith(LISTENING):
+                break
+        else:
+            raise AssertionError("agentao serve exited:\n" + "".join(seen))
+        port = int(seen[-1].removeprefix(LISTENING).split()[0])
+        assert port != 0
+        assert not [s for s in seen if "running on" in s.lower()]  # ours is the one line
+        assert any("Application startup complete" in s for s in seen[:-1])  # agents first
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz").json()["status"] == "ok"
+        assert (tmp_path / "home" / "gateway.sqlite3").exists()
+        assert not [s for s in seen if "schema at version" in s], "".join(seen)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+
+
+def test_a_port_already_taken_is_a_clear_error_and_nothing_claims_to_listen(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**os.environ, "AGENTAO_HOME": str(tmp_path / "home")}
+        done = subprocess.run(
+            serve_command(tmp_path, "--port", str(port)),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    assert f"agentao serve: cannot listen on http://127.0.0.1:{port}: " in done.stderr
+    assert "in use" in done.stderr
+    assert "listening" not in done.stderr.lower() and "Uvicorn running" not in done.stderr
+    assert "Application startup" not in done.stderr  # no agent was started
+
+
+def test_an_unknown_config_key_stops_serve_naming_it(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.toml"
+    config.write_text('[agents.agentao]\ncommand = "agentao --acp"\nprocesess = 2\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "agentao", "serve", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert "unknown [agents.agentao] settings ['processes'" not in done.stderr
+    assert "unknown [agents.agentao] settings ['procesess']" in done.stderr

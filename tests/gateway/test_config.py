@@ -76,6 +76,7 @@ def test_a_full_config_file(tmp_path: Path) -> None:
         ({"keys": [{"name": "k", "key": "a"}, {"name": "k", "key": "b"}]}, "share a name"),
         ({"keys": [{"name": "local", "key": "s"}]}, "may not be named 'local'"),
         ({"server": {"hots": "0.0.0.0"}}, r"unknown \[server\] settings \['hots'\]"),
+        ({"keys": {"name": "k"}}, r"keys must be an array of tables"),
         ({"server": {"allowed_hosts": "a.example"}}, "must be a list of strings"),
         ({"server": {"allowed_hosts": ["https://a.example"]}}, "expected a name or name:port"),
         ({"server": {"allowed_hosts": ["a.example:http"]}}, "expected a name or name:port"),
@@ -85,6 +86,27 @@ def test_a_full_config_file(tmp_path: Path) -> None:
     ],
 )
 def test_bad_configs_say_what_is_wrong(data: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"srever": {}}, r"unknown tables \['srever'\]"),
+        ({"server": {"prot": 1}}, r"unknown \[server\] settings \['prot'\]"),
+        ({"limits": {"permision_deadline_seconds": 1}}, r"\['permision_deadline_seconds'\]"),
+        (
+            {"agents": {"a": {"command": "x", "proceses": 2}}},
+            r"unknown \[agents\.a\] settings \['proceses'\]",
+        ),
+        (
+            {"keys": [{"name": "k", "key": "s", "ceilng": "all"}]},
+            r"unknown \[\[keys\]\] 'k' settings \['ceilng'\]",
+        ),
+    ],
+)
+def test_an_unknown_key_in_any_table_is_an_error_naming_it(data: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         config_from_dict(data)
 

@@ -6,13 +6,11 @@
 Every request passes, outermost first: `Guard` (Host, secrets in URLs, Origin),
 CORS for the configured origins only, `BodyLimit`, then the routes.
 
-`serve()` is what `agentao serve` runs: it refuses a non-loopback bind without
-API keys, opens the store and runs uvicorn with logs that carry no secret.
+`serving.py` runs it for `agentao serve`.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,13 +20,11 @@ from fastapi import FastAPI, Request
 from starlette.middleware.cors import CORSMiddleware
 
 from agentao import __version__
-from agentao.gateway import errors, openai_chat, openai_responses, tasks, web
-from agentao.gateway.auth import POLICY_HEADER
+from agentao.gateway import conversations_api, errors, openai_chat, openai_responses, tasks, web
+from agentao.gateway.auth import CLIENT_HEADER, POLICY_HEADER
 from agentao.gateway.bodylimit import BodyLimit
 from agentao.gateway.config import GatewayConfig
 from agentao.gateway.guard import Guard
-from agentao.gateway.http11 import GatewayH11Protocol
-from agentao.gateway.logs import redact_root_handlers, uvicorn_log_config
 from agentao.gateway.service import Gateway, models_listing
 from agentao.store.gateway import GatewayStore, open_gateway_store
 from agentao.store.paths import ensure_state_dir
@@ -37,7 +33,6 @@ log = logging.getLogger("agentao.gateway")
 
 # What a configured cross-origin page may send and read (CORS); our web UI marks its
 # requests with CLIENT_HEADER, so none of them is a "simple" request.
-CLIENT_HEADER = "x-agentao-client"
 CORS_REQUEST_HEADERS = (
     "authorization",
     "content-type",
@@ -77,6 +72,7 @@ def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> Fast
     app.include_router(openai_chat.router)
     app.include_router(openai_responses.router)
     app.include_router(tasks.router)
+    app.include_router(conversations_api.router)
     app.include_router(web.router)
 
     @app.get("/healthz")
@@ -129,31 +125,4 @@ def _store_path(config: GatewayConfig) -> str:
     return str(ensure_state_dir() / "gateway.sqlite3")
 
 
-def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
-    """Run the gateway until interrupted (what `agentao serve` does)."""
-    import uvicorn
-
-    config.check_bind()
-    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    redact_root_handlers()
-    app = create_app(config)
-    # What is loaded by now (FastAPI, pydantic, our modules: some 100,000 objects) lives as
-    # long as the process. Frozen, it is no longer scanned by every full collection: those
-    # took ~40 ms each, several times a minute under a stream of updates.
-    gc.collect()
-    gc.freeze()
-    names = ", ".join(a.name for a in config.agents)
-    log.info("agentao gateway on http://%s:%d (agents: %s)", config.host, config.port, names)
-    uvicorn.run(
-        app,
-        host=config.host,
-        port=config.port,
-        log_level=log_level,
-        log_config=uvicorn_log_config(),
-        access_log=False,
-        http=GatewayH11Protocol,
-    )
-    return 0
-
-
-__all__ = ["create_app", "serve"]
+__all__ = ["create_app"]

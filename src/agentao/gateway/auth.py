@@ -43,6 +43,10 @@ from agentao.gateway.config import (
 from agentao.gateway.errors import BadRequest, Forbidden, NotFound, Unauthorized
 
 POLICY_HEADER = "x-permission-policy"
+# The web UI marks its own requests `X-Agentao-Client: web`: no cross-origin page can send
+# it without a CORS preflight, and a person's answer through the UI is named as such.
+CLIENT_HEADER = "x-agentao-client"
+WEB_CLIENT = "web"
 WS_PROTOCOL = "agentao.v1"  # the subprotocol a WebSocket is accepted with
 KEY_PROTOCOL = "agentao.key."  # + the key in base64url without padding
 
@@ -162,9 +166,11 @@ def _bearer(authorization: str | None) -> str | None:
 
 
 __all__ = [
+    "CLIENT_HEADER",
     "KEY_PROTOCOL",
     "LOCAL",
     "POLICY_HEADER",
+    "WEB_CLIENT",
     "WS_PROTOCOL",
     "Authenticator",
     "Principal",

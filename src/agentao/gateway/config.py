@@ -29,7 +29,9 @@ A config file looks like this (every section optional)::
     ceiling = "ask"                     # the most a request may ask for
     policy = "reads"                    # what a request gets when it asks for nothing
 
-Unknown settings in `[server]` and `[limits]` are errors, not silently ignored.
+Unknown settings are errors naming them, in every table (the top level, `[server]`,
+`[limits]`, each `[agents.NAME]` and each `[[keys]]` entry), never silently ignored: a
+misspelt `ceilng` would otherwise leave a key at its default.
 Permission policies, weakest first: `reject` < `reads` < `ask` < `all`. A key may not be
 named `local`: that is the keyless local user, who owns everything made without keys.
 """
@@ -54,7 +56,10 @@ WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
 LOCAL_NAME = "local"  # the principal without keys; its objects must not go to a key
 RESERVED_KEY_NAMES = frozenset({LOCAL_NAME})
 MAX_TRANSCRIPT_MATCH_DEPTH = 500  # one query binds this many hashes; SQLite allows 32766
+_TABLES = frozenset({"server", "limits", "agents", "keys"})
 _SERVER_SETTINGS = frozenset({"host", "port", "store", "allowed_hosts", "allowed_origins"})
+_AGENT_SETTINGS = frozenset({"command", "processes", "cwd", "env"})
+_KEY_SETTINGS = frozenset({"name", "key", "key_sha256", "agents", "ceiling", "policy"})
 
 
 class ConfigError(ValueError):
@@ -74,6 +79,9 @@ class Limits:
     max_restart_backoff_seconds: float = 30.0
     start_timeout_seconds: float = 30.0  # spawn + initialize of one agent process
     conversations_listed: int = 100  # past sessions shown by the web UI
+    title_chars: int = 60  # a conversation's title made from its prompt or the agent's
+    max_title_chars: int = 200  # a title a person gives (longer: 400)
+    max_search_chars: int = 200  # a search of the conversations (longer: 400)
     # An idle conversation's agent session is closed after this long, and reopened with
     # session/load by its next request (0: never). Agents without loadSession keep theirs.
     session_idle_seconds: float = 600.0
@@ -179,13 +187,12 @@ def load_config(path: str | Path | None) -> GatewayConfig:
 
 
 def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConfig:
+    _check_known(data, _TABLES, "tables", where)
     server = _table(data, "server", where)
-    unknown = set(server) - _SERVER_SETTINGS
-    if unknown:
-        raise ConfigError(f"{where}: unknown [server] settings {sorted(unknown)}")
+    _check_known(server, _SERVER_SETTINGS, "[server] settings", where)
     limits = _limits(_table(data, "limits", where), where)
     agents = tuple(_agent(n, s, where) for n, s in _table(data, "agents", where).items())
-    keys = tuple(_key(k, where) for k in data.get("keys", []))
+    keys = tuple(_key(k, where) for k in _entries(data, "keys", where))
     if len({k.name for k in keys}) != len(keys):
         raise ConfigError(f"{where}: two keys share a name")
     return GatewayConfig(
@@ -248,6 +255,22 @@ def _table(data: Any, key: str, where: str) -> dict[str, Any]:
     return value
 
 
+def _check_known(table: dict[str, Any], known: frozenset[str], what: str, where: str) -> None:
+    unknown = set(table) - known
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown {what} {sorted(unknown)} (known: {', '.join(sorted(known))})"
+        )
+
+
+def _entries(data: dict[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+    """An array of tables (`[[key]]`), each entry checked to be a table."""
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ConfigError(f"{where}: {key} must be an array of tables ([[{key}]])")
+    return value
+
+
 def _strings(table: dict[str, Any], key: str, where: str) -> list[str]:
     value = table.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -256,10 +279,7 @@ def _strings(table: dict[str, Any], key: str, where: str) -> list[str]:
 
 
 def _limits(table: dict[str, Any], where: str) -> Limits:
-    known = set(Limits.__dataclass_fields__)
-    unknown = set(table) - known
-    if unknown:
-        raise ConfigError(f"{where}: unknown [limits] settings {sorted(unknown)}")
+    _check_known(table, frozenset(Limits.__dataclass_fields__), "[limits] settings", where)
     limits = Limits(**table)
     if not 1 <= limits.transcript_match_depth <= MAX_TRANSCRIPT_MATCH_DEPTH:
         raise ConfigError(
@@ -271,6 +291,7 @@ def _limits(table: dict[str, Any], where: str) -> Limits:
 def _agent(name: str, spec: Any, where: str) -> AgentSpec:
     if not isinstance(spec, dict):
         raise ConfigError(f"{where}: [agents.{name}] must be a table")
+    _check_known(spec, _AGENT_SETTINGS, f"[agents.{name}] settings", where)
     command = spec.get("command")
     if isinstance(command, str):
         command = shlex.split(command)
@@ -293,6 +314,7 @@ def _key(entry: dict[str, Any], where: str) -> ApiKey:
     name = entry.get("name")
     if not name:
         raise ConfigError(f"{where}: every [[keys]] entry needs a name")
+    _check_known(entry, _KEY_SETTINGS, f"[[keys]] {name!r} settings", where)
     if str(name) in RESERVED_KEY_NAMES:
         raise ConfigError(
             f"{where}: a key may not be named {name!r}: that name is reserved for the local "

@@ -22,7 +22,7 @@ def run_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"agentao serve: {exc}", file=sys.stderr)
         return 2
-    from agentao.gateway.app import serve
+    from agentao.gateway.serving import serve
 
     return serve(config, log_level=args.log_level)
 

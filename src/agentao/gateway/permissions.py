@@ -8,7 +8,8 @@ deadline, then rejects. Never an `*_always` option: the gateway does not hand
 out standing permissions, and a human is offered the `*_once` choices only.
 
 Every decision is recorded on the task stream as a `permission-response` frame
-that says who decided (`policy`, `human`, `deadline`, `cancelled`).
+that says who decided (`policy`, `human`, `deadline`, `cancelled`) and why, in the
+words the agent is given with the answer (`reasons.py`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,15 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from agentao.client.permissions import PermissionOption, PermissionRequest, choose
+from agentao.client.permissions import (
+    PermissionAnswer,
+    PermissionOption,
+    PermissionRequest,
+    choose,
+)
+from agentao.gateway import reasons
 from agentao.gateway.auth import Principal, owns
 from agentao.gateway.config import Policy
-from agentao.gateway.mapping import READ_KINDS
 from agentao.gateway.tasklog import TaskLog
 
 
@@ -34,7 +40,7 @@ class PendingAsk:
     owner: str
     request: PermissionRequest
     deadline: float
-    future: asyncio.Future[str | None] = field(repr=False)
+    future: asyncio.Future[PermissionAnswer] = field(repr=False)
 
     @property
     def choices(self) -> tuple[PermissionOption, ...]:
@@ -72,19 +78,20 @@ class PermissionDesk:
         *,
         owner: str,
         deadline_seconds: float,
-    ) -> str | None:
-        """The option id to answer with (None: `cancelled`)."""
+    ) -> PermissionAnswer:
+        """The option id to answer with (None: `cancelled`), and why."""
         if policy != "ask":
-            allow = policy == "all" or (policy == "reads" and request.kind in READ_KINDS)
+            allow = reasons.policy_allows(policy, request.kind)
             option = choose(request.options, allow=allow, remember=False)
-            _record(task_log, request, option, by="policy", request_id=None)
-            return option
+            answer = PermissionAnswer(option, reasons.by_policy(policy, request.kind, allow))
+            _record(task_log, request, answer, by="policy", request_id=None)
+            return answer
         return await self._ask(request, task_log, owner, deadline_seconds)
 
     async def _ask(
         self, request: PermissionRequest, task_log: TaskLog, owner: str, seconds: float
-    ) -> str | None:
-        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+    ) -> PermissionAnswer:
+        future: asyncio.Future[PermissionAnswer] = asyncio.get_running_loop().create_future()
         ask = PendingAsk(
             "perm_" + uuid.uuid4().hex[:16],
             task_log.task_id,
@@ -95,18 +102,20 @@ class PermissionDesk:
         )
         self._pending[ask.id] = ask
         task_log.emit("permission-request", ask.frame())
-        by, option = "human", None
+        by: reasons.Decider = "human"
         try:
-            option = await asyncio.wait_for(asyncio.shield(future), seconds)
+            answer = await asyncio.wait_for(asyncio.shield(future), seconds)
         except TimeoutError:
-            by, option = "deadline", choose(request.options, allow=False, remember=False)
+            by = "deadline"
+            option = choose(request.options, allow=False, remember=False)
+            answer = PermissionAnswer(option, reasons.by_deadline(seconds))
         except asyncio.CancelledError:  # the turn was cancelled: the client answers `cancelled`
-            _record(task_log, request, None, by="cancelled", request_id=ask.id)
+            _record(task_log, request, PermissionAnswer(None), by="cancelled", request_id=ask.id)
             raise
         finally:
             self._pending.pop(ask.id, None)
-        _record(task_log, request, option, by=by, request_id=ask.id)
-        return option
+        _record(task_log, request, answer, by=by, request_id=ask.id)
+        return answer
 
     def answer(
         self,
@@ -115,9 +124,11 @@ class PermissionDesk:
         principal: Principal,
         *,
         task_id: str | None = None,
+        channel: reasons.Channel = "http",
     ) -> None:
         """A human's answer (None: reject), from the owner of the question's task (and,
-        given `task_id`, on that task's stream). Raises AnswerRejected when it does not fit."""
+        given `task_id`, on that task's stream), through `channel`. Raises AnswerRejected
+        when it does not fit."""
         ask = self._pending.get(request_id)
         if ask is None or not owns(principal, ask.owner) or task_id not in (None, ask.task_id):
             raise AnswerRejected(f"no open permission request {request_id!r}")
@@ -126,7 +137,8 @@ class PermissionDesk:
         elif option_id not in {o.option_id for o in ask.choices}:
             raise AnswerRejected(f"{option_id!r} is not one of the options offered")
         if not ask.future.done():
-            ask.future.set_result(option_id)
+            chosen = next((o for o in ask.request.options if o.option_id == option_id), None)
+            ask.future.set_result(PermissionAnswer(option_id, reasons.by_person(chosen, channel)))
 
     def pending(self, principal: Principal) -> list[PendingAsk]:
         return [a for a in self._pending.values() if owns(principal, a.owner)]
@@ -135,11 +147,12 @@ class PermissionDesk:
 def _record(
     task_log: TaskLog,
     request: PermissionRequest,
-    option_id: str | None,
+    answer: PermissionAnswer,
     *,
-    by: str,
+    by: reasons.Decider,
     request_id: str | None,
 ) -> None:
+    option_id = answer.option_id
     kinds = {o.option_id: o.kind for o in request.options}
     kind = kinds.get(option_id or "", "")
     if task_log.finished.is_set():
@@ -154,6 +167,7 @@ def _record(
             "outcome": "selected" if option_id else "cancelled",
             "approved": kind.startswith("allow"),
             "by": by,
+            "reason": answer.reason,
         },
     )
 

@@ -31,12 +31,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentao.client import AgentError, ClientError, PermissionRequest, Session, TurnEnd
-from agentao.client.permissions import choose
+from agentao.client.permissions import PermissionAnswer, choose
 from agentao.gateway.config import Limits, Policy
 from agentao.gateway.errors import AgentUnavailable, NotFound, SessionBusy, SessionLost
 from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool, SessionParams
+from agentao.gateway.reasons import OUTSIDE_TURN
 from agentao.gateway.tasklog import TaskHub
+from agentao.gateway.titles import short_title
 from agentao.gateway.turns import GatewayTurn, TurnContext
 from agentao.store.gateway import GatewayStore
 from agentao.store.gateway_records import Conversation, TaskRecord
@@ -276,7 +278,8 @@ class Conversations:
             TaskRecord(task_id, conv.id, "running", prompt=request.title[:2000])
         )
         if conv.record.title is None:
-            conv.record.title = request.title[:80]
+            conv.record.title = short_title(request.title, self.limits.title_chars) or None
+            conv.record.title_by = "prompt"
             self.hub.save_conversation(conv.record)
         context = TurnContext(
             request.owner,
@@ -306,6 +309,7 @@ class Conversations:
         try:
             if ok:
                 conv.record.turn_count += 1
+                self._take_agent_title(conv, turn)
                 answered = request.transcript_after
                 digest = answered(turn) if answered is not None else None
                 if digest is not None:
@@ -338,26 +342,54 @@ class Conversations:
             and now - c.last_used >= idle_seconds
         ]
         for conv in idle:
-            del self._live[conv.id]
-            if conv.record.transcript_hash is not None:
-                key = (conv.record.owner, conv.record.agent, conv.record.transcript_hash)
-                self._by_hash.pop(key, None)
-            session, conv.session = conv.session, None
-            if session is not None:
-                self._by_session.pop(session.id, None)
-                conv.pool.release(session)
-                with contextlib.suppress(ClientError):
-                    await session.close()
+            await self._forget(conv)
         return len(idle)
+
+    async def _forget(self, conv: LiveConversation) -> None:
+        """Drop `conv` from memory and close its agent session (not from the store)."""
+        self._live.pop(conv.id, None)
+        if conv.record.transcript_hash is not None:
+            key = (conv.record.owner, conv.record.agent, conv.record.transcript_hash)
+            self._by_hash.pop(key, None)
+        session, conv.session = conv.session, None
+        if session is not None:
+            self._by_session.pop(session.id, None)
+            conv.pool.release(session)
+            with contextlib.suppress(ClientError):
+                await session.close()
+
+    # ---- a person's edits -----------------------------------------------------------------
+
+    def _take_agent_title(self, conv: LiveConversation, turn: GatewayTurn) -> None:
+        """The agent's title for its session (`session_info_update`), unless a person named it."""
+        title = short_title(turn.session.view.title, self.limits.title_chars)
+        if title and conv.record.title_by != "person":
+            conv.record.title, conv.record.title_by = title, "agent"
+
+    async def rename(self, conv: LiveConversation, title: str) -> None:
+        """A person's title: stored now, and no later title of the agent's replaces it."""
+        conv.record.title, conv.record.title_by = title, "person"
+        await self.store.update_conversation(conv.record)
+
+    async def delete(self, conv: LiveConversation) -> None:
+        """Close its agent session and delete it with its tasks and responses (409 while a
+        turn runs on it)."""
+        if conv.reserved:
+            raise SessionBusy(self.limits.retry_after_seconds)
+        conv.reserved = True  # no turn starts on it from here on
+        await self._forget(conv)
+        await self.hub.flush()  # a queued write of its row must not bring it back
+        await self.store.delete_conversation(conv.id)
 
     # ---- the agents' permission requests ------------------------------------------------
 
-    async def permission(self, request: PermissionRequest) -> str | None:
+    async def permission(self, request: PermissionRequest) -> PermissionAnswer:
         conv = self._by_session.get(request.session_id)
         turn = conv.turn if conv is not None else None
         if turn is None or turn.done.is_set():
             log.info("permission request outside a turn (session %s): rejected", request.session_id)
-            return choose(request.options, allow=False, remember=False)
+            option = choose(request.options, allow=False, remember=False)
+            return PermissionAnswer(option, OUTSIDE_TURN)
         return await turn.decide(request)
 
 

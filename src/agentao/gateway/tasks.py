@@ -5,7 +5,7 @@ Frames (JSON objects, one per WebSocket message), each with `seq`, `type`, `at`:
     task-started         taskId, conversationId, agent, sessionId, source, prompt
     task-running         update: the ACP update exactly as the agent sent it (unknown fields too)
     permission-request   requestId, toolCallId, title, kind, toolCall, options, deadline
-    permission-response  requestId, toolCallId, title, optionId, outcome, approved, by
+    permission-response  requestId, toolCallId, title, optionId, outcome, approved, by, reason
     task-ended           stopReason, usage (the agent's, or null)
     task-error           error: {message, code}
     ping                 (no seq; not stored) while nothing else happens
@@ -31,10 +31,18 @@ import msgspec
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 
-from agentao.gateway.auth import WS_PROTOCOL, Principal, check_owner, owns
+from agentao.gateway.auth import (
+    CLIENT_HEADER,
+    WEB_CLIENT,
+    WS_PROTOCOL,
+    Principal,
+    check_owner,
+    owns,
+)
 from agentao.gateway.errors import ApiError, BadRequest, NotFound
 from agentao.gateway.identifiers import check_id
 from agentao.gateway.permissions import AnswerRejected
+from agentao.gateway.reasons import Channel
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import TurnRequest
 from agentao.gateway.tasklog import TERMINAL
@@ -173,46 +181,17 @@ async def task_events(task_id: str, request: Request, after_seq: int = 0) -> Any
     return {"object": "list", "data": [e.frame() for e in events]}
 
 
-@router.get("/v1/conversations")
-async def list_conversations(request: Request) -> Any:
-    gw: Gateway = request.app.state.gateway
-    principal = gw.principal(request)
-    convs = await gw.store.list_conversations(principal.name, gw.limits.conversations_listed)
-    data = [
-        {
-            "id": c.id,
-            "agent": c.agent,
-            "title": c.title,
-            "source": c.source,
-            "turn_count": c.turn_count,
-            "updated_at": c.updated_at,
-        }
-        for c in convs
-        if principal.agents is None or c.agent in principal.agents
-    ]
-    return {"object": "list", "data": data}
-
-
-@router.get("/v1/conversations/{conversation_id}/tasks")
-async def conversation_tasks(conversation_id: str, request: Request) -> Any:
-    gw: Gateway = request.app.state.gateway
-    principal = gw.principal(request)
-    check_id(conversation_id, "conversation_id")
-    conv = await gw.store.get_conversation(conversation_id)
-    if conv is None:
-        raise NotFound("no such conversation")
-    check_owner(principal, conv.owner, "conversation")
-    tasks = await gw.store.list_tasks(conversation_id)
-    data = [{"id": t.id, "status": t.status, "prompt": t.prompt} for t in tasks]
-    return {"object": "list", "data": data}
-
-
 @router.get("/v1/permissions")
 async def pending_permissions(request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
-    data = [{"taskId": a.task_id, **a.frame()} for a in gw.desk.pending(principal)]
-    return {"object": "list", "data": data}
+    data = []
+    for ask in gw.desk.pending(principal):
+        task = await gw.store.get_task(ask.task_id)
+        conversation = task.conversation_id if task is not None else None
+        data.append({"taskId": ask.task_id, "conversationId": conversation, **ask.frame()})
+    # The server's clock, so a page can count down to each deadline whatever its own says.
+    return {"object": "list", "data": data, "now": time.time()}
 
 
 @router.post("/v1/permissions/{request_id}")
@@ -222,10 +201,15 @@ async def answer_permission(request_id: str, request: Request) -> Any:
     check_id(request_id, "request_id")
     body = await gw.decode(request, PermissionAnswer)
     try:
-        gw.desk.answer(request_id, body.option_id, principal)
+        gw.desk.answer(request_id, body.option_id, principal, channel=channel_of(request))
     except AnswerRejected as exc:
         raise BadRequest(str(exc), param="optionId") from None
     return {"requestId": request_id, "optionId": body.option_id, "accepted": True}
+
+
+def channel_of(request: Request) -> Channel:
+    """Who is answering: the web UI marks its requests (`CLIENT_HEADER`), others are HTTP."""
+    return "web" if request.headers.get(CLIENT_HEADER) == WEB_CLIENT else "http"
 
 
 # ---- the WebSocket ----------------------------------------------------------------------
@@ -312,7 +296,11 @@ async def _read(websocket: WebSocket, gw: Gateway, principal: Principal, task_id
         if kind == "permission-response":
             try:
                 gw.desk.answer(
-                    str(frame.get("requestId")), frame.get("optionId"), principal, task_id=task_id
+                    str(frame.get("requestId")),
+                    frame.get("optionId"),
+                    principal,
+                    task_id=task_id,
+                    channel="stream",
                 )
             except AnswerRejected as exc:
                 await websocket.send_json({"type": "error", "message": str(exc)})

@@ -35,6 +35,7 @@ from agentao.client import (
     TurnEnd,
     Update,
 )
+from agentao.client.permissions import PermissionAnswer
 from agentao.gateway.config import Policy
 from agentao.gateway.mapping import Delta, TurnMapper
 from agentao.gateway.permissions import PermissionDesk
@@ -163,8 +164,8 @@ class GatewayTurn:
         assert self.result is not None
         return self.result
 
-    async def decide(self, request: PermissionRequest) -> str | None:
-        """Answer a permission request of this turn under its policy."""
+    async def decide(self, request: PermissionRequest) -> PermissionAnswer:
+        """Answer a permission request of this turn under its policy, saying why."""
         ctx = self.context
         return await ctx.desk.decide(
             ctx.policy, request, self.log, owner=ctx.owner, deadline_seconds=ctx.deadline_seconds

@@ -125,6 +125,11 @@ GATEWAY_SCHEMA = Schema(
         "CREATE INDEX gw_conversations_by_session ON gw_conversations(agent, session_id)",
     ),
 )
+# Who titled a conversation ("prompt", "agent" or "person"; NULL: a row from before, titled
+# by its prompt). A schema of its own, so it migrates independently of the tables above.
+GATEWAY_TITLES_SCHEMA = Schema(
+    "gateway-titles", ("ALTER TABLE gw_conversations ADD COLUMN title_by TEXT",)
+)
 IN_FLIGHT_RESPONSE = "in_progress"
 IN_FLIGHT_TASK = "running"
 
@@ -139,7 +144,10 @@ class GatewayStore(Protocol):
         self, owner: str, agent: str, hashes: Sequence[str]
     ) -> tuple[Conversation, str] | None: ...
     async def update_conversation(self, conv: Conversation) -> None: ...
-    async def list_conversations(self, owner: str | None, limit: int) -> list[Conversation]: ...
+    async def list_conversations(
+        self, owner: str | None, limit: int, query: str | None = None
+    ) -> list[Conversation]: ...
+    async def delete_conversation(self, conversation_id: str) -> bool: ...
     async def put_response(self, record: ResponseRecord) -> None: ...
     async def get_response(self, response_id: str) -> ResponseRecord | None: ...
     async def delete_response(self, response_id: str) -> bool: ...
@@ -217,15 +225,35 @@ class SqliteGatewayStore:
         conv.updated_at = time.time()
         await self.db.call(lambda c: _update_conversation(c, conv))
 
-    async def list_conversations(self, owner: str | None, limit: int = 100) -> list[Conversation]:
-        """Most recently updated first; `owner=None` lists everyone's."""
-        if owner is None:
-            sql, args = "SELECT * FROM gw_conversations", ()
-        else:
-            sql, args = "SELECT * FROM gw_conversations WHERE owner = ?", (owner,)
-        sql += " ORDER BY updated_at DESC LIMIT ?"
+    async def list_conversations(
+        self, owner: str | None, limit: int = 100, query: str | None = None
+    ) -> list[Conversation]:
+        """Most recently updated first; `owner=None` lists everyone's. With `query`, only
+        those whose title or one of whose prompts holds it (case-insensitive for ASCII)."""
+        where, args = ["1"], []
+        if owner is not None:
+            where.append("owner = ?")
+            args.append(owner)
+        if query:
+            pattern = "%" + _escape_like(query) + "%"
+            where.append(
+                "(title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM gw_tasks t WHERE "
+                "t.conversation_id = gw_conversations.id AND t.prompt LIKE ? ESCAPE '\\'))"
+            )
+            args += [pattern, pattern]
+        sql = (
+            f"SELECT * FROM gw_conversations WHERE {' AND '.join(where)} "
+            "ORDER BY updated_at DESC LIMIT ?"
+        )
         rows = await self.db.read(lambda c: c.execute(sql, (*args, limit)).fetchall())
         return [conversation_from_row(r) for r in rows]
+
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        """Delete a conversation with its responses, tasks and their frames (cascaded)."""
+        cursor = await self.db.call(
+            lambda c: c.execute("DELETE FROM gw_conversations WHERE id = ?", (conversation_id,))
+        )
+        return cursor.rowcount > 0
 
     # ---- responses ----------------------------------------------------------------------
 
@@ -351,8 +379,8 @@ class SqliteGatewayStore:
 
 _INSERT_CONVERSATION = (
     "INSERT INTO gw_conversations (id, owner, agent, session_id, title, source, created_at, "
-    "updated_at, turn_count, transcript_hash, session_params) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "updated_at, turn_count, transcript_hash, title_by, session_params) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -369,6 +397,7 @@ def _conversation_row(v: Conversation) -> tuple[Any, ...]:
         v.updated_at,
         v.turn_count,
         v.transcript_hash,
+        v.title_by,
         params,
     )
 
@@ -379,9 +408,11 @@ def _insert_conversation(conn: sqlite3.Connection, v: Conversation) -> None:
 
 def _upsert_conversation(conn: sqlite3.Connection, v: Conversation) -> None:
     conn.execute(
-        _INSERT_CONVERSATION + " ON CONFLICT(id) DO UPDATE SET session_id = excluded.session_id, "
-        "title = excluded.title, updated_at = excluded.updated_at, "
-        "turn_count = excluded.turn_count, transcript_hash = excluded.transcript_hash",
+        _INSERT_CONVERSATION + " "
+        "ON CONFLICT(id) DO UPDATE SET session_id = excluded.session_id, title = excluded.title, "
+        "updated_at = excluded.updated_at, turn_count = excluded.turn_count, "
+        "transcript_hash = excluded.transcript_hash, title_by = excluded.title_by, "
+        "session_params = excluded.session_params",
         _conversation_row(v),
     )
 
@@ -389,9 +420,23 @@ def _upsert_conversation(conn: sqlite3.Connection, v: Conversation) -> None:
 def _update_conversation(conn: sqlite3.Connection, v: Conversation) -> None:
     conn.execute(
         "UPDATE gw_conversations SET session_id = ?, title = ?, updated_at = ?, "
-        "turn_count = ?, transcript_hash = ? WHERE id = ?",
-        (v.session_id, v.title, v.updated_at, v.turn_count, v.transcript_hash, v.id),
+        "turn_count = ?, transcript_hash = ?, title_by = ?, session_params = ? WHERE id = ?",
+        (
+            v.session_id,
+            v.title,
+            v.updated_at,
+            v.turn_count,
+            v.transcript_hash,
+            v.title_by,
+            encode_json(v.session_params) if v.session_params is not None else None,
+            v.id,
+        ),
     )
+
+
+def _escape_like(text: str) -> str:
+    """`text` matched literally by LIKE ... ESCAPE '\\' (its % and _ are not wildcards)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _find_by_transcript(
@@ -480,11 +525,13 @@ def _settle(conn: sqlite3.Connection, s: Settlement, now: float) -> None:
 def open_gateway_store(path: Path | str, *, readers: int = 0) -> SqliteGatewayStore:
     """A `SqliteGatewayStore` on its own file (created and migrated if needed), with
     `readers` read-only connections for its lookups."""
-    return SqliteGatewayStore(Database.open(path, [GATEWAY_SCHEMA, REMOTE_SCHEMA], readers=readers))
+    schemas = [GATEWAY_SCHEMA, GATEWAY_TITLES_SCHEMA, REMOTE_SCHEMA]
+    return SqliteGatewayStore(Database.open(path, schemas, readers=readers))
 
 
 __all__ = [
     "GATEWAY_SCHEMA",
+    "GATEWAY_TITLES_SCHEMA",
     "IN_FLIGHT_RESPONSE",
     "IN_FLIGHT_TASK",
     "GatewayStore",

@@ -31,6 +31,7 @@ class Conversation:
     updated_at: float = 0.0
     turn_count: int = 0
     transcript_hash: str | None = None
+    title_by: str | None = None  # "prompt" | "agent" | "person" (None: by the prompt, long ago)
     # Where its agent session was opened for a remote ACP client: {cwd,
     # additionalDirectories, mcpServers}; None: the agent's configured cwd, no MCP.
     session_params: dict[str, Any] | None = None
@@ -151,6 +152,7 @@ def conversation_from_row(row: sqlite3.Row) -> Conversation:
         updated_at=row["updated_at"],
         turn_count=row["turn_count"],
         transcript_hash=row["transcript_hash"],
+        title_by=row["title_by"],
         session_params=decode_json(row["session_params"]) if row["session_params"] else None,
     )
 

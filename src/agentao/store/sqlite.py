@@ -262,7 +262,7 @@ def _migrate(conn: sqlite3.Connection, schema: Schema) -> None:
             "ON CONFLICT(name) DO UPDATE SET version = excluded.version",
             (schema.name, version),
         )
-        log.info("store: %s schema at version %d", schema.name, version)
+        log.debug("store: %s schema at version %d", schema.name, version)
 
 
 def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:

@@ -1,0 +1,143 @@
+"""Past conversations, as a person manages them: listed, searched, renamed, deleted.
+
+    GET    /v1/conversations?q=TEXT           newest activity first; `q`: in a title or a prompt
+    GET    /v1/conversations/{id}             one conversation
+    POST   /v1/conversations/{id}  {title}    rename (the agent's later titles keep off it)
+    DELETE /v1/conversations/{id}             with its tasks, frames and responses; 409 mid-turn
+    GET    /v1/conversations/{id}/tasks       its turns, oldest first
+
+Only the owner sees a conversation (another key's is a 404, as everywhere), and only
+conversations of agents the key may use. Titles are short and never raw JSON (`titles.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from fastapi import APIRouter, Request
+
+from agentao.gateway.auth import Principal, owns
+from agentao.gateway.config import Limits
+from agentao.gateway.errors import BadRequest, NotFound
+from agentao.gateway.identifiers import check_id
+from agentao.gateway.service import Gateway
+from agentao.gateway.sessions import LiveConversation
+from agentao.gateway.titles import short_title
+from agentao.store.gateway_records import Conversation
+
+router = APIRouter()
+
+
+class Rename(msgspec.Struct, kw_only=True):
+    title: str
+
+
+@router.get("/v1/conversations")
+async def list_conversations(request: Request, q: str | None = None) -> Any:
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    query = _query(q, gw.limits)
+    convs = await gw.store.list_conversations(principal.name, gw.limits.conversations_listed, query)
+    data = [conversation_json(c, gw.limits) for c in convs if _may_use(principal, c)]
+    return {"object": "list", "data": data}
+
+
+@router.get("/v1/conversations/{conversation_id}")
+async def get_conversation(conversation_id: str, request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    record = await _owned(gw, gw.principal(request), conversation_id)
+    return conversation_json(record, gw.limits)
+
+
+@router.post("/v1/conversations/{conversation_id}")
+async def rename_conversation(conversation_id: str, request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    body = await gw.decode(request, Rename)
+    title = _title(body.title, gw.limits)
+    conv = await _live(gw, principal, conversation_id)
+    await gw.conversations.rename(conv, title)
+    return conversation_json(conv.record, gw.limits)
+
+
+@router.delete("/v1/conversations/{conversation_id}")
+async def delete_conversation(conversation_id: str, request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    conv = await _live(gw, gw.principal(request), conversation_id)
+    await gw.conversations.delete(conv)
+    return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
+
+
+@router.get("/v1/conversations/{conversation_id}/tasks")
+async def conversation_tasks(conversation_id: str, request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    await _owned(gw, gw.principal(request), conversation_id)
+    tasks = await gw.store.list_tasks(conversation_id)
+    data = [
+        {
+            "id": t.id,
+            "status": t.status,
+            "prompt": t.prompt,
+            "created_at": t.created_at,
+            "ended_at": t.ended_at,
+        }
+        for t in tasks
+    ]
+    return {"object": "list", "data": data}
+
+
+def conversation_json(c: Conversation, limits: Limits) -> dict[str, Any]:
+    # Titles stored before titles were made short are shortened when shown.
+    title = c.title if c.title_by == "person" else short_title(c.title, limits.title_chars)
+    return {
+        "id": c.id,
+        "object": "conversation",
+        "agent": c.agent,
+        "title": title or None,
+        "title_by": c.title_by or "prompt",
+        "source": c.source,
+        "turn_count": c.turn_count,
+        "created_at": c.created_at,
+        "updated_at": c.updated_at,
+    }
+
+
+async def _owned(gw: Gateway, principal: Principal, conversation_id: str) -> Conversation:
+    """The stored conversation, if `principal` may see it (else 404, whoever owns it)."""
+    check_id(conversation_id, "conversation_id")
+    record = await gw.store.get_conversation(conversation_id)
+    if record is None or not owns(principal, record.owner) or not _may_use(principal, record):
+        raise NotFound("no such conversation", param="conversation_id")
+    return record
+
+
+async def _live(gw: Gateway, principal: Principal, conversation_id: str) -> LiveConversation:
+    await _owned(gw, principal, conversation_id)
+    conv = await gw.conversations.get(conversation_id)
+    if conv is None:  # its agent is no longer configured here
+        raise NotFound("no such conversation (its agent is not served here)")
+    return conv
+
+
+def _may_use(principal: Principal, c: Conversation) -> bool:
+    return principal.agents is None or c.agent in principal.agents
+
+
+def _title(value: str, limits: Limits) -> str:
+    title = " ".join(value.split())  # one line: newlines and tabs as spaces
+    if not title:
+        raise BadRequest("title must not be empty", param="title")
+    if len(title) > limits.max_title_chars:
+        raise BadRequest(f"title is longer than {limits.max_title_chars} characters", param="title")
+    return title
+
+
+def _query(q: str | None, limits: Limits) -> str | None:
+    query = (q or "").strip()
+    if len(query) > limits.max_search_chars:
+        raise BadRequest(f"q is longer than {limits.max_search_chars} characters", param="q")
+    return query or None
+
+
+__all__ = ["conversation_json", "router"]
