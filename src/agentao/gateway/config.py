@@ -91,6 +91,10 @@ class Limits:
     transcript_match_depth: int = 32
     store_readers: int = 2  # read-only store connections, so lookups never queue behind writes
     max_session_key_length: int = 256  # X-Session-Id / x_session_id: visible ASCII only
+    remote_connections_per_key: int = 32  # remote ACP connections one API key may hold open
+    # A remote ACP connection with no open stream and no message for this long is closed
+    # (its sessions stay: `session/load` attaches again).
+    remote_idle_seconds: float = 900.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,12 @@ ApiError                       status, OpenAI `type`
 ├── Conflict                   409  conflict_error (the object's state forbids it)
 │   ├── SessionBusy            409  ... a busy session, with Retry-After
 │   └── SessionLost            409  ... its ACP session is gone and cannot be loaded again
+├── NotAcceptable              406  invalid_request_error (a stream read without accepting it)
 ├── PayloadTooLarge            413  invalid_request_error
 ├── UnsupportedMediaType       415  invalid_request_error (a body that is not declared JSON)
 ├── MisdirectedRequest         421  invalid_request_error (a Host this gateway does not serve)
+├── TooManyConnections         429  rate_limit_error (a key's remote ACP connections at the limit)
+├── NotImplementedApi          501  invalid_request_error (a JSON-RPC batch to remote ACP)
 ├── AgentFailed                502  agent_error (the turn failed: the agent died or erred)
 └── AgentUnavailable           503  agent_error (no agent process could take the request)
 """
@@ -95,6 +98,10 @@ class SessionBusy(Conflict):
         )
 
 
+class NotAcceptable(ApiError):
+    status = 406
+
+
 class PayloadTooLarge(ApiError):
     status = 413
     type = "invalid_request_error"
@@ -117,6 +124,15 @@ class AgentFailed(ApiError):
 
 class SessionLost(Conflict):
     """The conversation's ACP session is gone and the agent cannot load it again."""
+
+
+class TooManyConnections(ApiError):
+    status = 429
+    type = "rate_limit_error"
+
+
+class NotImplementedApi(ApiError):
+    status = 501
 
 
 class AgentUnavailable(ApiError):
@@ -173,10 +189,13 @@ __all__ = [
     "Conflict",
     "Forbidden",
     "MisdirectedRequest",
+    "NotAcceptable",
     "NotFound",
+    "NotImplementedApi",
     "PayloadTooLarge",
     "SessionBusy",
     "SessionLost",
+    "TooManyConnections",
     "Unauthorized",
     "UnsupportedMediaType",
     "error_body",

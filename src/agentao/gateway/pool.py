@@ -32,9 +32,12 @@ from agentao.client import (
     Handlers,
     Session,
 )
+from agentao.client.files import FileHandler
 from agentao.client.permissions import PermissionHandler
+from agentao.client.serving import AskUser
 from agentao.gateway.config import AgentSpec, Limits
 from agentao.gateway.errors import AgentUnavailable
+from agentao.protocol.decode import to_builtins
 
 log = logging.getLogger("agentao.gateway")
 
@@ -104,7 +107,11 @@ class Worker:
             client = Client(
                 self.pool.command,
                 policy=ClientPolicy(approve="none", terminal=False),
-                handlers=Handlers(permission=self.pool.permission),
+                handlers=Handlers(
+                    permission=self.pool.permission,
+                    files=self.pool.files,
+                    ask_user=self.pool.ask_user,
+                ),
             )
             try:
                 await asyncio.wait_for(client.start(), self.pool.limits.start_timeout_seconds)
@@ -159,6 +166,14 @@ class AgentPool:
         self.permission = permission
         self.command = AgentCommand(spec.command, env=dict(spec.env), cwd=spec.cwd)
         self.info = AgentInfo(spec.name)
+        # The agent's own `initialize` answer, for remote ACP clients (authMethods empty:
+        # the gateway authenticated its processes; a remote client authenticates to us).
+        self.initialize_result: dict[str, Any] | None = None
+        # The agent's file and ask_user calls; None: the client library's defaults (files
+        # confined to the session's directories, no one to ask). The remote ACP relays
+        # route a watched session's calls to its remote clients.
+        self.files: FileHandler | None = None
+        self.ask_user: AskUser | None = None
         self.workers = [Worker(self, i) for i in range(spec.processes)]
         self._changed = asyncio.Event()
         self._starting: list[asyncio.Task[None]] = []
@@ -183,11 +198,19 @@ class AgentPool:
             self._changed.clear()
             await self._changed.wait()
 
+    async def initialized(self) -> dict[str, Any]:
+        """The agent's `initialize` answer, once a process has given it (503 if none starts
+        within the start timeout)."""
+        await self._worker()
+        assert self.initialize_result is not None
+        return self.initialize_result
+
     @property
     def live(self) -> int:
         return sum(w.alive for w in self.workers)
 
     def learn(self, client: Client) -> None:
+        self.initialize_result = {**to_builtins(client.init), "authMethods": []}
         caps = getattr(client.init, "agent_capabilities", None)
         prompt_caps = getattr(caps, "prompt_capabilities", None)
         agent = client.agent_info

@@ -15,11 +15,12 @@ from agentao.client.permissions import READ_KINDS, PermissionOption
 
 Decider = Literal["policy", "human", "deadline", "cancelled"]
 DECIDERS: tuple[Decider, ...] = ("policy", "human", "deadline", "cancelled")
-Channel = Literal["web", "stream", "http"]
+Channel = Literal["web", "stream", "http", "acp"]
 CHANNELS: dict[Channel, str] = {
     "web": "a person in the web UI",
     "stream": "a person watching the task stream",
     "http": "a person answering over HTTP",
+    "acp": "a person at a remote ACP client",
 }
 OUTSIDE_TURN = "no turn of this conversation is running at the gateway, so nobody can answer"
 

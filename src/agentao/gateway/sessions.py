@@ -34,7 +34,7 @@ from agentao.client import AgentError, ClientError, PermissionRequest, Session, 
 from agentao.client.permissions import PermissionAnswer, choose
 from agentao.gateway.config import Limits, Policy
 from agentao.gateway.errors import AgentUnavailable, NotFound, SessionBusy, SessionLost
-from agentao.gateway.permissions import PermissionDesk
+from agentao.gateway.permissions import Asker, PermissionDesk
 from agentao.gateway.pool import AgentPool, SessionParams
 from agentao.gateway.reasons import OUTSIDE_TURN
 from agentao.gateway.tasklog import TaskHub
@@ -57,6 +57,7 @@ class LiveConversation:
     reserved: bool = False
     last_used: float = 0.0  # loop time of the last turn's start or end
     attached: set[str] = field(default_factory=set)  # remote connections watching it
+    remote_ask: Asker | None = None  # its watchers, asked the agent's questions too
 
     @property
     def id(self) -> str:
@@ -390,7 +391,7 @@ class Conversations:
             log.info("permission request outside a turn (session %s): rejected", request.session_id)
             option = choose(request.options, allow=False, remember=False)
             return PermissionAnswer(option, OUTSIDE_TURN)
-        return await turn.decide(request)
+        return await turn.decide(request, conv.remote_ask)
 
 
 __all__ = [

@@ -38,7 +38,7 @@ from agentao.client import (
 from agentao.client.permissions import PermissionAnswer
 from agentao.gateway.config import Policy
 from agentao.gateway.mapping import Delta, TurnMapper
-from agentao.gateway.permissions import PermissionDesk
+from agentao.gateway.permissions import Asker, PermissionDesk
 from agentao.gateway.tasklog import TaskLog
 from agentao.protocol.decode import to_builtins
 
@@ -164,11 +164,19 @@ class GatewayTurn:
         assert self.result is not None
         return self.result
 
-    async def decide(self, request: PermissionRequest) -> PermissionAnswer:
-        """Answer a permission request of this turn under its policy, saying why."""
+    async def decide(
+        self, request: PermissionRequest, elsewhere: Asker | None = None
+    ) -> PermissionAnswer:
+        """Answer a permission request of this turn under its policy, saying why; under
+        "ask", `elsewhere` (the session's remote clients) is asked too."""
         ctx = self.context
         return await ctx.desk.decide(
-            ctx.policy, request, self.log, owner=ctx.owner, deadline_seconds=ctx.deadline_seconds
+            ctx.policy,
+            request,
+            self.log,
+            owner=ctx.owner,
+            deadline_seconds=ctx.deadline_seconds,
+            elsewhere=elsewhere,
         )
 
     # ---- the run ----------------------------------------------------------------------
