@@ -20,7 +20,7 @@ def _parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="agentao",
-        description="Agent Client Protocol: an agent (--acp), a client (run, demo) "
+        description="Agent Client Protocol: an agent (--acp), a client (run, demo, connect) "
         "and an OpenAI-compatible gateway (serve).",
     )
     parser.add_argument("--version", action="version", version=f"agentao {__version__}")
@@ -43,6 +43,14 @@ def _parser() -> argparse.ArgumentParser:
         "streaming text, a thought, a plan, file edits with diffs, a permission request, "
         "and a resumed session. No LLM and no API key involved.",
     )
+    connect = commands.add_parser(
+        "connect",
+        help="a remote ACP agent (URL) on stdio, for an editor to spawn",
+        description="Speak ACP on stdin/stdout, as an agent an editor spawns, and pass every "
+        "message to the ACP agent at URL (agentao serve's /acp, or any server of ACP's "
+        "remote transport) and back. The bearer key comes from AGENTAO_REMOTE_KEY.",
+    )
+    connect.add_argument("url", help="http(s)://host/acp or ws(s)://host/acp")
     doctor = commands.add_parser(
         "doctor",
         help="check this machine: LLM provider and endpoint, shell sandbox, rules, state",
@@ -203,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
         from agentao.cli.demo import main as demo_main
 
         return demo_main()
+    if args.command == "connect":
+        from agentao.cli.connect import main as connect_main
+
+        return connect_main(args.url)
     if args.command == "doctor":
         from agentao.cli.doctor import main as doctor_main
 

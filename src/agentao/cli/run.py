@@ -20,14 +20,11 @@ from agentao.client.client import Client
 from agentao.client.config import AgentCommand, ClientPolicy
 from agentao.client.errors import ClientError
 from agentao.client.events import TurnEnd
-from agentao.client.remote import AgentUrl, is_agent_url
+from agentao.client.remote import REMOTE_KEY_ENV, AgentUrl, is_agent_url
 from agentao.client.session import Session
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PERMISSION, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 APPROVE = {"none": "none", "reads": "reads", "all": "all", "ask": "ask"}
-
-
-REMOTE_KEY = "AGENTAO_REMOTE_KEY"  # the bearer key for an agent given as a URL
 
 
 def _agent(text: str | None) -> AgentCommand | AgentUrl:
@@ -35,7 +32,7 @@ def _agent(text: str | None) -> AgentCommand | AgentUrl:
     if text is None:
         return AgentCommand.ours()
     if is_agent_url(text):
-        return AgentUrl(text.strip(), api_key=os.environ.get(REMOTE_KEY) or None)
+        return AgentUrl(text.strip(), api_key=os.environ.get(REMOTE_KEY_ENV) or None)
     return AgentCommand.parse(text)
 
 

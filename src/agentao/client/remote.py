@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import re
+import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +38,7 @@ log = logging.getLogger("agentao.client")
 
 CONNECTION_HEADER = "Acp-Connection-Id"
 SESSION_HEADER = "Acp-Session-Id"
+REMOTE_KEY_ENV = "AGENTAO_REMOTE_KEY"  # the CLI's bearer key for an agent given as a URL
 # Methods whose POST names its session (the others establish one, or are connection-wide).
 SESSION_SCOPED = frozenset(
     {
@@ -281,8 +284,17 @@ async def connect(agent: AgentUrl) -> RemoteStreams:
         return WebSocketStreams(socket)
     import httpx
 
-    client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
+    client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=_tls_context())
     return HttpStreams(agent, client, agent.reconnects, agent.reconnect_backoff)
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default verifying context, built once: loading the CA bundle costs ~30 ms,
+    which each new connection (a hundred at once, say) would otherwise pay."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 class SseParser:
