@@ -1,12 +1,17 @@
-"""An agent written with the official ACP SDK, served by the SDK's own HTTP/WebSocket
-adapter on 127.0.0.1: a third-party remote agent for our client to talk to.
+"""An agent written with the official ACP SDK: a third-party agent for our tests.
+
+Served by the SDK's own HTTP/WebSocket adapter on 127.0.0.1 (`SdkServer`), for our
+client to talk to remotely; or run as a script, on stdio (`python sdk_agent.py`), for
+the gateway to serve.
 
 "chunks N" streams N message chunks "0".."N-1"; "ask" requests a permission and says
-what it got; anything else is echoed.
+what it got; "read PATH" reads PATH through its client (`fs/read_text_file`) and says
+what it read; anything else is echoed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -14,7 +19,14 @@ import uuid
 from typing import Any
 
 import uvicorn
-from acp import InitializeResponse, NewSessionResponse, PromptResponse, update_agent_message_text
+from acp import (
+    InitializeResponse,
+    NewSessionResponse,
+    PromptResponse,
+    RequestError,
+    run_agent,
+    update_agent_message_text,
+)
 from acp.http.asgi import create_asgi_app
 from acp.schema import PermissionOption, ToolCallUpdate
 
@@ -34,6 +46,8 @@ class SdkAgent:
         words = text.split()
         if words[:1] == ["ask"]:
             pieces: Any = [await self._ask(session_id)]
+        elif len(words) == 2 and words[0] == "read":
+            pieces = [await self._read(session_id, words[1])]
         elif len(words) == 2 and words[0] == "chunks" and words[1].isdigit():
             pieces = (str(i) for i in range(int(words[1])))
         else:
@@ -56,6 +70,13 @@ class SdkAgent:
             options=options, session_id=session_id, tool_call=call
         )
         return f"permission: {getattr(answer.outcome, 'option_id', 'cancelled')}"
+
+    async def _read(self, session_id: str, path: str) -> str:
+        try:
+            answer = await self.conn.read_text_file(session_id=session_id, path=path)
+        except RequestError as exc:
+            return f"read failed: {exc}"
+        return f"read: {answer.content}"
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         return None
@@ -90,3 +111,7 @@ class SdkServer:
         self.server.should_exit = True
         self.thread.join(timeout=5)
         self.sock.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(run_agent(SdkAgent))

@@ -35,6 +35,7 @@ from agentao.gateway.app import create_app
 from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig, Limits, WebPolicy
 from agentao.gateway.http11 import GatewayH11Protocol
 from agentao.gateway.logs import uvicorn_log_config
+from agentao.gateway.serving import GatewayServer
 
 T = TypeVar("T")
 OUR_AGENT = (sys.executable, "-m", "agentao", "--acp")
@@ -140,7 +141,7 @@ class LiveGateway:
         self.run(pool.wait_until(lambda: pool.live == len(pool.workers)))
 
 
-class _Server(uvicorn.Server):
+class _Server(GatewayServer):
     """uvicorn's server, saying when it serves (an event, not a flag to poll)."""
 
     def __init__(self, config: uvicorn.Config) -> None:

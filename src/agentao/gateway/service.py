@@ -27,6 +27,7 @@ from agentao.gateway.identifiers import check_model
 from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.recovery import Recovery
+from agentao.gateway.remote.service import RemoteAcp
 from agentao.gateway.response_builder import LiveResponse
 from agentao.gateway.sessions import Conversations
 from agentao.gateway.tasklog import TaskHub
@@ -65,15 +66,18 @@ class Gateway:
         self.conversations = Conversations(store, self.pools, self.hub, self.desk, self.limits)
         for spec in config.agents:
             self.pools[spec.name] = AgentPool(spec, self.limits, self.conversations.permission)
+        # Sets the pools' file and ask_user handlers: the agents' questions reach remote clients.
+        self.remote = RemoteAcp(self.conversations, store, self.limits, self.boot.id)
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         await self.recovery.start()
         for pool in self.pools.values():
             await pool.start()
+        loop = asyncio.get_running_loop()
         if self.limits.session_idle_seconds > 0:
-            sweeper = asyncio.get_running_loop().create_task(self._sweep())
-            self.background.add(sweeper)
+            self.background.add(loop.create_task(self._sweep()))
+        self.background.add(loop.create_task(self._sweep_remote()))
 
     async def _sweep(self) -> None:
         idle = self.limits.session_idle_seconds
@@ -87,9 +91,25 @@ class Gateway:
             if closed:
                 log.info("closed the agent sessions of %d idle conversations", closed)
 
+    async def _sweep_remote(self) -> None:
+        while True:
+            await asyncio.sleep(min(60.0, self.limits.remote_idle_seconds / 4))
+            try:
+                closed = await self.remote.sweep()
+            except Exception:  # the next sweep tries again
+                log.exception("sweeping idle remote ACP connections failed")
+                continue
+            if closed:
+                log.info("closed %d idle remote ACP connections", closed)
+
+    async def end_streams(self) -> None:
+        """The server stops: end the streams that would never end by themselves."""
+        await self.remote.close_all()
+
     async def close(self) -> None:
         for task in list(self.background):
             task.cancel()
+        await self.remote.stop()
         for pool in self.pools.values():
             await pool.close()
         try:  # what the turns stored as they ended, then ours still in flight is settled

@@ -51,8 +51,24 @@ def url_of(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-class _AnnouncingServer(uvicorn.Server):
-    """uvicorn's server, printing the gateway's address once it really serves."""
+class GatewayServer(uvicorn.Server):
+    """uvicorn's server, ending the gateway's open-ended streams when it stops.
+
+    uvicorn waits for every response under way before it stops, and a remote ACP event
+    stream never ends by itself: without this a Ctrl-C would wait on every connected
+    editor. The streams end first (the clients reconnect, with `Last-Event-ID`, to the
+    next gateway), then uvicorn stops as usual.
+    """
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        gateway = getattr(getattr(self.config.app, "state", None), "gateway", None)
+        if gateway is not None:
+            await gateway.end_streams()
+        await super().shutdown(sockets=sockets)
+
+
+class _AnnouncingServer(GatewayServer):
+    """The gateway's server, printing its address once it really serves."""
 
     def __init__(self, config: uvicorn.Config, banner: str) -> None:
         super().__init__(config)
@@ -105,4 +121,12 @@ def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
     return 0 if server.started else 1
 
 
-__all__ = ["EXIT_BIND_FAILED", "LISTEN_BACKLOG", "BindError", "bind", "serve", "url_of"]
+__all__ = [
+    "EXIT_BIND_FAILED",
+    "LISTEN_BACKLOG",
+    "BindError",
+    "GatewayServer",
+    "bind",
+    "serve",
+    "url_of",
+]

@@ -1,0 +1,306 @@
+"""One remote ACP client's connection: numbered messages out, requests to it, and the registry.
+
+Theory of operation. Whatever the gateway sends a remote client -- replies, the
+updates of the sessions it watches, the agent's questions -- goes through
+`Connection.send()`, which numbers it (`seq`, per connection, from 1) and hands it
+to the `RemoteHub`. The hub stores a batch of messages in one transaction and only
+then delivers each to the connection's readers (an SSE stream of its scope, or a
+WebSocket that reads every scope). So what a reader got is always stored, and a
+reader that reconnects with `Last-Event-ID` / `after_seq` reads the rest from the
+store: nothing missed, nothing twice (a message found in both is skipped by seq).
+
+A message's *scope* is its stream: "" for the connection's own (replies to
+connection-wide requests, `session/new` and `session/load` results and the history a
+load replays), a session id for a session's (its updates, the agent's questions about
+it, replies to prompts), and `INIT_SCOPE` for the reply to `initialize` (the body of
+the HTTP answer; on a WebSocket the first frame, so that frame N is message N).
+
+A stream opened without a position starts after what that stream already handed out
+(messages sent before anyone opened it wait, as they would in a buffer); with
+`Last-Event-ID` / `after_seq` it starts after that number.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from agentao.gateway.auth import Principal, owns
+from agentao.gateway.batches import BatchWriter
+from agentao.gateway.config import Limits
+from agentao.gateway.errors import NotFound, TooManyConnections
+from agentao.store.remote import RemoteConnection, RemoteMessage, RemoteStore
+
+_encode = msgspec.json.Encoder().encode
+CONNECTION_PREFIX = "acpc_"
+INIT_SCOPE = "$initialize"
+
+
+class RemoteRequestError(Exception):
+    """The remote client answered one of our requests with a JSON-RPC error."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(str(error.get("message", "error")))
+        self.error = error
+
+
+class Connection:
+    """A remote client's connection, live in this gateway process."""
+
+    def __init__(self, record: RemoteConnection, principal: Principal, hub: RemoteHub) -> None:
+        self.record = record
+        self.principal = principal
+        self.hub = hub
+        self.seq = 0
+        self.sessions: set[str] = set()  # agent session ids whose stream it may open
+        self.readers: set[tuple[str | None, asyncio.Queue[RemoteMessage | None]]] = set()
+        self.handed_out: dict[str | None, int] = {}  # stream -> the last seq it yielded
+        self.closed = asyncio.Event()
+        self.last_active = time.monotonic()
+        self._pending: dict[str, asyncio.Future[Any]] = {}
+        self._ids = itertools.count(1)
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def agent(self) -> str:
+        return self.record.agent
+
+    def supports(self, path: str) -> bool:
+        """Whether the client advertised a capability (`fs.readTextFile`): present, not
+        false, not null."""
+        node: Any = self.record.capabilities
+        for step in path.split("."):
+            node = node.get(step) if isinstance(node, dict) else None
+        return node not in (None, False)
+
+    # ---- out ---------------------------------------------------------------------------
+
+    def send(self, message: dict[str, Any], scope: str = "") -> None:
+        if self.closed.is_set():
+            return
+        self.seq += 1
+        self.hub.queue(self, RemoteMessage(self.id, self.seq, scope, _encode(message)))
+
+    def reply(self, request_id: Any, result: Any, scope: str = "") -> None:
+        self.send({"jsonrpc": "2.0", "id": request_id, "result": result}, scope)
+
+    def reply_error(self, request_id: Any, error: dict[str, Any], scope: str = "") -> None:
+        self.send({"jsonrpc": "2.0", "id": request_id, "error": error}, scope)
+
+    def notify(self, method: str, params: Any, scope: str = "") -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params}, scope)
+
+    async def request(self, method: str, params: Any, scope: str = "") -> Any:
+        """Ask the client; its result (RemoteRequestError for an error reply). Cancelling
+        the caller withdraws the question (`$/cancel_request`)."""
+        request_id = f"gw-{next(self._ids)}"
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}, scope)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if not self.closed.is_set():
+                self.notify("$/cancel_request", {"requestId": request_id}, scope)
+            raise
+        finally:
+            self._pending.pop(request_id, None)
+
+    def answered(self, message: dict[str, Any]) -> None:
+        """A reply from the client to one of our requests (unknown ids are ignored)."""
+        future = self._pending.get(str(message.get("id")))
+        if future is None or future.done():
+            return
+        if isinstance(message.get("error"), dict):
+            future.set_exception(RemoteRequestError(message["error"]))
+        else:
+            future.set_result(message.get("result"))
+
+    # ---- readers -----------------------------------------------------------------------
+
+    async def stream(
+        self, scope: str | None, after: int | None, keepalive: float
+    ) -> AsyncIterator[RemoteMessage | None]:
+        """The messages of `scope` (None: every scope) after `after` (None: after what this
+        stream already handed out), stored ones first, then live; None after `keepalive`
+        seconds of silence. Ends when the connection closes."""
+        queue: asyncio.Queue[RemoteMessage | None] = asyncio.Queue()
+        reader = (scope, queue)
+        self.readers.add(reader)  # before reading the store: nothing falls in between
+        try:
+            last = after if after is not None else self.handed_out.get(scope, 0)
+            for message in await self.hub.store.messages_after(self.id, last, scope):
+                last = self._hand_out(scope, message)
+                yield message
+            while not self.closed.is_set():
+                try:
+                    message = await asyncio.wait_for(queue.get(), keepalive)
+                except TimeoutError:
+                    yield None
+                    continue
+                if message is None:
+                    return
+                if message.seq > last:
+                    last = self._hand_out(scope, message)
+                    yield message
+        finally:
+            self.readers.discard(reader)
+            self.last_active = time.monotonic()
+
+    def _hand_out(self, scope: str | None, message: RemoteMessage) -> int:
+        self.handed_out[scope] = max(self.handed_out.get(scope, 0), message.seq)
+        return message.seq
+
+    def deliver(self, message: RemoteMessage) -> None:
+        for scope, queue in self.readers:
+            if scope is None or scope == message.scope:
+                queue.put_nowait(message)
+
+    def close(self) -> None:
+        self.closed.set()
+        for _scope, queue in self.readers:
+            queue.put_nowait(None)
+        for future in self._pending.values():
+            if not future.done():
+                future.cancel()
+
+
+@dataclass(slots=True)
+class _Batch:
+    messages: list[tuple[Connection, RemoteMessage]] = field(default_factory=list)
+
+
+class RemoteHub:
+    """The store writer for every connection's messages (see the module docstring)."""
+
+    def __init__(self, store: RemoteStore) -> None:
+        self.store = store
+        self._writer = BatchWriter(_Batch, self._write)
+
+    def queue(self, connection: Connection, message: RemoteMessage) -> None:
+        self._writer.batch.messages.append((connection, message))
+        self._writer.kick()
+
+    async def _write(self, batch: _Batch) -> None:
+        now = time.time()
+        seen = {c.id: now for c, _m in batch.messages}
+        with contextlib.suppress(Exception):  # a reader must not hang on a disk error
+            await self.store.append_messages([m for _c, m in batch.messages], list(seen.items()))
+        for connection, message in batch.messages:
+            connection.deliver(message)
+
+    async def flush(self) -> None:
+        await self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+class Connections:
+    """The remote connections of this gateway process, by id."""
+
+    def __init__(self, store: RemoteStore, limits: Limits, boot_id: str) -> None:
+        self.store = store
+        self.limits = limits
+        self.boot_id = boot_id
+        self.hub = RemoteHub(store)
+        self._live: dict[str, Connection] = {}
+
+    @staticmethod
+    def new_id() -> str:
+        return CONNECTION_PREFIX + uuid.uuid4().hex
+
+    async def open(
+        self,
+        principal: Principal,
+        agent: str,
+        transport: str,
+        capabilities: dict[str, Any],
+        connection_id: str | None = None,
+    ) -> Connection:
+        mine = [c for c in self._live.values() if c.principal.name == principal.name]
+        if len(mine) >= self.limits.remote_connections_per_key:
+            raise TooManyConnections(
+                f"this API key holds {len(mine)} remote ACP connections, the most it may "
+                f"(remote_connections_per_key = {self.limits.remote_connections_per_key}); "
+                "close one (DELETE) first",
+                code="too_many_connections",
+            )
+        now = time.time()
+        record = RemoteConnection(
+            connection_id or self.new_id(),
+            principal.name,
+            agent,
+            transport,
+            capabilities,
+            self.boot_id,
+            now,
+            now,
+        )
+        await self.store.put_connection(record)
+        connection = self._live[record.id] = Connection(record, principal, self.hub)
+        return connection
+
+    def get(self, connection_id: str | None, principal: Principal) -> Connection:
+        """The caller's live connection (404 for anything else: not ours, gone, unknown)."""
+        connection = self._live.get(connection_id or "")
+        if connection is None or not owns(principal, connection.record.owner):
+            raise NotFound(
+                "no such remote ACP connection (it was closed, or this gateway restarted): "
+                "send initialize again",
+                code="connection_not_found",
+            )
+        connection.last_active = time.monotonic()
+        return connection
+
+    def all(self) -> list[Connection]:
+        return list(self._live.values())
+
+    async def close_all(self) -> None:
+        """Every stream ends; what was sent is stored (the records stay, for replay)."""
+        for connection in self.all():
+            connection.close()
+        self._live.clear()
+        await self.hub.flush()
+
+    async def close(self, connection: Connection) -> None:
+        connection.close()
+        self._live.pop(connection.id, None)
+        await self.hub.flush()
+        with contextlib.suppress(Exception):
+            await self.store.delete_connection(connection.id)
+
+    async def forget_stale(self) -> int:
+        """Delete the stored connections no process serves any more (a gateway that was
+        stopped or killed) once they are idle for `remote_idle_seconds`."""
+        cutoff = time.time() - self.limits.remote_idle_seconds
+        stale = [c for c in await self.store.idle_connections(cutoff) if c not in self._live]
+        for connection_id in stale:
+            await self.store.delete_connection(connection_id)
+        return len(stale)
+
+    def idle(self) -> list[Connection]:
+        """Connections nobody reads and nobody wrote to for `remote_idle_seconds`."""
+        cutoff = time.monotonic() - self.limits.remote_idle_seconds
+        return [c for c in self._live.values() if not c.readers and c.last_active < cutoff]
+
+
+__all__ = [
+    "CONNECTION_PREFIX",
+    "INIT_SCOPE",
+    "Connection",
+    "Connections",
+    "RemoteHub",
+    "RemoteRequestError",
+]

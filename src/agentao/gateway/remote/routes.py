@@ -1,0 +1,330 @@
+"""Remote ACP on the wire: Streamable HTTP (POST + SSE) and a WebSocket, on one path.
+
+The default agent (the first configured) answers at `/acp`, any agent at
+`/agents/{name}/acp`. As the official SDK's server and client transports do:
+
+    POST    initialize                      200, the result, `Acp-Connection-Id`
+    POST    anything else                   202; replies arrive on a stream
+            (with `Acp-Connection-Id`; the session-scoped methods with `Acp-Session-Id`)
+    GET     Accept: text/event-stream       the connection's stream, or with
+                                            `Acp-Session-Id` a session's
+    DELETE  with `Acp-Connection-Id`        202, the connection closed
+    WebSocket upgrade                       every message as a text frame, both ways
+
+and the refusals: 415 a body not declared JSON, 400 one that is not a JSON object (501
+a batch) or lacks a header it needs, 404 an unknown connection or session, 406 a GET
+that does not accept `text/event-stream`, 429 a key at its connection limit.
+
+Our extensions: every SSE event carries `id:` (the message's number on the
+connection), and a GET with `Last-Event-ID` replays the stream after it. A WebSocket
+reconnects to its connection with the `Acp-Connection-Id` header (or
+`?connection_id=`) and `?after_seq=N`, N the frames it got (the `initialize` reply
+is frame 1). Every answer sets the affinity cookie (`agentao_affinity`, this gateway
+process), which the transport proposal expects clients to send back.
+
+Authentication, agent access, Host and Origin are the OpenAI API's (`Guard`,
+`Gateway.principal`): a bearer key, or for a browser's WebSocket the key subprotocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgspec
+from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
+from starlette.responses import Response, StreamingResponse
+
+from agentao.gateway.auth import WS_PROTOCOL, Principal
+from agentao.gateway.errors import ApiError, BadRequest, NotAcceptable, NotFound, NotImplementedApi
+from agentao.gateway.remote.connection import INIT_SCOPE, Connection, Connections
+from agentao.gateway.remote.service import SESSION_SCOPED, RemoteAcp
+from agentao.gateway.service import Gateway, check_json
+from agentao.protocol.errors import AcpError
+
+router = APIRouter()
+CONNECTION_HEADER = "Acp-Connection-Id"
+SESSION_HEADER = "Acp-Session-Id"
+AFFINITY_COOKIE = "agentao_affinity"
+EVENT_STREAM = "text/event-stream"
+_decode = msgspec.json.Decoder().decode
+_encode = msgspec.json.Encoder().encode
+
+
+# ---- Streamable HTTP --------------------------------------------------------------------
+
+
+@router.post("/acp", include_in_schema=False)
+async def post_default(request: Request) -> Response:
+    return await _post(request, _default_agent(request))
+
+
+@router.post("/agents/{name}/acp", include_in_schema=False)
+async def post_named(request: Request, name: str) -> Response:
+    return await _post(request, name)
+
+
+@router.get("/acp", include_in_schema=False)
+async def stream_default(request: Request) -> Response:
+    return await _stream(request, _default_agent(request))
+
+
+@router.get("/agents/{name}/acp", include_in_schema=False)
+async def stream_named(request: Request, name: str) -> Response:
+    return await _stream(request, name)
+
+
+@router.delete("/acp", include_in_schema=False)
+async def delete_default(request: Request) -> Response:
+    return await _delete(request)
+
+
+@router.delete("/agents/{name}/acp", include_in_schema=False)
+async def delete_named(request: Request, name: str) -> Response:
+    return await _delete(request)
+
+
+async def _post(request: Request, agent: str) -> Response:
+    gw, remote = _parts(request)
+    principal = gw.principal(request)
+    check_json(request.headers.get("content-type"))
+    message = _message(await request.body())
+    if message.get("method") == "initialize" and message.get("id") is not None:
+        return await _initialize(request, remote, principal, agent, message)
+    connection = _connection(remote, request, principal)
+    session_id = request.headers.get(SESSION_HEADER)
+    if message.get("method") in SESSION_SCOPED and session_id is None:
+        raise BadRequest(
+            f"{message['method']} needs the {SESSION_HEADER} header", code="missing_session_id"
+        )
+    if session_id is not None and session_id not in connection.sessions:
+        raise _unknown_session(session_id)
+    remote.receive(connection, message)
+    return _affine(Response(status_code=202), gw)
+
+
+async def _initialize(
+    request: Request, remote: RemoteAcp, principal: Principal, agent: str, message: dict[str, Any]
+) -> Response:
+    try:
+        connection, reply = await remote.open(principal, agent, "http", message)
+    except AcpError as exc:
+        body = {"jsonrpc": "2.0", "id": message.get("id"), "error": exc.to_wire()}
+        return Response(_encode(body), 400, media_type="application/json")
+    connection.send(reply, INIT_SCOPE)  # stored like every message; answered here, too
+    headers = {CONNECTION_HEADER: connection.id}
+    response = Response(_encode(reply), 200, headers, media_type="application/json")
+    return _affine(response, request.app.state.gateway)
+
+
+async def _stream(request: Request, agent: str) -> Response:
+    gw, remote = _parts(request)
+    principal = gw.principal(request)
+    if EVENT_STREAM not in request.headers.get("accept", ""):
+        raise NotAcceptable(
+            f"an ACP stream is read with 'Accept: {EVENT_STREAM}'", code="not_acceptable"
+        )
+    connection = _connection(remote, request, principal)
+    session_id = request.headers.get(SESSION_HEADER)
+    if session_id is not None and session_id not in connection.sessions:
+        raise _unknown_session(session_id)
+    after = _position(request.headers.get("last-event-id"), "Last-Event-ID")
+    events = _events(connection, session_id or "", after, gw.limits.ping_interval_seconds)
+    headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    return _affine(StreamingResponse(events, media_type=EVENT_STREAM, headers=headers), gw)
+
+
+async def _events(
+    connection: Connection, scope: str, after: int | None, keepalive: float
+) -> AsyncIterator[bytes]:
+    async for message in connection.stream(scope, after, keepalive):
+        if message is None:
+            yield b": keepalive\n\n"
+        else:  # the body is one line of JSON: msgspec escapes every newline in it
+            yield b"id: %d\ndata: %s\n\n" % (message.seq, message.body)
+
+
+async def _delete(request: Request) -> Response:
+    gw, remote = _parts(request)
+    connection = _connection(remote, request, gw.principal(request))
+    await remote.close(connection)
+    return Response(status_code=202)
+
+
+# ---- WebSocket --------------------------------------------------------------------------
+
+
+@router.websocket("/acp")
+async def socket_default(websocket: WebSocket) -> None:
+    await _socket(websocket, _default_agent(websocket))
+
+
+@router.websocket("/agents/{name}/acp")
+async def socket_named(websocket: WebSocket, name: str) -> None:
+    await _socket(websocket, name)
+
+
+async def _socket(websocket: WebSocket, agent: str) -> None:
+    gw, remote = _parts(websocket)
+    try:
+        principal = gw.principal(websocket)
+        remote.check_agent(principal, agent)
+        resumed = _resumed(websocket, remote, principal)
+        after = _position(websocket.query_params.get("after_seq"), "after_seq")
+    except ApiError as exc:  # refused with the error's status and body
+        await exc.send(websocket.scope, websocket.receive, websocket.send)
+        return
+    connection_id = resumed.id if resumed is not None else Connections.new_id()
+    offered = websocket.scope.get("subprotocols", ())
+    await websocket.accept(
+        subprotocol=WS_PROTOCOL if WS_PROTOCOL in offered else None,
+        headers=[
+            (CONNECTION_HEADER.lower().encode(), connection_id.encode()),
+            (b"set-cookie", _cookie(gw).encode()),
+        ],
+    )
+    connection = resumed or await _open_socket(websocket, remote, principal, agent, connection_id)
+    if connection is None:
+        return
+    loop = asyncio.get_running_loop()
+    keepalive = gw.limits.ping_interval_seconds
+    writer = loop.create_task(_write(websocket, connection, after, keepalive))
+    reader = loop.create_task(_read(websocket, remote, connection))
+    # Whichever ends first ends the other: the client left (it may come back with
+    # after_seq), or the connection was closed (DELETE, idle, the gateway stopping).
+    await asyncio.wait({writer, reader}, return_when=asyncio.FIRST_COMPLETED)
+    for task in (writer, reader):
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+async def _write(
+    websocket: WebSocket, connection: Connection, after: int | None, keepalive: float
+) -> None:
+    try:
+        async for message in connection.stream(None, after, keepalive):
+            if message is not None:  # pings are uvicorn's (ws_ping_interval)
+                await websocket.send_text(message.body.decode())
+        await websocket.close(code=1001)  # going away: closed here, or the gateway stops
+    except (WebSocketDisconnect, RuntimeError):
+        pass
+
+
+async def _open_socket(
+    websocket: WebSocket, remote: RemoteAcp, principal: Principal, agent: str, connection_id: str
+) -> Connection | None:
+    """A new connection from the socket's first frame, `initialize`; None if refused."""
+    try:
+        text = await websocket.receive_text()
+    except (WebSocketDisconnect, RuntimeError, KeyError):
+        return None
+    message: Any = None
+    with contextlib.suppress(msgspec.DecodeError, RecursionError):
+        message = _decode(text)
+    if not isinstance(message, dict):
+        message = {}
+    try:
+        connection, reply = await remote.open(principal, agent, "ws", message, connection_id)
+    except (AcpError, ApiError) as exc:
+        error = (
+            exc.to_wire() if isinstance(exc, AcpError) else {"code": -32600, "message": str(exc)}
+        )
+        await websocket.send_text(
+            _encode({"jsonrpc": "2.0", "id": message.get("id"), "error": error}).decode()
+        )
+        await websocket.close(code=1008)
+        return None
+    connection.send(reply, INIT_SCOPE)
+    return connection
+
+
+async def _read(websocket: WebSocket, remote: RemoteAcp, connection: Connection) -> None:
+    limit = remote.limits.max_request_bytes
+    while True:
+        try:
+            frame = await websocket.receive()
+        except (WebSocketDisconnect, RuntimeError):
+            return
+        if frame["type"] == "websocket.disconnect":
+            return
+        text = frame.get("text")
+        if text is None:
+            continue  # binary frames mean nothing here
+        if len(text) > limit:
+            await websocket.close(code=1009, reason=f"a frame above {limit} bytes")
+            return
+        remote.receive_text(connection, text)
+
+
+def _resumed(websocket: WebSocket, remote: RemoteAcp, principal: Principal) -> Connection | None:
+    connection_id = websocket.headers.get(CONNECTION_HEADER) or websocket.query_params.get(
+        "connection_id"
+    )
+    return remote.connections.get(connection_id, principal) if connection_id else None
+
+
+# ---- shared -------------------------------------------------------------------------------
+
+
+def _parts(conn: Request | WebSocket) -> tuple[Gateway, RemoteAcp]:
+    gw: Gateway = conn.app.state.gateway
+    return gw, gw.remote
+
+
+def _default_agent(conn: Request | WebSocket) -> str:
+    gw: Gateway = conn.app.state.gateway
+    return gw.config.agents[0].name
+
+
+def _message(body: bytes) -> dict[str, Any]:
+    try:
+        message = _decode(body)
+    except msgspec.DecodeError as exc:
+        raise BadRequest(f"the body is not valid JSON: {exc}", code="invalid_json") from None
+    except RecursionError:
+        raise BadRequest("the body's JSON is nested too deeply", code="json_too_deep") from None
+    if isinstance(message, list):
+        raise NotImplementedApi("JSON-RPC batches are not supported", code="batch_unsupported")
+    if not isinstance(message, dict):
+        raise BadRequest("a JSON-RPC message is a JSON object", code="invalid_message")
+    return message
+
+
+def _connection(remote: RemoteAcp, request: Request, principal: Principal) -> Connection:
+    connection_id = request.headers.get(CONNECTION_HEADER)
+    if not connection_id:
+        raise BadRequest(
+            f"the {CONNECTION_HEADER} header is missing (send initialize first)",
+            code="missing_connection_id",
+        )
+    return remote.connections.get(connection_id, principal)
+
+
+def _unknown_session(session_id: str) -> NotFound:
+    return NotFound(
+        f"this connection has no session {session_id!r} (session/new or session/load it first)",
+        code="session_not_found",
+    )
+
+
+def _position(value: str | None, name: str) -> int | None:
+    if value is None or value == "":
+        return None
+    if not value.isdigit():
+        raise BadRequest(f"{name} must be a message number", code="invalid_position")
+    return int(value)
+
+
+def _cookie(gw: Gateway) -> str:
+    return f"{AFFINITY_COOKIE}={gw.boot.id}; Path=/; HttpOnly; SameSite=Strict"
+
+
+def _affine(response: Response, gw: Gateway) -> Response:
+    response.headers.append("set-cookie", _cookie(gw))
+    return response
+
+
+__all__ = ["AFFINITY_COOKIE", "CONNECTION_HEADER", "SESSION_HEADER", "router"]

@@ -1,0 +1,389 @@
+"""Remote ACP: what a remote client may ask of the gateway, method by method.
+
+Theory of operation. A remote client speaks ACP to the gateway as to an agent. The
+gateway answers `initialize` with the agent's own answer (its processes are already
+initialized), and turns every session into a gateway *conversation*, like those of the
+OpenAI API: `session/new` opens one, `session/load` / `session/resume` attach to the
+conversation that carries that session (live here, or reloaded on a live process), and
+`session/prompt` runs a gateway turn on it (one at a time: a prompt on a busy session
+is refused), whose permission requests go to the session's remote watchers within the
+API key's ceiling. So the OpenAI API, the task stream, the web UI and remote ACP are
+views of the same session.
+
+What the client sends is handled in arrival order for notifications and replies (a
+`session/cancel` never waits behind a prompt); each request runs as its own task, and
+its reply goes to the stream of its scope: a session's for the session-scoped methods,
+the connection's for the rest (`session/new` and `session/load` results included,
+which is where a client that has no session stream yet reads them).
+
+Limits of what a key may do here: a session's cwd must lie inside the agent's
+configured cwd, and it may name no stdio MCP server (a command run on this host),
+unless the key's ceiling is `all`; a session another key opened is not found.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from agentao.client import ClientError, TurnEnd, Update
+from agentao.client.files import LocalFiles
+from agentao.gateway.auth import Principal, owns
+from agentao.gateway.config import Limits, Policy, policy_rank
+from agentao.gateway.errors import ApiError
+from agentao.gateway.pool import AgentPool, SessionParams
+from agentao.gateway.remote.connection import Connection, Connections
+from agentao.gateway.remote.relay import SessionRelay, SessionRelays
+from agentao.gateway.sessions import Conversations, LiveConversation, TurnRequest
+from agentao.gateway.turns import TurnFailed
+from agentao.protocol.decode import to_builtins
+from agentao.protocol.errors import (
+    AcpError,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ParseError,
+    SessionNotFound,
+)
+from agentao.store.gateway import GatewayStore
+
+log = logging.getLogger("agentao.gateway")
+_decode = msgspec.json.Decoder().decode
+
+# Methods whose reply (and updates) belong to the session's stream.
+SESSION_SCOPED = frozenset(
+    {
+        "session/prompt",
+        "session/cancel",
+        "session/set_mode",
+        "session/set_config_option",
+        "session/close",
+    }
+)
+_API_CODES = {400: InvalidParams.code, 404: SessionNotFound.code, 409: InvalidRequest.code}
+
+
+class RemoteAcp:
+    """Remote ACP for every agent of one gateway."""
+
+    def __init__(
+        self, conversations: Conversations, store: GatewayStore, limits: Limits, boot_id: str
+    ) -> None:
+        self.conversations = conversations
+        self.store = store
+        self.limits = limits
+        self.connections = Connections(store.remote, limits, boot_id)
+        self.relays = SessionRelays(conversations, LocalFiles(), limits.permission_deadline_seconds)
+        for pool in conversations.pools.values():  # the agents' questions reach the clients
+            pool.files, pool.ask_user = self.relays, self.relays.ask_user
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # ---- connecting ------------------------------------------------------------------------
+
+    async def open(
+        self,
+        principal: Principal,
+        agent: str,
+        transport: str,
+        message: dict[str, Any],
+        connection_id: str | None = None,
+    ) -> tuple[Connection, dict[str, Any]]:
+        """A new connection from its `initialize` request; the reply to it."""
+        pool = self.check_agent(principal, agent)
+        if not _is_request(message) or message.get("method") != "initialize":
+            raise InvalidRequest("Invalid Request: a connection starts with initialize")
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        capabilities = params.get("clientCapabilities") or {}
+        if not isinstance(capabilities, dict):
+            raise InvalidParams("Invalid params: clientCapabilities must be an object")
+        result = await self._initialize_result(pool)
+        connection = await self.connections.open(
+            principal, agent, transport, capabilities, connection_id
+        )
+        return connection, {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+    async def _initialize_result(self, pool: AgentPool) -> dict[str, Any]:
+        """The agent's own answer; `session/list` the gateway serves from its store."""
+        result = await pool.initialized()
+        caps = dict(result.get("agentCapabilities") or {})
+        caps["sessionCapabilities"] = {**(caps.get("sessionCapabilities") or {}), "list": {}}
+        return {**result, "agentCapabilities": caps}
+
+    def check_agent(self, principal: Principal, agent: str) -> AgentPool:
+        """The agent's pool, if it exists (404) and the key may use it (403)."""
+        pool = self.conversations.pool(agent)
+        principal.check_agent(agent)
+        return pool
+
+    async def close(self, connection: Connection) -> None:
+        """The client is gone: detach it (never touching another client's turn)."""
+        self.relays.detach_all(connection)
+        await self.connections.close(connection)
+
+    async def sweep(self) -> int:
+        """Close the idle connections (and forget stored ones nobody serves); how many."""
+        idle = self.connections.idle()
+        for connection in idle:
+            await self.close(connection)
+        return len(idle) + await self.connections.forget_stale()
+
+    async def close_all(self) -> None:
+        """The gateway stops: every stream ends (the stored connections stay, for now)."""
+        await self.connections.close_all()
+
+    async def stop(self) -> None:
+        await self.close_all()
+        self.connections.hub.close()
+
+    # ---- receiving -------------------------------------------------------------------------
+
+    def receive_text(self, connection: Connection, text: str) -> None:
+        """One WebSocket frame: a message, or a parse error in reply."""
+        try:
+            message = _decode(text)
+        except (msgspec.DecodeError, RecursionError):
+            connection.reply_error(None, ParseError().to_wire())
+            return
+        self.receive(connection, message)
+
+    def receive(self, connection: Connection, message: Any) -> None:
+        """One message from the client (a POST body, a WebSocket frame)."""
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            connection.reply_error(
+                None, InvalidRequest("Invalid Request: not a JSON-RPC 2.0 object").to_wire()
+            )
+            return
+        if "method" not in message:  # the client's reply to one of our requests
+            connection.answered(message)
+        elif message["method"] == "session/cancel" or message["method"] == "$/cancel_request":
+            self._cancel(connection, message)
+        elif _is_request(message):
+            task = asyncio.get_running_loop().create_task(self._serve(connection, message))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            log.debug("remote notification %s ignored", message["method"])
+
+    async def _serve(self, connection: Connection, message: dict[str, Any]) -> None:
+        method, params = message["method"], message.get("params")
+        params = params if isinstance(params, dict) else {}
+        scope = _scope(method, params)
+        try:
+            result = await self._call(connection, method, params)
+        except AcpError as exc:
+            connection.reply_error(message["id"], exc.to_wire(), scope)
+        except ApiError as exc:
+            code = _API_CODES.get(exc.status, InternalError.code)
+            error = {"code": code, "message": str(exc), "data": {"reason": exc.code or exc.type}}
+            connection.reply_error(message["id"], error, scope)
+        except ClientError as exc:  # the agent failed the request
+            error = {"code": getattr(exc, "code", InternalError.code), "message": str(exc)}
+            connection.reply_error(message["id"], error, scope)
+        except Exception:
+            log.exception("remote %s failed", method)
+            connection.reply_error(message["id"], InternalError().to_wire(), scope)
+        else:
+            connection.reply(message["id"], result, scope)
+
+    async def _call(self, connection: Connection, method: str, params: dict[str, Any]) -> Any:
+        if method == "session/new":
+            return await self._new(connection, params)
+        if method in ("session/load", "session/resume"):
+            return await self._reopen(connection, params, replay=method == "session/load")
+        if method == "session/list":
+            return await self._list(connection)
+        if method == "authenticate":
+            return {}  # the key authenticated this connection; the agent's processes are ours
+        if method == "initialize":
+            raise InvalidRequest("Invalid Request: this connection is already initialized")
+        relay = self._attached(connection, params)
+        if method == "session/prompt":
+            return await self._prompt(connection, relay, params)
+        if method == "session/close":
+            self.relays.detach(relay, connection)
+            return {}
+        if method.startswith(("session/", "_")):  # set_mode, set_config_option, extensions
+            session = await self.conversations.bind(relay.conv)
+            return await session.channel.call_raw(method, params, session.channel.timeouts.request)
+        raise MethodNotFound(method)
+
+    # ---- sessions --------------------------------------------------------------------------
+
+    async def _new(self, connection: Connection, params: dict[str, Any]) -> dict[str, Any]:
+        pool = self.conversations.pool(connection.agent)
+        session_params = self._session_params(connection, pool, params)
+        conv = await self.conversations.create(connection.principal.name, connection.agent, "acp")
+        conv.record.session_params = session_params.stored()
+        session = await self.conversations.bind(conv)
+        relay = self.relays.relay(conv)
+        # What the agent sent while opening it (its commands, say), before anyone watched:
+        # on the connection's stream, like the result (the session's is not open yet).
+        for update in session.drain():
+            if isinstance(update, Update):
+                connection.notify("session/update", _update(session.id, update.raw))
+        relay.attach(connection)
+        return {**to_builtins(session.response), "sessionId": session.id}
+
+    async def _reopen(
+        self, connection: Connection, params: dict[str, Any], *, replay: bool
+    ) -> dict[str, Any]:
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            raise InvalidParams(
+                'Invalid params: "sessionId" must be a string', {"field": "sessionId"}
+            )
+        conv = await self._conversation_of(connection, session_id, params)
+        session = await self.conversations.bind(conv)
+        session.drain()  # folded into the view already; the watchers have their own
+        relay = self.relays.relay(conv)
+        if replay:  # the history, to this client only, before the reply (as from an agent)
+            for update in session.view.replay():
+                connection.notify("session/update", _update(session_id, update))
+        relay.attach(connection)
+        result = {k: v for k, v in to_builtins(session.response).items() if k != "sessionId"}
+        # The official SDK's client opens a session's stream when a message names the
+        # session: the reply says which, so the rest reaches it there.
+        return {**result, "sessionId": session_id}
+
+    async def _conversation_of(
+        self, connection: Connection, session_id: str, params: dict[str, Any]
+    ) -> LiveConversation:
+        convs, principal = self.conversations, connection.principal
+        conv = await convs.by_session(connection.agent, session_id)
+        if conv is not None and owns(principal, conv.record.owner):
+            return conv
+        if conv is None and principal.name == "local":  # the agent's own, opened elsewhere
+            pool = convs.pool(connection.agent)
+            conv = await convs.create(principal.name, connection.agent, "acp")
+            conv.record.session_id = session_id
+            conv.record.session_params = self._session_params(connection, pool, params).stored()
+            return conv
+        raise SessionNotFound(session_id)
+
+    async def _list(self, connection: Connection) -> dict[str, Any]:
+        limit = self.limits.conversations_listed
+        records = await self.store.list_conversations(connection.principal.name, limit)
+        sessions = [
+            {
+                "sessionId": r.session_id,
+                "cwd": (r.session_params or {}).get("cwd")
+                or self.conversations.pool(r.agent).spec.cwd,
+                "title": r.title,
+                "updatedAt": _iso(r.updated_at),
+            }
+            for r in records
+            if r.agent == connection.agent and r.session_id is not None
+        ]
+        return {"sessions": sessions}
+
+    def _attached(self, connection: Connection, params: dict[str, Any]) -> SessionRelay:
+        session_id = params.get("sessionId")
+        relay = self.relays.find(session_id) if isinstance(session_id, str) else None
+        if relay is None or connection.id not in relay.connections:
+            raise SessionNotFound(str(session_id))
+        return relay
+
+    def _session_params(
+        self, connection: Connection, pool: AgentPool, params: dict[str, Any]
+    ) -> SessionParams:
+        """Where the client wants its session, within what its key may reach here."""
+        cwd = params.get("cwd")
+        dirs = params.get("additionalDirectories") or []
+        servers = params.get("mcpServers") or []
+        if not isinstance(cwd, str) or not Path(cwd).is_absolute():
+            raise InvalidParams("Invalid params: cwd must be an absolute path", {"field": "cwd"})
+        if not isinstance(dirs, list) or not isinstance(servers, list):
+            raise InvalidParams("Invalid params: additionalDirectories and mcpServers are lists")
+        unbounded = connection.principal.ceiling == "all"
+        root = Path(pool.spec.cwd).resolve()
+        for field, path in [("cwd", cwd), *(("additionalDirectories", d) for d in dirs)]:
+            if not unbounded and not Path(str(path)).resolve().is_relative_to(root):
+                raise InvalidParams(
+                    f"Invalid params: {field} {path} lies outside this agent's workspace {root} "
+                    "(only a key whose ceiling is 'all' may open a session elsewhere)",
+                    {"field": field},
+                )
+        if not unbounded and any(isinstance(s, dict) and "command" in s for s in servers):
+            raise InvalidParams(
+                "Invalid params: a stdio MCP server runs a command on the gateway's host; only "
+                "a key whose ceiling is 'all' may name one",
+                {"field": "mcpServers"},
+            )
+        return SessionParams(cwd, tuple(map(str, dirs)), tuple(servers))
+
+    # ---- turns -----------------------------------------------------------------------------
+
+    async def _prompt(
+        self, connection: Connection, relay: SessionRelay, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        prompt = params.get("prompt")
+        if not isinstance(prompt, list) or not all(isinstance(b, dict) for b in prompt):
+            raise InvalidParams(
+                "Invalid params: prompt must be a list of content blocks", {"field": "prompt"}
+            )
+        request = TurnRequest(
+            prompt=prompt,
+            title=_prompt_text(prompt),
+            owner=connection.principal.name,
+            policy=remote_policy(connection.principal),
+            source="acp",
+        )
+        turn = await self.conversations.begin(relay.conv, request)
+        turn.detach()  # the watchers have the updates; nobody reads the OpenAI-side items
+        relay.prompter = connection
+        try:
+            result = await turn.wait()
+        finally:
+            if relay.prompter is connection:
+                relay.prompter = None
+        if isinstance(result, TurnFailed):
+            raise InternalError(f"the turn failed: {result.message}", {"reason": result.code})
+        assert isinstance(result, TurnEnd)
+        return result.raw or {"stopReason": result.stop_reason}
+
+    def _cancel(self, connection: Connection, message: dict[str, Any]) -> None:
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if message["method"] == "session/cancel":
+            relay = self.relays.find(params.get("sessionId", ""))
+            if relay is not None and connection.id in relay.connections:
+                turn = relay.conv.turn
+                if turn is not None and not turn.done.is_set():
+                    turn.cancel()  # the prompt is answered `cancelled`
+            if _is_request(message):  # sent as a request: it gets its answer too
+                connection.reply(message["id"], {}, _scope("session/cancel", params))
+
+
+def remote_policy(principal: Principal) -> Policy:
+    """A remote client is asked (it is the person at the editor), within the key's ceiling."""
+    return "ask" if policy_rank(principal.ceiling) >= policy_rank("ask") else principal.ceiling
+
+
+def _update(session_id: str, update: Any) -> dict[str, Any]:
+    return {"sessionId": session_id, "update": update}
+
+
+def _is_request(message: dict[str, Any]) -> bool:
+    return "id" in message and message.get("id") is not None and "method" in message
+
+
+def _scope(method: str, params: dict[str, Any]) -> str:
+    session_id = params.get("sessionId")
+    return session_id if method in SESSION_SCOPED and isinstance(session_id, str) else ""
+
+
+def _prompt_text(blocks: list[dict[str, Any]]) -> str:
+    text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+    return text or "(no text)"
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
+
+
+__all__ = ["SESSION_SCOPED", "RemoteAcp", "remote_policy"]
