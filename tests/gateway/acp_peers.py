@@ -183,6 +183,8 @@ class RawPeer:
             yield events()
 
     async def close(self) -> None:
+        if self.http.is_closed:
+            return
         if self.connection_id:
             with contextlib.suppress(httpx.HTTPError):
                 await self.http.delete(self.url, headers={"Acp-Connection-Id": self.connection_id})

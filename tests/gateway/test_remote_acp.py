@@ -299,7 +299,7 @@ async def test_a_websocket_resumes_after_the_frames_it_got(remote_gateway: LiveG
     )
     while "tick tick" not in _ws_text(frames):
         frames.append(json.loads(await socket.recv()))
-    await socket.close()  # dropped mid-turn
+    socket.transport.abort()  # dropped mid-turn, no closing handshake
 
     resumed = await websockets.connect(
         f"{url}?after_seq={len(frames)}", additional_headers={"Acp-Connection-Id": connection_id}
@@ -321,6 +321,23 @@ def _ws_text(frames: list[dict[str, Any]]) -> str:
         if f.get("method") == "session/update"
         and f["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
     )
+
+
+async def test_a_websocket_that_says_goodbye_is_closed_for_good(
+    remote_gateway: LiveGateway,
+) -> None:
+    url = acp_url(remote_gateway, "ws")
+    socket = await websockets.connect(url)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+    await socket.send(json.dumps(init))
+    assert json.loads(await socket.recv())["id"] == 1
+    connection_id = socket.response.headers["acp-connection-id"]
+    await socket.close(code=1000)  # done: nothing to come back for
+    connections = remote_gateway.gateway.remote.connections
+    await _eventually(lambda: all(c.id != connection_id for c in connections.all()))
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        await websockets.connect(url, additional_headers={"Acp-Connection-Id": connection_id})
+    assert refused.value.response.status_code == 404
 
 
 async def test_a_pending_permission_is_offered_again_to_a_client_that_comes_back(
@@ -456,15 +473,37 @@ async def test_a_keys_ceiling_decides_without_asking(gateway_factory: Any) -> No
 
 async def test_connections_per_key_are_limited(gateway_factory: Any) -> None:
     gw = gateway_factory(limits=Limits(remote_connections_per_key=2))
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
-    async with httpx.AsyncClient(base_url=gw.url) as http:
-        opened = [await http.post("/acp", json=init) for _ in range(2)]
-        assert [r.status_code for r in opened] == [200, 200]
-        refused = await http.post("/acp", json=init)
-        assert refused.status_code == 429 and "remote_connections_per_key" in refused.text
-        first = {"Acp-Connection-Id": opened[0].headers["acp-connection-id"]}
-        assert (await http.delete("/acp", headers=first)).status_code == 202
-        assert (await http.post("/acp", json=init)).status_code == 200
+    a, b, c = RawPeer(acp_url(gw)), RawPeer(acp_url(gw)), RawPeer(acp_url(gw))
+    try:
+        assert (await a.initialize()).status_code == (await b.initialize()).status_code == 200
+        async with a.stream() as a_events, b.stream() as b_events:
+            for peer, events in ((a, a_events), (b, b_events)):  # both read their streams
+                listed, _ = await peer.post("session/list", {})
+                await until(events, reply_to(listed))
+            refused = await c.initialize()
+            assert refused.status_code == 429 and "remote_connections_per_key" in refused.text
+        # Nobody reads them now (dropped, perhaps for good): the least recent gives way,
+        # once the gateway has seen the streams end.
+        await _eventually(lambda: not any(c.readers for c in gw.gateway.remote.connections.all()))
+        assert (await c.initialize()).status_code == 200
+        ping = {"jsonrpc": "2.0", "id": 9, "method": "session/list", "params": {}}
+        answers = [((await peer.send(ping)).status_code, peer) for peer in (a, b)]
+        assert sorted(status for status, _ in answers) == [202, 404]  # one made room
+        # A closed connection frees its place at once.
+        await next(peer for status, peer in answers if status == 202).close()
+        d = RawPeer(acp_url(gw))
+        assert (await d.initialize()).status_code == 200
+        await d.close()
+    finally:
+        for peer in (a, b, c):
+            await peer.close()
+
+
+async def _eventually(check: Any) -> None:
+    """Until `check()` holds of the gateway's state (kept by its own thread and event loop,
+    so there is nothing here to wait on but the state itself); the test's timeout bounds it."""
+    while not check():  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
 
 
 def _sha(secret: str) -> str:

@@ -290,6 +290,14 @@ class Connections:
             await self.store.delete_connection(connection_id)
         return len(stale)
 
+    def unread_beyond_limit(self, principal: Principal) -> list[Connection]:
+        """The key's connections to close so that one more fits its limit: those nobody
+        reads (dropped, perhaps never coming back), least recently active first."""
+        mine = [c for c in self._live.values() if c.principal.name == principal.name]
+        excess = len(mine) + 1 - self.limits.remote_connections_per_key
+        unread = sorted((c for c in mine if not c.readers), key=lambda c: c.last_active)
+        return unread[: max(excess, 0)]
+
     def idle(self) -> list[Connection]:
         """Connections nobody reads and nobody wrote to for `remote_idle_seconds`."""
         cutoff = time.monotonic() - self.limits.remote_idle_seconds

@@ -48,6 +48,7 @@ router = APIRouter()
 CONNECTION_HEADER = "Acp-Connection-Id"
 SESSION_HEADER = "Acp-Session-Id"
 AFFINITY_COOKIE = "agentao_affinity"
+NORMAL_CLOSURE = 1000
 EVENT_STREAM = "text/event-stream"
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
@@ -199,6 +200,9 @@ async def _socket(websocket: WebSocket, agent: str) -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
+    said_goodbye = reader.done() and not reader.cancelled() and reader.exception() is None
+    if said_goodbye and reader.result():
+        await remote.close(connection)
 
 
 async def _write(
@@ -241,21 +245,25 @@ async def _open_socket(
     return connection
 
 
-async def _read(websocket: WebSocket, remote: RemoteAcp, connection: Connection) -> None:
+async def _read(websocket: WebSocket, remote: RemoteAcp, connection: Connection) -> bool:
+    """Pass the client's frames on; whether it said goodbye (close code 1000: done, so
+    the connection is closed; any other end is a drop it may come back from)."""
     limit = remote.limits.max_request_bytes
     while True:
         try:
             frame = await websocket.receive()
-        except (WebSocketDisconnect, RuntimeError):
-            return
+        except WebSocketDisconnect as exc:
+            return exc.code == NORMAL_CLOSURE
+        except RuntimeError:
+            return False
         if frame["type"] == "websocket.disconnect":
-            return
+            return frame.get("code") == NORMAL_CLOSURE
         text = frame.get("text")
         if text is None:
             continue  # binary frames mean nothing here
         if len(text) > limit:
             await websocket.close(code=1009, reason=f"a frame above {limit} bytes")
-            return
+            return False
         remote.receive_text(connection, text)
 
 

@@ -103,6 +103,8 @@ class RemoteAcp:
         if not isinstance(capabilities, dict):
             raise InvalidParams("Invalid params: clientCapabilities must be an object")
         result = await self._initialize_result(pool)
+        for unread in self.connections.unread_beyond_limit(principal):
+            await self.close(unread)  # room for a client that is here, before refusing it
         connection = await self.connections.open(
             principal, agent, transport, capabilities, connection_id
         )
