@@ -246,7 +246,7 @@ def agents(home: Path, fake: FakeLLM, script: Path) -> list[Agent]:
         ),
         Agent(
             "SDK echo",
-            [sys.executable, str(ROOT / "bench" / "sdk_echo_agent.py")],
+            [sys.executable, str(ROOT / "tests" / "fakes" / "sdk_agent.py")],
             base,
             scripted=True,
             llm=False,

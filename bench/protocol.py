@@ -2,7 +2,7 @@
 
     python bench/protocol.py [--runs 5] [--chunks 20000]
 
-Both agents (examples/echo_agent.py and bench/sdk_echo_agent.py) are spawned
+Both agents (examples/echo_agent.py and tests/fakes/sdk_agent.py) are spawned
 fresh for every measurement and driven by the same neutral raw-JSON client
 below, which checks that every chunk arrives, in order, before the result.
 Measured: spawn -> `initialize` reply (cold start), a 1000-chunk turn, update
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 AGENTS = {
     "agentao": [sys.executable, str(ROOT / "examples" / "echo_agent.py")],
-    "acp-sdk": [sys.executable, str(ROOT / "bench" / "sdk_echo_agent.py")],
+    "acp-sdk": [sys.executable, str(ROOT / "tests" / "fakes" / "sdk_agent.py")],
 }
 
 

@@ -2,7 +2,7 @@
 
 Served by the SDK's own HTTP/WebSocket adapter on 127.0.0.1 (`SdkServer`), for our
 client to talk to remotely; or run as a script, on stdio (`python sdk_agent.py`), for
-the gateway to serve.
+the gateway to serve and for the benches (the official SDK's side of each comparison).
 
 "chunks N" streams N message chunks "0".."N-1"; "ask" requests a permission and says
 what it got; "read PATH" reads PATH through its client (`fs/read_text_file`) and says
@@ -18,7 +18,6 @@ import time
 import uuid
 from typing import Any
 
-import uvicorn
 from acp import (
     InitializeResponse,
     NewSessionResponse,
@@ -27,7 +26,6 @@ from acp import (
     run_agent,
     update_agent_message_text,
 )
-from acp.http.asgi import create_asgi_app
 from acp.schema import PermissionOption, ToolCallUpdate
 
 
@@ -86,6 +84,10 @@ class SdkServer:
     """The SDK's ASGI app under uvicorn in a thread, on a free loopback port."""
 
     def __init__(self) -> None:
+        # Imported here: run as a stdio agent (the benches time its start), it needs neither.
+        import uvicorn
+        from acp.http.asgi import create_asgi_app
+
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
