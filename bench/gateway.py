@@ -130,15 +130,23 @@ class Served:
 
 
 def start_gateway(
-    setup: Setup, processes: int, name: str, src: str | None = None, script: str | None = None
+    setup: Setup,
+    processes: int,
+    name: str,
+    src: str | None = None,
+    script: str | None = None,
+    limits: dict[str, int] | None = None,
 ) -> Served:
     config = setup.root / f"gateway-{name}.toml"
     env = {**setup.env, "AGENTAO_HOME": str(setup.root / f"home-{name}")}  # its agents' own
     if script is not None:
         env["AGENTAO_SCRIPT"] = script
     env_line = ", ".join(f'{k} = "{v}"' for k, v in env.items())
+    limits_lines = "".join(f"{k} = {v}\n" for k, v in (limits or {}).items())
     config.write_text(
         f"""
+[limits]
+{limits_lines}
 [agents.agentao]
 command = ["{sys.executable}", "-m", "agentao", "--acp"]
 processes = {processes}

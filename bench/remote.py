@@ -1,0 +1,199 @@
+"""Remote ACP bench: the same agent over stdio and through `agentao serve`'s /acp endpoint.
+
+    python bench/remote.py [--turns 200] [--concurrency 100] [--processes 4] [--rounds 3]
+
+Everything drives the same scripted agent (`agentao --acp`, LLM_PROVIDER=SCRIPTED); the
+gateway is a real `agentao serve` process on 127.0.0.1; every client is `agentao.client`
+(over stdio to the agent itself, or over the remote transport to the gateway), so the
+client's own cost is the same on every path.
+
+1. Time to first token on one session, 200 turns, the three paths alternating turn by
+   turn (machine drift hits all alike): stdio, remote HTTP/SSE, remote WebSocket; p50 and
+   p99, and each remote path's ratio to stdio.
+2. 100 concurrent remote sessions, each its own connection (initialize, session/new, one
+   streamed prompt), over HTTP/SSE and over WebSocket, beside the same load on the
+   gateway's OpenAI API (streaming chat completions, a new conversation each): time to
+   first token p50/p99 from the client's start (for a remote client: connect,
+   initialize, session/new, prompt; for the OpenAI API the request opens the session)
+   and from the prompt, errors, and the gateway's memory; the median of `--rounds`.
+
+Not a test: numbers only, printed as Markdown tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from gateway import (
+    Served,
+    Setup,
+    descendants,
+    direct_turn,
+    gateway_ttft,
+    percentile,
+    rss_mb,
+    start_gateway,
+)
+
+from agentao.client import AgentUrl, Client
+
+SCHEMES = {"http": "HTTP/SSE", "ws": "WebSocket"}
+
+
+def acp_url(served: Served, scheme: str) -> AgentUrl:
+    return AgentUrl(f"{scheme}://127.0.0.1:{served.port}/acp")
+
+
+async def bench_ttft(setup: Setup, served: Served, turns: int) -> dict[str, list[float]]:
+    results: dict[str, list[float]] = {"stdio": [], "http": [], "ws": []}
+    async with (
+        Client(setup.direct_command(setup.long_script)) as stdio,
+        Client(acp_url(served, "http")) as http,
+        Client(acp_url(served, "ws")) as ws,
+    ):
+        sessions = {
+            "stdio": await stdio.new_session(str(setup.work)),
+            "http": await http.new_session(str(setup.work)),
+            "ws": await ws.new_session(str(setup.work)),
+        }
+        for _ in range(5):  # warm every path (imports, first turn, caches)
+            for session in sessions.values():
+                await direct_turn(session, "hi")
+        for _ in range(turns):
+            for name, session in sessions.items():
+                results[name].append((await direct_turn(session, "hi"))[0])
+    return results
+
+
+async def remote_session_ttft(served: Served, scheme: str, work: str) -> tuple[float, float]:
+    """One whole remote client: (first token from its start -- connect, initialize,
+    session/new, prompt --, first token from the prompt)."""
+    start = time.perf_counter()
+    async with Client(acp_url(served, scheme)) as client:
+        session = await client.new_session(work)
+        prompted = time.perf_counter()
+        from_prompt = (await direct_turn(session, "hi"))[0]
+    return prompted - start + from_prompt, from_prompt
+
+
+async def openai_session_ttft(http: httpx.AsyncClient, key: str) -> tuple[float, float]:
+    """A new conversation per request: its start and its prompt are the same moment."""
+    first = await gateway_ttft(http, key)
+    return first, first
+
+
+async def concurrent(served: Served, path: str, n: int, work: str, tag: str) -> dict[str, float]:
+    # The OpenAI path shares one httpx client (an OpenAI SDK user's habit, and a new one
+    # costs ~35 ms of TLS setup on this loop); each remote client is its own connection.
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    base = f"http://127.0.0.1:{served.port}"
+    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as http:
+        if path == "openai":
+            jobs = [openai_session_ttft(http, f"{tag}-{i}") for i in range(n)]
+        else:
+            jobs = [remote_session_ttft(served, path, work) for _ in range(n)]
+        start = time.perf_counter()
+        outcomes = await asyncio.gather(*jobs, return_exceptions=True)
+        wall = time.perf_counter() - start
+    ok = [o for o in outcomes if isinstance(o, tuple)]
+    errors = [o for o in outcomes if not isinstance(o, tuple)]
+    if errors:
+        print(f"  {path}: {len(errors)} errors, e.g. {errors[0]!r}")
+    nan = float("nan")
+    starts, prompts = [o[0] for o in ok], [o[1] for o in ok]
+    return {
+        "start50": percentile(starts, 50) * 1000 if ok else nan,
+        "start99": percentile(starts, 99) * 1000 if ok else nan,
+        "prompt50": percentile(prompts, 50) * 1000 if ok else nan,
+        "prompt99": percentile(prompts, 99) * 1000 if ok else nan,
+        "errors": len(errors),
+        "wall": wall,
+        "rss": rss_mb(served.proc.pid),
+    }
+
+
+def concurrent_rounds(
+    served: Served, n: int, rounds: int, work: str
+) -> dict[str, dict[str, float]]:
+    runs: dict[str, list[dict[str, float]]] = {"openai": [], "http": [], "ws": []}
+    for r in range(rounds):
+        for path in runs:  # alternating, so drift hits every path alike
+            runs[path].append(asyncio.run(concurrent(served, path, n, work, f"r{r}")))
+    return {
+        path: {k: statistics.median(run[k] for run in results) for k in results[0]}
+        for path, results in runs.items()
+    }
+
+
+def report(args: argparse.Namespace, ttft: dict[str, list[float]], load: dict, mem: dict) -> None:
+    print(f"\n### Time to first token, one session, {args.turns} turns each (ms)\n")
+    print("| path | p50 | p99 | p50 vs stdio | p99 vs stdio |")
+    print("|---|---:|---:|---:|---:|")
+    base50, base99 = percentile(ttft["stdio"], 50), percentile(ttft["stdio"], 99)
+    for name, label in (("stdio", "stdio (agentao.client)"), *SCHEMES.items()):
+        p50, p99 = percentile(ttft[name], 50), percentile(ttft[name], 99)
+        print(
+            f"| {label} | {p50 * 1000:.2f} | {p99 * 1000:.2f} "
+            f"| {p50 / base50:.2f}x | {p99 / base99:.2f}x |"
+        )
+    print(
+        f"\n### {args.concurrency} concurrent sessions, each its own client, "
+        f"{args.processes} agent processes (median of {args.rounds} rounds)\n"
+    )
+    print(
+        "| path | TTFT from the client's start p50 / p99 ms | TTFT from the prompt p50 / p99 ms "
+        "| errors | wall s | gateway RSS MB |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    labels = {"openai": "OpenAI API (chat, streamed)", **SCHEMES}
+    for path, row in load.items():
+        print(
+            f"| {labels[path]} | {row['start50']:.0f} / {row['start99']:.0f} "
+            f"| {row['prompt50']:.0f} / {row['prompt99']:.0f} | {row['errors']:.0f} "
+            f"| {row['wall']:.2f} | {row['rss']:.0f} |"
+        )
+    print(
+        f"\nMemory: gateway {mem['gateway_before']:.0f} MB before the load, "
+        f"{mem['gateway_after']:.0f} MB after; its agent processes {mem['agents']:.0f} MB."
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=100)
+    parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    # The gateway bench's setup, with room for every turn this bench runs.
+    setup_args = argparse.Namespace(chunks=10, relay_runs=0, turns=args.turns * 3 + 20)
+    with tempfile.TemporaryDirectory() as tmp:
+        setup = Setup(Path(tmp), setup_args)
+        # One script for the gateway's agents too: every turn here is a "hi".
+        limits = {"remote_connections_per_key": args.concurrency * 2}
+        served = start_gateway(
+            setup, args.processes, "after", script=setup.long_script, limits=limits
+        )
+        try:
+            ttft = asyncio.run(bench_ttft(setup, served, args.turns))
+            before = rss_mb(served.proc.pid)
+            load = concurrent_rounds(served, args.concurrency, args.rounds, str(setup.work))
+            agents = sum(rss_mb(pid) for pid in descendants(served.proc.pid))
+            mem = {
+                "gateway_before": before,
+                "gateway_after": rss_mb(served.proc.pid),
+                "agents": agents,
+            }
+        finally:
+            served.stop()
+    report(args, ttft, load, mem)
+
+
+if __name__ == "__main__":
+    main()
