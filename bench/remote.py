@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import tempfile
 import time
@@ -98,9 +99,10 @@ async def concurrent(served: Served, path: str, n: int, work: str, tag: str) -> 
             jobs = [openai_session_ttft(http, f"{tag}-{i}") for i in range(n)]
         else:
             jobs = [remote_session_ttft(served, path, work) for _ in range(n)]
-        start = time.perf_counter()
+        start, client_cpu, gateway_cpu = time.perf_counter(), time.process_time(), cpu_s(served)
         outcomes = await asyncio.gather(*jobs, return_exceptions=True)
         wall = time.perf_counter() - start
+        client_cpu, gateway_cpu = time.process_time() - client_cpu, cpu_s(served) - gateway_cpu
     ok = [o for o in outcomes if isinstance(o, tuple)]
     errors = [o for o in outcomes if not isinstance(o, tuple)]
     if errors:
@@ -114,8 +116,16 @@ async def concurrent(served: Served, path: str, n: int, work: str, tag: str) -> 
         "prompt99": percentile(prompts, 99) * 1000 if ok else nan,
         "errors": len(errors),
         "wall": wall,
+        "client_cpu": client_cpu,
+        "gateway_cpu": gateway_cpu,
         "rss": rss_mb(served.proc.pid),
     }
+
+
+def cpu_s(served: Served) -> float:
+    """The gateway process's CPU time so far (user + system), in seconds."""
+    fields = Path(f"/proc/{served.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def concurrent_rounds(
@@ -148,15 +158,16 @@ def report(args: argparse.Namespace, ttft: dict[str, list[float]], load: dict, m
     )
     print(
         "| path | TTFT from the client's start p50 / p99 ms | TTFT from the prompt p50 / p99 ms "
-        "| errors | wall s | gateway RSS MB |"
+        "| errors | wall s | CPU s: clients / gateway | gateway RSS MB |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     labels = {"openai": "OpenAI API (chat, streamed)", **SCHEMES}
     for path, row in load.items():
         print(
             f"| {labels[path]} | {row['start50']:.0f} / {row['start99']:.0f} "
             f"| {row['prompt50']:.0f} / {row['prompt99']:.0f} | {row['errors']:.0f} "
-            f"| {row['wall']:.2f} | {row['rss']:.0f} |"
+            f"| {row['wall']:.2f} | {row['client_cpu']:.2f} / {row['gateway_cpu']:.2f} "
+            f"| {row['rss']:.0f} |"
         )
     print(
         f"\nMemory: gateway {mem['gateway_before']:.0f} MB before the load, "
