@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agentao.gateway.config import ApiKey, GatewayConfig
+from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig
 from tests.gateway.conftest import DEFAULT_SCRIPT, LiveGateway, scripted_spec
 from tests.gateway.test_tasks import start_task
 
@@ -47,6 +48,7 @@ pytestmark = pytest.mark.skipif(
 
 
 ROOT = Path(__file__).resolve().parents[2]
+RAW_AGENT = Path(__file__).with_name("raw_agent.py")  # an agent that is not ours
 ARTIFACTS = ROOT / "test-artifacts"
 DOCS_SCREENSHOT = ROOT / "docs" / "img" / "web-ui.png"
 DESKTOP = {"width": 1280, "height": 900}
@@ -389,6 +391,26 @@ def test_a_question_from_an_api_caller_waits_on_the_landing_page(
     assert answer["text"] == "Ran it."
     assert (work / "made-by-a-script.txt").exists()
     page.locator("#pending").wait_for(state="hidden")
+    page.context.close()
+
+
+def test_a_permission_card_shows_the_diff_the_agent_sent(
+    browser: Browser, gateway_factory: Callable[..., LiveGateway], tmp_path: Path
+) -> None:
+    raw = AgentSpec("raw", (sys.executable, str(RAW_AGENT)), cwd=str(tmp_path))
+    gw = gateway_factory(agents=(raw,))
+    page = open_page(browser, gw.url, viewport=DESKTOP)
+    page.select_option("#policy", "ask")
+    send(page, "edit the notes")
+    card = page.locator(".turn .permission")
+    card.wait_for()
+    assert card.locator(".ask-title").inner_text() == "Permission needed: Edit notes.txt"
+    diff = card.locator(".intent .diff")  # the change itself, not its arguments
+    assert diff.locator(".path").inner_text() == "notes.txt"
+    assert diff.locator(".del").all_inner_texts() == ["- remember the milk"]
+    assert diff.locator(".add").all_inner_texts() == ["+ remember the oat milk"]
+    card.locator("button.allow").click()
+    assert last_turn(page).locator(".text").inner_text() == "raw was told allow (text)"
     page.context.close()
 
 
