@@ -174,7 +174,9 @@ def test_chat_with_thoughts_tools_diff_plan_and_approval(
     assert plan.all_inner_texts() == ["Write hello.txt", "Report back"]
     assert (work / "hello.txt").read_text() == "hi\n"
     assert "tokens" in page.locator("#usage-text").inner_text()  # the context meter
-    assert "1 turn ·" in page.locator("#sessions li.current small").inner_text()
+    # The list is read again once the turn has ended: wait for that reading, not the one
+    # made when the turn started.
+    page.locator("#sessions li.current small", has_text="1 turn ·").wait_for()
 
     send(page, "and now?")  # the same conversation goes on
     page.locator(".turn").nth(1).locator(".text p", has_text="Answer one.").wait_for()
@@ -187,7 +189,7 @@ def test_chat_with_thoughts_tools_diff_plan_and_approval(
     page.locator(".turn").nth(1).locator(".text p").wait_for()
     assert page.locator(".turn").count() == 2
     assert page.locator(".turn").first.locator(".user").inner_text() == "please write the file"
-    assert "2 turns ·" in page.locator("#sessions li.current small").inner_text()
+    page.locator("#sessions li.current small", has_text="2 turns ·").wait_for()
     page.reload()  # the open session is in the URL: it comes back
     page.wait_for_selector("body[data-ready='true']")
     assert page.locator(".turn").count() == 2
@@ -245,10 +247,8 @@ def test_shift_enter_is_a_new_line_and_the_agent_titles_the_session(page: Page) 
     page.press("#prompt", "Enter")
     assert last_turn(page).locator(".user").inner_text() == "Plan the trip\nwith details on trains"
     # The agent's session_info_update names the session (its first line); from the prompt
-    # alone the title would be both lines.
-    current = page.locator("#sessions li.current .title")
-    current.filter(has_text="Plan the trip").wait_for()
-    assert current.inner_text() == "Plan the trip"
+    # alone the title would be both lines, which the list shows until the turn has ended.
+    page.locator("#sessions li.current .title", has_text=re.compile(r"^Plan the trip$")).wait_for()
 
 
 def test_usage_is_shown_when_the_agent_reports_it(page: Page) -> None:
