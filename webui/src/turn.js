@@ -21,6 +21,7 @@ export class TurnView {
     this.thought = null; // the thought run being appended to
     this.tools = new Map();
     this.asks = new Map();
+    this.unrendered = new Set(); // text runs waiting for their animation frame
     this.ended = false;
     log.append(this.root);
   }
@@ -58,15 +59,20 @@ export class TurnView {
     this.renderSoon(this.text);
   }
 
-  // Markdown is drawn once per animation frame, however many chunks came in it.
+  // Markdown is drawn once per animation frame, however many chunks came in it, and at
+  // once when the turn ends: an ended turn shows all of its answer.
   renderSoon(run) {
     if (run.pending) return;
     run.pending = true;
-    requestAnimationFrame(() => {
-      run.pending = false;
-      renderMarkdown(run.node, run.raw);
-      run.node.dataset.rendered = String(run.raw.length);
-    });
+    this.unrendered.add(run);
+    requestAnimationFrame(() => this.render(run));
+  }
+
+  render(run) {
+    if (!run.pending) return; // drawn already, when the turn ended
+    run.pending = false;
+    this.unrendered.delete(run);
+    renderMarkdown(run.node, run.raw);
   }
 
   appendThought(t) {
@@ -118,6 +124,7 @@ export class TurnView {
 
   // `usage`: the turn's tokens, when the agent reported them (null when it did not).
   end(text, cls, stopReason, usage) {
+    for (const run of this.unrendered) this.render(run);
     this.ended = true;
     this.root.dataset.state = cls;
     if (stopReason) this.root.dataset.stopReason = stopReason;
