@@ -7,6 +7,9 @@ and carrying a vendor field,
 an update of a kind no schema knows, and a `PromptResponse.usage` (the unstable
 schema's token counts). It takes images and has no `loadSession`. Used to check that the gateway
 passes an agent's updates through untouched and reports real usage.
+
+A prompt saying "edit" first asks permission for an edit, showing its diff in the request (as
+agents that show a change before making it do), and the answer names the option chosen.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import sys
 import uuid
+from collections.abc import Iterator
 
 
 def send(message: dict) -> None:
@@ -31,8 +35,47 @@ def update(session_id: str, body: dict) -> None:
     )
 
 
+EDIT = {
+    "toolCallId": "call-edit-1",
+    "title": "Edit notes.txt",
+    "kind": "edit",
+    "status": "pending",
+    "content": [
+        {
+            "type": "diff",
+            "path": "notes.txt",
+            "oldText": "remember the milk\nand the bread\n",
+            "newText": "remember the oat milk\nand the bread\n",
+        }
+    ],
+}
+EDIT_OPTIONS = [
+    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+]
+
+
+def ask_to_edit(session_id: str, lines: Iterator[str]) -> str:
+    """Ask the client for permission to edit; the option it chose (or its outcome)."""
+    send(
+        {
+            "jsonrpc": "2.0",
+            "id": "ask-edit",
+            "method": "session/request_permission",
+            "params": {"sessionId": session_id, "toolCall": EDIT, "options": EDIT_OPTIONS},
+        }
+    )
+    for line in lines:  # the client answers before this prompt goes on
+        message = json.loads(line)
+        if message.get("id") == "ask-edit" and "method" not in message:
+            outcome = message["result"]["outcome"]
+            return outcome.get("optionId") or outcome["outcome"]
+    return "no answer"
+
+
 def main() -> None:
-    for line in sys.stdin:
+    lines = iter(sys.stdin)
+    for line in lines:
         message = json.loads(line)
         method, request_id = message.get("method"), message.get("id")
         if method == "initialize":
@@ -47,7 +90,10 @@ def main() -> None:
         elif method == "session/prompt":
             session_id = message["params"]["sessionId"]
             kinds = ",".join(block["type"] for block in message["params"]["prompt"])
-            text = {"type": "text", "text": f"raw says hi ({kinds})"}
+            said = "raw says hi"
+            if any("edit" in block.get("text", "") for block in message["params"]["prompt"]):
+                said = f"raw was told {ask_to_edit(session_id, lines)}"
+            text = {"type": "text", "text": f"{said} ({kinds})"}
             update(
                 session_id,
                 {

@@ -1,22 +1,32 @@
 """The web UI in a real browser: Debian's chromium, headless, driven by Playwright.
 
-Also the browser as an attacker's tool: a page on another site, and a rebound name.
+Screenshots at 1280x900 and 390x844 go to `test-artifacts/` (git-ignored); with
+AGENTAO_DOCS_SCREENSHOT=1 the desktop one also replaces `docs/img/web-ui.png` (README's).
+Also the browser as an attacker's tool: a page on another site, a rebound name, and model
+output written to run a script.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
+import shutil
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agentao.gateway.config import ApiKey
-from tests.gateway.conftest import DEFAULT_SCRIPT, LiveGateway
+from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig
+from tests.gateway.conftest import DEFAULT_SCRIPT, LiveGateway, scripted_spec
 from tests.gateway.test_tasks import start_task
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Locator, Page
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -37,8 +47,47 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+ROOT = Path(__file__).resolve().parents[2]
+RAW_AGENT = Path(__file__).with_name("raw_agent.py")  # an agent that is not ours
+ARTIFACTS = ROOT / "test-artifacts"
+DOCS_SCREENSHOT = ROOT / "docs" / "img" / "web-ui.png"
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+# Model output a person should see rendered, and an injection that must stay text.
+MARKDOWN = """Here is a **summary** of the files:
+
+| file | lines |
+|---|---|
+| hello.txt | 1 |
+| notes.txt | 12 |
+
+```python
+def greet(name):
+    return f"hi {name}"
+```
+
+![tracker](http://127.0.0.1:9/track.png)
+"""
+INJECTION = (
+    'Look: <img src=x onerror="alert(1); window.__pwned = 1">'
+    "<script>alert(2); window.__pwned = 2</script>"
+    '<a href="javascript:window.__pwned = 3">click</a> [more](javascript:window.__pwned=4)'
+)
+COMMAND = "touch made-by-a-script.txt"
+RUN = {"name": "run_shell_command", "arguments": {"command": COMMAND}}
+WEB_SCRIPT = [
+    {"match": "command", "tool_calls": [RUN]},
+    {"match": "command", "text": "Ran it."},
+    {"match": "markdown", "text": MARKDOWN},
+    {"match": "inject", "text": INJECTION},
+    {"match": "tally", "text": "Counted.", "usage": {"input_tokens": 1234, "output_tokens": 56}},
+    *DEFAULT_SCRIPT,
+]
+
+
 @pytest.fixture(scope="module")
-def browser():
+def browser() -> Iterator[Browser]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -47,38 +96,72 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def page(browser, shared_gateway):
-    context = browser.new_context()
-    page = context.new_page()
+@pytest.fixture(scope="module")
+def web_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
+    tmp = tmp_path_factory.mktemp("web-gateway")
+    config = GatewayConfig(agents=(scripted_spec(tmp, WEB_SCRIPT, processes=2),))
+    live = LiveGateway(config, tmp / "gateway.sqlite3").start()
+    yield live
+    live.stop()
+
+
+def open_page(browser: Browser, url: str, **context: Any) -> Page:
+    ctx = browser.new_context(reduced_motion="reduce", **context)
+    page = ctx.new_page()
     page.set_default_timeout(30_000)  # generous: CI machines are often busy
-    page.goto(shared_gateway.url)
+    page.goto(url)
     page.wait_for_selector("body[data-ready='true']")
+    return page
+
+
+@pytest.fixture
+def page(browser: Browser, web_gateway: LiveGateway) -> Iterator[Page]:
+    page = open_page(browser, web_gateway.url, viewport=DESKTOP)
     yield page
-    context.close()
+    page.context.close()
 
 
-def send(page, text: str) -> None:
+def send(page: Page, text: str) -> None:
     page.fill("#prompt", text)
     page.press("#prompt", "Enter")
 
 
-def test_chat_with_thoughts_tools_diff_plan_and_approval(page, shared_gateway) -> None:
-    work = Path(shared_gateway.config.agents[0].cwd)
+def last_turn(page: Page) -> Locator:
+    """The newest turn, once it has ended (or failed)."""
+    page.wait_for_function(
+        "() => { const t = [...document.querySelectorAll('.turn')].pop();"
+        " return t && t.dataset.state !== 'running'; }"
+    )
+    return page.locator(".turn").last
+
+
+def screenshot(page: Page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / name
+    page.screenshot(path=str(path))
+    return path
+
+
+def test_chat_with_thoughts_tools_diff_plan_and_approval(
+    page: Page, web_gateway: LiveGateway
+) -> None:
+    work = Path(web_gateway.config.agents[0].cwd)
     (work / "hello.txt").unlink(missing_ok=True)
     assert page.locator("#agent option").first.inner_text() == "agentao"
     page.select_option("#policy", "ask")
     send(page, "please write the file")
 
-    ask = page.locator(".permission").last
+    ask = page.locator(".turn .permission").last
     ask.wait_for()
     assert "Write hello.txt" in ask.inner_text()
+    intent = ask.locator(".intent dd").all_inner_texts()  # what it will write, and where
+    assert [t.strip() for t in intent] == ["hello.txt", "hi"]
+    assert re.fullmatch(r"\d:\d\d left", ask.locator(".countdown").inner_text())
     ask.locator("button.allow").click()
 
-    turn = page.locator(".turn").last
-    turn.locator(".ended").wait_for()
-    assert "stop reason: end_turn" in turn.locator(".ended").inner_text()
-    assert "approved (human)" in ask.locator(".decision").inner_text()
+    turn = last_turn(page)
+    assert turn.locator(".ended").count() == 0  # a normal end says nothing
+    assert ask.locator(".decision").inner_text() == "Approved: a person in the web UI chose Allow"
     tool = turn.locator(".tool[data-status='completed']")
     assert "Write hello.txt" in tool.locator(".title").inner_text()
     assert tool.locator(".diff .add").first.inner_text() == "+ hi"
@@ -86,46 +169,306 @@ def test_chat_with_thoughts_tools_diff_plan_and_approval(page, shared_gateway) -
     assert thought.get_attribute("open") is None  # collapsed until clicked
     thought.locator("summary").click()
     assert thought.locator("div").inner_text() == "I will write the file."
-    assert turn.locator(".text").last.inner_text() == "Wrote hello.txt."
+    turn.locator(".text p", has_text="Wrote hello.txt.").wait_for()
     plan = page.locator("#plan-entries li")
     assert plan.all_inner_texts() == ["Write hello.txt", "Report back"]
     assert (work / "hello.txt").read_text() == "hi\n"
+    assert "tokens" in page.locator("#usage-text").inner_text()  # the context meter
+    # The list is read again once the turn has ended: wait for that reading, not the one
+    # made when the turn started.
+    page.locator("#sessions li.current small", has_text="1 turn ·").wait_for()
 
     send(page, "and now?")  # the same conversation goes on
-    page.locator(".turn").nth(1).locator(".ended").wait_for()
-    assert page.locator(".turn").nth(1).locator(".text").inner_text() == "Answer one."
+    page.locator(".turn").nth(1).locator(".text p", has_text="Answer one.").wait_for()
+    last_turn(page)
 
     page.click("#new-chat")
     assert page.locator(".turn").count() == 0
     session = page.locator("#sessions li", has_text="please write the file").first
-    session.click()
-    page.locator(".turn").nth(1).locator(".ended").wait_for()
+    session.locator(".open-session").click()
+    page.locator(".turn").nth(1).locator(".text p").wait_for()
     assert page.locator(".turn").count() == 2
     assert page.locator(".turn").first.locator(".user").inner_text() == "please write the file"
-    assert "2 turns" in page.locator("#sessions li.current small").inner_text()
+    page.locator("#sessions li.current small", has_text="2 turns ·").wait_for()
+    page.reload()  # the open session is in the URL: it comes back
+    page.wait_for_selector("body[data-ready='true']")
+    assert page.locator(".turn").count() == 2
 
 
-def test_rejecting_a_permission_fails_the_tool(page) -> None:
+def test_rejecting_a_permission_fails_the_tool(page: Page) -> None:
     page.select_option("#policy", "ask")
     send(page, "write it again")
-    ask = page.locator(".permission").last
+    ask = page.locator(".turn .permission").last
     ask.locator("button.reject").click()
-    turn = page.locator(".turn").last
-    turn.locator(".ended").wait_for()
+    turn = last_turn(page)
     assert turn.locator(".tool").get_attribute("data-status") == "failed"
-    assert "rejected (human)" in ask.locator(".decision").inner_text()
+    assert ask.locator(".decision").inner_text() == "Rejected: a person in the web UI chose Reject"
 
 
-def test_stop_button_cancels(page) -> None:
+def test_a_policy_reject_says_whose_it_was(page: Page) -> None:
+    page.select_option("#policy", "reject")
+    send(page, "write the file once more")
+    decision = last_turn(page).locator(".decision")
+    assert decision.inner_text() == (
+        "Rejected: Write hello.txt (the gateway's permission policy for this request "
+        "('reject') approves no tool calls)"
+    )
+
+
+def test_stop_button_and_escape_cancel(page: Page) -> None:
     send(page, "slow please")
     page.locator(".turn .text").first.wait_for()
     page.click("#stop")
-    ended = page.locator(".turn .ended")
-    ended.wait_for()
-    assert "cancelled" in ended.inner_text()
+    assert last_turn(page).locator(".ended").inner_text() == "Stopped."
+    page.click("#new-chat")  # the script's slow answer is one per session
+    send(page, "slow again please")
+    page.locator(".turn .text").first.wait_for()
+    page.keyboard.press("Escape")
+    assert last_turn(page).locator(".ended").inner_text() == "Stopped."
 
 
-def test_the_ui_with_a_key(browser, gateway_factory) -> None:
+def test_stop_reasons_in_words(page: Page) -> None:
+    send(page, "refuse this")
+    assert last_turn(page).locator(".ended").inner_text() == "The model declined to answer."
+    send(page, "cutoff now")
+    turn = last_turn(page)
+    assert turn.get_attribute("data-stop-reason") == "max_tokens"
+    assert turn.locator(".ended").inner_text() == (
+        "The answer was cut off: the model reached its output limit."
+    )
+
+
+def test_shift_enter_is_a_new_line_and_the_agent_titles_the_session(page: Page) -> None:
+    page.fill("#prompt", "Plan the trip")
+    page.press("#prompt", "Shift+Enter")
+    page.keyboard.type("with details on trains")
+    assert page.input_value("#prompt") == "Plan the trip\nwith details on trains"
+    assert page.locator(".turn").count() == 0  # nothing was sent
+    page.press("#prompt", "Enter")
+    assert last_turn(page).locator(".user").inner_text() == "Plan the trip\nwith details on trains"
+    # The agent's session_info_update names the session (its first line); from the prompt
+    # alone the title would be both lines, which the list shows until the turn has ended.
+    page.locator("#sessions li.current .title", has_text=re.compile(r"^Plan the trip$")).wait_for()
+
+
+def test_usage_is_shown_when_the_agent_reports_it(page: Page) -> None:
+    assert page.locator("#usage").is_hidden()  # nothing reported yet
+    send(page, "hello")
+    turn = last_turn(page)
+    assert turn.locator(".turn-usage").count() == 0  # the agent reported no token counts
+    assert page.locator("#usage-text").inner_text().startswith("≈")  # the agent's estimate
+    send(page, "tally it up")
+    turn = last_turn(page)
+    assert turn.locator(".turn-usage").inner_text() == "1.2k tokens in · 56 out"
+    meter = page.locator("#usage-text").inner_text()
+    assert re.fullmatch(r"\d[\d.]*k? / 128k tokens \(\d+%\)", meter), meter  # counted, not guessed
+    page.click("#new-chat")
+    assert page.locator("#usage").is_hidden()
+
+
+def test_markdown_table_and_highlighted_code_with_a_copy_button(
+    browser: Browser, web_gateway: LiveGateway
+) -> None:
+    page = open_page(
+        browser,
+        web_gateway.url,
+        viewport=DESKTOP,
+        permissions=["clipboard-read", "clipboard-write"],
+    )
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    send(page, "markdown please")
+    answer = last_turn(page).locator(".markdown")
+    answer.locator("table").wait_for()
+    assert answer.locator("th").all_inner_texts() == ["file", "lines"]
+    assert answer.locator("td").all_inner_texts() == ["hello.txt", "1", "notes.txt", "12"]
+    assert answer.locator("strong").inner_text() == "summary"
+    block = answer.locator(".code-block")
+    assert block.locator(".code-lang").inner_text() == "python"
+    assert block.locator("code .hljs-keyword").first.inner_text() == "def"
+    block.locator("button.copy").click()
+    page.locator("button.copy", has_text="Copied").wait_for()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied == 'def greet(name):\n    return f"hi {name}"\n'
+    # A markdown image is a link, never fetched: the page tells no third party anything.
+    assert answer.locator("img").count() == 0
+    assert answer.locator("a", has_text="tracker").get_attribute("href") == (
+        "http://127.0.0.1:9/track.png"
+    )
+    assert not [u for u in requests if "track.png" in u]
+    # Everything the page loaded came from the gateway: nothing from a CDN, so it works offline.
+    origin = web_gateway.url.rstrip("/")
+    assert requests and all(u.startswith(origin) or u.startswith("data:") for u in requests), (
+        requests
+    )
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(250, 250, 250)"
+    desktop = screenshot(page, "web-desktop-1280x900.png")
+    if os.environ.get("AGENTAO_DOCS_SCREENSHOT") == "1":
+        shutil.copyfile(desktop, DOCS_SCREENSHOT)
+    page.emulate_media(color_scheme="dark")  # the system's dark theme is followed
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(22, 24, 28)"
+    screenshot(page, "web-desktop-dark-1280x900.png")
+    page.context.close()
+
+
+def test_model_output_never_runs_a_script(page: Page) -> None:
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    send(page, "inject something")
+    answer = last_turn(page).locator(".markdown")  # an ended turn shows all of its answer
+    text = answer.inner_text()
+    assert '<img src=x onerror="alert(1); window.__pwned = 1">' in text  # shown as text
+    assert "<script>" in text
+    assert answer.locator("img, script").count() == 0
+    for link in answer.locator("a").all():
+        assert not (link.get_attribute("href") or "").startswith("javascript:")
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert dialogs == []
+
+
+def test_the_page_allows_only_its_own_scripts(web_gateway: LiveGateway) -> None:
+    """The second layer: were model output ever to become markup, no inline script or
+    handler could run, and nothing could be loaded from elsewhere."""
+    with web_gateway.http() as http:
+        page = http.get("/")
+        bundle = http.get("/ui/app.js")
+    assert page.status_code == 200 and bundle.status_code == 200
+    csp = page.headers["content-security-policy"]
+    assert "script-src 'self';" in csp and "default-src 'self';" in csp
+    assert "unsafe-inline" not in csp
+    assert page.headers["x-content-type-options"] == "nosniff"
+
+
+def test_model_picker_lists_the_agents_models(page: Page) -> None:
+    send(page, "hello")  # the agent lists its models with its first session
+    last_turn(page)
+    page.locator("#model option[value='scripted/agentao-script']").wait_for(state="attached")
+    page.select_option("#model", "scripted/agentao-script")
+    page.click("#new-chat")
+    with page.expect_request(lambda r: r.url.endswith("/v1/tasks")) as request:
+        send(page, "hello with a model")
+    assert request.value.post_data_json["agent"] == "agentao/scripted/agentao-script"
+    last_turn(page).locator(".text p").wait_for()
+
+
+def test_a_question_from_an_api_caller_waits_on_the_landing_page(
+    browser: Browser, web_gateway: LiveGateway
+) -> None:
+    work = Path(web_gateway.config.agents[0].cwd)
+    answer: dict[str, Any] = {}
+
+    def api_caller() -> None:  # a program using the OpenAI SDK, its policy "ask"
+        reply = web_gateway.openai().chat.completions.create(
+            model="agentao",
+            messages=[
+                {"role": "system", "content": "You are a build bot. Be terse."},
+                {"role": "user", "content": "run a command, from a script"},
+            ],
+            extra_headers={"X-Permission-Policy": "ask"},
+        )
+        answer["text"] = reply.choices[0].message.content
+
+    caller = threading.Thread(target=api_caller)
+    caller.start()
+    page = open_page(browser, web_gateway.url, viewport=DESKTOP)
+    card = page.locator("#pending .permission")
+    card.wait_for()  # on the landing page, no session opened
+    page.reload()  # and again after a reload
+    page.wait_for_selector("body[data-ready='true']")
+    card.wait_for()
+    assert card.locator(".kind").inner_text() == "execute"
+    assert card.locator(".intent .command").inner_text() == f"$ {COMMAND}"  # the command
+    assert re.fullmatch(r"\d:\d\d left", card.locator(".countdown").inner_text())
+    waiting = page.locator("#sessions li.waiting")
+    assert waiting.locator(".badge").inner_text() == "1"
+    # The caller's words make a short title, without the system message before them.
+    assert waiting.locator(".title").inner_text() == "run a command, from a script"
+    assert page.title().startswith("(1) ")
+    screenshot(page, "web-permission-1280x900.png")
+    card.locator("button.allow").click()
+    caller.join(30)
+    assert answer["text"] == "Ran it."
+    assert (work / "made-by-a-script.txt").exists()
+    page.locator("#pending").wait_for(state="hidden")
+    page.context.close()
+
+
+def test_a_permission_card_shows_the_diff_the_agent_sent(
+    browser: Browser, gateway_factory: Callable[..., LiveGateway], tmp_path: Path
+) -> None:
+    raw = AgentSpec("raw", (sys.executable, str(RAW_AGENT)), cwd=str(tmp_path))
+    gw = gateway_factory(agents=(raw,))
+    page = open_page(browser, gw.url, viewport=DESKTOP)
+    page.select_option("#policy", "ask")
+    send(page, "edit the notes")
+    card = page.locator(".turn .permission")
+    card.wait_for()
+    assert card.locator(".ask-title").inner_text() == "Permission needed: Edit notes.txt"
+    diff = card.locator(".intent .diff")  # the change itself, not its arguments
+    assert diff.locator(".path").inner_text() == "notes.txt"
+    assert diff.locator(".del").all_inner_texts() == ["- remember the milk"]
+    assert diff.locator(".add").all_inner_texts() == ["+ remember the oat milk"]
+    card.locator("button.allow").click()
+    assert last_turn(page).locator(".text").inner_text() == "raw was told allow (text)"
+    page.context.close()
+
+
+def test_sessions_are_searched_renamed_and_deleted(page: Page, web_gateway: LiveGateway) -> None:
+    zebra = start_task(web_gateway, "plan the zebra crossing")
+    start_task(web_gateway, "count the okapis")
+    page.reload()
+    page.wait_for_selector("body[data-ready='true']")
+    items = page.locator("#sessions li")
+    item = items.filter(has_text="plan the zebra crossing")
+    assert item.locator("time").get_attribute("title")  # the full time on hover
+    assert item.locator("time").inner_text() == "just now"
+
+    page.fill("#search", "ZEBRA")
+    page.locator("#sessions li", has_text="count the okapis").wait_for(state="detached")
+    assert items.count() == 1
+
+    item.locator("button.rename").click()
+    page.fill("#sessions .rename-input", "Zebra plans")
+    page.press("#sessions .rename-input", "Enter")
+    item = page.locator(f"#sessions li[data-conversation-id='{zebra['conversation_id']}']")
+    item.locator(".title", has_text="Zebra plans").wait_for()
+    page.reload()
+    page.wait_for_selector("body[data-ready='true']")
+    assert item.locator(".title").inner_text() == "Zebra plans"  # stored
+
+    item.locator(".open-session").click()
+    page.locator(".turn .user", has_text="plan the zebra crossing").wait_for()
+    delete = item.locator("button.delete")
+    delete.click()
+    assert delete.inner_text() == "Delete?"  # asks once
+    delete.click()
+    item.wait_for(state="detached")
+    assert page.locator(".turn").count() == 0  # the open session went with it
+    with web_gateway.http() as http:
+        gone = http.get(f"/v1/conversations/{zebra['conversation_id']}")
+    assert gone.status_code == 404
+
+
+def test_phone_width_the_sidebar_collapses(browser: Browser, web_gateway: LiveGateway) -> None:
+    page = open_page(browser, web_gateway.url, viewport=PHONE, is_mobile=True, has_touch=True)
+    sidebar = page.locator("#sidebar")
+    assert not sidebar.is_visible() or sidebar.bounding_box()["x"] + 10 < 0
+    log = page.locator("#composer").bounding_box()
+    assert log["width"] >= PHONE["width"] - 1  # the conversation gets the whole width
+    width = "document.documentElement.scrollWidth"
+    send(page, "markdown please")
+    last_turn(page).locator(".markdown table").wait_for()
+    assert page.evaluate(width) <= PHONE["width"]  # nothing scrolls the page sideways
+    screenshot(page, "web-phone-390x844.png")
+    page.click("#menu")
+    assert sidebar.bounding_box()["x"] == 0
+    screenshot(page, "web-phone-sessions-390x844.png")
+    page.locator("#sessions li .open-session").first.click()  # opening one closes it
+    page.wait_for_function("!document.body.classList.contains('sidebar-open')")
+    page.context.close()
+
+
+def test_the_ui_with_a_key(browser: Browser, gateway_factory: Callable[..., LiveGateway]) -> None:
     secret = "sk-ui-\u00e9t\u00e9"  # not ASCII: the subprotocol carries it base64url-encoded
     digest = hashlib.sha256(secret.encode()).hexdigest()
     gw = gateway_factory(keys=(ApiKey("ui", digest, ceiling="all"),))
@@ -133,15 +476,19 @@ def test_the_ui_with_a_key(browser, gateway_factory) -> None:
     page = context.new_page()
     page.set_default_timeout(30_000)
     page.goto(gw.url)
+    assert page.locator("#key-message").inner_text() == "This gateway needs an API key."
+    page.fill("#key-input", "sk-wrong")
+    page.press("#key-input", "Enter")
+    message = page.locator("#key-message", has_text="refused this key")
+    message.wait_for()  # a wrong key is said to be wrong, not silently asked for again
+    assert "invalid API key" in message.inner_text()
     page.fill("#key-input", secret)
     page.press("#key-input", "Enter")
     page.wait_for_selector("body[data-ready='true']")
     with page.expect_request(lambda r: r.url.endswith("/v1/tasks")) as request:
         send(page, "hello")
     assert request.value.headers["x-agentao-client"] == "web"  # never a "simple" request
-    ended = page.locator(".turn .ended")
-    ended.wait_for()  # the task stream opened with the key as a subprotocol
-    assert "end_turn" in ended.inner_text()
+    last_turn(page).locator(".text p").wait_for()  # the stream opened with the key
     context.close()
 
 
@@ -182,7 +529,9 @@ def evil_site() -> Iterator[int]:
     server.server_close()
 
 
-def test_a_page_on_another_site_gets_nothing_done(browser, gateway_factory, evil_site) -> None:
+def test_a_page_on_another_site_gets_nothing_done(
+    browser: Browser, gateway_factory: Callable[..., LiveGateway], evil_site: int
+) -> None:
     gw: LiveGateway = gateway_factory(script=SHELL_SCRIPT)
     work = Path(gw.config.agents[0].cwd)
     watched = start_task(gw, "hello")  # a task the page will try to watch

@@ -1,0 +1,188 @@
+// agentao's web UI: a task-stream client. See README "The web UI" for how it is built.
+import "./style.css";
+import { api, askKey, auth } from "./api.js";
+import { $, el } from "./dom.js";
+import { ModelPicker } from "./models.js";
+import { desk } from "./permissions.js";
+import { SessionList } from "./sessions.js";
+import { TaskStream } from "./stream.js";
+import { sessionEvents, TurnView } from "./turn.js";
+import { showUsage } from "./usage.js";
+
+const state = {
+  conversation: null, // the conversation the next prompt continues
+  stream: null, // the running task's stream
+  opening: null, // the session being loaded (a newer click wins)
+};
+
+const models = new ModelPicker(() => newChat());
+const sessions = new SessionList({
+  onOpen: (conv) => openSession(conv),
+  onDeleted: (id) => { if (id === state.conversation) newChat(); },
+});
+
+function setStatus(text) { $("status").textContent = text; }
+
+function setRunning(running) {
+  $("send").disabled = running;
+  $("stop").hidden = !running;
+  setStatus(running ? "working…" : "");
+}
+
+// The open conversation is in the URL's fragment, so a reload comes back to it.
+function setConversation(id) {
+  state.conversation = id;
+  desk.current = id;
+  sessions.select(id);
+  history.replaceState(null, "", id ? `#${id}` : location.pathname);
+}
+
+function renderPlan(entries) {
+  const list = $("plan-entries");
+  list.replaceChildren();
+  for (const entry of entries || []) {
+    const item = el("li", "", entry.content);
+    item.dataset.status = entry.status;
+    list.append(item);
+  }
+  $("plan").hidden = !entries || entries.length === 0;
+}
+
+sessionEvents.plan = renderPlan;
+sessionEvents.usage = showUsage;
+
+function clearLog() {
+  if (state.stream) state.stream.close();
+  state.stream = null;
+  setRunning(false);
+  $("log").replaceChildren();
+  desk.shownInTurn.clear();
+  renderPlan([]);
+  showUsage(null);
+}
+
+function watch(taskId, view, afterSeq = 0) {
+  setRunning(true);
+  const stream = new TaskStream(taskId, view, {
+    afterSeq,
+    onStatus: setStatus,
+    onEnd: () => {
+      if (state.stream !== stream) return;
+      state.stream = null;
+      setRunning(false);
+      sessions.load();
+      if (!models.known()) models.load(); // an agent lists its models with its first session
+    },
+  });
+  state.stream = stream;
+}
+
+async function submit(event) {
+  event.preventDefault();
+  const prompt = $("prompt").value.trim();
+  if (!prompt || state.stream) return;
+  $("prompt").value = "";
+  $("empty").hidden = true;
+  const view = new TurnView(prompt);
+  try {
+    const task = await api("/v1/tasks", {
+      method: "POST",
+      body: JSON.stringify({
+        agent: models.choice(),
+        prompt,
+        conversation_id: state.conversation,
+        permission_policy: $("policy").value,
+      }),
+    });
+    setConversation(task.conversation_id);
+    watch(task.id, view);
+    sessions.load(); // a new conversation shows in the list at once
+  } catch (error) {
+    view.end(error.message, "error");
+  }
+}
+
+async function openSession(conv) {
+  const token = (state.opening = {});
+  clearLog();
+  setConversation(conv.id);
+  models.setAgent(conv.agent);
+  closeSidebar();
+  $("empty").hidden = true;
+  const tasks = await api(`/v1/conversations/${conv.id}/tasks`);
+  for (const task of tasks.data) {
+    const events = await api(`/v1/tasks/${task.id}/events`);
+    if (state.opening !== token) return; // another session was clicked meanwhile
+    const view = new TurnView(task.prompt);
+    let last = 0;
+    for (const frame of events.data) {
+      view.frame(frame);
+      last = frame.seq;
+    }
+    if (task.status === "running" && !view.ended) watch(task.id, view, last);
+  }
+  $("log").scrollTop = $("log").scrollHeight;
+}
+
+async function openById(id) {
+  try {
+    await openSession(await api(`/v1/conversations/${id}`));
+  } catch (error) {
+    setStatus(error.message);
+  }
+}
+
+function newChat() {
+  state.opening = null;
+  clearLog();
+  setConversation(null);
+  $("empty").hidden = false;
+  closeSidebar();
+  $("prompt").focus();
+}
+
+// ---- the phone layout: the sidebar slides over the page -----------------------------------
+
+function closeSidebar() { document.body.classList.remove("sidebar-open"); }
+
+function toggleSidebar() { document.body.classList.toggle("sidebar-open"); }
+
+// ---- keys: Enter sends, Shift+Enter is a new line, Escape stops the turn -------------------
+
+function onPromptKey(e) {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) submit(e);
+}
+
+function onKey(e) {
+  if (e.key !== "Escape" || e.defaultPrevented) return;
+  if (document.body.classList.contains("sidebar-open")) closeSidebar();
+  else if (state.stream) state.stream.send({ type: "cancel" });
+}
+
+// A question from a session that is not in the list yet (an API caller's) reloads the list.
+desk.on((what, value) => {
+  if (what === "open") openById(value.conversationId);
+  if (what !== "counts") return;
+  sessions.badges(value);
+  if ([...value.keys()].some((id) => id && !sessions.has(id)) && !sessions.query) sessions.load();
+});
+
+async function main() {
+  $("composer").addEventListener("submit", submit);
+  $("prompt").addEventListener("keydown", onPromptKey);
+  document.addEventListener("keydown", onKey);
+  $("stop").addEventListener("click", () => state.stream && state.stream.send({ type: "cancel" }));
+  $("new-chat").addEventListener("click", newChat);
+  $("menu").addEventListener("click", toggleSidebar);
+  $("scrim").addEventListener("click", closeSidebar);
+  const health = await (await fetch("/healthz")).json();
+  if (health.auth_required && !auth.key) await askKey("This gateway needs an API key.");
+  await models.load();
+  await sessions.load();
+  desk.start();
+  const fragment = location.hash.slice(1);
+  if (fragment) await openById(fragment);
+  document.body.dataset.ready = "true";
+}
+
+main().catch((error) => setStatus(error.message));
