@@ -75,10 +75,10 @@ DEFAULT_SCRIPT: list[dict[str, Any]] = [
 
 
 class LiveGateway:
-    def __init__(self, config: GatewayConfig, store_path: Path) -> None:
+    def __init__(self, config: GatewayConfig, store: Path | str) -> None:
         self.config = config
-        self.store_path = store_path
-        self.app = create_app(replace(config, store_path=str(store_path)))
+        self.store = str(store)  # a SQLite file or a PostgreSQL URL
+        self.app = create_app(replace(config, store=str(store)))
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -203,7 +203,21 @@ def llm_spec(tmp: Path, llm_env: dict[str, str], name: str = "agentao") -> Agent
 
 
 @pytest.fixture
-def gateway_factory(tmp_path: Path) -> Iterator[Any]:
+def gateway_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The store `gateway_factory` serves from by default: a SQLite file, or with
+    `@pytest.mark.parametrize("gateway_store", GATEWAY_STORES, indirect=True)` also a new
+    database on the session's real PostgreSQL server."""
+    if getattr(request, "param", "sqlite") == "postgres":
+        return request.getfixturevalue("pg_url")
+    return str(tmp_path / "gateway.sqlite3")
+
+
+# For tests that exercise the store end to end: run them on each backend.
+GATEWAY_STORES = ("sqlite", "postgres")
+
+
+@pytest.fixture
+def gateway_factory(tmp_path: Path, gateway_store: str) -> Iterator[Any]:
     started: list[LiveGateway] = []
 
     def make(
@@ -213,14 +227,14 @@ def gateway_factory(tmp_path: Path) -> Iterator[Any]:
         keys: tuple[ApiKey, ...] = (),
         limits: Limits | None = None,
         processes: int = 1,
-        store: Path | None = None,
+        store: Path | str | None = None,  # a SQLite file or a PostgreSQL URL
         web: WebPolicy | None = None,
     ) -> LiveGateway:
         specs = agents or (scripted_spec(tmp_path, script, processes=processes),)
         config = GatewayConfig(
             agents=specs, keys=keys, limits=limits or Limits(), web=web or WebPolicy()
         )
-        live = LiveGateway(config, store or tmp_path / "gateway.sqlite3").start()
+        live = LiveGateway(config, store or gateway_store).start()
         started.append(live)
         return live
 
@@ -355,6 +369,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 __all__ = [
     "DEFAULT_SCRIPT",
+    "GATEWAY_STORES",
     "SERVED_KEY",
     "LiveGateway",
     "ServedGateway",
