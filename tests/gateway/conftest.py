@@ -205,15 +205,10 @@ def llm_spec(tmp: Path, llm_env: dict[str, str], name: str = "agentao") -> Agent
 @pytest.fixture
 def gateway_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The store `gateway_factory` serves from by default: a SQLite file, or with
-    `@pytest.mark.parametrize("gateway_store", GATEWAY_STORES, indirect=True)` also a new
-    database on the session's real PostgreSQL server."""
+    `@ON_EACH_STORE` also a new database on the session's real PostgreSQL server."""
     if getattr(request, "param", "sqlite") == "postgres":
         return request.getfixturevalue("pg_url")
     return str(tmp_path / "gateway.sqlite3")
-
-
-# For tests that exercise the store end to end: run them on each backend.
-GATEWAY_STORES = ("sqlite", "postgres")
 
 
 @pytest.fixture
@@ -244,13 +239,26 @@ def gateway_factory(tmp_path: Path, gateway_store: str) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def shared_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
-    """One gateway for the tests that only need a well-behaved agent (fast)."""
+def shared_gateway(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveGateway]:
+    """One gateway for the tests that only need a well-behaved agent (fast); on SQLite, or
+    with `@SHARED_ON_EACH_STORE` also on a PostgreSQL database of its own."""
     tmp = tmp_path_factory.mktemp("shared-gateway")
+    store: Path | str = tmp / "gateway.sqlite3"
+    if getattr(request, "param", "sqlite") == "postgres":
+        store = request.getfixturevalue("postgres_server").create_database()
     config = GatewayConfig(agents=(scripted_spec(tmp, processes=2),))
-    live = LiveGateway(config, tmp / "gateway.sqlite3").start()
+    live = LiveGateway(config, store).start()
     yield live
     live.stop()
+
+
+# Tests that exercise the store end to end run on each backend: SQLite, and a database
+# on the session's real PostgreSQL server.
+GATEWAY_STORES = ("sqlite", "postgres")
+ON_EACH_STORE = pytest.mark.parametrize("gateway_store", GATEWAY_STORES, indirect=True)
+SHARED_ON_EACH_STORE = pytest.mark.parametrize("shared_gateway", GATEWAY_STORES, indirect=True)
 
 
 class ServedGateway:
@@ -370,7 +378,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 __all__ = [
     "DEFAULT_SCRIPT",
     "GATEWAY_STORES",
+    "ON_EACH_STORE",
     "SERVED_KEY",
+    "SHARED_ON_EACH_STORE",
     "LiveGateway",
     "ServedGateway",
     "llm_spec",
