@@ -109,7 +109,11 @@ class PgDatabase:
             max_size=pool_size,
             open=False,
             timeout=connect_seconds,
-            kwargs={"autocommit": True, "row_factory": dict_row},
+            kwargs={
+                "autocommit": True,
+                "row_factory": dict_row,
+                "connect_timeout": _connect_timeout(connect_seconds),
+            },
             configure=_configure,
             name="agentao-store",
         )
@@ -163,9 +167,13 @@ async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
     set_json_loads(decode_json, conn)
 
 
+def _connect_timeout(seconds: float) -> int:
+    return max(1, round(seconds))  # libpq takes whole seconds; 0 would mean forever
+
+
 def _connect_once(url: str, connect_seconds: float) -> psycopg.Connection[Any]:
     try:
-        return psycopg.connect(url, connect_timeout=max(1, round(connect_seconds)))
+        return psycopg.connect(url, connect_timeout=_connect_timeout(connect_seconds))
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         password = urlsplit(url).password
