@@ -119,6 +119,9 @@ async def test_rows_in_flight_are_settled_once(store) -> None:
 
     responses, tasks = await store.in_flight(["boot_a"])
     assert [r.id for r in responses] == ["r1"] and [t.id for t in tasks] == ["t1"]
+    assert await store.in_flight([None]) == ([], [])  # rows with no owner: none here
+    both = await store.in_flight(["boot_a", "boot_b", None])
+    assert sorted(r.id for r in both[0]) == ["r1", "r2"]
     response.status, response.body = "failed", {"status": "failed"}
     running.status, running.error = "error", "gone"
     frame = ("task-error", {"error": {"code": "gateway_stopped"}})

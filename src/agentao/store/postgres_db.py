@@ -209,7 +209,7 @@ def _migrate_one(conn: psycopg.Connection[Any], schema: Schema) -> int:
             (schema.name, version),
         )
         log.debug("store: %s schema at version %d", schema.name, version)
-    return len(schema.migrations) - current if len(schema.migrations) > current else 0
+    return max(0, len(schema.migrations) - current)
 
 
 __all__ = [
