@@ -9,6 +9,7 @@ import pytest
 
 from agentao.agent.sandbox import Sandbox
 from tests.fakes.fake_llm import FakeLLM
+from tests.postgres import PostgresServer, find_bindir
 
 
 @pytest.fixture
@@ -29,3 +30,23 @@ def sandbox() -> Sandbox:
             pytest.fail(f"CI must be able to run the sandbox: {status.reason}")
         pytest.skip(f"no sandbox here: {status.reason}")
     return real
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL cluster on 127.0.0.1 for the whole session (see tests/postgres.py).
+    Skipped only where PostgreSQL is not installed, except in CI (`.ci/run` installs it)."""
+    bindir = find_bindir()
+    if bindir is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must be able to run PostgreSQL: initdb/pg_ctl not found")
+        pytest.skip("PostgreSQL is not installed here (no initdb/pg_ctl)")
+    server = PostgresServer.start(bindir)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(postgres_server: PostgresServer) -> str:
+    """The URL of a new, empty database of its own for this test."""
+    return postgres_server.create_database()

@@ -75,10 +75,10 @@ DEFAULT_SCRIPT: list[dict[str, Any]] = [
 
 
 class LiveGateway:
-    def __init__(self, config: GatewayConfig, store_path: Path) -> None:
+    def __init__(self, config: GatewayConfig, store: Path | str) -> None:
         self.config = config
-        self.store_path = store_path
-        self.app = create_app(replace(config, store_path=str(store_path)))
+        self.store = str(store)  # a SQLite file or a PostgreSQL URL
+        self.app = create_app(replace(config, store=str(store)))
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -203,7 +203,16 @@ def llm_spec(tmp: Path, llm_env: dict[str, str], name: str = "agentao") -> Agent
 
 
 @pytest.fixture
-def gateway_factory(tmp_path: Path) -> Iterator[Any]:
+def gateway_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The store `gateway_factory` serves from by default: a SQLite file, or with
+    `@ON_EACH_STORE` also a new database on the session's real PostgreSQL server."""
+    if getattr(request, "param", "sqlite") == "postgres":
+        return request.getfixturevalue("pg_url")
+    return str(tmp_path / "gateway.sqlite3")
+
+
+@pytest.fixture
+def gateway_factory(tmp_path: Path, gateway_store: str) -> Iterator[Any]:
     started: list[LiveGateway] = []
 
     def make(
@@ -213,14 +222,14 @@ def gateway_factory(tmp_path: Path) -> Iterator[Any]:
         keys: tuple[ApiKey, ...] = (),
         limits: Limits | None = None,
         processes: int = 1,
-        store: Path | None = None,
+        store: Path | str | None = None,  # a SQLite file or a PostgreSQL URL
         web: WebPolicy | None = None,
     ) -> LiveGateway:
         specs = agents or (scripted_spec(tmp_path, script, processes=processes),)
         config = GatewayConfig(
             agents=specs, keys=keys, limits=limits or Limits(), web=web or WebPolicy()
         )
-        live = LiveGateway(config, store or tmp_path / "gateway.sqlite3").start()
+        live = LiveGateway(config, store or gateway_store).start()
         started.append(live)
         return live
 
@@ -230,13 +239,26 @@ def gateway_factory(tmp_path: Path) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def shared_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
-    """One gateway for the tests that only need a well-behaved agent (fast)."""
+def shared_gateway(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveGateway]:
+    """One gateway for the tests that only need a well-behaved agent (fast); on SQLite, or
+    with `@SHARED_ON_EACH_STORE` also on a PostgreSQL database of its own."""
     tmp = tmp_path_factory.mktemp("shared-gateway")
+    store: Path | str = tmp / "gateway.sqlite3"
+    if getattr(request, "param", "sqlite") == "postgres":
+        store = request.getfixturevalue("postgres_server").create_database()
     config = GatewayConfig(agents=(scripted_spec(tmp, processes=2),))
-    live = LiveGateway(config, tmp / "gateway.sqlite3").start()
+    live = LiveGateway(config, store).start()
     yield live
     live.stop()
+
+
+# Tests that exercise the store end to end run on each backend: SQLite, and a database
+# on the session's real PostgreSQL server.
+GATEWAY_STORES = ("sqlite", "postgres")
+ON_EACH_STORE = pytest.mark.parametrize("gateway_store", GATEWAY_STORES, indirect=True)
+SHARED_ON_EACH_STORE = pytest.mark.parametrize("shared_gateway", GATEWAY_STORES, indirect=True)
 
 
 class ServedGateway:
@@ -355,7 +377,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 __all__ = [
     "DEFAULT_SCRIPT",
+    "GATEWAY_STORES",
+    "ON_EACH_STORE",
     "SERVED_KEY",
+    "SHARED_ON_EACH_STORE",
     "LiveGateway",
     "ServedGateway",
     "llm_spec",

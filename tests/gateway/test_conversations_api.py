@@ -10,7 +10,7 @@ from typing import Any
 from websockets.sync.client import connect
 
 from agentao.gateway.config import ApiKey
-from tests.gateway.conftest import LiveGateway
+from tests.gateway.conftest import ON_EACH_STORE, SHARED_ON_EACH_STORE, LiveGateway
 from tests.gateway.test_tasks import frames, start_task
 
 
@@ -50,6 +50,7 @@ def test_a_chat_transcript_is_titled_by_its_user_words(shared_gateway: LiveGatew
     assert conv["title"] == "tell me about the weather"
 
 
+@SHARED_ON_EACH_STORE
 def test_rename_sticks_through_later_turns(shared_gateway: LiveGateway) -> None:
     task = finish(shared_gateway, "hello there")
     conv_id = task["conversation_id"]
@@ -66,6 +67,7 @@ def test_rename_sticks_through_later_turns(shared_gateway: LiveGateway) -> None:
     assert (conv["title"], conv["turn_count"]) == ("My project", 2)
 
 
+@SHARED_ON_EACH_STORE
 def test_search_finds_titles_and_prompts(shared_gateway: LiveGateway) -> None:
     first = finish(shared_gateway, "plan the zebra migration")
     second = finish(shared_gateway, "hello")
@@ -84,6 +86,7 @@ def test_search_finds_titles_and_prompts(shared_gateway: LiveGateway) -> None:
         assert too_long.status_code == 400 and too_long.json()["error"]["param"] == "q"
 
 
+@SHARED_ON_EACH_STORE
 def test_delete_removes_it_with_its_tasks(shared_gateway: LiveGateway) -> None:
     task = finish(shared_gateway, "something to forget")
     conv_id = task["conversation_id"]
@@ -113,6 +116,7 @@ def test_a_conversation_mid_turn_is_not_deleted(shared_gateway: LiveGateway) -> 
         frames(ws)
 
 
+@ON_EACH_STORE
 def test_another_key_sees_none_of_it(gateway_factory) -> None:
     keys = tuple(
         ApiKey(name, hashlib.sha256(name.encode()).hexdigest(), ceiling="all")

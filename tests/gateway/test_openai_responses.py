@@ -10,7 +10,7 @@ import pytest
 from websockets.sync.client import connect
 
 from tests.fakes.fake_llm import FakeLLM
-from tests.gateway.conftest import LiveGateway, llm_spec
+from tests.gateway.conftest import ON_EACH_STORE, SHARED_ON_EACH_STORE, LiveGateway, llm_spec
 
 
 def test_create_is_not_streamed_by_default(shared_gateway: LiveGateway) -> None:
@@ -47,6 +47,7 @@ def test_the_stream_helper_accumulates_the_final_response(shared_gateway: LiveGa
     assert final.status == "completed"
 
 
+@SHARED_ON_EACH_STORE
 def test_previous_response_id_continues_the_session(shared_gateway: LiveGateway) -> None:
     client = shared_gateway.openai()
     first = client.responses.create(model="agentao", input="one")
@@ -64,6 +65,7 @@ def test_previous_response_id_continues_the_session(shared_gateway: LiveGateway)
         client.responses.create(model="agentao", input="x", previous_response_id="resp_nope")
 
 
+@SHARED_ON_EACH_STORE
 def test_retrieve_and_delete(shared_gateway: LiveGateway) -> None:
     client = shared_gateway.openai()
     created = client.responses.create(model="agentao", input="keep me")
@@ -76,6 +78,7 @@ def test_retrieve_and_delete(shared_gateway: LiveGateway) -> None:
         client.responses.create(model="agentao", input="x", previous_response_id=created.id)
 
 
+@SHARED_ON_EACH_STORE
 def test_background_response_can_be_cancelled(shared_gateway: LiveGateway) -> None:
     client = shared_gateway.openai()
     # It waits for a human to allow the write: in progress until cancelled, however slow
@@ -102,6 +105,7 @@ def test_background_response_can_be_cancelled(shared_gateway: LiveGateway) -> No
         client.responses.cancel(client.responses.create(model="agentao", input="x").id)
 
 
+@SHARED_ON_EACH_STORE
 def test_stream_disconnect_stores_a_cancelled_response(shared_gateway: LiveGateway) -> None:
     client = shared_gateway.openai()
     stream = client.responses.create(model="agentao", input="slow please", stream=True)
@@ -171,6 +175,7 @@ def test_unsupported_parameters_are_a_400(
     assert info.value.body["param"] == param
 
 
+@ON_EACH_STORE
 def test_continuity_survives_a_gateway_restart(
     gateway_factory, fake_llm: FakeLLM, tmp_path: Path
 ) -> None:

@@ -15,7 +15,18 @@ import openai
 import pytest
 from websockets.sync.client import connect
 
-from tests.gateway.conftest import LiveGateway, ServedGateway, served_config
+from tests.gateway.conftest import ON_EACH_STORE, LiveGateway, ServedGateway, served_config
+
+# The test cluster trusts loopback, so a password in the URL is accepted and ignored: it is
+# there to be looked for in the log, where it must never appear.
+URL_PASSWORD = "never-logged-pw"
+
+
+def store_config(tmp_path: Path, store: str) -> str:
+    """`served_config` with `[server] store` set: a SQLite path or a PostgreSQL URL."""
+    if store.startswith("postgresql://"):
+        store = store.replace("postgresql://postgres@", f"postgresql://postgres:{URL_PASSWORD}@")
+    return f'[server]\nstore = "{store}"\n' + served_config(tmp_path)
 
 
 def wait_for_frame(url: str, kind: str) -> dict[str, Any]:
@@ -50,8 +61,11 @@ def ws_url(gw: ServedGateway, task_id: str) -> str:
     return f"ws://127.0.0.1:{gw.port}/v1/tasks/{task_id}/stream"
 
 
-def test_after_kill_9_a_restarted_gateway_settles_what_was_in_flight(tmp_path: Path) -> None:
-    config = served_config(tmp_path)
+@ON_EACH_STORE
+def test_after_kill_9_a_restarted_gateway_settles_what_was_in_flight(
+    tmp_path: Path, gateway_store: str
+) -> None:
+    config = store_config(tmp_path, gateway_store)
     first = ServedGateway(tmp_path, config)
     try:
         client = first.openai()
@@ -88,6 +102,9 @@ def test_after_kill_9_a_restarted_gateway_settles_what_was_in_flight(tmp_path: P
         assert again.status == "completed"
     finally:
         second.stop()
+    assert not any(URL_PASSWORD in line for line in first.lines + second.lines)
+    if gateway_store.startswith("postgresql://"):  # the URL is logged, its password redacted
+        assert any("store: postgresql://postgres:***@" in line for line in first.lines)
 
 
 def test_a_gateway_sharing_the_store_leaves_a_live_owner_alone(tmp_path: Path) -> None:

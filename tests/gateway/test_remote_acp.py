@@ -32,7 +32,7 @@ from agentao.gateway.auth import LOCAL
 from agentao.gateway.config import AgentSpec, ApiKey, Limits
 from tests.fakes import sdk_agent
 from tests.gateway.acp_peers import RawPeer, SdkPeer, chunk_text, reply_to, until
-from tests.gateway.conftest import LiveGateway, scripted_spec
+from tests.gateway.conftest import ON_EACH_STORE, LiveGateway, scripted_spec
 
 pytestmark = pytest.mark.timeout(90)
 SLOW_TEXT = "tick " * 150
@@ -229,6 +229,7 @@ async def test_an_openai_turn_is_seen_by_remote_watchers(remote_gateway: LiveGat
 # ---- nothing lost on a reconnect -------------------------------------------------------
 
 
+@ON_EACH_STORE
 async def test_an_sse_stream_dropped_mid_turn_resumes_with_last_event_id(
     remote_gateway: LiveGateway,
 ) -> None:
@@ -263,6 +264,7 @@ async def test_an_sse_stream_dropped_mid_turn_resumes_with_last_event_id(
         await peer.close()
 
 
+@ON_EACH_STORE
 async def test_a_websocket_resumes_after_the_frames_it_got(remote_gateway: LiveGateway) -> None:
     gw = remote_gateway
     url = acp_url(gw, "ws")

@@ -11,7 +11,7 @@ from typing import Any
 from websockets.sync.client import ClientConnection, connect
 
 from agentao.gateway.config import Limits
-from tests.gateway.conftest import LiveGateway
+from tests.gateway.conftest import SHARED_ON_EACH_STORE, LiveGateway
 
 
 def start_task(gw: LiveGateway, prompt: str, **extra: Any) -> dict[str, Any]:
@@ -34,6 +34,7 @@ def frames(ws: ClientConnection, *, until_seq: int | None = None) -> list[dict[s
     return out
 
 
+@SHARED_ON_EACH_STORE
 def test_a_reconnecting_watcher_misses_nothing(shared_gateway: LiveGateway) -> None:
     task = start_task(shared_gateway, "brief please")
     url = shared_gateway.ws_url(task["stream_url"])

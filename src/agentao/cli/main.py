@@ -97,6 +97,7 @@ environment (read by agentao's agent; other agents have their own):
   AGENTAO_SANDBOX        auto (default) or off
   AGENTAO_LOG_LEVEL      INFO (default), DEBUG, WARNING
   AGENTAO_REMOTE_KEY     with --agent URL: the bearer key sent to that server
+  AGENTAO_STORE_URL      serve: the gateway's store (postgresql://...) when --store is not given
 
 exit codes: 0 done, 1 error, 2 usage, 3 a permission was rejected, 130 interrupted
 (the first Ctrl-C sends session/cancel; a second one stops at once)
@@ -173,6 +174,13 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
         metavar="SCHEME://HOST[:PORT]",
         help="a browser origin besides the gateway's own that may POST and open WebSockets; "
         "it also gets CORS answers (repeatable)",
+    )
+    serve.add_argument(
+        "--store",
+        metavar="PATH|URL",
+        help="where conversations and responses are kept: a SQLite file, or a PostgreSQL "
+        "database (postgresql://user:password@host:port/db) that several gateways may share; "
+        "default: $AGENTAO_STORE_URL, else the config's [server] store, else the state directory",
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
 

@@ -27,8 +27,9 @@ from agentao.gateway.config import GatewayConfig
 from agentao.gateway.guard import Guard
 from agentao.gateway.remote import routes as remote_routes
 from agentao.gateway.service import Gateway, models_listing
-from agentao.store.gateway import GatewayStore, open_gateway_store
+from agentao.store.gateway import GatewayStore, open_store
 from agentao.store.paths import ensure_state_dir
+from agentao.store.target import shown
 
 log = logging.getLogger("agentao.gateway")
 
@@ -45,9 +46,17 @@ CORS_RESPONSE_HEADERS = ("x-session-id", "x-task-id", "retry-after")
 
 
 def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> FastAPI:
-    """An app serving `config`'s agents; the store defaults to the configured SQLite file."""
+    """An app serving `config`'s agents; the store defaults to the configured one (a SQLite
+    file or a PostgreSQL URL). Raises `StoreUnavailable` when its database cannot be reached."""
     if store is None:
-        store = open_gateway_store(_store_path(config), readers=config.limits.store_readers)
+        target = _store_target(config)
+        store = open_store(
+            target,
+            readers=config.limits.store_readers,
+            pool_size=config.limits.store_pool_size,
+            connect_seconds=config.limits.store_connect_seconds,
+        )
+        log.info("store: %s", shown(target))  # a URL's password is never logged
     gateway = Gateway(config, store)
 
     @asynccontextmanager
@@ -121,9 +130,9 @@ def _install_middleware(app: FastAPI, config: GatewayConfig) -> None:
     app.add_middleware(Guard, config=config)
 
 
-def _store_path(config: GatewayConfig) -> str:
-    if config.store_path:
-        return config.store_path
+def _store_target(config: GatewayConfig) -> str:
+    if config.store:
+        return config.store
     return str(ensure_state_dir() / "gateway.sqlite3")
 
 

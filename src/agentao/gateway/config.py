@@ -6,6 +6,8 @@ A config file looks like this (every section optional)::
     host = "127.0.0.1"
     port = 8765
     store = "/var/lib/agentao/gateway.sqlite3"   # default: the state directory
+    # or a PostgreSQL database several gateways share (also --store, AGENTAO_STORE_URL):
+    # store = "postgresql://agentao:secret@db.internal:5432/agentao"
     # Host headers served besides the loopback names (127.0.0.1, localhost, [::1]) on the
     # bound port, and the bound address itself: "name" (any port) or "name:port".
     allowed_hosts = ["gateway.example.com"]
@@ -48,6 +50,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentao.gateway.hosts import normalize_host, normalize_origin
+from agentao.store.target import DEFAULT_CONNECT_SECONDS, DEFAULT_POOL_SIZE, STORE_URL_ENV
 
 Policy = Literal["reject", "reads", "ask", "all"]
 POLICY_ORDER: tuple[Policy, ...] = ("reject", "reads", "ask", "all")
@@ -90,6 +93,8 @@ class Limits:
     # lookup, one indexed query, whatever the transcript's length.
     transcript_match_depth: int = 32
     store_readers: int = 2  # read-only store connections, so lookups never queue behind writes
+    store_pool_size: int = DEFAULT_POOL_SIZE  # PostgreSQL store: connections held at most
+    store_connect_seconds: float = DEFAULT_CONNECT_SECONDS  # PostgreSQL: connect, or wait for one
     max_session_key_length: int = 256  # X-Session-Id / x_session_id: visible ASCII only
     remote_connections_per_key: int = 32  # remote ACP connections one API key may hold open
     # A remote ACP connection with no open stream and no message for this long is closed
@@ -138,7 +143,9 @@ class WebPolicy:
 class GatewayConfig:
     host: str = "127.0.0.1"
     port: int = 8765
-    store_path: str | None = None  # None: `gateway.sqlite3` in the state directory
+    # A SQLite file's path or a `postgresql://` URL; None: `gateway.sqlite3` in the state
+    # directory. A URL may hold a password: show it only through `store.target.shown`.
+    store: str | None = None
     agents: tuple[AgentSpec, ...] = ()
     keys: tuple[ApiKey, ...] = ()
     limits: Limits = field(default_factory=Limits)
@@ -202,7 +209,7 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
     return GatewayConfig(
         host=str(server.get("host", "127.0.0.1")),
         port=int(server.get("port", 8765)),
-        store_path=server.get("store"),
+        store=server.get("store"),
         agents=agents,
         keys=keys,
         limits=limits,
@@ -231,8 +238,10 @@ def with_overrides(
     port: int | None = None,
     allowed_hosts: list[str] | None = None,
     allowed_origins: list[str] | None = None,
+    store: str | None = None,
 ) -> GatewayConfig:
-    """Apply command-line options; with no agent anywhere, serve our own."""
+    """Apply command-line options; with no agent anywhere, serve our own. The store:
+    `store` (--store), else AGENTAO_STORE_URL, else the config file's."""
     extra = tuple(parse_agent_option(a) for a in agents or ())
     merged = tuple(a for a in config.agents if a.name not in {e.name for e in extra}) + extra
     web = config.web
@@ -241,6 +250,7 @@ def with_overrides(
         agents=merged or (default_agent(),),
         host=host if host is not None else config.host,
         port=port if port is not None else config.port,
+        store=store or os.environ.get(STORE_URL_ENV) or config.store,
         web=web_policy(
             [*web.allowed_hosts, *(allowed_hosts or ())],
             [*web.allowed_origins, *(allowed_origins or ())],

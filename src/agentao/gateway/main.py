@@ -17,6 +17,7 @@ def run_serve(args: argparse.Namespace) -> int:
             port=args.port,
             allowed_hosts=args.allowed_host,
             allowed_origins=args.allowed_origin,
+            store=args.store,
         )
         config.check_bind()
     except ConfigError as exc:

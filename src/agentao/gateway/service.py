@@ -119,7 +119,7 @@ class Gateway:
             log.exception("could not settle this gateway's responses and tasks in flight")
         self.hub.close()
         with contextlib.suppress(Exception):
-            self.store.close()
+            await self.store.close()
 
     # ---- per request ----------------------------------------------------------------------
 

@@ -21,9 +21,11 @@ import uvicorn
 from agentao.gateway.config import GatewayConfig
 from agentao.gateway.http11 import GatewayH11Protocol
 from agentao.gateway.logs import redact_root_handlers, uvicorn_log_config
+from agentao.store.target import StoreUnavailable
 
 LISTEN_BACKLOG = 2048  # uvicorn's default backlog for the sockets it binds itself
 EXIT_BIND_FAILED = 1  # like any other failure to start (2 is for a bad config)
+EXIT_STORE_UNAVAILABLE = 1  # the store's database cannot be reached
 
 
 class BindError(OSError):
@@ -93,7 +95,12 @@ def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
         print(f"agentao serve: {exc}", file=sys.stderr, flush=True)
         return EXIT_BIND_FAILED
     port = sock.getsockname()[1]
-    app = create_app(replace(config, port=port))
+    try:
+        app = create_app(replace(config, port=port))
+    except StoreUnavailable as exc:  # the message names the host, never the password
+        sock.close()
+        print(f"agentao serve: {exc}", file=sys.stderr, flush=True)
+        return EXIT_STORE_UNAVAILABLE
     # What is loaded by now (FastAPI, pydantic, our modules: some 100,000 objects) lives as
     # long as the process. Frozen, it is no longer scanned by every full collection: those
     # took ~40 ms each, several times a minute under a stream of updates.
@@ -123,6 +130,7 @@ def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
 
 __all__ = [
     "EXIT_BIND_FAILED",
+    "EXIT_STORE_UNAVAILABLE",
     "LISTEN_BACKLOG",
     "BindError",
     "GatewayServer",

@@ -19,7 +19,8 @@ no client waits forever on a response nobody will finish.
 
 `GatewayStore` is the interface the gateway codes against; `SqliteGatewayStore`
 implements it on `store/sqlite.py`'s `Database` (one writer thread and a few
-readers, WAL). A shared database can implement the same Protocol later.
+readers, WAL); `PostgresGatewayStore` (store/postgres.py) on a database several
+gateways share. `open_store` picks one by its target: a path or a `postgresql://` URL.
 """
 
 from __future__ import annotations
@@ -31,23 +32,34 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentao.store.gateway_records import (
+    IN_FLIGHT_RESPONSE,
+    IN_FLIGHT_TASK,
     Boot,
     Conversation,
     ResponseRecord,
     Settlement,
     TaskEvent,
     TaskRecord,
+    best_by_transcript,
     boot_from_row,
     boot_row,
     conversation_from_row,
     decode_frames,
     encode_json,
+    escape_like,
+    frame_rows,
     response_from_row,
     response_row,
     task_from_row,
 )
 from agentao.store.remote import REMOTE_SCHEMA, RemoteStore, SqliteRemoteStore
 from agentao.store.sqlite import Database, Schema
+from agentao.store.target import (
+    DEFAULT_CONNECT_SECONDS,
+    DEFAULT_POOL_SIZE,
+    StoreUnavailable,
+    is_postgres_url,
+)
 
 GATEWAY_SCHEMA = Schema(
     "gateway",
@@ -130,8 +142,6 @@ GATEWAY_SCHEMA = Schema(
 GATEWAY_TITLES_SCHEMA = Schema(
     "gateway-titles", ("ALTER TABLE gw_conversations ADD COLUMN title_by TEXT",)
 )
-IN_FLIGHT_RESPONSE = "in_progress"
-IN_FLIGHT_TASK = "running"
 
 
 class GatewayStore(Protocol):
@@ -168,7 +178,7 @@ class GatewayStore(Protocol):
         self, boot_ids: Sequence[str | None]
     ) -> tuple[list[ResponseRecord], list[TaskRecord]]: ...
     async def settle(self, settlement: Settlement) -> None: ...
-    def close(self) -> None: ...
+    async def close(self) -> None: ...
     @property
     def remote(self) -> RemoteStore: ...  # remote ACP connections and their messages
 
@@ -235,7 +245,7 @@ class SqliteGatewayStore:
             where.append("owner = ?")
             args.append(owner)
         if query:
-            pattern = "%" + _escape_like(query) + "%"
+            pattern = "%" + escape_like(query) + "%"
             where.append(
                 "(title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM gw_tasks t WHERE "
                 "t.conversation_id = gw_conversations.id AND t.prompt LIKE ? ESCAPE '\\'))"
@@ -324,7 +334,7 @@ class SqliteGatewayStore:
             (t.id, t.conversation_id, t.status, t.created_at, t.prompt, t.boot_id) for t in tasks
         ]
         started = [response_row(r) for r in responses]
-        rows = _frame_rows(events)
+        rows = frame_rows(events)
 
         def append(c: sqlite3.Connection) -> None:
             for conv in conversations:
@@ -373,7 +383,7 @@ class SqliteGatewayStore:
         """Store what dead boots left in flight as final, in one transaction."""
         await self.db.transaction(lambda c: _settle(c, settlement, time.time()))
 
-    def close(self) -> None:
+    async def close(self) -> None:
         self.db.close()
 
 
@@ -434,11 +444,6 @@ def _update_conversation(conn: sqlite3.Connection, v: Conversation) -> None:
     )
 
 
-def _escape_like(text: str) -> str:
-    """`text` matched literally by LIKE ... ESCAPE '\\' (its % and _ are not wildcards)."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def _find_by_transcript(
     conn: sqlite3.Connection, owner: str, agent: str, hashes: Sequence[str]
 ) -> tuple[Conversation, str] | None:
@@ -448,24 +453,13 @@ def _find_by_transcript(
         f"AND transcript_hash IN ({marks})",
         (owner, agent, *hashes),
     ).fetchall()
-    if not rows:
-        return None
-    rank = {digest: i for i, digest in reversed(list(enumerate(hashes)))}
-    best = min(rows, key=lambda r: (rank[r["transcript_hash"]], -r["updated_at"]))
-    return conversation_from_row(best), best["transcript_hash"]
+    best = best_by_transcript(rows, hashes)
+    return (conversation_from_row(best), best["transcript_hash"]) if best else None
 
 
 _INSERT_FRAMES = (
     "INSERT INTO gw_task_frames (task_id, first_seq, last_seq, frames) VALUES (?, ?, ?, ?)"
 )
-
-
-def _frame_rows(events: Sequence[TaskEvent]) -> list[tuple[str, int, int, bytes]]:
-    """One row per task: its frames of this batch, in order, as one JSON array."""
-    by_task: dict[str, list[TaskEvent]] = {}
-    for event in events:
-        by_task.setdefault(event.task_id, []).append(event)
-    return [(task, f[0].seq, f[-1].seq, encode_json(f)) for task, f in by_task.items()]
 
 
 _INSERT_RESPONSE = (
@@ -517,7 +511,7 @@ def _settle(conn: sqlite3.Connection, s: Settlement, now: float) -> None:
                 "SELECT COALESCE(MAX(last_seq), 0) FROM gw_task_frames WHERE task_id = ?", (t.id,)
             ).fetchone()[0]
             conn.executemany(
-                _INSERT_FRAMES, _frame_rows([TaskEvent(t.id, last + 1, kind, now, payload)])
+                _INSERT_FRAMES, frame_rows([TaskEvent(t.id, last + 1, kind, now, payload)])
             )
     conn.executemany("DELETE FROM gw_boots WHERE id = ?", [(b,) for b in s.boots])
 
@@ -529,6 +523,27 @@ def open_gateway_store(path: Path | str, *, readers: int = 0) -> SqliteGatewaySt
     return SqliteGatewayStore(Database.open(path, schemas, readers=readers))
 
 
+def open_store(
+    target: Path | str,
+    *,
+    readers: int = 0,
+    pool_size: int = DEFAULT_POOL_SIZE,
+    connect_seconds: float = DEFAULT_CONNECT_SECONDS,
+) -> GatewayStore:
+    """The gateway's store at `target`: PostgreSQL at a `postgresql://` URL (a pool of
+    `pool_size`), else SQLite at that path (with `readers`). Raises `StoreUnavailable`
+    when a database cannot be reached."""
+    if not is_postgres_url(target):
+        return open_gateway_store(target, readers=readers)
+    try:  # psycopg is optional: only a PostgreSQL store loads it
+        from agentao.store.postgres import open_postgres_store
+    except ImportError as exc:
+        raise StoreUnavailable(
+            f"a PostgreSQL store needs the `postgres` extra (psycopg, psycopg-pool): {exc}"
+        ) from None
+    return open_postgres_store(str(target), pool_size=pool_size, connect_seconds=connect_seconds)
+
+
 __all__ = [
     "GATEWAY_SCHEMA",
     "GATEWAY_TITLES_SCHEMA",
@@ -537,4 +552,5 @@ __all__ = [
     "GatewayStore",
     "SqliteGatewayStore",
     "open_gateway_store",
+    "open_store",
 ]

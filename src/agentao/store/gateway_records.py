@@ -7,7 +7,7 @@ are filled in by the store when it writes the row.
 
 from __future__ import annotations
 
-import sqlite3
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -15,6 +15,10 @@ import msgspec
 
 encode_json = msgspec.json.Encoder().encode
 decode_json = msgspec.json.Decoder().decode
+# A row, by column name: a `sqlite3.Row`, or a dict from PostgreSQL's driver.
+Row = Mapping[str, Any]
+IN_FLIGHT_RESPONSE = "in_progress"
+IN_FLIGHT_TASK = "running"
 
 
 @dataclass(slots=True)
@@ -115,18 +119,46 @@ class TaskEvent(msgspec.Struct, frozen=True, gc=False, array_like=True):
 decode_frames = msgspec.json.Decoder(list[TaskEvent]).decode
 
 
+def json_value(value: Any) -> Any:
+    """A JSON column's value: SQLite gives its text (or bytes), PostgreSQL's driver
+    gives it decoded already; NULL stays None."""
+    return decode_json(value) if isinstance(value, str | bytes) else value
+
+
+def frame_rows(events: Sequence[TaskEvent]) -> list[tuple[str, int, int, bytes]]:
+    """One row per task: its frames of this batch, in order, as one JSON array."""
+    by_task: dict[str, list[TaskEvent]] = {}
+    for event in events:
+        by_task.setdefault(event.task_id, []).append(event)
+    return [(task, f[0].seq, f[-1].seq, encode_json(f)) for task, f in by_task.items()]
+
+
+def escape_like(text: str) -> str:
+    """`text` matched literally by LIKE ... ESCAPE '\\' (its % and _ are not wildcards)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def best_by_transcript(rows: Sequence[Row], hashes: Sequence[str]) -> Row | None:
+    """Of conversations whose transcript hash is among `hashes`, the one whose hash comes
+    earliest there (the longest prefix), the newest of those."""
+    if not rows:
+        return None
+    rank = {digest: i for i, digest in reversed(list(enumerate(hashes)))}
+    return min(rows, key=lambda r: (rank[r["transcript_hash"]], -r["updated_at"]))
+
+
 def response_row(r: ResponseRecord) -> tuple[Any, ...]:
     body = encode_json(r.body).decode()
     return (r.id, r.conversation_id, r.turn, r.status, r.created_at, body, r.boot_id)
 
 
-def response_from_row(row: sqlite3.Row) -> ResponseRecord:
+def response_from_row(row: Row) -> ResponseRecord:
     return ResponseRecord(
         row["id"],
         row["conversation_id"],
         row["turn"],
         row["status"],
-        decode_json(row["body"]),
+        json_value(row["body"]),
         row["created_at"],
         row["boot_id"],
     )
@@ -136,11 +168,11 @@ def boot_row(b: Boot) -> tuple[Any, ...]:
     return (b.id, b.host, b.machine_boot, b.pid_ns, b.pid, b.pid_start, b.started_at)
 
 
-def boot_from_row(row: sqlite3.Row) -> Boot:
+def boot_from_row(row: Row) -> Boot:
     return Boot(**{f.name: row[f.name] for f in fields(Boot)})
 
 
-def conversation_from_row(row: sqlite3.Row) -> Conversation:
+def conversation_from_row(row: Row) -> Conversation:
     return Conversation(
         id=row["id"],
         owner=row["owner"],
@@ -153,11 +185,11 @@ def conversation_from_row(row: sqlite3.Row) -> Conversation:
         turn_count=row["turn_count"],
         transcript_hash=row["transcript_hash"],
         title_by=row["title_by"],
-        session_params=decode_json(row["session_params"]) if row["session_params"] else None,
+        session_params=json_value(row["session_params"]),
     )
 
 
-def task_from_row(row: sqlite3.Row) -> TaskRecord:
+def task_from_row(row: Row) -> TaskRecord:
     return TaskRecord(
         id=row["id"],
         conversation_id=row["conversation_id"],
@@ -171,18 +203,25 @@ def task_from_row(row: sqlite3.Row) -> TaskRecord:
 
 
 __all__ = [
+    "IN_FLIGHT_RESPONSE",
+    "IN_FLIGHT_TASK",
     "Boot",
     "Conversation",
     "ResponseRecord",
+    "Row",
     "Settlement",
     "TaskEvent",
     "TaskRecord",
+    "best_by_transcript",
     "boot_from_row",
     "boot_row",
     "conversation_from_row",
     "decode_frames",
     "decode_json",
     "encode_json",
+    "escape_like",
+    "frame_rows",
+    "json_value",
     "response_from_row",
     "response_row",
     "task_from_row",

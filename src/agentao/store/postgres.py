@@ -1,0 +1,406 @@
+"""The gateway's store on PostgreSQL: the same tables and semantics as on SQLite.
+
+Theory of operation. `PostgresGatewayStore` implements `GatewayStore` (store/gateway.py)
+and its `.remote`, a `PostgresRemoteStore`, implements `RemoteStore` (store/remote.py),
+statement for statement the same operations as the SQLite ones: read their docstrings
+there. Several gateways may share one database; each holds a small pool
+(`PgDatabase`, store/postgres_db.py) and every method is one statement or one
+transaction, so they never see each other's half-written turns.
+
+Where the types differ from SQLite's: times are DOUBLE PRECISION (epoch seconds, as
+the records carry them); a response's body is JSON (text kept as written: its keys
+stay in the order the client is sent them, which JSONB would not keep); a remote
+client's capabilities and a session's parameters are JSONB; batches of task frames
+and remote messages are BYTEA, encoded once by msgspec and returned as they went in.
+PostgreSQL has no rowid, so tasks carry an identity column `n` for their order.
+
+The migrations start afresh (this database never held the older SQLite layouts); the
+indexes match the SQLite ones.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from agentao.store.gateway_records import (
+    IN_FLIGHT_RESPONSE,
+    IN_FLIGHT_TASK,
+    Boot,
+    Conversation,
+    ResponseRecord,
+    Row,
+    Settlement,
+    TaskEvent,
+    TaskRecord,
+    best_by_transcript,
+    boot_from_row,
+    boot_row,
+    conversation_from_row,
+    decode_frames,
+    encode_json,
+    escape_like,
+    frame_rows,
+    response_from_row,
+    response_row,
+    task_from_row,
+)
+from agentao.store.postgres_db import PgDatabase, PgTransaction
+from agentao.store.postgres_remote import PG_REMOTE_SCHEMA, PostgresRemoteStore
+from agentao.store.sqlite import Schema
+from agentao.store.target import DEFAULT_CONNECT_SECONDS, DEFAULT_POOL_SIZE
+
+PG_GATEWAY_SCHEMA = Schema(
+    "gateway",
+    (
+        """CREATE TABLE gw_conversations (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            session_id TEXT,
+            title TEXT,
+            source TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            turn_count INTEGER NOT NULL DEFAULT 0,
+            transcript_hash TEXT,
+            title_by TEXT,
+            session_params JSONB
+        )""",
+        "CREATE INDEX gw_conversations_by_hash ON gw_conversations(owner, agent, transcript_hash)",
+        "CREATE INDEX gw_conversations_by_update ON gw_conversations(owner, updated_at DESC)",
+        "CREATE INDEX gw_conversations_by_session ON gw_conversations(agent, session_id)",
+        """CREATE TABLE gw_responses (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES gw_conversations(id) ON DELETE CASCADE,
+            turn INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            body JSON NOT NULL,
+            boot_id TEXT
+        )""",
+        # Responses are found by id; this one is for deleting a conversation's (the cascade).
+        "CREATE INDEX gw_responses_by_conversation ON gw_responses(conversation_id)",
+        """CREATE TABLE gw_tasks (
+            id TEXT PRIMARY KEY,
+            n BIGINT GENERATED ALWAYS AS IDENTITY,
+            conversation_id TEXT NOT NULL REFERENCES gw_conversations(id) ON DELETE CASCADE,
+            status TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            ended_at DOUBLE PRECISION,
+            prompt TEXT NOT NULL DEFAULT '',
+            boot_id TEXT,
+            error TEXT
+        )""",
+        "CREATE INDEX gw_tasks_by_conversation ON gw_tasks(conversation_id, created_at)",
+        """CREATE TABLE gw_boots (
+            id TEXT PRIMARY KEY,
+            host TEXT NOT NULL,
+            machine_boot TEXT NOT NULL,
+            pid_ns TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            pid_start TEXT NOT NULL,
+            started_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX gw_responses_in_flight ON gw_responses(boot_id) WHERE status = 'in_progress'",
+        "CREATE INDEX gw_tasks_in_flight ON gw_tasks(boot_id) WHERE status = 'running'",
+        """CREATE TABLE gw_task_frames (
+            task_id TEXT NOT NULL REFERENCES gw_tasks(id) ON DELETE CASCADE,
+            first_seq BIGINT NOT NULL,
+            last_seq BIGINT NOT NULL,
+            frames BYTEA NOT NULL,
+            PRIMARY KEY (task_id, first_seq)
+        )""",
+    ),
+)
+
+_CONVERSATION_COLUMNS = (
+    "id, owner, agent, session_id, title, source, created_at, updated_at, turn_count, "
+    "transcript_hash, title_by, session_params"
+)
+_INSERT_CONVERSATION = (
+    f"INSERT INTO gw_conversations ({_CONVERSATION_COLUMNS}) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+_UPSERT_CONVERSATION = (
+    _INSERT_CONVERSATION + " ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, "
+    "title = excluded.title, updated_at = excluded.updated_at, "
+    "turn_count = excluded.turn_count, transcript_hash = excluded.transcript_hash, "
+    "title_by = excluded.title_by, session_params = excluded.session_params"
+)
+_INSERT_RESPONSE = (
+    "INSERT INTO gw_responses (id, conversation_id, turn, status, created_at, body, boot_id) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s)"
+)
+_INSERT_TASK = (
+    "INSERT INTO gw_tasks (id, conversation_id, status, created_at, prompt, boot_id) "
+    "VALUES (%s, %s, %s, %s, %s, %s)"
+)
+_INSERT_FRAMES = (
+    "INSERT INTO gw_task_frames (task_id, first_seq, last_seq, frames) VALUES (%s, %s, %s, %s)"
+)
+_INSERT_BOOT = (
+    "INSERT INTO gw_boots (id, host, machine_boot, pid_ns, pid, pid_start, started_at) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s)"
+)
+
+
+class PostgresGatewayStore:
+    """`GatewayStore` on a PostgreSQL `PgDatabase` migrated with `PG_GATEWAY_SCHEMA`."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self.db = db
+        self._remote = PostgresRemoteStore(db)
+
+    @property
+    def remote(self) -> PostgresRemoteStore:
+        return self._remote
+
+    # ---- conversations ----------------------------------------------------------------
+
+    async def create_conversation(self, conv: Conversation) -> None:
+        now = time.time()
+        conv.created_at = conv.created_at or now
+        conv.updated_at = conv.updated_at or now
+        await self.db.execute(_INSERT_CONVERSATION, _conversation_row(conv))
+
+    async def get_conversation(self, conversation_id: str) -> Conversation | None:
+        row = await self.db.fetchone(
+            "SELECT * FROM gw_conversations WHERE id = %s", (conversation_id,)
+        )
+        return conversation_from_row(row) if row else None
+
+    async def conversation_by_session(self, agent: str, session_id: str) -> Conversation | None:
+        row = await self.db.fetchone(
+            "SELECT * FROM gw_conversations WHERE agent = %s AND session_id = %s "
+            "ORDER BY updated_at DESC LIMIT 1",
+            (agent, session_id),
+        )
+        return conversation_from_row(row) if row else None
+
+    async def find_by_transcript(
+        self, owner: str, agent: str, hashes: Sequence[str]
+    ) -> tuple[Conversation, str] | None:
+        if not hashes:
+            return None
+        rows = await self.db.fetchall(
+            "SELECT * FROM gw_conversations WHERE owner = %s AND agent = %s "
+            "AND transcript_hash = ANY(%s)",
+            (owner, agent, list(hashes)),
+        )
+        best = best_by_transcript(rows, hashes)
+        return (conversation_from_row(best), best["transcript_hash"]) if best else None
+
+    async def update_conversation(self, conv: Conversation) -> None:
+        conv.updated_at = time.time()
+        row = _conversation_row(conv)
+        await self.db.execute(
+            "UPDATE gw_conversations SET session_id = %s, title = %s, updated_at = %s, "
+            "turn_count = %s, transcript_hash = %s, title_by = %s, session_params = %s "
+            "WHERE id = %s",
+            (*row[3:5], *row[7:], conv.id),  # session_id, title; updated_at .. params
+        )
+
+    async def list_conversations(
+        self, owner: str | None, limit: int = 100, query: str | None = None
+    ) -> list[Conversation]:
+        """As on SQLite; the search is ILIKE (SQLite's LIKE ignores ASCII case only)."""
+        where, args = ["TRUE"], []
+        if owner is not None:
+            where.append("owner = %s")
+            args.append(owner)
+        if query:
+            pattern = "%" + escape_like(query) + "%"
+            where.append(
+                "(title ILIKE %s ESCAPE '\\' OR EXISTS (SELECT 1 FROM gw_tasks t WHERE "
+                "t.conversation_id = gw_conversations.id AND t.prompt ILIKE %s ESCAPE '\\'))"
+            )
+            args += [pattern, pattern]
+        sql = (
+            f"SELECT * FROM gw_conversations WHERE {' AND '.join(where)} "
+            "ORDER BY updated_at DESC LIMIT %s"
+        )
+        return [conversation_from_row(r) for r in await self.db.fetchall(sql, (*args, limit))]
+
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        deleted = await self.db.execute(
+            "DELETE FROM gw_conversations WHERE id = %s", (conversation_id,)
+        )
+        return deleted > 0
+
+    # ---- responses ----------------------------------------------------------------------
+
+    async def put_response(self, record: ResponseRecord) -> None:
+        record.created_at = record.created_at or time.time()
+        await self.db.execute(
+            _INSERT_RESPONSE + " ON CONFLICT (id) DO UPDATE SET status = excluded.status, "
+            "body = excluded.body, turn = excluded.turn, boot_id = excluded.boot_id",
+            response_row(record),
+        )
+
+    async def get_response(self, response_id: str) -> ResponseRecord | None:
+        row = await self.db.fetchone("SELECT * FROM gw_responses WHERE id = %s", (response_id,))
+        return response_from_row(row) if row is not None else None
+
+    async def delete_response(self, response_id: str) -> bool:
+        return await self.db.execute("DELETE FROM gw_responses WHERE id = %s", (response_id,)) > 0
+
+    # ---- tasks and their events -------------------------------------------------------
+
+    async def get_task(self, task_id: str) -> TaskRecord | None:
+        row = await self.db.fetchone("SELECT * FROM gw_tasks WHERE id = %s", (task_id,))
+        return task_from_row(row) if row else None
+
+    async def list_tasks(self, conversation_id: str) -> list[TaskRecord]:
+        rows = await self.db.fetchall(
+            "SELECT * FROM gw_tasks WHERE conversation_id = %s ORDER BY created_at, n",
+            (conversation_id,),
+        )
+        return [task_from_row(r) for r in rows]
+
+    async def append_events(
+        self,
+        events: Sequence[TaskEvent],
+        tasks: Sequence[TaskRecord] = (),
+        conversations: Sequence[Conversation] = (),
+        responses: Sequence[ResponseRecord] = (),
+        ended: Sequence[TaskRecord] = (),
+    ) -> None:
+        now = time.time()
+        for task in tasks:
+            task.created_at = task.created_at or now
+        for record in responses:
+            record.created_at = record.created_at or now
+        for conv in conversations:
+            conv.created_at = conv.created_at or now
+            conv.updated_at = now
+        upserts = [_conversation_row(c) for c in conversations]
+        new = [
+            (t.id, t.conversation_id, t.status, t.created_at, t.prompt, t.boot_id) for t in tasks
+        ]
+        started = [response_row(r) for r in responses]
+        rows = frame_rows(events)
+        ends = [(t.status, t.ended_at, t.error, t.id) for t in ended]
+
+        async def append(tx: PgTransaction) -> None:
+            await tx.executemany(_UPSERT_CONVERSATION, upserts)
+            await tx.executemany(_INSERT_TASK, new)
+            await tx.executemany(_INSERT_RESPONSE + " ON CONFLICT (id) DO NOTHING", started)
+            await tx.executemany(_INSERT_FRAMES, rows)
+            await tx.executemany(
+                "UPDATE gw_tasks SET status = %s, ended_at = %s, error = %s WHERE id = %s", ends
+            )
+
+        await self.db.transaction(append)
+
+    async def events_after(self, task_id: str, after_seq: int) -> list[TaskEvent]:
+        rows = await self.db.fetchall(
+            "SELECT frames FROM gw_task_frames WHERE task_id = %s AND last_seq > %s "
+            "ORDER BY first_seq",
+            (task_id, after_seq),
+        )
+        return [e for row in rows for e in decode_frames(row["frames"]) if e.seq > after_seq]
+
+    # ---- owners of rows in flight -----------------------------------------------------
+
+    async def register_boot(self, boot: Boot) -> None:
+        await self.db.execute(_INSERT_BOOT, boot_row(boot))
+
+    async def boots(self) -> list[Boot]:
+        return [boot_from_row(r) for r in await self.db.fetchall("SELECT * FROM gw_boots")]
+
+    async def in_flight(
+        self, boot_ids: Sequence[str | None]
+    ) -> tuple[list[ResponseRecord], list[TaskRecord]]:
+        where, named = _owned_by(boot_ids)
+        responses = await self.db.fetchall(
+            f"SELECT * FROM gw_responses WHERE status = %s AND {where}",
+            (IN_FLIGHT_RESPONSE, named),
+        )
+        tasks = await self.db.fetchall(
+            f"SELECT * FROM gw_tasks WHERE status = %s AND {where}", (IN_FLIGHT_TASK, named)
+        )
+        return [response_from_row(r) for r in responses], [task_from_row(r) for r in tasks]
+
+    async def settle(self, settlement: Settlement) -> None:
+        now = time.time()
+        await self.db.transaction(lambda tx: _settle(tx, settlement, now))
+
+    async def close(self) -> None:
+        await self.db.close()
+
+
+def _conversation_row(v: Conversation) -> tuple[Any, ...]:
+    params = encode_json(v.session_params).decode() if v.session_params is not None else None
+    return (
+        v.id,
+        v.owner,
+        v.agent,
+        v.session_id,
+        v.title,
+        v.source,
+        v.created_at,
+        v.updated_at,
+        v.turn_count,
+        v.transcript_hash,
+        v.title_by,
+        params,
+    )
+
+
+def _owned_by(boot_ids: Sequence[str | None]) -> tuple[str, list[str]]:
+    """A WHERE clause on boot_id for these boots (None: no owner recorded), taking the
+    list of named ones as its one parameter."""
+    named = [b for b in boot_ids if b is not None]
+    clause = "boot_id = ANY(%s)"
+    if None in boot_ids:
+        clause = f"({clause} OR boot_id IS NULL)"
+    return clause, named
+
+
+async def _settle(tx: PgTransaction, s: Settlement, now: float) -> None:
+    for r in s.responses:
+        await tx.execute(
+            "UPDATE gw_responses SET status = %s, body = %s WHERE id = %s AND status = %s",
+            (r.status, encode_json(r.body).decode(), r.id, IN_FLIGHT_RESPONSE),
+        )
+    for t in s.tasks:
+        settled = await tx.execute(
+            "UPDATE gw_tasks SET status = %s, error = %s, ended_at = %s "
+            "WHERE id = %s AND status = %s",
+            (t.status, t.error, now, t.id, IN_FLIGHT_TASK),
+        )
+        if settled and t.id in s.frames:
+            await _append_last_frame(tx, t.id, s.frames[t.id], now)
+    await tx.executemany("DELETE FROM gw_boots WHERE id = %s", [(b,) for b in s.boots])
+
+
+async def _append_last_frame(
+    tx: PgTransaction, task_id: str, frame: tuple[str, dict[str, Any]], now: float
+) -> None:
+    row: Row | None = await tx.fetchone(
+        "SELECT COALESCE(MAX(last_seq), 0) AS last FROM gw_task_frames WHERE task_id = %s",
+        (task_id,),
+    )
+    last = int(row["last"]) if row else 0
+    kind, payload = frame
+    await tx.executemany(
+        _INSERT_FRAMES, frame_rows([TaskEvent(task_id, last + 1, kind, now, payload)])
+    )
+
+
+def open_postgres_store(
+    url: str,
+    *,
+    pool_size: int = DEFAULT_POOL_SIZE,
+    connect_seconds: float = DEFAULT_CONNECT_SECONDS,
+) -> PostgresGatewayStore:
+    """A `PostgresGatewayStore` on the database at `url`, migrated (once, whichever
+    gateway comes first). Raises `StoreUnavailable` when it cannot be reached."""
+    schemas = [PG_GATEWAY_SCHEMA, PG_REMOTE_SCHEMA]
+    db = PgDatabase.open(url, schemas, pool_size=pool_size, connect_seconds=connect_seconds)
+    return PostgresGatewayStore(db)
+
+
+__all__ = ["PG_GATEWAY_SCHEMA", "PostgresGatewayStore", "open_postgres_store"]

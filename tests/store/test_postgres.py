@@ -1,0 +1,85 @@
+"""What only the PostgreSQL store has: migrations shared by gateways, and its URL."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import psycopg
+import pytest
+
+from agentao.store.gateway import open_store
+from agentao.store.postgres import PG_GATEWAY_SCHEMA
+from agentao.store.postgres_db import migrate
+from agentao.store.postgres_remote import PG_REMOTE_SCHEMA
+from agentao.store.target import StoreUnavailable, redact_url, shown
+
+SCHEMAS = (PG_GATEWAY_SCHEMA, PG_REMOTE_SCHEMA)
+
+
+def test_gateways_starting_together_migrate_once(pg_url: str) -> None:
+    start = threading.Barrier(3)
+    applied: list[int] = []
+
+    def open_and_migrate() -> None:
+        with psycopg.connect(pg_url) as conn:
+            start.wait()
+            applied.append(migrate(conn, SCHEMAS))
+
+    threads = [threading.Thread(target=open_and_migrate) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    total = sum(len(s.migrations) for s in SCHEMAS)
+    assert sorted(applied) == [0, 0, total]  # one did it all, the others found it done
+    with psycopg.connect(pg_url) as conn:
+        versions = dict(conn.execute("SELECT name, version FROM schema_versions").fetchall())
+    assert versions == {s.name: len(s.migrations) for s in SCHEMAS}
+
+
+async def test_two_stores_opening_one_database_together(pg_url: str) -> None:
+    stores = []
+    start = threading.Barrier(2)
+
+    def open_one() -> None:
+        start.wait()
+        stores.append(open_store(pg_url))
+
+    threads = [threading.Thread(target=open_one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(stores) == 2
+    assert await stores[0].boots() == await stores[1].boots() == []
+    for s in stores:
+        await s.close()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nobody listens once it is closed
+
+
+def test_an_unreachable_database_is_a_clear_error_without_the_password() -> None:
+    url = f"postgresql://agentao:s3cret-pw@127.0.0.1:{_closed_port()}/gw"
+    with pytest.raises(StoreUnavailable) as caught:
+        open_store(url)
+    message = str(caught.value)
+    assert "127.0.0.1" in message and "/gw" in message
+    assert "s3cret-pw" not in message
+
+
+def test_a_missing_database_names_it(postgres_server) -> None:
+    with pytest.raises(StoreUnavailable, match="does not exist"):
+        open_store(postgres_server.url("no_such_db"))
+
+
+def test_urls_are_shown_without_their_password() -> None:
+    assert redact_url("postgresql://u:pw@h:5/d?sslmode=require") == (
+        "postgresql://u:***@h:5/d?sslmode=require"
+    )
+    assert redact_url("postgresql://u@h/d") == "postgresql://u@h/d"
+    assert shown("/var/lib/agentao/gateway.sqlite3") == "/var/lib/agentao/gateway.sqlite3"
