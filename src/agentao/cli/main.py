@@ -182,6 +182,12 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
         "database (postgresql://user:password@host:port/db) that several gateways may share; "
         "default: $AGENTAO_STORE_URL, else the config's [server] store, else the state directory",
     )
+    serve.add_argument(
+        "--advertise-url",
+        metavar="URL",
+        help="with replicas on one PostgreSQL store: where the others send requests for the "
+        "conversations this one holds (default: http://HOST:PORT as bound)",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
 
 

@@ -11,12 +11,14 @@ CORS for the configured origins only, `BodyLimit`, then the routes.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 from starlette.middleware.cors import CORSMiddleware
 
 from agentao import __version__
@@ -98,6 +100,20 @@ def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> Fast
             "auth_required": gateway.auth.required,
             "agents": agents,
         }
+
+    @app.get("/readyz")
+    async def readyz() -> JSONResponse:
+        """Ready for traffic: the store answers and every agent has a live process (a load
+        balancer takes a replica out while this is 503)."""
+        problems = [
+            f"agent {n!r} has no live process" for n, p in gateway.pools.items() if not p.live
+        ]
+        try:
+            await asyncio.wait_for(gateway.store.boots(), gateway.limits.store_connect_seconds)
+        except Exception as exc:  # whatever the database says, the replica is not ready
+            problems.append(f"the store does not answer: {type(exc).__name__}")
+        body = {"status": "not ready" if problems else "ready", "problems": problems}
+        return JSONResponse(body, status_code=503 if problems else 200)
 
     @app.get("/v1/models")
     async def list_models(request: Request) -> dict[str, Any]:

@@ -60,7 +60,9 @@ LOCAL_NAME = "local"  # the principal without keys; its objects must not go to a
 RESERVED_KEY_NAMES = frozenset({LOCAL_NAME})
 MAX_TRANSCRIPT_MATCH_DEPTH = 500  # one query binds this many hashes; SQLite allows 32766
 _TABLES = frozenset({"server", "limits", "agents", "keys"})
-_SERVER_SETTINGS = frozenset({"host", "port", "store", "allowed_hosts", "allowed_origins"})
+_SERVER_SETTINGS = frozenset(
+    {"host", "port", "store", "allowed_hosts", "allowed_origins", "advertise_url"}
+)
 _AGENT_SETTINGS = frozenset({"command", "processes", "cwd", "env"})
 _KEY_SETTINGS = frozenset({"name", "key", "key_sha256", "agents", "ceiling", "policy"})
 
@@ -97,6 +99,11 @@ class Limits:
     store_connect_seconds: float = DEFAULT_CONNECT_SECONDS  # PostgreSQL: connect, or wait for one
     max_session_key_length: int = 256  # X-Session-Id / x_session_id: visible ASCII only
     remote_connections_per_key: int = 32  # remote ACP connections one API key may hold open
+    # Replicas on one PostgreSQL store: a live conversation belongs to one replica by a
+    # lease it renews with its heartbeat; a replica silent for this long is dead (its
+    # leases go to whoever asks next, its responses and tasks in flight are settled).
+    lease_seconds: float = 15.0
+    heartbeat_seconds: float = 3.0  # how often a replica renews its row and its leases
     # A remote ACP connection with no open stream and no message for this long is closed
     # (its sessions stay: `session/load` attaches again).
     remote_idle_seconds: float = 900.0
@@ -146,6 +153,9 @@ class GatewayConfig:
     # A SQLite file's path or a `postgresql://` URL; None: `gateway.sqlite3` in the state
     # directory. A URL may hold a password: show it only through `store.target.shown`.
     store: str | None = None
+    # Where other replicas send a request for a conversation this one holds (a 307), e.g.
+    # "http://10.0.0.5:8765"; None: http://HOST:PORT as bound (the host name for 0.0.0.0).
+    advertise_url: str | None = None
     agents: tuple[AgentSpec, ...] = ()
     keys: tuple[ApiKey, ...] = ()
     limits: Limits = field(default_factory=Limits)
@@ -210,6 +220,7 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
         host=str(server.get("host", "127.0.0.1")),
         port=int(server.get("port", 8765)),
         store=server.get("store"),
+        advertise_url=server.get("advertise_url"),
         agents=agents,
         keys=keys,
         limits=limits,
@@ -239,6 +250,7 @@ def with_overrides(
     allowed_hosts: list[str] | None = None,
     allowed_origins: list[str] | None = None,
     store: str | None = None,
+    advertise_url: str | None = None,
 ) -> GatewayConfig:
     """Apply command-line options; with no agent anywhere, serve our own. The store:
     `store` (--store), else AGENTAO_STORE_URL, else the config file's."""
@@ -251,6 +263,7 @@ def with_overrides(
         host=host if host is not None else config.host,
         port=port if port is not None else config.port,
         store=store or os.environ.get(STORE_URL_ENV) or config.store,
+        advertise_url=advertise_url or config.advertise_url,
         web=web_policy(
             [*web.allowed_hosts, *(allowed_hosts or ())],
             [*web.allowed_origins, *(allowed_origins or ())],
@@ -298,6 +311,11 @@ def _limits(table: dict[str, Any], where: str) -> Limits:
     if not 1 <= limits.transcript_match_depth <= MAX_TRANSCRIPT_MATCH_DEPTH:
         raise ConfigError(
             f"{where}: [limits] transcript_match_depth must be 1..{MAX_TRANSCRIPT_MATCH_DEPTH}"
+        )
+    if not 0 < limits.heartbeat_seconds < limits.lease_seconds:
+        raise ConfigError(
+            f"{where}: [limits] heartbeat_seconds must be above 0 and below lease_seconds "
+            "(a lease must be renewed before it expires)"
         )
     return limits
 

@@ -98,6 +98,25 @@ class SessionBusy(Conflict):
         )
 
 
+class HeldElsewhere(ApiError):
+    """The conversation is live on another replica: the client is sent there (307 keeps
+    the method and body; the OpenAI SDKs and browsers follow it)."""
+
+    status = 307
+    type = "conversation_elsewhere"
+
+    def __init__(self, owner_url: str) -> None:
+        super().__init__(
+            f"this conversation is live on another replica ({owner_url}); follow the redirect",
+            code="conversation_elsewhere",
+        )
+        self.owner_url = owner_url.rstrip("/")
+
+    def location(self, request: Request) -> str:
+        query = f"?{request.url.query}" if request.url.query else ""
+        return f"{self.owner_url}{request.url.path}{query}"
+
+
 class NotAcceptable(ApiError):
     status = 406
 
@@ -151,8 +170,10 @@ def unsupported(param: str, why: str = "is not supported by this gateway") -> Ba
     return BadRequest(f"'{param}' {why}", param=param, code="unsupported_parameter")
 
 
-async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
+    if isinstance(exc, HeldElsewhere):
+        exc.headers["Location"] = exc.location(request)
     return exc.response()
 
 
@@ -188,6 +209,7 @@ __all__ = [
     "BadRequest",
     "Conflict",
     "Forbidden",
+    "HeldElsewhere",
     "MisdirectedRequest",
     "NotAcceptable",
     "NotFound",

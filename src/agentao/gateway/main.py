@@ -18,6 +18,7 @@ def run_serve(args: argparse.Namespace) -> int:
             allowed_hosts=args.allowed_host,
             allowed_origins=args.allowed_origin,
             store=args.store,
+            advertise_url=getattr(args, "advertise_url", None),
         )
         config.check_bind()
     except ConfigError as exc:

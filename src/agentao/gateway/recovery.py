@@ -58,6 +58,10 @@ class Recovery:
         await self._settle([boot_id], _crashed_reason(boot), [boot_id])
         return True
 
+    async def settle_boot(self, boot_id: str, why: str) -> int:
+        """Settle what `boot_id` left in flight (it is known to be gone); how many rows."""
+        return await self._settle([boot_id], why, [boot_id])
+
     async def stop(self) -> None:
         """Settle this process's own rows still in flight (it is shutting down)."""
         await self._settle([self.boot.id], _SHUTDOWN_REASON, [self.boot.id])

@@ -28,6 +28,7 @@ from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.recovery import Recovery
 from agentao.gateway.remote.service import RemoteAcp
+from agentao.gateway.replicas import Replica, advertised_url
 from agentao.gateway.response_builder import LiveResponse
 from agentao.gateway.sessions import Conversations
 from agentao.gateway.tasklog import TaskHub
@@ -57,13 +58,16 @@ class Gateway:
         self.boot = this_boot()
         self.recovery = Recovery(store, self.boot)
         self.auth = Authenticator(config)
-        self.hub = TaskHub(store, self.boot.id)
+        self.replica = Replica(store.cluster, self.boot.id, self.recovery, self.limits)
+        self.hub = TaskHub(store, self.boot.id, self.replica.stored)
         self.desk = PermissionDesk()
         self.pools: dict[str, AgentPool] = {}
         self.live_responses: dict[str, LiveResponse] = {}  # responses being produced
         self.background: set[asyncio.Task[None]] = set()  # background responses and tasks
         self.loop: asyncio.AbstractEventLoop | None = None  # the loop serving, once started
-        self.conversations = Conversations(store, self.pools, self.hub, self.desk, self.limits)
+        self.conversations = Conversations(
+            store, self.pools, self.hub, self.desk, self.limits, self.replica
+        )
         for spec in config.agents:
             self.pools[spec.name] = AgentPool(spec, self.limits, self.conversations.permission)
         # Sets the pools' file and ask_user handlers: the agents' questions reach remote clients.
@@ -72,6 +76,7 @@ class Gateway:
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         await self.recovery.start()
+        await self.replica.start(advertised_url(self.config))
         for pool in self.pools.values():
             await pool.start()
         loop = asyncio.get_running_loop()
@@ -115,6 +120,7 @@ class Gateway:
         try:  # what the turns stored as they ended, then ours still in flight is settled
             await self.hub.flush()
             await self.recovery.stop()
+            await self.replica.stop()
         except Exception:  # the next gateway on this store settles them
             log.exception("could not settle this gateway's responses and tasks in flight")
         self.hub.close()

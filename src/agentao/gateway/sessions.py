@@ -37,6 +37,7 @@ from agentao.gateway.errors import AgentUnavailable, NotFound, SessionBusy, Sess
 from agentao.gateway.permissions import Asker, PermissionDesk
 from agentao.gateway.pool import AgentPool, SessionParams
 from agentao.gateway.reasons import OUTSIDE_TURN
+from agentao.gateway.replicas import Replica
 from agentao.gateway.tasklog import TaskHub
 from agentao.gateway.titles import short_title
 from agentao.gateway.turns import GatewayTurn, TurnContext
@@ -44,6 +45,10 @@ from agentao.store.gateway import GatewayStore
 from agentao.store.gateway_records import Conversation, TaskRecord
 
 log = logging.getLogger("agentao.gateway")
+LEASE_LOST = (
+    "another gateway replica took this conversation over while the turn ran (this one "
+    "stopped renewing its lease); the turn's result was not kept"
+)
 CONVERSATION_PREFIX = "conv_"  # every conversation id starts so (and no other id does)
 
 
@@ -58,6 +63,7 @@ class LiveConversation:
     last_used: float = 0.0  # loop time of the last turn's start or end
     attached: set[str] = field(default_factory=set)  # remote connections watching it
     remote_ask: Asker | None = None  # its watchers, asked the agent's questions too
+    lease: int | None = None  # our fencing token, while this replica holds it (replicas.py)
 
     @property
     def id(self) -> str:
@@ -90,8 +96,10 @@ class Conversations:
         hub: TaskHub,
         desk: PermissionDesk,
         limits: Limits,
+        replica: Replica,
     ) -> None:
         self.store = store
+        self.replica = replica
         self.pools = pools
         self.hub = hub
         self.desk = desk
@@ -183,6 +191,7 @@ class Conversations:
     async def bind(self, conv: LiveConversation) -> Session:
         """The conversation's agent session, opened (new or loaded) if need be; for a
         caller that holds no turn (a remote client opening or attaching to a session)."""
+        await self._claim(conv)
         return await self._bind(conv)
 
     def running(self, task_id: str) -> GatewayTurn | None:
@@ -195,6 +204,7 @@ class Conversations:
         await self._reserve(conv)
         conv.last_used = asyncio.get_running_loop().time()
         try:
+            await self._claim(conv)
             session = await self._bind(conv)
             if request.model and request.model != conv.model:
                 await self._set_model(conv, session, request.model)
@@ -205,6 +215,19 @@ class Conversations:
         except BaseException:
             conv.reserved = False
             raise
+
+    async def _claim(self, conv: LiveConversation) -> None:
+        """Hold the conversation's lease (or be sent to the replica that does); if another
+        replica held it since we last did, what we kept of it is stale: read it again."""
+        token, stale = await self.replica.claim(conv.id, conv.lease)
+        conv.lease = token
+        if not stale:
+            return
+        record = await self.store.get_conversation(conv.id)
+        if record is None:
+            raise NotFound(f"conversation {conv.id} was deleted", code="conversation_not_found")
+        await self._close_session(conv)
+        conv.record = record
 
     async def _reserve(self, conv: LiveConversation) -> None:
         loop = asyncio.get_running_loop()
@@ -307,6 +330,10 @@ class Conversations:
     async def _ended(self, turn: GatewayTurn) -> None:
         conv, _turn, request = self._running.pop(turn.id)
         ok = isinstance(turn.result, TurnEnd)
+        fenced = not await self.replica.holds(conv.id, conv.lease)
+        if fenced:  # another replica took the conversation over: its record is not ours
+            log.error("conversation %s: lease lost during a turn; its result is not kept", conv.id)
+            ok, conv.lease = False, None
         try:
             if ok:
                 conv.record.turn_count += 1
@@ -320,6 +347,8 @@ class Conversations:
             if ok:
                 self.hub.save_conversation(conv.record)
                 self.hub.end(turn.log, "ended")
+            elif fenced:
+                self.hub.end(turn.log, "error", LEASE_LOST)
             else:
                 self.hub.end(turn.log, "error", getattr(turn.result, "message", None))
             await turn.log.closed.wait()
@@ -352,7 +381,13 @@ class Conversations:
         if conv.record.transcript_hash is not None:
             key = (conv.record.owner, conv.record.agent, conv.record.transcript_hash)
             self._by_hash.pop(key, None)
-        session, conv.session = conv.session, None
+        await self._close_session(conv)
+        if conv.lease is not None:
+            conv.lease = None
+            await self.replica.release(conv.id)
+
+    async def _close_session(self, conv: LiveConversation) -> None:
+        session, conv.session, conv.model = conv.session, None, None
         if session is not None:
             self._by_session.pop(session.id, None)
             conv.pool.release(session)

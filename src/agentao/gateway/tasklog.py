@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,9 +97,15 @@ class _Batch:
 class TaskHub:
     """Every running task's log, and the one writer that stores their rows and frames."""
 
-    def __init__(self, store: GatewayStore, boot_id: str) -> None:
+    def __init__(
+        self,
+        store: GatewayStore,
+        boot_id: str,
+        stored: Callable[[list[str]], Awaitable[None]] | None = None,
+    ) -> None:
         self.store = store
         self.boot_id = boot_id
+        self._stored = stored  # told which tasks got frames (other replicas' watchers)
         self._logs: dict[str, TaskLog] = {}
         self._writer = BatchWriter(_Batch, self._write)
 
@@ -165,6 +172,9 @@ class TaskHub:
                 del self._logs[frame.task_id]
         for task_log, _record in batch.ended:
             task_log.closed.set()
+        if self._stored is not None and (batch.frames or batch.ended):
+            ids = {f.task_id for f in batch.frames} | {r.id for _log, r in batch.ended}
+            await self._stored(sorted(ids))
 
     def close(self) -> None:
         """Stop the writer (shutdown); frames not yet stored are lost."""

@@ -257,7 +257,8 @@ async def _send_frames(websocket: WebSocket, gw: Gateway, task_id: str, after: i
             last = event.seq
             if event.type in TERMINAL:
                 return
-        if queue is None:  # ended before we looked, and its log had been stored in full
+        if queue is None:  # not running here: ended, or running on another replica
+            await _follow_elsewhere(websocket, gw, task_id, last)
             return
         while True:
             event = await _next(queue, websocket, gw.limits.ping_interval_seconds)
@@ -270,6 +271,29 @@ async def _send_frames(websocket: WebSocket, gw: Gateway, task_id: str, after: i
     finally:
         if task_log is not None and queue is not None:
             task_log.unsubscribe(queue)
+
+
+async def _follow_elsewhere(websocket: WebSocket, gw: Gateway, task_id: str, last: int) -> None:
+    """A task another replica runs: its frames from the store each time that replica
+    says it stored some (and at each keep-alive, in case a wake-up was lost), until its
+    terminal frame, or its row says it is over."""
+    if not gw.replica.shared:
+        return  # one gateway alone: what is not running here has ended
+    with gw.replica.follow(task_id) as stored:
+        while True:
+            stored.clear()  # before reading: a wake-up during the read is kept
+            for event in await gw.store.events_after(task_id, last):
+                await websocket.send_json(event.frame())
+                last = event.seq
+                if event.type in TERMINAL:
+                    return
+            task = await gw.store.get_task(task_id)
+            if task is None or task.status != IN_FLIGHT_TASK:
+                return
+            try:
+                await asyncio.wait_for(stored.wait(), gw.limits.ping_interval_seconds)
+            except TimeoutError:
+                await websocket.send_json({"type": "ping", "at": time.time()})
 
 
 async def _next(

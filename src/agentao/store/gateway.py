@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from agentao.store.cluster import Cluster, SoloCluster
 from agentao.store.gateway_records import (
     IN_FLIGHT_RESPONSE,
     IN_FLIGHT_TASK,
@@ -181,6 +182,11 @@ class GatewayStore(Protocol):
     async def close(self) -> None: ...
     @property
     def remote(self) -> RemoteStore: ...  # remote ACP connections and their messages
+    @property
+    def cluster(self) -> Cluster: ...  # the other gateways on this store, if any
+
+
+_SOLO = SoloCluster()
 
 
 class SqliteGatewayStore:
@@ -194,6 +200,10 @@ class SqliteGatewayStore:
     @property
     def remote(self) -> SqliteRemoteStore:
         return self._remote
+
+    @property
+    def cluster(self) -> SoloCluster:
+        return _SOLO  # an SQLite file is one gateway's (or a few on one host, see boots.py)
 
     # ---- conversations ----------------------------------------------------------------
 

@@ -46,6 +46,7 @@ from agentao.store.gateway_records import (
     response_row,
     task_from_row,
 )
+from agentao.store.postgres_cluster import PG_CLUSTER_SCHEMA, PgCluster
 from agentao.store.postgres_db import PgDatabase, PgTransaction
 from agentao.store.postgres_remote import PG_REMOTE_SCHEMA, PostgresRemoteStore
 from agentao.store.sqlite import Schema
@@ -149,13 +150,18 @@ _INSERT_BOOT = (
 class PostgresGatewayStore:
     """`GatewayStore` on a PostgreSQL `PgDatabase` migrated with `PG_GATEWAY_SCHEMA`."""
 
-    def __init__(self, db: PgDatabase) -> None:
+    def __init__(self, db: PgDatabase, url: str) -> None:
         self.db = db
         self._remote = PostgresRemoteStore(db)
+        self._cluster = PgCluster(db, url)
 
     @property
     def remote(self) -> PostgresRemoteStore:
         return self._remote
+
+    @property
+    def cluster(self) -> PgCluster:
+        return self._cluster
 
     # ---- conversations ----------------------------------------------------------------
 
@@ -398,9 +404,9 @@ def open_postgres_store(
 ) -> PostgresGatewayStore:
     """A `PostgresGatewayStore` on the database at `url`, migrated (once, whichever
     gateway comes first). Raises `StoreUnavailable` when it cannot be reached."""
-    schemas = [PG_GATEWAY_SCHEMA, PG_REMOTE_SCHEMA]
+    schemas = [PG_GATEWAY_SCHEMA, PG_REMOTE_SCHEMA, PG_CLUSTER_SCHEMA]
     db = PgDatabase.open(url, schemas, pool_size=pool_size, connect_seconds=connect_seconds)
-    return PostgresGatewayStore(db)
+    return PostgresGatewayStore(db, url)
 
 
 __all__ = ["PG_GATEWAY_SCHEMA", "PostgresGatewayStore", "open_postgres_store"]
