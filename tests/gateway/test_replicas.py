@@ -196,6 +196,46 @@ def test_a_killed_replica_fails_over_without_losing_a_completed_turn(
     assert conversation["turn_count"] == 2  # hello, then where were we (the killed one: not)
 
 
+KILL_ROUNDS = 20
+
+
+def test_twenty_kills_mid_turn_lose_no_completed_turn(replicas: Replicas) -> None:
+    """Round after round, the replica running a turn is SIGKILLed and a new one started:
+    every completed turn stays, no response stays in progress, no agent is left behind."""
+    live = [replicas.start(), replicas.start()]
+    previous = live[0].openai().responses.create(model="agentao", input="hello")
+    completed, killed, agents = [previous.id], [], []
+    for round_ in range(KILL_ROUNDS):
+        runner, survivor = live
+        turn = runner.openai().responses.create(
+            model="agentao", input=f"turn {round_}", previous_response_id=previous.id
+        )
+        completed.append(turn.id)
+        agents += _agents_of(runner.proc.pid)
+        doomed = runner.openai().responses.create(
+            model="agentao", input="slow", previous_response_id=turn.id, background=True
+        )
+        killed.append(doomed.id)
+        _until(lambda d=doomed, s=survivor: _status(s, d.id) == "in_progress", "it runs")
+        runner.kill()
+        _until(lambda d=doomed, s=survivor: _status(s, d.id) == "failed", "settled")
+        previous = turn
+        live = [survivor, replicas.start()]
+    reader = live[0].openai()
+    assert {reader.responses.retrieve(r).status for r in completed} == {"completed"}
+    assert {reader.responses.retrieve(r).status for r in killed} == {"failed"}
+    _until(lambda: not any(_alive(pid) for pid in agents), "every killed replica's agents exited")
+    last = reader.responses.create(
+        model="agentao", input="still there?", previous_response_id=previous.id
+    )
+    conversation = httpx.get(f"{live[0].url}/v1/conversations/{last.x_conversation_id}").json()
+    assert conversation["turn_count"] == len(completed) + 1  # every completed turn, no other
+
+
+def _status(replica: ServedGateway, response_id: str) -> str:
+    return replica.openai().responses.retrieve(response_id).status
+
+
 def test_a_replica_that_stalls_past_its_lease_cannot_write_over_the_new_owner(
     replicas: Replicas,
 ) -> None:
