@@ -4,9 +4,9 @@ Theory of operation. `PostgresSessionStore` implements `SessionStore` (store/ses
 statement for statement: read the docstrings there. Every agent process pointed at the
 database (each with its own state directory, say one per gateway replica) sees every
 session, so any of them can `session/load` what another wrote. A turn is one
-transaction: the session row is locked (`FOR UPDATE`), the turn appended under the next
-number, the state set; two processes committing to one session queue on that lock
-rather than both taking the same number.
+statement (an UPDATE of the session's row feeding the INSERT of the turn), atomic by
+itself: the row lock the UPDATE takes makes two processes committing to one session
+queue, each numbering its turn after the other's, never both taking the same number.
 
 The tables are `agent_sessions` and `agent_turns`, under their own migration series
 (`agent_sessions`), so they sit beside the gateway's `gw_*` tables in one database.
@@ -29,7 +29,6 @@ import msgspec
 from agentao.store.gateway_records import Row, json_value
 from agentao.store.postgres_db import (
     PgDatabase,
-    PgTransaction,
     is_connection_failure,
     unavailable,
 )
@@ -67,6 +66,20 @@ PG_SESSIONS_SCHEMA = Schema(
         "CREATE INDEX agent_sessions_by_update ON agent_sessions(updated_at DESC)",
     ),
 )
+
+# One statement, so one round trip and atomic by itself: the UPDATE locks the session's
+# row (a second committer waits, then numbers its turn after this one) and hands the
+# turn's number to the INSERT.
+_COMMIT_TURN = """
+WITH s AS (
+    UPDATE agent_sessions SET turn_count = turn_count + 1, state = %s, updated_at = %s,
+        title = COALESCE(title, %s)
+    WHERE id = %s
+    RETURNING id, turn_count - 1 AS seq
+)
+INSERT INTO agent_turns (session_id, seq, ended_at, stop_reason, data)
+SELECT id, seq, %s, %s, %s FROM s
+"""
 
 _encode = msgspec.json.Encoder().encode
 
@@ -132,25 +145,13 @@ class PostgresSessionStore:
         data, encoded_state = _json(turn.data), _json(state)
         ended_at = turn.ended_at or time.time()
 
-        async def commit(tx: PgTransaction) -> None:
-            row = await tx.fetchone(
-                "SELECT turn_count FROM agent_sessions WHERE id = %s FOR UPDATE", (session_id,)
-            )
-            if row is None:
-                raise KeyError(session_id)
-            await tx.execute(
-                "INSERT INTO agent_turns (session_id, seq, ended_at, stop_reason, data) "
-                "VALUES (%s, %s, %s, %s, %s)",
-                (session_id, row["turn_count"], ended_at, turn.stop_reason, data),
-            )
-            await tx.execute(
-                "UPDATE agent_sessions SET turn_count = turn_count + 1, state = %s, "
-                "updated_at = %s, title = COALESCE(title, %s) WHERE id = %s",
-                (encoded_state, ended_at, title, session_id),
-            )
-
         with self._reaching():
-            await self.db.transaction(commit)
+            added = await self.db.execute(
+                _COMMIT_TURN,
+                (encoded_state, ended_at, title, session_id, ended_at, turn.stop_reason, data),
+            )
+        if not added:  # no such session: the UPDATE matched nothing, so nothing changed
+            raise KeyError(session_id)
 
     async def save_state(self, session_id: str, state: dict[str, Any]) -> None:
         """Persist a state change made between turns (mode, model)."""
