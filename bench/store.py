@@ -1,4 +1,4 @@
-"""The gateway's store: SQLite vs PostgreSQL, operation by operation, side by side.
+"""The stores (the gateway's, the agent's sessions): SQLite vs PostgreSQL, op by op.
 
     python bench/store.py [--runs 200] [--url postgresql://...]
 
@@ -11,7 +11,10 @@ without one, a throwaway cluster on 127.0.0.1 started as the tests start theirs
 
 Operations: create a conversation; put a response (an upsert); append 100 task events
 in one call (one transaction, frames batched to a row); read them back
-(`events_after`); find a conversation by transcript hash among 32 hashes.
+(`events_after`); find a conversation by transcript hash among 32 hashes. The agent's
+session store: create a session; commit a turn (a typical turn's payload, ~5 KB, with
+the session's state, one transaction); read a 20-turn session's turns back (what
+`session/load` does).
 """
 
 from __future__ import annotations
@@ -29,10 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.postgre
 
 from agentao.store.gateway import GatewayStore, open_store
 from agentao.store.gateway_records import Conversation, ResponseRecord, TaskEvent, TaskRecord
+from agentao.store.sessions import SessionRecord, SessionStore, TurnRecord, open_session_store
 from agentao.store.target import shown
 
 EVENTS_PER_APPEND = 100
 HASHES_PER_LOOKUP = 32  # the gateway's default transcript_match_depth
+CHUNKS_PER_TURN = 100  # text chunks in a benched turn's payload
+HISTORY_TURNS = 20  # turns of the session read back
 
 Op = Callable[[int], Awaitable[object]]
 
@@ -71,17 +77,52 @@ def operations(store: GatewayStore) -> dict[str, Op]:
     }
 
 
-async def measure(store: GatewayStore, runs: int) -> dict[str, list[float]]:
+def a_turn(i: int) -> TurnRecord:
+    events = [{"kind": "text", "text": f"chunk {n} "} for n in range(CHUNKS_PER_TURN)]
+    messages = [{"role": "user", "content": f"prompt {i}"}, {"role": "assistant", "content": "x"}]
+    return TurnRecord({"prompt": f"prompt {i}", "messages": messages, "events": events}, "end_turn")
+
+
+def session_operations(store: SessionStore) -> dict[str, Op]:
+    state = {"mode": "workspace-write", "model": "m", "meta": {"permissions": {"grants": []}}}
+
+    async def create(i: int) -> None:
+        await store.create(SessionRecord(f"s{i}", "/work", state=state))
+
+    async def commit(i: int) -> None:
+        await store.commit_turn(f"s{i}", a_turn(i), state, title=f"prompt {i}")
+
+    async def turns(i: int) -> None:
+        assert len(await store.turns("history")) == HISTORY_TURNS
+
+    return {
+        "session: create": create,
+        "session: commit_turn": commit,
+        f"session: turns ({HISTORY_TURNS})": turns,
+    }
+
+
+async def timed(ops: dict[str, Op], runs: int) -> dict[str, list[float]]:
     """Milliseconds per call, per operation (each operation on rows the earlier made)."""
     timings: dict[str, list[float]] = {}
-    for name, op in operations(store).items():
+    for name, op in ops.items():
         samples = []
         for i in range(runs):
             start = time.perf_counter()
             await op(i)
             samples.append((time.perf_counter() - start) * 1000)
         timings[name] = samples
+    return timings
+
+
+async def measure(store: GatewayStore, sessions: SessionStore, runs: int) -> dict[str, list[float]]:
+    timings = await timed(operations(store), runs)
+    await sessions.create(SessionRecord("history", "/work"))
+    for n in range(HISTORY_TURNS):  # untimed: the session `turns` reads
+        await sessions.commit_turn("history", a_turn(n), {})
+    timings |= await timed(session_operations(sessions), runs)
     await store.close()
+    await sessions.close()
     return timings
 
 
@@ -123,8 +164,12 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             sqlite_store = open_store(str(Path(tmp) / "gw.sqlite3"), readers=2)
-            sqlite = asyncio.run(measure(sqlite_store, args.runs))
-        pg = asyncio.run(measure(open_store(url), args.runs))
+            sqlite_sessions = open_session_store(Path(tmp) / "agentao.sqlite3")
+            sqlite = asyncio.run(measure(sqlite_store, sqlite_sessions, args.runs))
+        from agentao.store.postgres_sessions import open_postgres_session_store
+
+        pg_sessions = open_postgres_session_store(url)
+        pg = asyncio.run(measure(open_store(url), pg_sessions, args.runs))
     finally:
         if server is not None:
             server.stop()

@@ -1,27 +1,58 @@
-"""The session store on a real SQLite file in a temp directory."""
+"""The agent's session store on each backend: every test taking `store` or `open_store`
+runs on a real SQLite file and on a real PostgreSQL server (a database of its own)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
+from agentao.store.postgres_sessions import PostgresSessionStore, open_postgres_session_store
 from agentao.store.sessions import (
     SESSIONS_SCHEMA,
     SessionRecord,
     SessionStore,
+    SqliteSessionStore,
     StoreSettings,
     TurnRecord,
     open_session_store,
 )
 from agentao.store.sqlite import Database, Schema
+from agentao.store.target import is_postgres_url
+
+Opener = Callable[..., SessionStore]
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = open_session_store(tmp_path / "db.sqlite3")
-    yield s
-    s.db.close()
+async def open_store(store_target: str) -> AsyncIterator[Opener]:
+    """Opens session stores on this test's backend (with given settings); closes them after."""
+    opened: list[SessionStore] = []
+
+    def open_(settings: StoreSettings | None = None) -> SessionStore:
+        if is_postgres_url(store_target):
+            s: SessionStore = open_postgres_session_store(store_target, settings)
+        else:
+            s = open_session_store(store_target, settings)
+        opened.append(s)
+        return s
+
+    yield open_
+    for s in opened:
+        await s.close()
+
+
+@pytest.fixture
+def store(open_store: Opener) -> SessionStore:
+    return open_store()
+
+
+async def count_turns(store: SessionStore) -> int:
+    if isinstance(store, PostgresSessionStore):
+        row = await store.db.fetchone("SELECT count(*) AS n FROM agent_turns")
+        return row["n"] if row else 0
+    assert isinstance(store, SqliteSessionStore)
+    return await store.db.call(lambda c: c.execute("SELECT count(*) FROM turns").fetchone()[0])
 
 
 def turn(n: int, stop: str | None = "end_turn") -> TurnRecord:
@@ -64,8 +95,8 @@ async def test_failed_commit_leaves_nothing(store):
     assert record.turn_count == 0 and record.state == {}
 
 
-async def test_page_latest_delete(tmp_path):
-    store = SessionStore(Database.open(tmp_path / "db", [SESSIONS_SCHEMA]), StoreSettings(2))
+async def test_page_latest_delete(open_store):
+    store = open_store(StoreSettings(2))
     for i in range(5):
         await store.create(SessionRecord(f"s{i}", "/a" if i % 2 else "/b", updated_at=100.0 + i))
     page, cursor = await store.page()
@@ -81,8 +112,7 @@ async def test_page_latest_delete(tmp_path):
     assert (await store.latest()).id == "s1"
     assert await store.delete("s1") is True
     assert await store.latest() is None
-    assert await store.db.call(lambda c: c.execute("SELECT count(*) FROM turns").fetchone()[0]) == 0
-    store.db.close()
+    assert await count_turns(store) == 0  # the session's turns went with it
 
 
 async def test_many_sessions_no_cap(store):
@@ -109,3 +139,22 @@ def test_schema_migrations_are_incremental(tmp_path):
     db.close()
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_ties_break_by_id_in_byte_order(open_store):
+    store = open_store(StoreSettings(2))
+    for sid in ("b", "B", "a", "_"):  # byte order: "B" < "_" < "a" < "b"
+        await store.create(SessionRecord(sid, "/w", updated_at=5.0))
+    first, cursor = await store.page()
+    second, _ = await store.page(cursor=cursor)
+    assert [r.id for r in first + second] == ["B", "_", "a", "b"]
+
+
+async def test_save_state_and_payloads_round_trip(store):
+    await store.create(SessionRecord("s1", "/w", ["/ü"], state={"z": 1, "a": [None, 1.5]}))
+    await store.save_state("s1", {"mode": "plan", "meta": {"k": "ü\\n"}})
+    record = await store.get("s1")
+    assert record.state == {"mode": "plan", "meta": {"k": "ü\\n"}}
+    assert record.additional_directories == ["/ü"] and record.updated_at > 0
+    await store.commit_turn("s1", turn(0), record.state, title="x" * 500)
+    assert (await store.get("s1")).title == "x" * StoreSettings().title_chars

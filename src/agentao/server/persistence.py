@@ -4,18 +4,24 @@ A session's state row is `AgentSession.to_dict()` without its turns, with the
 permission engine's remembered grants under `meta["permissions"]`; each turn
 is the runtime's own encoded `TurnRecord`, committed with the state after it
 in one transaction. Loading is the reverse; a session that cannot be decoded
-(a newer format, a damaged row) is reported as `CorruptSession`.
+(a newer format, a damaged row) is reported as `CorruptSession`. A store that cannot be
+reached (a PostgreSQL server down) fails the method with `-32603` whose message and
+`data.store` name host and database, never a password; the agent logs it too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from agentao.agent.permissions import PermissionEngine
 from agentao.agent.session import AgentSession, encode
+from agentao.protocol.errors import InternalError
 from agentao.store.sessions import SessionRecord, SessionStore, TurnRecord
+from agentao.store.target import StoreUnavailable
 
 log = logging.getLogger("agentao.server")
 
@@ -35,6 +41,18 @@ class SessionSummary:
     updated_at: str
 
 
+@contextlib.contextmanager
+def _reachable() -> Iterator[None]:
+    try:
+        yield
+    except StoreUnavailable as exc:
+        log.error("session store unavailable: %s", exc)
+        data = {"reason": "store_unavailable", "store": exc.where}
+        raise InternalError(
+            f"Internal error: the session store is unavailable: {exc}", data
+        ) from None
+
+
 class SessionArchive:
     """The agent's view of the session store."""
 
@@ -50,24 +68,28 @@ class SessionArchive:
             updated_at=agent.updated_at,
             state=_state(agent, engine),
         )
-        await self.store.create(record)
+        with _reachable():
+            await self.store.create(record)
 
     async def commit_turn(self, agent: AgentSession, engine: PermissionEngine) -> None:
         """Store the session's last turn and its state after it, atomically."""
         turn = agent.turns[-1]
         record = TurnRecord(encode(turn), turn.stop_reason, agent.updated_at)
         title = agent.title
-        await self.store.commit_turn(agent.id, record, _state(agent, engine), title=title)
+        with _reachable():
+            await self.store.commit_turn(agent.id, record, _state(agent, engine), title=title)
 
     async def save_state(self, agent: AgentSession, engine: PermissionEngine) -> None:
-        await self.store.save_state(agent.id, _state(agent, engine))
+        with _reachable():
+            await self.store.save_state(agent.id, _state(agent, engine))
 
     async def load(self, session_id: str) -> tuple[AgentSession, dict[str, Any]] | None:
         """The session and its stored permission grants; None when there is no such session."""
-        record = await self.store.get(session_id)
-        if record is None:
-            return None
-        turns = await self.store.turns(session_id)
+        with _reachable():
+            record = await self.store.get(session_id)
+            if record is None:
+                return None
+            turns = await self.store.turns(session_id)
         data = {**record.state, "turns": [t.data for t in turns]}
         try:
             agent = AgentSession.from_dict(data)
@@ -77,13 +99,15 @@ class SessionArchive:
         return agent, dict(agent.meta.get(PERMISSIONS_KEY) or {})
 
     async def latest_id(self) -> str | None:
-        record = await self.store.latest()
+        with _reachable():
+            record = await self.store.latest()
         return record.id if record else None
 
     async def page(
         self, cwd: str | None, cursor: str | None
     ) -> tuple[list[SessionSummary], str | None]:
-        records, next_cursor = await self.store.page(cwd, cursor)
+        with _reachable():
+            records, next_cursor = await self.store.page(cwd, cursor)
         summaries = [
             SessionSummary(r.id, r.cwd, r.additional_directories, r.title, r.updated_at_iso)
             for r in records
@@ -91,10 +115,12 @@ class SessionArchive:
         return summaries, next_cursor
 
     async def exists(self, session_id: str) -> bool:
-        return await self.store.get(session_id) is not None
+        with _reachable():
+            return await self.store.get(session_id) is not None
 
     async def delete(self, session_id: str) -> bool:
-        return await self.store.delete(session_id)
+        with _reachable():
+            return await self.store.delete(session_id)
 
 
 def _state(agent: AgentSession, engine: PermissionEngine) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from agentao.protocol.connection import Connection
@@ -14,8 +15,8 @@ from agentao.server.handshake import PrefixedReader
 from agentao.server.logs import setup_logging
 from agentao.server.persistence import SessionArchive
 from agentao.server.settings import ServerSettings
-from agentao.store.paths import LOG_NAME, database_path, ensure_state_dir
-from agentao.store.sessions import open_session_store
+from agentao.store.paths import LOG_NAME, ensure_state_dir
+from agentao.store.session_target import open_agent_sessions
 
 log = logging.getLogger("agentao.server")
 
@@ -25,8 +26,9 @@ async def serve(
 ) -> None:
     """Serve until EOF on a connection whose handshake may already be done."""
     settings = ServerSettings.from_env()
-    setup_logging(settings.log_level, ensure_state_dir() / LOG_NAME)
-    store = open_session_store(database_path(), settings.store)
+    home = ensure_state_dir()
+    setup_logging(settings.log_level, home / LOG_NAME)
+    store = open_agent_sessions(os.environ, settings.store)
     agent = AcpAgent(SessionArchive(store), settings, resume=resume)
     if client_capabilities is not None:
         agent.accept_client(client_capabilities)
@@ -35,14 +37,14 @@ async def serve(
     agent.endpoint = endpoint
     try:
         reader, writer = await open_stdio()
-        log.info("agentao ACP agent ready (state in %s)", database_path().parent)
+        log.info("agentao ACP agent ready (state in %s)", home)
         coalescing = CoalescingWriter(writer)
         await endpoint.run(PrefixedReader(leftover, reader, agent.cancel_all), coalescing)
     finally:
         await agent.shutdown()
         if coalescing is not None:
             coalescing.flush()
-        store.db.close()
+        await store.close()
 
 
 __all__ = ["serve"]

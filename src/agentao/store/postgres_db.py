@@ -175,13 +175,27 @@ def _connect_once(url: str, connect_seconds: float) -> psycopg.Connection[Any]:
     try:
         return psycopg.connect(url, connect_timeout=_connect_timeout(connect_seconds))
     except psycopg.Error as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        password = urlsplit(url).password
-        if password:
-            reason = reason.replace(password, "***")
-        raise StoreUnavailable(
-            f"cannot connect to the PostgreSQL store at {describe(url)}: {reason}"
-        ) from None
+        raise unavailable(url, exc, "cannot connect to") from None
+
+
+def unavailable(url: str, exc: BaseException, doing: str = "lost") -> StoreUnavailable:
+    """`exc` as a `StoreUnavailable` naming where `url` points and why, never its password."""
+    text = str(exc).strip()
+    reason = text.splitlines()[0] if text else type(exc).__name__
+    password = urlsplit(url).password
+    if password:
+        reason = reason.replace(password, "***")
+    where = describe(url)
+    return StoreUnavailable(f"{doing} the PostgreSQL store at {where}: {reason}", where)
+
+
+def is_connection_failure(exc: BaseException) -> bool:
+    """A failure to reach the server (refused, dropped, shut down, no pooled connection in
+    time), as opposed to an error in the statement itself."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate or ""
+    return not state or state.startswith(("08", "57P"))
 
 
 def migrate(conn: psycopg.Connection[Any], schemas: Sequence[Schema]) -> int:
@@ -216,5 +230,7 @@ __all__ = [
     "MIGRATION_LOCK",
     "PgDatabase",
     "PgTransaction",
+    "is_connection_failure",
     "migrate",
+    "unavailable",
 ]

@@ -5,6 +5,11 @@ it (model, mode, plan, remembered permission grants), so a killed process loses
 at most the turn in flight. Payloads (a turn's `data`, a session's `state`) are
 JSON-safe values the caller encodes; the store does not interpret them. There is no cap on the
 number of sessions kept.
+
+`SessionStore` is the interface the agent codes against. `SqliteSessionStore` implements it
+on `store/sqlite.py`'s `Database` (the agent's own file, the default);
+`PostgresSessionStore` (store/postgres_sessions.py) on a database several agent processes
+share, so any of them can load any session. `store/session_target.py` picks one.
 """
 
 from __future__ import annotations
@@ -13,11 +18,12 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
 from agentao.store.sqlite import Database, Schema
+from agentao.store.target import DEFAULT_CONNECT_SECONDS
 
 SESSIONS_SCHEMA = Schema(
     "sessions",
@@ -81,9 +87,52 @@ class StoreSettings:
 
     list_page_size: int = 100  # sessions per `session/list` page
     title_chars: int = 80  # a session's title is its first prompt, cut to this length
+    # On PostgreSQL (AGENTAO_STORE_URL): connections one agent process holds at most (one
+    # client, a turn at a time per session: a few suffice), and how long connecting or
+    # waiting for a pooled connection may take before a session method fails.
+    pool_size: int = 2
+    connect_seconds: float = DEFAULT_CONNECT_SECONDS
 
 
-class SessionStore:
+class SessionStore(Protocol):
+    """Sessions by id: what every backend does, with the same semantics."""
+
+    settings: StoreSettings
+
+    async def create(self, record: SessionRecord) -> None: ...
+
+    async def get(self, session_id: str) -> SessionRecord | None: ...
+
+    async def turns(self, session_id: str) -> list[TurnRecord]:
+        """The session's turns, oldest first ([] for an unknown session)."""
+        ...
+
+    async def commit_turn(
+        self, session_id: str, turn: TurnRecord, state: dict[str, Any], title: str | None = None
+    ) -> None:
+        """Append `turn` and set the session's state (and its title, if it has none yet),
+        in one transaction. KeyError for an unknown session."""
+        ...
+
+    async def save_state(self, session_id: str, state: dict[str, Any]) -> None: ...
+
+    async def page(
+        self, cwd: str | None = None, cursor: str | None = None
+    ) -> tuple[list[SessionRecord], str | None]:
+        """Sessions by `updated_at` descending then id, `settings.list_page_size` a page; the
+        cursor is the next page's offset as a decimal string (None: no more)."""
+        ...
+
+    async def latest(self) -> SessionRecord | None: ...
+
+    async def delete(self, session_id: str) -> bool:
+        """Remove the session and its turns; False when there was none."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class SqliteSessionStore:
     """Sessions by id in a `Database` opened with `SESSIONS_SCHEMA`."""
 
     def __init__(self, db: Database, settings: StoreSettings | None = None) -> None:
@@ -123,11 +172,9 @@ class SessionStore:
         self, cwd: str | None = None, cursor: str | None = None
     ) -> tuple[list[SessionRecord], str | None]:
         """A page of sessions, most recently updated first, and the next page's cursor."""
-        offset = int(cursor) if cursor and cursor.isdigit() else 0
-        size = self.settings.list_page_size
+        offset, size = page_offset(cursor), self.settings.list_page_size
         rows = await self.db.call(lambda c: _page(c, cwd, offset, size + 1))
-        more = len(rows) > size
-        return rows[:size], (str(offset + size) if more else None)
+        return page_of(rows, offset, size)
 
     async def latest(self) -> SessionRecord | None:
         """The most recently updated session that has at least one turn."""
@@ -135,6 +182,22 @@ class SessionStore:
 
     async def delete(self, session_id: str) -> bool:
         return await self.db.transaction(lambda c: _delete(c, session_id))
+
+    async def close(self) -> None:
+        self.db.close()
+
+
+def page_offset(cursor: str | None) -> int:
+    """Where a page starts: the cursor is an offset; anything else starts at the top."""
+    return int(cursor) if cursor and cursor.isdigit() else 0
+
+
+def page_of(
+    rows: list[SessionRecord], offset: int, size: int
+) -> tuple[list[SessionRecord], str | None]:
+    """A page from `size + 1` rows (one more than shown says another page follows)."""
+    more = len(rows) > size
+    return rows[:size], (str(offset + size) if more else None)
 
 
 def _row_to_record(row: sqlite3.Row) -> SessionRecord:
@@ -224,16 +287,19 @@ def _delete(conn: sqlite3.Connection, session_id: str) -> bool:
     return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
 
 
-def open_session_store(path: Any, settings: StoreSettings | None = None) -> SessionStore:
-    """A `SessionStore` on its own database file (the agent's default)."""
-    return SessionStore(Database.open(path, [SESSIONS_SCHEMA]), settings)
+def open_session_store(path: Any, settings: StoreSettings | None = None) -> SqliteSessionStore:
+    """A `SqliteSessionStore` on its own database file (the agent's default)."""
+    return SqliteSessionStore(Database.open(path, [SESSIONS_SCHEMA]), settings)
 
 
 __all__ = [
     "SESSIONS_SCHEMA",
     "SessionRecord",
     "SessionStore",
+    "SqliteSessionStore",
     "StoreSettings",
     "TurnRecord",
     "open_session_store",
+    "page_of",
+    "page_offset",
 ]

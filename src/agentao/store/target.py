@@ -16,7 +16,11 @@ STORE_URL_ENV = "AGENTAO_STORE_URL"  # the store, when neither --store nor the c
 
 class StoreUnavailable(RuntimeError):
     """The store's database cannot be reached or set up; the message says where, never
-    with a password."""
+    with a password. `where` is host:port/database when the store is a URL."""
+
+    def __init__(self, message: str, where: str | None = None) -> None:
+        super().__init__(message)
+        self.where = where
 
 
 def is_postgres_url(target: object) -> bool:
