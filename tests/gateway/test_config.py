@@ -124,6 +124,29 @@ def test_command_line_overrides_and_the_default_agent() -> None:
         parse_agent_option("qwen")
 
 
+def test_our_agent_keeps_its_sessions_in_the_gateways_postgresql_store(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("AGENTAO_STORE_URL", raising=False)
+    url = "postgresql://gw@db.internal/agentao"
+    shared = with_overrides(GatewayConfig(), store=url)
+    assert dict(shared.agents[0].env) == {"AGENTAO_STORE_URL": url}
+    alone = with_overrides(GatewayConfig(), store="/var/lib/agentao/gateway.sqlite3")
+    assert dict(alone.agents[0].env) == {}
+    # An agent the config names gets only the environment it names.
+    named = with_overrides(GatewayConfig(), agents=["q=qwen --acp"], store=url)
+    assert dict(named.agents[0].env) == {}
+
+
+def test_replica_settings() -> None:
+    config = config_from_dict(
+        {"server": {"advertise_url": "http://10.0.0.5:8765"}, "limits": {"lease_seconds": 10}}
+    )
+    assert config.advertise_url == "http://10.0.0.5:8765" and config.limits.lease_seconds == 10
+    with pytest.raises(ConfigError, match="heartbeat_seconds must be above 0 and below"):
+        config_from_dict({"limits": {"lease_seconds": 2, "heartbeat_seconds": 2}})
+
+
 def test_allowed_hosts_and_origins_from_file_and_command_line() -> None:
     server = {
         "allowed_hosts": ["GW.example", "gw.example:8443", "[::1]:9"],

@@ -1,8 +1,9 @@
 """Gateway replicas on one PostgreSQL store: real `agentao serve` processes on loopback.
 
-Each replica is its own process with its own agent processes; they share the store (a
-real PostgreSQL server, tests/postgres.py) and, as replicas on one machine may, the
-agents' state directory, so any replica's agent can `session/load` any session. The
+Each replica is its own process with its own agent processes and their own state
+directory, as on separate machines; they share one real PostgreSQL database
+(tests/postgres.py) for the gateway's store and for the agents' sessions
+(`AGENTAO_STORE_URL`), so any replica's agent can `session/load` any session. The
 lease is short here (2 s, heartbeat 0.3 s) so that failover is quick to watch.
 """
 
@@ -21,7 +22,7 @@ import httpx
 import pytest
 import websockets.sync.client as ws_client
 
-from tests.gateway.conftest import DEFAULT_SCRIPT, ServedGateway, prepare_home
+from tests.gateway.conftest import DEFAULT_SCRIPT, ServedGateway
 from tests.postgres import PostgresServer
 
 pytestmark = pytest.mark.timeout(120)
@@ -29,7 +30,7 @@ LEASE_SECONDS = 2.0
 
 
 class Replicas:
-    """Replicas of one gateway: same store, same agents' state, each on its own port."""
+    """Replicas of one gateway: one database, each with its own port and agents."""
 
     def __init__(self, tmp: Path, store_url: str) -> None:
         self.tmp = tmp
@@ -38,11 +39,15 @@ class Replicas:
         script.write_text(json.dumps({"responses": DEFAULT_SCRIPT}))
         self.work = tmp / "work"
         self.work.mkdir()
-        agent_home = tmp / "agent-home"  # shared: any replica's agent loads any session
-        prepare_home(agent_home)
-        self.config = f"""
+        self.script = script
+        self.started: list[ServedGateway] = []
+
+    def _config(self, agent_home: Path) -> str:
+        # Each replica's agents have their own state directory, as on separate machines;
+        # they keep their sessions in the shared database, so any replica's agent loads any.
+        return f"""
 [server]
-store = "{store_url}"
+store = "{self.store_url}"
 
 [limits]
 lease_seconds = {LEASE_SECONDS}
@@ -51,14 +56,19 @@ heartbeat_seconds = 0.3
 [agents.agentao]
 command = ["{sys.executable}", "-m", "agentao", "--acp"]
 cwd = "{self.work}"
-env = {{ LLM_PROVIDER = "SCRIPTED", AGENTAO_SCRIPT = "{script}", AGENTAO_HOME = "{agent_home}" }}
+
+[agents.agentao.env]
+LLM_PROVIDER = "SCRIPTED"
+AGENTAO_SCRIPT = "{self.script}"
+AGENTAO_HOME = "{agent_home}"
+AGENTAO_STORE_URL = "{self.store_url}"
 """
-        self.started: list[ServedGateway] = []
 
     def start(self) -> ServedGateway:
         home = self.tmp / f"replica-{len(self.started)}"
         home.mkdir()
-        replica = ServedGateway(home, self.config)
+        (home / "agents").mkdir()
+        replica = ServedGateway(home, self._config(home / "agents"))
         self.started.append(replica)
         return replica
 

@@ -50,7 +50,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentao.gateway.hosts import normalize_host, normalize_origin
-from agentao.store.target import DEFAULT_CONNECT_SECONDS, DEFAULT_POOL_SIZE, STORE_URL_ENV
+from agentao.store.target import (
+    DEFAULT_CONNECT_SECONDS,
+    DEFAULT_POOL_SIZE,
+    STORE_URL_ENV,
+    is_postgres_url,
+)
 
 Policy = Literal["reject", "reads", "ask", "all"]
 POLICY_ORDER: tuple[Policy, ...] = ("reject", "reads", "ask", "all")
@@ -183,9 +188,11 @@ def check_policy(value: Any, where: str) -> Policy:
     return value
 
 
-def default_agent() -> AgentSpec:
-    """Our own agent, with the same interpreter as the gateway."""
-    return AgentSpec("agentao", (sys.executable, "-m", "agentao", "--acp"))
+def default_agent(store: str | None = None) -> AgentSpec:
+    """Our own agent, with the same interpreter as the gateway. On a PostgreSQL store it
+    keeps its sessions in that database too, so any replica's agent can load any."""
+    env = ((STORE_URL_ENV, store),) if store and is_postgres_url(store) else ()
+    return AgentSpec("agentao", (sys.executable, "-m", "agentao", "--acp"), env=env)
 
 
 def parse_agent_option(option: str) -> AgentSpec:
@@ -257,12 +264,13 @@ def with_overrides(
     extra = tuple(parse_agent_option(a) for a in agents or ())
     merged = tuple(a for a in config.agents if a.name not in {e.name for e in extra}) + extra
     web = config.web
+    store = store or os.environ.get(STORE_URL_ENV) or config.store
     config = replace(
         config,
-        agents=merged or (default_agent(),),
+        agents=merged or (default_agent(store),),
         host=host if host is not None else config.host,
         port=port if port is not None else config.port,
-        store=store or os.environ.get(STORE_URL_ENV) or config.store,
+        store=store,
         advertise_url=advertise_url or config.advertise_url,
         web=web_policy(
             [*web.allowed_hosts, *(allowed_hosts or ())],
