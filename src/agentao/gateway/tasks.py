@@ -282,12 +282,13 @@ async def _follow_elsewhere(websocket: WebSocket, gw: Gateway, task_id: str, las
     with gw.replica.follow(task_id) as stored:
         while True:
             stored.clear()  # before reading: a wake-up during the read is kept
+            task = await gw.store.get_task(task_id)  # before the frames: see below
             for event in await gw.store.events_after(task_id, last):
                 await websocket.send_json(event.frame())
                 last = event.seq
                 if event.type in TERMINAL:
                     return
-            task = await gw.store.get_task(task_id)
+            # Over, as read *before* its frames were: they include its last ones.
             if task is None or task.status != IN_FLIGHT_TASK:
                 return
             try:
