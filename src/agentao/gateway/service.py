@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -48,6 +49,19 @@ class ModelChoice:
     @property
     def name(self) -> str:
         return f"{self.agent}/{self.model}" if self.model else self.agent
+
+
+async def _every(period: float, sweep: Callable[[], Awaitable[int]], what: str) -> None:
+    """Run `sweep` every `period` seconds for good; log how many it closed."""
+    while True:
+        await asyncio.sleep(period)
+        try:
+            closed = await sweep()
+        except Exception:  # the next sweep tries again
+            log.exception("closing %s failed", what)
+            continue
+        if closed:
+            log.info("closed %d %s", closed, what)
 
 
 class Gateway:
@@ -86,26 +100,13 @@ class Gateway:
 
     async def _sweep(self) -> None:
         idle = self.limits.session_idle_seconds
-        while True:
-            await asyncio.sleep(min(60.0, idle / 4))
-            try:
-                closed = await self.conversations.sweep(idle)
-            except Exception:  # the next sweep tries again
-                log.exception("sweeping idle conversations failed")
-                continue
-            if closed:
-                log.info("closed the agent sessions of %d idle conversations", closed)
+        await _every(
+            min(60.0, idle / 4), lambda: self.conversations.sweep(idle), "idle agent sessions"
+        )
 
     async def _sweep_remote(self) -> None:
-        while True:
-            await asyncio.sleep(min(60.0, self.limits.remote_idle_seconds / 4))
-            try:
-                closed = await self.remote.sweep()
-            except Exception:  # the next sweep tries again
-                log.exception("sweeping idle remote ACP connections failed")
-                continue
-            if closed:
-                log.info("closed %d idle remote ACP connections", closed)
+        period = min(60.0, self.limits.remote_idle_seconds / 4)
+        await _every(period, self.remote.sweep, "idle remote ACP connections")
 
     async def end_streams(self) -> None:
         """The server stops: end the streams that would never end by themselves."""

@@ -37,16 +37,15 @@ import msgspec
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from starlette.responses import Response, StreamingResponse
 
+from agentao.client.remote import CONNECTION_HEADER, SESSION_HEADER, SESSION_SCOPED
 from agentao.gateway.auth import WS_PROTOCOL, Principal
 from agentao.gateway.errors import ApiError, BadRequest, NotAcceptable, NotFound, NotImplementedApi
 from agentao.gateway.remote.connection import INIT_SCOPE, Connection, Connections
-from agentao.gateway.remote.service import SESSION_SCOPED, RemoteAcp
+from agentao.gateway.remote.service import RemoteAcp
 from agentao.gateway.service import Gateway, check_json
 from agentao.protocol.errors import AcpError
 
 router = APIRouter()
-CONNECTION_HEADER = "Acp-Connection-Id"
-SESSION_HEADER = "Acp-Session-Id"
 AFFINITY_COOKIE = "agentao_affinity"
 NORMAL_CLOSURE = 1000
 EVENT_STREAM = "text/event-stream"

@@ -33,6 +33,7 @@ import msgspec
 
 from agentao.client import ClientError, TurnEnd, Update
 from agentao.client.files import LocalFiles
+from agentao.client.remote import SESSION_SCOPED  # their replies go to the session's stream
 from agentao.gateway.auth import Principal, owns
 from agentao.gateway.config import Limits, Policy, policy_rank
 from agentao.gateway.errors import ApiError
@@ -56,16 +57,6 @@ from agentao.store.gateway import GatewayStore
 log = logging.getLogger("agentao.gateway")
 _decode = msgspec.json.Decoder().decode
 
-# Methods whose reply (and updates) belong to the session's stream.
-SESSION_SCOPED = frozenset(
-    {
-        "session/prompt",
-        "session/cancel",
-        "session/set_mode",
-        "session/set_config_option",
-        "session/close",
-    }
-)
 _API_CODES = {400: InvalidParams.code, 404: SessionNotFound.code, 409: InvalidRequest.code}
 
 
@@ -388,4 +379,4 @@ def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
 
 
-__all__ = ["SESSION_SCOPED", "RemoteAcp", "remote_policy"]
+__all__ = ["RemoteAcp", "remote_policy"]
