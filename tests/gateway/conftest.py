@@ -205,8 +205,9 @@ def llm_spec(tmp: Path, llm_env: dict[str, str], name: str = "agentao") -> Agent
 @pytest.fixture
 def gateway_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The store `gateway_factory` serves from by default: a SQLite file, or with
-    `@ON_EACH_STORE` also a new database on the session's real PostgreSQL server."""
-    if getattr(request, "param", "sqlite") == "postgres":
+    `@ON_EACH_STORE` also a new database on the session's real PostgreSQL server.
+    `AGENTAO_TEST_STORE=postgres` makes PostgreSQL the default for every test."""
+    if getattr(request, "param", DEFAULT_TEST_STORE) == "postgres":
         return request.getfixturevalue("pg_url")
     return str(tmp_path / "gateway.sqlite3")
 
@@ -246,7 +247,7 @@ def shared_gateway(
     with `@SHARED_ON_EACH_STORE` also on a PostgreSQL database of its own."""
     tmp = tmp_path_factory.mktemp("shared-gateway")
     store: Path | str = tmp / "gateway.sqlite3"
-    if getattr(request, "param", "sqlite") == "postgres":
+    if getattr(request, "param", DEFAULT_TEST_STORE) == "postgres":
         store = request.getfixturevalue("postgres_server").create_database()
     config = GatewayConfig(agents=(scripted_spec(tmp, processes=2),))
     live = LiveGateway(config, store).start()
@@ -254,6 +255,7 @@ def shared_gateway(
     live.stop()
 
 
+DEFAULT_TEST_STORE = os.environ.get("AGENTAO_TEST_STORE", "sqlite")
 # Tests that exercise the store end to end run on each backend: SQLite, and a database
 # on the session's real PostgreSQL server.
 GATEWAY_STORES = ("sqlite", "postgres")
