@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+
 from agentao.gateway.transcript import (
     ChatMessage,
     chain,
@@ -53,6 +55,9 @@ def test_tail_after_last_answer_and_render() -> None:
     )
 
 
+# SQLite's: the trace hook holds the statement on the store's own thread. (PostgreSQL's
+# queries are awaited on the event loop, where a blocking hook would stop everything.)
+@pytest.mark.parametrize("gateway_store", ["sqlite"], indirect=True)
 def test_a_huge_transcript_holds_up_no_other_caller(gateway_factory) -> None:
     """A 100k-message request's lookup is held on the store (a trace callback blocks its
     statement); meanwhile another caller's request runs to its end. Then the big one goes

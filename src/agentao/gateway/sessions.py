@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +70,27 @@ class LiveConversation:
         return self.record.id
 
 
+class KeyedLocks:
+    """One asyncio lock per key, kept only while someone holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+
 @dataclass(frozen=True, slots=True)
 class TurnRequest:
     """What to send and under which rules."""
@@ -111,6 +132,7 @@ class Conversations:
         # Called when a conversation gets a (new) agent session: a relay that watches it
         # must watch the new one (remote/relay.py).
         self.on_bound: list[Callable[[LiveConversation], None]] = []
+        self._leasing = KeyedLocks()  # a conversation's lease: claimed, or released, at once
 
     # ---- finding and creating -----------------------------------------------------------
 
@@ -219,15 +241,16 @@ class Conversations:
     async def _claim(self, conv: LiveConversation) -> None:
         """Hold the conversation's lease (or be sent to the replica that does); if another
         replica held it since we last did, what we kept of it is stale: read it again."""
-        token, stale = await self.replica.claim(conv.id, conv.lease)
-        conv.lease = token
-        if not stale:
-            return
-        record = await self.store.get_conversation(conv.id)
-        if record is None:
-            raise NotFound(f"conversation {conv.id} was deleted", code="conversation_not_found")
-        await self._close_session(conv)
-        conv.record = record
+        async with self._leasing.hold(conv.id):
+            token, stale = await self.replica.claim(conv.id, conv.lease)
+            conv.lease = token
+            if not stale:
+                return
+            record = await self.store.get_conversation(conv.id)
+            if record is None:
+                raise NotFound(f"conversation {conv.id} was deleted", code="conversation_not_found")
+            await self._close_session(conv)
+            conv.record = record
 
     async def _reserve(self, conv: LiveConversation) -> None:
         loop = asyncio.get_running_loop()
@@ -376,15 +399,18 @@ class Conversations:
         return len(idle)
 
     async def _forget(self, conv: LiveConversation) -> None:
-        """Drop `conv` from memory and close its agent session (not from the store)."""
-        self._live.pop(conv.id, None)
-        if conv.record.transcript_hash is not None:
-            key = (conv.record.owner, conv.record.agent, conv.record.transcript_hash)
-            self._by_hash.pop(key, None)
-        await self._close_session(conv)
-        if conv.lease is not None:
-            conv.lease = None
-            await self.replica.release(conv.id)
+        """Drop `conv` from memory and close its agent session (not from the store). A
+        request for it meanwhile makes a new `LiveConversation`, whose claim waits until
+        this one's lease is released (else the release would take the new one's lease)."""
+        async with self._leasing.hold(conv.id):
+            self._live.pop(conv.id, None)
+            if conv.record.transcript_hash is not None:
+                key = (conv.record.owner, conv.record.agent, conv.record.transcript_hash)
+                self._by_hash.pop(key, None)
+            await self._close_session(conv)
+            if conv.lease is not None:
+                conv.lease = None
+                await self.replica.release(conv.id)
 
     async def _close_session(self, conv: LiveConversation) -> None:
         session, conv.session, conv.model = conv.session, None, None
