@@ -22,12 +22,19 @@ from fastapi.responses import JSONResponse
 from starlette.middleware.cors import CORSMiddleware
 
 from agentao import __version__
-from agentao.gateway import conversations_api, errors, openai_chat, openai_responses, tasks, web
+from agentao.gateway import (
+    acp_routes,
+    conversations_api,
+    errors,
+    openai_chat,
+    openai_responses,
+    tasks,
+    web,
+)
 from agentao.gateway.auth import CLIENT_HEADER, POLICY_HEADER
 from agentao.gateway.bodylimit import BodyLimit
 from agentao.gateway.config import GatewayConfig
 from agentao.gateway.guard import Guard
-from agentao.gateway.remote import routes as remote_routes
 from agentao.gateway.service import Gateway, models_listing
 from agentao.store.gateway import GatewayStore, open_store
 from agentao.store.paths import ensure_state_dir
@@ -86,7 +93,7 @@ def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> Fast
     app.include_router(tasks.router)
     app.include_router(conversations_api.router)
     app.include_router(web.router)
-    app.include_router(remote_routes.router)
+    app.include_router(acp_routes.router)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Remote ACP on the wire: Streamable HTTP (POST + SSE) and a WebSocket, on one path.
+"""Remote ACP on the wire: Streamable HTTP (POST + SSE) and a WebSocket, on one path (the
+service behind it is `gateway/remote/`).
 
 The default agent (the first configured) answers at `/acp`, any agent at
 `/agents/{name}/acp`. As the official SDK's server and client transports do:
