@@ -32,8 +32,9 @@ LEASE_SECONDS = 2.0
 class Replicas:
     """Replicas of one gateway: one database, each with its own port and agents."""
 
-    def __init__(self, tmp: Path, store_url: str) -> None:
+    def __init__(self, tmp: Path, store_url: str, lease_seconds: float = LEASE_SECONDS) -> None:
         self.tmp = tmp
+        self.lease_seconds = lease_seconds
         self.store_url = store_url
         script = tmp / "script.json"
         script.write_text(json.dumps({"responses": DEFAULT_SCRIPT}))
@@ -50,7 +51,7 @@ class Replicas:
 store = "{self.store_url}"
 
 [limits]
-lease_seconds = {LEASE_SECONDS}
+lease_seconds = {self.lease_seconds}
 heartbeat_seconds = 0.3
 
 [agents.agentao]
@@ -247,8 +248,17 @@ def _status(replica: ServedGateway, response_id: str) -> str:
 
 
 def test_a_replica_that_stalls_past_its_lease_cannot_write_over_the_new_owner(
-    replicas: Replicas,
+    tmp_path: Path, postgres_server: PostgresServer
 ) -> None:
+    # A longer lease: B's "gone quiet" answer (after 3 heartbeats) has seconds to be seen.
+    replicas = Replicas(tmp_path, postgres_server.create_database(), lease_seconds=6.0)
+    try:
+        _stall_and_fence(replicas)
+    finally:
+        replicas.stop()
+
+
+def _stall_and_fence(replicas: Replicas) -> None:
     a, b = replicas.start(), replicas.start()
     first = a.openai().responses.create(model="agentao", input="hello")
     task = httpx.post(
@@ -257,6 +267,14 @@ def test_a_replica_that_stalls_past_its_lease_cannot_write_over_the_new_owner(
     ).json()
     os.kill(a.proc.pid, signal.SIGSTOP)  # A stalls mid-turn (its agent goes on)
     try:
+        # While A's lease runs, B sends nobody to a holder gone quiet: 503, come back later.
+        body = {"model": "agentao", "input": "go on", "previous_response_id": first.id}
+        wait = _until(
+            lambda: (r := httpx.post(f"{b.url}/v1/responses", json=body)).status_code == 503 and r,
+            "B saw A go quiet",
+        )
+        assert wait.json()["error"]["code"] == "conversation_elsewhere"
+        assert 1 <= int(wait.headers["retry-after"]) <= replicas.lease_seconds
         # A is silent past its lease: B takes the conversation over and runs a turn on it.
         after = _until(lambda: _continued(b, first.id), "B took the conversation over", timeout=60)
         again = b.openai().responses.create(
