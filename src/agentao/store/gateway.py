@@ -49,8 +49,11 @@ from agentao.store.gateway_records import (
     encode_json,
     escape_like,
     frame_rows,
+    new_task_row,
     response_from_row,
     response_row,
+    stamp_batch,
+    task_end_row,
     task_from_row,
 )
 from agentao.store.remote import REMOTE_SCHEMA, RemoteStore, SqliteRemoteStore
@@ -332,17 +335,8 @@ class SqliteGatewayStore:
         (kept if the row exists: a later `put_response` wins), then events, then the
         ends of tasks (their status, ended_at and error), in one transaction (all or
         none): the order their references need."""
-        now = time.time()
-        for task in tasks:
-            task.created_at = task.created_at or now
-        for record in responses:
-            record.created_at = record.created_at or now
-        for conv in conversations:
-            conv.created_at = conv.created_at or now
-            conv.updated_at = now
-        new = [
-            (t.id, t.conversation_id, t.status, t.created_at, t.prompt, t.boot_id) for t in tasks
-        ]
+        stamp_batch(tasks, responses, conversations, time.time())
+        new = [new_task_row(t) for t in tasks]
         started = [response_row(r) for r in responses]
         rows = frame_rows(events)
 
@@ -358,7 +352,7 @@ class SqliteGatewayStore:
             c.executemany(_INSERT_FRAMES, rows)
             c.executemany(
                 "UPDATE gw_tasks SET status = ?, ended_at = ?, error = ? WHERE id = ?",
-                [(t.status, t.ended_at, t.error, t.id) for t in ended],
+                [task_end_row(t) for t in ended],
             )
 
         await self.db.transaction(append)

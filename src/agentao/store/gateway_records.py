@@ -147,6 +147,33 @@ def best_by_transcript(rows: Sequence[Row], hashes: Sequence[str]) -> Row | None
     return min(rows, key=lambda r: (rank[r["transcript_hash"]], -r["updated_at"]))
 
 
+def stamp_batch(
+    tasks: Sequence[TaskRecord],
+    responses: Sequence[ResponseRecord],
+    conversations: Sequence[Conversation],
+    now: float,
+) -> None:
+    """Give a batch's new rows their creation time, and its conversations `now` as their
+    last update (both stores write a batch so)."""
+    for task in tasks:
+        task.created_at = task.created_at or now
+    for record in responses:
+        record.created_at = record.created_at or now
+    for conv in conversations:
+        conv.created_at = conv.created_at or now
+        conv.updated_at = now
+
+
+def new_task_row(t: TaskRecord) -> tuple[Any, ...]:
+    """(id, conversation_id, status, created_at, prompt, boot_id): a task's first row."""
+    return (t.id, t.conversation_id, t.status, t.created_at, t.prompt, t.boot_id)
+
+
+def task_end_row(t: TaskRecord) -> tuple[Any, ...]:
+    """(status, ended_at, error, id): how a task ended, for the UPDATE that records it."""
+    return (t.status, t.ended_at, t.error, t.id)
+
+
 def response_row(r: ResponseRecord) -> tuple[Any, ...]:
     body = encode_json(r.body).decode()
     return (r.id, r.conversation_id, r.turn, r.status, r.created_at, body, r.boot_id)
@@ -222,7 +249,10 @@ __all__ = [
     "escape_like",
     "frame_rows",
     "json_value",
+    "new_task_row",
     "response_from_row",
     "response_row",
+    "stamp_batch",
+    "task_end_row",
     "task_from_row",
 ]

@@ -42,8 +42,11 @@ from agentao.store.gateway_records import (
     encode_json,
     escape_like,
     frame_rows,
+    new_task_row,
     response_from_row,
     response_row,
+    stamp_batch,
+    task_end_row,
     task_from_row,
 )
 from agentao.store.postgres_cluster import PG_CLUSTER_SCHEMA, PgCluster
@@ -273,21 +276,12 @@ class PostgresGatewayStore:
         responses: Sequence[ResponseRecord] = (),
         ended: Sequence[TaskRecord] = (),
     ) -> None:
-        now = time.time()
-        for task in tasks:
-            task.created_at = task.created_at or now
-        for record in responses:
-            record.created_at = record.created_at or now
-        for conv in conversations:
-            conv.created_at = conv.created_at or now
-            conv.updated_at = now
+        stamp_batch(tasks, responses, conversations, time.time())
         upserts = [_conversation_row(c) for c in conversations]
-        new = [
-            (t.id, t.conversation_id, t.status, t.created_at, t.prompt, t.boot_id) for t in tasks
-        ]
+        new = [new_task_row(t) for t in tasks]
         started = [response_row(r) for r in responses]
         rows = frame_rows(events)
-        ends = [(t.status, t.ended_at, t.error, t.id) for t in ended]
+        ends = [task_end_row(t) for t in ended]
 
         async def append(tx: PgTransaction) -> None:
             await tx.executemany(_UPSERT_CONVERSATION, upserts)
