@@ -11,9 +11,8 @@ from typing import Any
 
 import msgspec
 
-from agentao.store.gateway_records import Row, json_value
 from agentao.store.postgres_db import PgDatabase, PgTransaction
-from agentao.store.remote import RemoteConnection, RemoteMessage
+from agentao.store.remote import RemoteConnection, RemoteMessage, connection_from_row
 from agentao.store.sqlite import Schema
 
 PG_REMOTE_SCHEMA = Schema(
@@ -68,7 +67,7 @@ class PostgresRemoteStore:
         row = await self.db.fetchone(
             "SELECT * FROM gw_acp_connections WHERE id = %s", (connection_id,)
         )
-        return _connection(row) if row is not None else None
+        return connection_from_row(row) if row is not None else None
 
     async def last_seq(self, connection_id: str) -> int:
         row = await self.db.fetchone(
@@ -120,19 +119,6 @@ class PostgresRemoteStore:
             "SELECT id FROM gw_acp_connections WHERE seen_at < %s", (seen_before,)
         )
         return [r["id"] for r in rows]
-
-
-def _connection(row: Row) -> RemoteConnection:
-    return RemoteConnection(
-        id=row["id"],
-        owner=row["owner"],
-        agent=row["agent"],
-        transport=row["transport"],
-        capabilities=json_value(row["capabilities"]),
-        boot_id=row["boot_id"],
-        created_at=row["created_at"],
-        seen_at=row["seen_at"],
-    )
 
 
 __all__ = ["PG_REMOTE_SCHEMA", "PostgresRemoteStore"]

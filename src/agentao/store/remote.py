@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from agentao.store.gateway_records import Row, json_value
 from agentao.store.sqlite import Database, Schema
 
 REMOTE_SCHEMA = Schema(
@@ -47,7 +48,6 @@ REMOTE_SCHEMA = Schema(
         "CREATE INDEX gw_acp_connections_by_seen ON gw_acp_connections(seen_at)",
     ),
 )
-_decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
 
 
@@ -109,7 +109,7 @@ class SqliteRemoteStore:
                 "SELECT * FROM gw_acp_connections WHERE id = ?", (connection_id,)
             ).fetchone()
         )
-        return _connection(row) if row is not None else None
+        return connection_from_row(row) if row is not None else None
 
     async def last_seq(self, connection_id: str) -> int:
         row = await self.db.read(
@@ -163,17 +163,25 @@ class SqliteRemoteStore:
         return [r[0] for r in rows]
 
 
-def _connection(row: sqlite3.Row) -> RemoteConnection:
+def connection_from_row(row: Row) -> RemoteConnection:
+    """A stored connection, from either store's row."""
     return RemoteConnection(
         id=row["id"],
         owner=row["owner"],
         agent=row["agent"],
         transport=row["transport"],
-        capabilities=_decode(row["capabilities"]),
+        capabilities=json_value(row["capabilities"]),
         boot_id=row["boot_id"],
         created_at=row["created_at"],
         seen_at=row["seen_at"],
     )
 
 
-__all__ = ["REMOTE_SCHEMA", "RemoteConnection", "RemoteMessage", "RemoteStore", "SqliteRemoteStore"]
+__all__ = [
+    "REMOTE_SCHEMA",
+    "RemoteConnection",
+    "RemoteMessage",
+    "RemoteStore",
+    "SqliteRemoteStore",
+    "connection_from_row",
+]
