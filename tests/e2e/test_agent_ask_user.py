@@ -11,13 +11,6 @@ pytestmark = pytest.mark.timeout(60)
 SENTINEL = "(user unavailable)"
 
 
-@pytest.fixture
-def ws(tmp_path):
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
 def _script():
     call = {"id": "q1", "name": "ask_user", "arguments": {"question": "Tabs or spaces?"}}
     return [{"tool_calls": [call]}, {"text": "ok"}]

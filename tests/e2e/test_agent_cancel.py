@@ -19,13 +19,6 @@ CHUNKS = 2000
 SLOW = {"text": {"repeat": "x", "count": CHUNKS}, "delay": 0.02}  # 40 s if left alone
 
 
-@pytest.fixture
-def ws(tmp_path):
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
 async def _cancel(agent, sid, prompt_task):
     await agent.notify("session/cancel", {"sessionId": sid})
     return await prompt_task

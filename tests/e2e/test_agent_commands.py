@@ -33,13 +33,6 @@ context_window = 200000
 
 
 @pytest.fixture
-def ws(tmp_path):
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def env(tmp_path, fake_llm):
     config = tmp_path / "config"
     config.mkdir()

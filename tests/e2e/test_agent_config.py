@@ -12,13 +12,6 @@ pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
-def ws(tmp_path):
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def openai_env(tmp_path):
     return agent_env(tmp_path / "home", LLM_PROVIDER="OPENAI", OPENAI_API_KEY="sk-secret-value")
 

@@ -13,13 +13,6 @@ from tests.e2e.agent_process import running, scripted_env, turn_update
 pytestmark = pytest.mark.timeout(90)
 
 
-@pytest.fixture
-def ws(tmp_path):
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
 TURN_ONE = [
     {
         "thought": "Plan it.",

@@ -19,13 +19,6 @@ def _script(times: int = 1):
     return [{"tool_calls": calls}, {"text": "after"}]
 
 
-@pytest.fixture
-def ws(tmp_path):
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
 def choose(option_id):
     async def handler(message):
         return {"outcome": {"outcome": "selected", "optionId": option_id}}

@@ -15,13 +15,6 @@ PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAh
 IMAGES_ON = "[providers.{p}]\n{kind}[[providers.{p}.models]]\nid = 'fake-model'\nimages = {on}\n"
 
 
-@pytest.fixture
-def ws(tmp_path):
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
 def env_for(tmp_path, fake, prefix: str = "OPENAI", images: bool = True) -> dict[str, str]:
     config = tmp_path / "config"
     config.mkdir(exist_ok=True)

@@ -15,13 +15,6 @@ pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
-def ws(tmp_path):
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def env(tmp_path):
     return scripted_env(
         tmp_path,
