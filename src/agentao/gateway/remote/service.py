@@ -178,7 +178,7 @@ class RemoteAcp:
         except ClientError as exc:  # the agent failed the request
             error = {"code": getattr(exc, "code", InternalError.code), "message": str(exc)}
             connection.reply_error(message["id"], error, scope)
-        except Exception:
+        except Exception:  # a bug of ours: logged whole, and the request still answered
             log.exception("remote %s failed", method)
             connection.reply_error(message["id"], InternalError().to_wire(), scope)
         else:
