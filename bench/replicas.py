@@ -11,7 +11,10 @@ off) holds the gateways' store and the agents' sessions. Every replica is a real
    (ms), errors and wall time, for 1, 2 and 3 replicas, the median of `--rounds`.
    (On a machine with few cores the replicas share them: more replicas add agent
    processes, not cores.)
-2. Failover: a conversation with a completed turn on replica A; A is SIGKILLed; the
+2. Forwarding: conversations live on replica A, their next turn sent to A directly or
+   to replica B, which passes it on to A and streams A's answer back: time to first
+   token p50/p99 one at a time (alternating) and `--forwarded` at once.
+3. Failover: a conversation with a completed turn on replica A; A is SIGKILLed; the
    time until its next turn is answered by replica B (retried every 20 ms): when B can
    see that A's process is gone (same machine), and when it cannot and waits for A's
    lease to expire (another machine, simulated by recording A's host under another name).
@@ -150,6 +153,51 @@ def bench_load(root: Path, server: PostgresServer, args: argparse.Namespace) -> 
     return results
 
 
+# ---- forwarding --------------------------------------------------------------------------
+
+
+async def _ttfts(client: httpx.AsyncClient, keys: list[str], at_once: bool) -> list[float]:
+    if at_once:
+        return [t * 1000 for t in await asyncio.gather(*(gateway_ttft(client, k) for k in keys))]
+    return [await gateway_ttft(client, k) * 1000 for k in keys]
+
+
+async def forwarding(a: Replica, b: Replica, n: int, at_once: bool, tag: str) -> dict:
+    """TTFT of a conversation's second turn, its first having made it live on A."""
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    async with (
+        httpx.AsyncClient(base_url=a.url, timeout=120, limits=limits) as to_a,
+        httpx.AsyncClient(base_url=b.url, timeout=120, limits=limits) as to_b,
+    ):
+        keys = [f"{tag}-{i}" for i in range(2 * n)]
+        await _ttfts(to_a, keys, at_once=True)  # every conversation live on A
+        if at_once:
+            direct = await _ttfts(to_a, keys[:n], True)
+            passed = await _ttfts(to_b, keys[n:], True)
+        else:  # alternating, so that both paths see the same machine
+            direct, passed = [], []
+            for i in range(n):
+                direct += await _ttfts(to_a, [keys[2 * i]], False)
+                passed += await _ttfts(to_b, [keys[2 * i + 1]], False)
+    return {
+        "direct": (percentile(direct, 50), percentile(direct, 99)),
+        "forwarded": (percentile(passed, 50), percentile(passed, 99)),
+    }
+
+
+def bench_forwarding(root: Path, server: PostgresServer, args: argparse.Namespace) -> dict:
+    url = server.create_database()
+    a, b = Replica(root, url, args.processes, 0), Replica(root, url, args.processes, 1)
+    try:
+        return {
+            "one at a time": asyncio.run(forwarding(a, b, args.forwarded, False, "seq")),
+            f"{args.forwarded} at once": asyncio.run(forwarding(a, b, args.forwarded, True, "par")),
+        }
+    finally:
+        a.stop()
+        b.stop()
+
+
 # ---- failover ----------------------------------------------------------------------------
 
 
@@ -195,7 +243,7 @@ def bench_failover(root: Path, server: PostgresServer, args: argparse.Namespace)
 # ---- report ------------------------------------------------------------------------------
 
 
-def report(args: argparse.Namespace, load_results: dict, failovers: dict) -> None:
+def report(args: argparse.Namespace, load_results: dict, forwarded: dict, failovers: dict) -> None:
     print(
         f"\n### Concurrent streaming chats, round-robin over the replicas ({args.processes} "
         f"agent processes each, median of {args.rounds})\n"
@@ -207,6 +255,15 @@ def report(args: argparse.Namespace, load_results: dict, failovers: dict) -> Non
             f"| {count} | {n} | {row['p50']:.0f} | {row['p99']:.0f} | {row['errors']:.0f} "
             f"| {row['wall']:.2f} |"
         )
+    print(
+        "\n### A conversation live on A, its next turn sent to A, or to B which passes it "
+        "to A (streaming chat, TTFT ms)\n"
+    )
+    print("| load | direct p50 | direct p99 | via B p50 | via B p99 | p50 ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for load_name, row in forwarded.items():
+        (d50, d99), (f50, f99) = row["direct"], row["forwarded"]
+        print(f"| {load_name} | {d50:.1f} | {d99:.1f} | {f50:.1f} | {f99:.1f} | {f50 / d50:.2f}x |")
     print(
         f"\n### Failover: SIGKILL of the replica holding a conversation -> its next turn "
         f"answered by another ({args.failovers} runs each; lease {LEASE_SECONDS:g} s)\n"
@@ -223,6 +280,7 @@ def main() -> None:
     parser.add_argument("--loads", default="100,300", type=lambda s: [int(x) for x in s.split(",")])
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--forwarded", type=int, default=100)
     parser.add_argument("--failovers", type=int, default=5)
     args = parser.parse_args()
     bindir = find_bindir()
@@ -235,10 +293,11 @@ def main() -> None:
             os.chmod(root, 0o755)
             (root / "script.json").write_text(json.dumps({"responses": [SLOW, *[REPLY] * 50]}))
             load_results = bench_load(root, server, args)
+            forwarded = bench_forwarding(root, server, args)
             failovers = bench_failover(root, server, args)
     finally:
         server.stop()
-    report(args, load_results, failovers)
+    report(args, load_results, forwarded, failovers)
 
 
 if __name__ == "__main__":

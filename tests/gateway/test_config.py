@@ -169,3 +169,10 @@ def test_no_keys_means_loopback_only() -> None:
     with pytest.raises(ConfigError, match="without API keys"):
         GatewayConfig(host="0.0.0.0").check_bind()
     assert Limits().retry_after_seconds == 1
+
+
+def test_cross_replica_is_forward_or_redirect() -> None:
+    assert config_from_dict({}).cross_replica == "forward"
+    assert config_from_dict({"server": {"cross_replica": "redirect"}}).cross_replica == "redirect"
+    with pytest.raises(ConfigError, match="cross_replica 'proxy' is not one of forward, redirect"):
+        config_from_dict({"server": {"cross_replica": "proxy"}})

@@ -14,7 +14,8 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from agentao.gateway.config import WebPolicy
+from agentao.gateway.config import GatewayConfig, WebPolicy
+from agentao.gateway.guard import Guard
 from tests.gateway.conftest import LiveGateway
 from tests.gateway.test_tasks import start_task
 
@@ -163,3 +164,16 @@ def test_configured_hosts_and_origins(gateway_factory) -> None:
     task = start_task(gw, "hello")
     with connect(gw.ws_url(task["stream_url"]), origin=ui) as ws:
         assert json.loads(ws.recv())["type"] == "task-started"
+
+
+def test_the_name_other_replicas_call_us_by_is_served_on_its_port_only() -> None:
+    guard = Guard(None, GatewayConfig(advertise_url="http://gw-a.internal:9000"))  # type: ignore[arg-type]
+
+    def status(host: str) -> int | None:
+        scope = {"type": "http", "method": "GET", "headers": [(b"host", host.encode())]}
+        refusal = guard.check({**scope, "server": ("10.0.0.5", 8765), "query_string": b""})
+        return refusal.status if refusal is not None else None
+
+    assert status("gw-a.internal:9000") is None  # a replica passing a request on
+    assert status("gw-a.internal:9001") == 421
+    assert status("gw-b.internal:9000") == 421

@@ -9,6 +9,8 @@ lease is short here (2 s, heartbeat 0.3 s) so that failover is quick to watch.
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
 import os
 import signal
@@ -19,9 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import pytest
 import websockets.sync.client as ws_client
+from acp import RequestError, text_block
 
+from tests.gateway.acp_peers import SdkPeer
 from tests.gateway.conftest import DEFAULT_SCRIPT, ServedGateway
 from tests.postgres import PostgresServer
 
@@ -29,18 +34,60 @@ pytestmark = pytest.mark.timeout(120)
 LEASE_SECONDS = 2.0
 
 
+ALICE, BOB = "sk-alice-0123456789abcdef", "sk-bob-0123456789abcdef"
+KEYS = f"""
+[[keys]]
+name = "alice"
+key = "{ALICE}"
+ceiling = "all"
+
+[[keys]]
+name = "bob"
+key = "{BOB}"
+ceiling = "all"
+"""
+# Two turns that each write a file (one answered over HTTP, one on a stream), then chat.
+WRITE_TWICE: list[dict[str, Any]] = [
+    {
+        "match": "write",
+        "tool_calls": [
+            {"name": "write_file", "arguments": {"file_path": "one.txt", "content": "1\n"}}
+        ],
+    },
+    {"match": "write", "text": "Wrote one.txt."},
+    {
+        "match": "write",
+        "tool_calls": [
+            {"name": "write_file", "arguments": {"file_path": "two.txt", "content": "2\n"}}
+        ],
+    },
+    {"match": "write", "text": "Wrote two.txt."},
+    *DEFAULT_SCRIPT,
+]
+
+
 class Replicas:
     """Replicas of one gateway: one database, each with its own port and agents."""
 
-    def __init__(self, tmp: Path, store_url: str, lease_seconds: float = LEASE_SECONDS) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        store_url: str,
+        lease_seconds: float = LEASE_SECONDS,
+        *,
+        server: str = "",
+        limits: str = "",
+        script: list[dict[str, Any]] = DEFAULT_SCRIPT,
+    ) -> None:
         self.tmp = tmp
         self.lease_seconds = lease_seconds
         self.store_url = store_url
-        script = tmp / "script.json"
-        script.write_text(json.dumps({"responses": DEFAULT_SCRIPT}))
+        self.server = server  # more of the config: keys, [server] settings
+        self.limits = limits  # more [limits]
+        self.script = tmp / "script.json"
+        self.script.write_text(json.dumps({"responses": script}))
         self.work = tmp / "work"
         self.work.mkdir()
-        self.script = script
         self.started: list[ServedGateway] = []
 
     def _config(self, agent_home: Path) -> str:
@@ -49,10 +96,12 @@ class Replicas:
         return f"""
 [server]
 store = "{self.store_url}"
+{self.server}
 
 [limits]
 lease_seconds = {self.lease_seconds}
 heartbeat_seconds = 0.3
+{self.limits}
 
 [agents.agentao]
 command = ["{sys.executable}", "-m", "agentao", "--acp"]
@@ -69,6 +118,9 @@ AGENTAO_STORE_URL = "{self.store_url}"
         home = self.tmp / f"replica-{len(self.started)}"
         home.mkdir()
         (home / "agents").mkdir()
+        # The agent asks before it writes a file, so a turn can wait on a person's answer.
+        rules = [{"action": "ask", "tool": "write_file"}]
+        (home / "agents" / "permissions.json").write_text(json.dumps({"rules": rules}))
         replica = ServedGateway(home, self._config(home / "agents"))
         self.started.append(replica)
         return replica
@@ -116,26 +168,151 @@ def _until(check: Any, what: str, timeout: float = 60) -> Any:
     raise AssertionError(f"never happened: {what}")
 
 
-def test_a_conversation_live_on_one_replica_is_continued_through_another(
-    replicas: Replicas,
-) -> None:
-    a, b = replicas.start(), replicas.start()
-    first = a.openai().responses.create(model="agentao", input="hello")
-    assert first.output_text == "Answer one."
+@pytest.fixture
+def keyed(tmp_path: Path, postgres_server: PostgresServer) -> Iterator[Replicas]:
+    group = Replicas(tmp_path, postgres_server.create_database(), server=KEYS, script=WRITE_TWICE)
+    yield group
+    group.stop()
 
-    # B does not run it: the conversation is live on A, so B sends the client there...
-    body = {"model": "agentao", "input": "and then?", "previous_response_id": first.id}
-    refused = httpx.post(f"{b.url}/v1/responses", json=body, follow_redirects=False)
-    assert refused.status_code == 307
-    assert refused.headers["location"] == f"{a.url}/v1/responses"
-    # ...and the OpenAI SDK follows: the same conversation, its next turn, on A.
-    second = b.openai().responses.create(
+
+def test_a_request_reaching_another_replica_is_passed_to_the_holder_with_its_key(
+    keyed: Replicas,
+) -> None:
+    a, b = keyed.start(), keyed.start()
+    first = a.openai(ALICE).responses.create(model="agentao", input="hello")
+    assert first.output_text == "Answer one."
+    # B does not run it (A holds the conversation): it passes the request to A, the key
+    # with it, and streams A's answer back. (A redirect would arrive at A without the key.)
+    with b.openai(ALICE).responses.stream(
         model="agentao", input="and then?", previous_response_id=first.id
+    ) as stream:
+        deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
+        second = stream.get_final_response()
+    assert "".join(deltas) == second.output_text == "Answer two."
+    assert "passing POST /v1/responses to " + a.url in "".join(b.lines)
+    # The holder checks the key again: another key's conversation is not found through B.
+    with pytest.raises(openai.NotFoundError):
+        b.openai(BOB).responses.create(
+            model="agentao", input="mine now", previous_response_id=second.id
+        )
+    # A page on B's own origin may post to B; A is not asked to judge B's origin.
+    body = {"model": "agentao", "input": "third", "previous_response_id": second.id}
+    page = {"Authorization": f"Bearer {ALICE}", "Origin": b.url}
+    third = httpx.post(f"{b.url}/v1/responses", json=body, headers=page, timeout=30)
+    assert third.status_code == 200 and third.json()["output"][-1]["content"][0]["text"]
+    # A request a replica already passed on is never passed on again (no ping-pong): the
+    # conversation moved while it was on its way, so the client is asked to send it again.
+    body["previous_response_id"] = third.json()["id"]
+    passed = {"Authorization": f"Bearer {ALICE}", "Agentao-Forwarded-By": "boot_x"}
+    again = httpx.post(f"{b.url}/v1/responses", json=body, headers=passed, timeout=30)
+    assert again.status_code == 503 and again.headers["retry-after"] == "1"
+    assert again.json()["error"]["code"] == "conversation_elsewhere"
+
+
+def test_a_response_running_on_one_replica_is_cancelled_through_another(
+    keyed: Replicas,
+) -> None:
+    a, b = keyed.start(), keyed.start()
+    running = a.openai(ALICE).responses.create(model="agentao", input="slow", background=True)
+    _until(lambda: a.openai(ALICE).responses.retrieve(running.id).status == "in_progress", "runs")
+    cancelled = b.openai(ALICE).responses.cancel(running.id)
+    assert cancelled.status == "cancelled"
+    assert a.openai(ALICE).responses.retrieve(running.id).status == "cancelled"
+
+
+def test_a_question_asked_on_one_replica_is_answered_through_another(keyed: Replicas) -> None:
+    a, b = keyed.start(), keyed.start()
+    auth = {"Authorization": f"Bearer {ALICE}"}
+    task = {"agent": "agentao", "prompt": "please write", "permission_policy": "ask"}
+    first = httpx.post(f"{a.url}/v1/tasks", json=task, headers=auth).json()
+    # B lists the question A's turn waits on, and B takes the person's answer to A.
+    asked = _until(lambda: _questions(b, ALICE), "B lists A's question")
+    assert [q["taskId"] for q in asked] == [first["id"]]
+    assert _questions(b, BOB) == []  # another key's questions are not listed...
+    answer = f"{b.url}/v1/permissions/{asked[0]['requestId']}"
+    allow = {"optionId": _allow(asked[0])}
+    bob = httpx.post(answer, json=allow, headers={"Authorization": f"Bearer {BOB}"})
+    assert bob.json()["error"]["code"] == "permission_request_not_found"  # ...nor answered
+    assert httpx.post(answer, json=allow, headers=auth).json()["accepted"] is True
+    _until(lambda: (keyed.work / "one.txt").exists(), "A's turn wrote the file")
+
+    # A watcher on B answers on its stream; a cancel from it reaches A as well.
+    task["conversation_id"] = first["conversation_id"]
+    second = _until(lambda: _started(a, task, auth), "the second turn started")
+    key = "agentao.key." + base64.urlsafe_b64encode(ALICE.encode()).decode().rstrip("=")
+    url = f"ws://127.0.0.1:{b.port}/v1/tasks/{second['id']}/stream"
+    with ws_client.connect(url, subprotocols=["agentao.v1", key]) as socket:
+        frames = _frames_until(socket, "permission-request")
+        socket.send(
+            json.dumps(
+                {
+                    "type": "permission-response",
+                    "requestId": frames[-1]["requestId"],
+                    "optionId": _allow(frames[-1]),
+                }
+            )
+        )
+        frames += _frames_until(socket, "task-ended")
+    answered = next(f for f in frames if f["type"] == "permission-response")
+    assert answered["approved"] is True
+    assert (keyed.work / "two.txt").read_text() == "2\n"
+
+    slow = {"agent": "agentao", "prompt": "slow", "conversation_id": first["conversation_id"]}
+    third = _until(lambda: _started(a, slow, auth), "the third turn started")
+    url = f"ws://127.0.0.1:{b.port}/v1/tasks/{third['id']}/stream"
+    with ws_client.connect(url, subprotocols=["agentao.v1", key]) as socket:
+        _frames_until(socket, "task-running")
+        socket.send(json.dumps({"type": "cancel"}))
+        ended = _frames_until(socket, "task-ended")[-1]
+    assert ended["stopReason"] == "cancelled"
+
+
+def _questions(replica: ServedGateway, key: str) -> list[dict[str, Any]]:
+    auth = {"Authorization": f"Bearer {key}"}
+    return httpx.get(f"{replica.url}/v1/permissions", headers=auth).json()["data"]
+
+
+def _allow(question: dict[str, Any]) -> str:
+    return next(o["optionId"] for o in question["options"] if o["kind"] == "allow_once")
+
+
+def _started(replica: ServedGateway, task: dict[str, Any], auth: dict[str, str]) -> Any:
+    """The task started (a 409 while the conversation's last turn is finishing)."""
+    reply = httpx.post(f"{replica.url}/v1/tasks", json=task, headers=auth)
+    return reply.json() if reply.status_code == 201 else None
+
+
+def _frames_until(socket: Any, kind: str) -> list[dict[str, Any]]:
+    frames: list[dict[str, Any]] = []
+    while not frames or frames[-1]["type"] != kind:
+        frame = json.loads(socket.recv(timeout=30))
+        assert frame["type"] not in ("error", "task-error"), frame
+        if frame["type"] != "ping":
+            frames.append(frame)
+    return frames
+
+
+def test_with_redirects_a_replica_sends_the_client_to_the_holder(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    replicas = Replicas(
+        tmp_path, postgres_server.create_database(), server='cross_replica = "redirect"'
     )
-    assert second.output_text == "Answer two."
-    # Either replica reads any response: the store is shared.
-    assert a.openai().responses.retrieve(second.id).status == "completed"
-    assert b.openai().responses.retrieve(first.id).output_text == "Answer one."
+    try:
+        a, b = replicas.start(), replicas.start()
+        first = a.openai().responses.create(model="agentao", input="hello")
+        body = {"model": "agentao", "input": "and then?", "previous_response_id": first.id}
+        refused = httpx.post(f"{b.url}/v1/responses", json=body, follow_redirects=False)
+        assert refused.status_code == 307
+        assert refused.headers["location"] == f"{a.url}/v1/responses"
+        # The OpenAI SDK follows it: the same conversation, its next turn, on A.
+        second = b.openai().responses.create(
+            model="agentao", input="and then?", previous_response_id=first.id
+        )
+        assert second.output_text == "Answer two."
+        assert b.openai().responses.retrieve(first.id).output_text == "Answer one."
+    finally:
+        replicas.stop()
 
 
 def test_a_chat_session_key_reaches_its_conversation_from_any_replica(
@@ -342,3 +519,136 @@ def _run_serve(*args: str) -> Any:
         timeout=60,
         env={**os.environ, "CI": "true"},
     )
+
+
+async def test_a_remote_acp_client_on_one_replica_shares_a_session_live_on_another(
+    keyed: Replicas,
+) -> None:
+    a, b = keyed.start(), keyed.start()
+    auth = {"Authorization": f"Bearer {ALICE}"}
+    at_a = await SdkPeer.connect(f"{a.url}/acp", headers=auth, answer="wait")
+    at_b = await SdkPeer.connect(f"{b.url}/acp", headers=auth)
+    try:
+        await at_a.initialize()
+        sid = (await at_a.conn.new_session(cwd=str(keyed.work), mcp_servers=[])).session_id
+        done = await at_a.conn.prompt(session_id=sid, prompt=[text_block("hello")])
+        assert done.stop_reason == "end_turn"
+
+        # B loads the session A holds: the history as the gateway logged it.
+        await at_b.initialize()
+        await at_b.conn.load_session(session_id=sid, cwd=str(keyed.work), mcp_servers=[])
+        assert at_b.kinds()[0] == "user_message_chunk" and at_b.texts(sid) == "Answer one."
+
+        # B's prompt runs on A; A's question reaches B's client (A's own client leaves it
+        # open), B's answer reaches A's agent, and the question is withdrawn from A's.
+        done = await at_b.conn.prompt(session_id=sid, prompt=[text_block("please write")])
+        assert done.stop_reason == "end_turn"
+        assert (keyed.work / "one.txt").read_text() == "1\n"
+        assert at_b.texts(sid).endswith("Wrote one.txt.")
+        await _eventually(lambda: at_a.texts(sid).endswith("Wrote one.txt."))  # one live session
+        assert len(at_a.asked) == len(at_b.asked) == 1
+        await _eventually(lambda: _withdrawn(keyed.store_url, at_a))
+
+        # A turn A's client starts is seen live at B, and B's cancel stops it on A.
+        running = asyncio.ensure_future(
+            at_a.conn.prompt(session_id=sid, prompt=[text_block("slow")])
+        )
+        await _eventually(lambda: "tick" in at_b.texts(sid))
+        await at_b.conn.cancel(session_id=sid)
+        assert (await asyncio.wait_for(running, 30)).stop_reason == "cancelled"
+        # B changes nothing it cannot: the agent's own session methods stay with A.
+        with pytest.raises(RequestError):
+            await at_b.conn.set_session_mode(session_id=sid, mode_id="plan")
+    finally:
+        await at_a.close()
+        await at_b.close()
+
+
+async def test_a_remote_session_whose_holder_stopped_moves_to_the_client_s_replica(
+    keyed: Replicas,
+) -> None:
+    a, b = keyed.start(), keyed.start()
+    auth = {"Authorization": f"Bearer {ALICE}"}
+    at_a = await SdkPeer.connect(f"{a.url}/acp", headers=auth)
+    at_b = await SdkPeer.connect(f"{b.url}/acp", headers=auth)
+    try:
+        await at_a.initialize()
+        sid = (await at_a.conn.new_session(cwd=str(keyed.work), mcp_servers=[])).session_id
+        await at_a.conn.prompt(session_id=sid, prompt=[text_block("hello")])
+        await at_b.initialize()
+        await at_b.conn.load_session(session_id=sid, cwd=str(keyed.work), mcp_servers=[])
+        await at_a.close()
+        a.stop()  # an orderly stop gives its conversations up
+        done = await at_b.conn.prompt(session_id=sid, prompt=[text_block("again")])
+        # (B's agent answers from its own copy of the script: its first answer again.)
+        assert done.stop_reason == "end_turn" and at_b.texts(sid) == "Answer one." * 2
+        async with httpx.AsyncClient(headers=auth) as http:
+            listed = (await http.get(f"{b.url}/v1/conversations")).json()["data"]
+        assert [c["turn_count"] for c in listed] == [2]  # the turn on A, then B's
+    finally:
+        await at_b.close()
+
+
+async def _eventually(check: Any, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "never happened"
+        await asyncio.sleep(0.05)
+
+
+def _withdrawn(store_url: str, peer: SdkPeer) -> bool:
+    """Whether the gateway took a question back from `peer` (the SDK's client has no
+    handler for `$/cancel_request`, so it is read from the store)."""
+    import psycopg
+
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT body FROM gw_acp_messages WHERE connection_id = %s",
+            (peer.transport._connection_id,),
+        ).fetchall()
+    return any(json.loads(bytes(r[0])).get("method") == "$/cancel_request" for r in rows)
+
+
+async def test_a_remote_session_another_replica_took_over_is_followed_there(
+    keyed: Replicas,
+) -> None:
+    a, b = keyed.start(), keyed.start()
+    auth = {"Authorization": f"Bearer {ALICE}"}
+    at_a = await SdkPeer.connect(f"{a.url}/acp", headers=auth)
+    try:
+        await at_a.initialize()
+        sid = (await at_a.conn.new_session(cwd=str(keyed.work), mcp_servers=[])).session_id
+        await at_a.conn.prompt(session_id=sid, prompt=[text_block("hello")])
+        async with httpx.AsyncClient(headers=auth, timeout=30) as http:
+            conv = (await http.get(f"{a.url}/v1/conversations")).json()["data"][0]["id"]
+            # A stalls past its lease: B takes the conversation over and runs a turn on it.
+            os.kill(a.proc.pid, signal.SIGSTOP)
+            try:
+                brief = {"agent": "agentao", "prompt": "brief", "conversation_id": conv}
+                task = await _eventually_started(http, b, brief)
+                await _eventually(lambda: _ended(b, task["id"]))
+            finally:
+                os.kill(a.proc.pid, signal.SIGCONT)
+        # A's client prompts again: A finds B holding it, and the client follows it there.
+        done = await at_a.conn.prompt(session_id=sid, prompt=[text_block("again")])
+        assert done.stop_reason == "end_turn"
+        assert at_a.texts(sid) == "Answer one.Answer one."  # B's agent: its own script copy
+    finally:
+        await at_a.close()
+
+
+async def _eventually_started(
+    http: httpx.AsyncClient, replica: ServedGateway, task: dict[str, Any]
+) -> dict[str, Any]:
+    """The task started (503 while the stalled holder's lease runs out)."""
+    for _ in range(600):
+        reply = await http.post(f"{replica.url}/v1/tasks", json=task)
+        if reply.status_code == 201:
+            return reply.json()
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"never started: {reply.status_code} {reply.text}")
+
+
+def _ended(replica: ServedGateway, task_id: str) -> bool:
+    auth = {"Authorization": f"Bearer {ALICE}"}
+    return httpx.get(f"{replica.url}/v1/tasks/{task_id}", headers=auth).json()["status"] == "ended"

@@ -41,6 +41,7 @@ from starlette.responses import Response, StreamingResponse
 from agentao.client.remote import CONNECTION_HEADER, SESSION_HEADER, SESSION_SCOPED
 from agentao.gateway.auth import WS_PROTOCOL, Principal
 from agentao.gateway.errors import ApiError, BadRequest, NotAcceptable, NotFound, NotImplementedApi
+from agentao.gateway.peers import credentials
 from agentao.gateway.remote.connection import INIT_SCOPE, Connection, Connections
 from agentao.gateway.remote.service import RemoteAcp
 from agentao.gateway.service import Gateway, check_json
@@ -114,6 +115,7 @@ async def _initialize(
     except AcpError as exc:
         body = {"jsonrpc": "2.0", "id": message.get("id"), "error": exc.to_wire()}
         return Response(_encode(body), 400, media_type="application/json")
+    connection.credentials = credentials(request)
     connection.send(reply, INIT_SCOPE)  # stored like every message; answered here, too
     headers = {CONNECTION_HEADER: connection.id}
     response = Response(_encode(reply), 200, headers, media_type="application/json")
@@ -189,6 +191,7 @@ async def _socket(websocket: WebSocket, agent: str) -> None:
     connection = resumed or await _open_socket(websocket, remote, principal, agent, connection_id)
     if connection is None:
         return
+    connection.credentials = credentials(websocket)
     loop = asyncio.get_running_loop()
     keepalive = gw.limits.ping_interval_seconds
     writer = loop.create_task(_write(websocket, connection, after, keepalive))
@@ -308,7 +311,9 @@ def _connection(remote: RemoteAcp, request: Request, principal: Principal) -> Co
             f"the {CONNECTION_HEADER} header is missing (send initialize first)",
             code="missing_connection_id",
         )
-    return remote.connections.get(connection_id, principal)
+    connection = remote.connections.get(connection_id, principal)
+    connection.credentials = credentials(request)  # the key it came with this time
+    return connection
 
 
 def _unknown_session(session_id: str) -> NotFound:

@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.middleware.cors import CORSMiddleware
 
 from agentao import __version__
@@ -87,6 +87,7 @@ def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> Fast
     )
     app.state.gateway = gateway
     errors.install(app)
+    app.add_exception_handler(errors.HeldElsewhere, _held_elsewhere)
     _install_middleware(app, config)
     app.include_router(openai_chat.router)
     app.include_router(openai_responses.router)
@@ -136,6 +137,13 @@ def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> Fast
         raise errors.NotFound(f"the model {model_id!r} does not exist", param="model")
 
     return app
+
+
+async def _held_elsewhere(request: Request, exc: Exception) -> Response:
+    """A conversation live on another replica: passed to it (or redirected there)."""
+    assert isinstance(exc, errors.HeldElsewhere)
+    gateway: Gateway = request.app.state.gateway
+    return await gateway.peers.answer(request, exc)
 
 
 def _install_middleware(app: FastAPI, config: GatewayConfig) -> None:

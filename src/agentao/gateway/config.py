@@ -66,8 +66,10 @@ RESERVED_KEY_NAMES = frozenset({LOCAL_NAME})
 MAX_TRANSCRIPT_MATCH_DEPTH = 500  # one query binds this many hashes; SQLite allows 32766
 _TABLES = frozenset({"server", "limits", "agents", "keys"})
 _SERVER_SETTINGS = frozenset(
-    {"host", "port", "store", "allowed_hosts", "allowed_origins", "advertise_url"}
+    {"host", "port", "store", "allowed_hosts", "allowed_origins", "advertise_url", "cross_replica"}
 )
+CrossReplica = Literal["forward", "redirect"]
+CROSS_REPLICA: tuple[CrossReplica, ...] = ("forward", "redirect")
 _AGENT_SETTINGS = frozenset({"command", "processes", "cwd", "env"})
 _KEY_SETTINGS = frozenset({"name", "key", "key_sha256", "agents", "ceiling", "policy"})
 
@@ -112,6 +114,9 @@ class Limits:
     # A remote ACP connection with no open stream and no message for this long is closed
     # (its sessions stay: `session/load` attaches again).
     remote_idle_seconds: float = 900.0
+    # Replicas: a request passed to the replica that holds its conversation fails (503,
+    # come back later) when that replica does not accept the connection within this long.
+    forward_connect_seconds: float = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +166,11 @@ class GatewayConfig:
     # Where other replicas send a request for a conversation this one holds (a 307), e.g.
     # "http://10.0.0.5:8765"; None: http://HOST:PORT as bound (the host name for 0.0.0.0).
     advertise_url: str | None = None
+    # A request for a conversation another replica holds: "forward" passes it there and
+    # streams the answer back (the client's key goes with it); "redirect" answers 307 to
+    # the holder's advertise_url (the client must reach every replica, and HTTP clients
+    # drop `Authorization` on a redirect to another origin).
+    cross_replica: CrossReplica = "forward"
     agents: tuple[AgentSpec, ...] = ()
     keys: tuple[ApiKey, ...] = ()
     limits: Limits = field(default_factory=Limits)
@@ -228,6 +238,7 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
         port=int(server.get("port", 8765)),
         store=server.get("store"),
         advertise_url=server.get("advertise_url"),
+        cross_replica=_cross_replica(server.get("cross_replica", "forward"), where),
         agents=agents,
         keys=keys,
         limits=limits,
@@ -235,6 +246,14 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
             _strings(server, "allowed_hosts", where), _strings(server, "allowed_origins", where)
         ),
     )
+
+
+def _cross_replica(value: Any, where: str) -> CrossReplica:
+    if value not in CROSS_REPLICA:
+        raise ConfigError(
+            f"{where}: [server] cross_replica {value!r} is not one of {', '.join(CROSS_REPLICA)}"
+        )
+    return value  # type: ignore[no-any-return]
 
 
 def web_policy(hosts: list[str], origins: list[str]) -> WebPolicy:

@@ -99,18 +99,20 @@ class SessionBusy(Conflict):
 
 
 class HeldElsewhere(ApiError):
-    """The conversation is live on another replica: the client is sent there (307 keeps
-    the method and body; the OpenAI SDKs and browsers follow it)."""
+    """The conversation (or the turn asked about) is live on another replica. The request
+    is forwarded there (`gateway/peers.py`), or, with `cross_replica = "redirect"`, the
+    client is sent there: a 307 keeps the method and body."""
 
     status = 307
     type = "conversation_elsewhere"
 
-    def __init__(self, owner_url: str) -> None:
+    def __init__(self, owner_url: str, retry_after: float = 1.0) -> None:
         super().__init__(
             f"this conversation is live on another replica ({owner_url}); follow the redirect",
             code="conversation_elsewhere",
         )
         self.owner_url = owner_url.rstrip("/")
+        self.retry_after = retry_after  # when the lease would be free, were the holder gone
 
     def location(self, request: Request) -> str:
         query = f"?{request.url.query}" if request.url.query else ""
@@ -170,10 +172,8 @@ def unsupported(param: str, why: str = "is not supported by this gateway") -> Ba
     return BadRequest(f"'{param}' {why}", param=param, code="unsupported_parameter")
 
 
-async def _api_error(request: Request, exc: Exception) -> JSONResponse:
+async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
-    if isinstance(exc, HeldElsewhere):
-        exc.headers["Location"] = exc.location(request)
     return exc.response()
 
 

@@ -7,7 +7,8 @@ three checks, in this order, before any route runs:
 1. *Host.* DNS rebinding points a page's own name (evil.example) at 127.0.0.1: the
    browser then thinks our answers are the page's to read. Such requests still say
    `Host: evil.example`, so only allowed names are served: the loopback names on
-   the port we are bound to, the address we bound, and `WebPolicy.allowed_hosts`.
+   the port we are bound to, the address we bound, our `advertise_url` (the name
+   other replicas call us by) and `WebPolicy.allowed_hosts`.
    Anything else is a 421.
 2. *No secret in the URL.* Query strings end up in logs, proxies and browser
    history: `?api_key=` is a 401 on every route, even a correct one.
@@ -29,7 +30,7 @@ configured origins is Starlette's CORSMiddleware, mounted inside this guard (see
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -56,7 +57,13 @@ class HostAllowlist:
         pinned = {_as_host(h) for h in LOOPBACK_HOSTS}
         if config.host not in WILDCARD_HOSTS:
             pinned.add(_as_host(config.host.lower()))
-        return cls(frozenset(pinned), tuple(split_host(h) for h in config.web.allowed_hosts))
+        listed = [split_host(h) for h in config.web.allowed_hosts]
+        if config.advertise_url:  # the other replicas call us by it
+            url = urlsplit(config.advertise_url)
+            own = Authority.parse(url.netloc.rpartition("@")[2], url.scheme)
+            if own is not None:
+                listed.append((own.host, own.port))
+        return cls(frozenset(pinned), tuple(listed))
 
     def allows(self, host: Authority, bound_port: int | None) -> bool:
         if host.host in self.pinned and bound_port in (None, host.port):

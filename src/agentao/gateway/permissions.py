@@ -73,6 +73,10 @@ class AnswerRejected(ValueError):
     """A human answer that does not fit the question (unknown id or option)."""
 
 
+class UnknownRequest(AnswerRejected):
+    """No open question of this id here for this caller (maybe on another replica)."""
+
+
 class PermissionDesk:
     """Open questions to humans, across all tasks."""
 
@@ -150,7 +154,7 @@ class PermissionDesk:
         when it does not fit."""
         ask = self._pending.get(request_id)
         if ask is None or not owns(principal, ask.owner) or task_id not in (None, ask.task_id):
-            raise AnswerRejected(f"no open permission request {request_id!r}")
+            raise UnknownRequest(f"no open permission request {request_id!r}")
         if option_id is None:
             option_id = choose(ask.request.options, allow=False, remember=False)
         elif option_id not in {o.option_id for o in ask.choices}:
@@ -212,4 +216,4 @@ def _record(
     )
 
 
-__all__ = ["AnswerRejected", "Asker", "PendingAsk", "PermissionDesk"]
+__all__ = ["AnswerRejected", "Asker", "PendingAsk", "PermissionDesk", "UnknownRequest"]

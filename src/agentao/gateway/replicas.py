@@ -18,7 +18,8 @@ part:
 * `holds(conv)` before a turn's result is recorded: a replica that lost its lease (it
   stalled past the expiry and another took over) does not write over the new owner;
 * wake-ups: when the hub stores frames it tells the others (`notify_tasks`), and a
-  watcher here of a task running elsewhere waits on `follow(task_id)`.
+  watcher here of a task running elsewhere waits on `follow(task_id)`; a remote ACP
+  client here of a session live elsewhere on `follow_conversation(conversation_id)`.
 
 On SQLite (`SoloCluster`) all of this is a no-op: one gateway owns everything.
 """
@@ -31,14 +32,15 @@ import logging
 import math
 import socket
 from collections.abc import Iterator
-from typing import NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from agentao.gateway.config import GatewayConfig, Limits
 from agentao.gateway.errors import AgentUnavailable, HeldElsewhere
 from agentao.gateway.recovery import Recovery
-from agentao.store.cluster import Claim, Cluster
+from agentao.store.cluster import Claim, Cluster, Member
 
 log = logging.getLogger("agentao.gateway")
+T = TypeVar("T")
 # A holder silent for this many heartbeats is not sent clients: it is most likely gone.
 SILENT_BEATS = 3
 
@@ -61,8 +63,11 @@ class Replica:
         self.boot_id = boot_id
         self.recovery = recovery
         self.limits = limits
-        self._followers: dict[str, set[asyncio.Event]] = {}
+        self._followers: dict[str, set[asyncio.Event]] = {}  # by task id
+        self._conversations: dict[str, set[Woken]] = {}  # by conversation id
         self._tasks: list[asyncio.Task[None]] = []
+        self._members: list[Member] = []
+        self._members_read_at = -math.inf
         self.url = ""  # where this replica serves, once started
 
     @property
@@ -137,7 +142,7 @@ class Replica:
         likely, on another machine), ask it to come back when the lease is free."""
         silent = claim.owner_silent_for > SILENT_BEATS * self.limits.heartbeat_seconds
         if claim.owner_url and not silent:
-            raise HeldElsewhere(claim.owner_url)
+            raise HeldElsewhere(claim.owner_url, claim.expires_in)
         wait = max(1, math.ceil(claim.expires_in))
         state = "stopped answering" if silent else "gave no address"
         raise AgentUnavailable(
@@ -146,6 +151,25 @@ class Replica:
             code="conversation_elsewhere",
             headers={"Retry-After": str(wait)},
         )
+
+    async def peers(self) -> list[Member]:
+        """The other replicas that are alive (heard from within a few heartbeats)."""
+        if not self.shared:
+            return []
+        now = asyncio.get_running_loop().time()
+        if now - self._members_read_at > self.limits.heartbeat_seconds / 2:
+            self._members = await self.cluster.members()  # read at most twice a heartbeat
+            self._members_read_at = now
+        quiet = SILENT_BEATS * self.limits.heartbeat_seconds
+        return [m for m in self._members if m.boot_id != self.boot_id and m.silent_for <= quiet]
+
+    async def alive(self, url: str) -> bool:
+        """Whether a live replica serves at `url` (its heartbeat is recent)."""
+        return any(m.url == url for m in await self.peers())
+
+    async def url_of(self, boot_id: str | None) -> str | None:
+        """Where the live replica `boot_id` serves, when it is another one."""
+        return next((m.url for m in await self.peers() if m.boot_id == boot_id), None)
 
     async def holds(self, conversation_id: str, token: int | None) -> bool:
         if not self.shared or token is None:
@@ -157,32 +181,65 @@ class Replica:
             with contextlib.suppress(Exception):  # it expires anyway
                 await self.cluster.release(conversation_id, self.boot_id)
 
+    async def holder_url(self, conversation_id: str) -> str | None:
+        """Where the conversation is live, when another replica holds it and answers its
+        heartbeat; None when it is free (or ours, or its holder's lease ran out)."""
+        if not self.shared:
+            return None
+        held = await self.cluster.holder(conversation_id)
+        quiet = SILENT_BEATS * self.limits.heartbeat_seconds
+        if held is None or held.owner == self.boot_id or held.expires_in <= 0:
+            return None
+        return held.owner_url if held.owner_silent_for <= quiet else None
+
     # ---- other replicas' task frames ------------------------------------------------------
 
     @contextlib.contextmanager
     def follow(self, task_id: str) -> Iterator[asyncio.Event]:
         """An event set whenever any replica stores frames of `task_id`."""
-        event = asyncio.Event()
-        self._followers.setdefault(task_id, set()).add(event)
-        try:
+        with self._following(self._followers, task_id, asyncio.Event()) as event:
             yield event
-        finally:
-            followers = self._followers.get(task_id, set())
-            followers.discard(event)
-            if not followers:
-                self._followers.pop(task_id, None)
 
-    def _wake(self, task_id: str) -> None:
+    @contextlib.contextmanager
+    def follow_conversation(self, conversation_id: str) -> Iterator[Woken]:
+        """Which of the conversation's tasks got frames stored, on any replica."""
+        with self._following(self._conversations, conversation_id, Woken()) as woken:
+            yield woken
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _following(table: dict[str, set[Any]], key: str, follower: T) -> Iterator[T]:
+        table.setdefault(key, set()).add(follower)
+        try:
+            yield follower
+        finally:
+            followers = table.get(key, set())
+            followers.discard(follower)
+            if not followers:
+                table.pop(key, None)
+
+    def _wake(self, task_id: str, conversation_id: str) -> None:
         for event in self._followers.get(task_id, ()):
             event.set()
+        for woken in self._conversations.get(conversation_id, ()):
+            woken.tasks.add(task_id)
+            woken.set()
 
-    async def stored(self, task_ids: list[str]) -> None:
-        """Frames of these tasks were stored here: wake the other replicas' watchers."""
-        if self.shared and task_ids:
+    async def stored(self, tasks: list[tuple[str, str]]) -> None:
+        """Frames of these (task, conversation) were stored here: wake the other replicas."""
+        if self.shared and tasks:
             try:
-                await self.cluster.notify_tasks(task_ids)
+                await self.cluster.notify_tasks(tasks)
             except Exception:  # their watchers re-read the store at each keep-alive
                 log.exception("could not wake the other replicas")
 
 
-__all__ = ["Replica", "advertised_url"]
+class Woken(asyncio.Event):
+    """Set when a task of the followed conversation got frames; `tasks` says which."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tasks: set[str] = set()
+
+
+__all__ = ["Replica", "Woken", "advertised_url"]

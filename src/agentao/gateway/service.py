@@ -25,6 +25,7 @@ from agentao.gateway.boots import this_boot
 from agentao.gateway.config import GatewayConfig, Policy
 from agentao.gateway.errors import BadRequest, NotFound, UnsupportedMediaType
 from agentao.gateway.identifiers import check_model
+from agentao.gateway.peers import Peers
 from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.recovery import Recovery
@@ -73,6 +74,7 @@ class Gateway:
         self.recovery = Recovery(store, self.boot)
         self.auth = Authenticator(config)
         self.replica = Replica(store.cluster, self.boot.id, self.recovery, self.limits)
+        self.peers = Peers(self.replica, config)
         self.hub = TaskHub(store, self.boot.id, self.replica.stored)
         self.desk = PermissionDesk()
         self.pools: dict[str, AgentPool] = {}
@@ -85,7 +87,7 @@ class Gateway:
         for spec in config.agents:
             self.pools[spec.name] = AgentPool(spec, self.limits, self.conversations.permission)
         # Sets the pools' file and ask_user handlers: the agents' questions reach remote clients.
-        self.remote = RemoteAcp(self.conversations, store, self.limits, self.boot.id)
+        self.remote = RemoteAcp(self.conversations, store, self.replica, self.peers)
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -125,6 +127,8 @@ class Gateway:
         except Exception:  # the next gateway on this store settles them
             log.exception("could not settle this gateway's responses and tasks in flight")
         self.hub.close()
+        with contextlib.suppress(Exception):
+            await self.peers.close()
         with contextlib.suppress(Exception):
             await self.store.close()
 

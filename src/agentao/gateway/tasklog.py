@@ -101,17 +101,20 @@ class TaskHub:
         self,
         store: GatewayStore,
         boot_id: str,
-        stored: Callable[[list[str]], Awaitable[None]] | None = None,
+        stored: Callable[[list[tuple[str, str]]], Awaitable[None]] | None = None,
     ) -> None:
         self.store = store
         self.boot_id = boot_id
-        self._stored = stored  # told which tasks got frames (other replicas' watchers)
+        # Told which (task, conversation) got frames: other replicas' watchers.
+        self._stored = stored
+        self._conversation_of: dict[str, str] = {}  # task id -> its conversation
         self._logs: dict[str, TaskLog] = {}
         self._writer = BatchWriter(_Batch, self._write)
 
     def open(self, record: TaskRecord) -> TaskLog:
         """A log for a new task; its row is written before its first frame."""
         task_log = self._logs[record.id] = TaskLog(record.id, self)
+        self._conversation_of[record.id] = record.conversation_id
         record.boot_id = self.boot_id
         self._writer.batch.rows.append(record)
         self._writer.kick()
@@ -172,9 +175,12 @@ class TaskHub:
                 del self._logs[frame.task_id]
         for task_log, _record in batch.ended:
             task_log.closed.set()
-        if self._stored is not None and (batch.frames or batch.ended):
-            ids = {f.task_id for f in batch.frames} | {r.id for _log, r in batch.ended}
-            await self._stored(sorted(ids))
+        ids = {f.task_id for f in batch.frames} | {r.id for _log, r in batch.ended}
+        woken = sorted((i, self._conversation_of.get(i, "")) for i in ids)
+        for _log, record in batch.ended:
+            self._conversation_of.pop(record.id, None)
+        if self._stored is not None and woken:
+            await self._stored(woken)
 
     def close(self) -> None:
         """Stop the writer (shutdown); frames not yet stored are lost."""

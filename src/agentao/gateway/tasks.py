@@ -39,9 +39,10 @@ from agentao.gateway.auth import (
     check_owner,
     owns,
 )
-from agentao.gateway.errors import ApiError, BadRequest, NotFound
+from agentao.gateway.errors import ApiError, BadRequest, Conflict, HeldElsewhere, NotFound
 from agentao.gateway.identifiers import check_id
-from agentao.gateway.permissions import AnswerRejected
+from agentao.gateway.peers import FORWARDED_BY, credentials, error_code, error_message
+from agentao.gateway.permissions import AnswerRejected, UnknownRequest
 from agentao.gateway.reasons import Channel
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import TurnRequest
@@ -51,6 +52,7 @@ from agentao.store.gateway_records import TaskEvent, TaskRecord
 
 log = logging.getLogger("agentao.gateway")
 router = APIRouter()
+UNKNOWN_REQUEST = "permission_request_not_found"
 
 
 # The string fields each kind of ACP content block needs (schema: ContentBlock).
@@ -97,6 +99,7 @@ async def start_task(request: Request) -> Any:
         TurnRequest(blocks, title or "(prompt)", principal.name, policy, choice.model, "task"),
     )
     turn.detach()  # nobody consumes it here: watchers read the log
+    await turn.log.stored.wait()  # so that any replica finds it by the id we answer with
     return JSONResponse(
         {
             "id": turn.id,
@@ -159,7 +162,10 @@ def prompt_blocks(prompt: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
 @router.get("/v1/tasks/{task_id}")
 async def get_task(task_id: str, request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
-    task = await _task(gw, gw.principal(request), task_id)
+    return task_json(await _task(gw, gw.principal(request), task_id))
+
+
+def task_json(task: TaskRecord) -> dict[str, Any]:
     return {
         "id": task.id,
         "object": "task",
@@ -183,6 +189,7 @@ async def task_events(task_id: str, request: Request, after_seq: int = 0) -> Any
 
 @router.get("/v1/permissions")
 async def pending_permissions(request: Request) -> Any:
+    """The open questions of this caller's tasks, on this replica and every other one."""
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
     data = []
@@ -190,6 +197,9 @@ async def pending_permissions(request: Request) -> Any:
         task = await gw.store.get_task(ask.task_id)
         conversation = task.conversation_id if task is not None else None
         data.append({"taskId": ask.task_id, "conversationId": conversation, **ask.frame()})
+    async for reply in gw.peers.each("GET", "/v1/permissions", request):
+        if reply.status_code == 200:
+            data.extend(reply.json()["data"])
     # The server's clock, so a page can count down to each deadline whatever its own says.
     return {"object": "list", "data": data, "now": time.time()}
 
@@ -202,9 +212,43 @@ async def answer_permission(request_id: str, request: Request) -> Any:
     body = await gw.decode(request, PermissionAnswer)
     try:
         gw.desk.answer(request_id, body.option_id, principal, channel=channel_of(request))
+    except UnknownRequest as exc:  # the question may be another replica's
+        async for reply in gw.peers.each(
+            "POST", request.url.path, request, {"optionId": body.option_id}
+        ):
+            if error_code(reply) != UNKNOWN_REQUEST:
+                return JSONResponse(reply.json(), status_code=reply.status_code)
+        raise BadRequest(str(exc), param="requestId", code=UNKNOWN_REQUEST) from None
     except AnswerRejected as exc:
         raise BadRequest(str(exc), param="optionId") from None
     return {"requestId": request_id, "optionId": body.option_id, "accepted": True}
+
+
+@router.post("/v1/tasks/{task_id}/cancel")
+async def cancel_task(task_id: str, request: Request) -> Any:
+    """Cancel a running task, wherever it runs; the task as it is then. A task that is
+    over is a 400 saying how it ended."""
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    task = await _task(gw, principal, task_id)
+    turn = gw.conversations.running(task_id)
+    if turn is not None:
+        turn.cancel()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(turn.done.wait(), gw.limits.cancel_grace_seconds + 5)
+        await gw.hub.flush()  # its end is in the store before it is read back
+        task = await _stored(gw, principal, task_id)
+    elif task.status == IN_FLIGHT_TASK:
+        url = await gw.replica.url_of(task.boot_id)
+        if url is None or FORWARDED_BY in request.headers:
+            raise Conflict(
+                f"task {task_id!r} runs on another gateway process that cannot be reached",
+                code="task_elsewhere",
+            )
+        raise HeldElsewhere(url)
+    else:
+        raise BadRequest(f"task {task_id!r} is {task.status}: only a running task can be cancelled")
+    return task_json(task)
 
 
 def channel_of(request: Request) -> Channel:
@@ -319,22 +363,63 @@ async def _read(websocket: WebSocket, gw: Gateway, principal: Principal, task_id
             continue
         kind = frame.get("type") if isinstance(frame, dict) else None
         if kind == "permission-response":
-            try:
-                gw.desk.answer(
-                    str(frame.get("requestId")),
-                    frame.get("optionId"),
-                    principal,
-                    task_id=task_id,
-                    channel="stream",
-                )
-            except AnswerRejected as exc:
-                await websocket.send_json({"type": "error", "message": str(exc)})
+            error = await _answer_from_stream(websocket, gw, principal, task_id, frame)
         elif kind == "cancel":
-            turn = gw.conversations.running(task_id)
-            if turn is not None:
-                turn.cancel()
+            error = await _cancel_from_stream(websocket, gw, task_id)
         else:
-            await websocket.send_json({"type": "error", "message": f"unknown frame {kind!r}"})
+            error = f"unknown frame {kind!r}"
+        if error is not None:
+            await websocket.send_json({"type": "error", "message": error})
+
+
+async def _answer_from_stream(
+    websocket: WebSocket, gw: Gateway, principal: Principal, task_id: str, frame: dict[str, Any]
+) -> str | None:
+    """A watcher's answer, to this replica's desk or to the one running the task."""
+    request_id, option_id = str(frame.get("requestId")), frame.get("optionId")
+    try:
+        gw.desk.answer(request_id, option_id, principal, task_id=task_id, channel="stream")
+        return None
+    except UnknownRequest as exc:
+        url = await _runs_at(gw, task_id)
+        if url is None:
+            return str(exc)
+    except AnswerRejected as exc:
+        return str(exc)
+    try:
+        check_id(request_id, "requestId")
+        path = f"/v1/permissions/{request_id}"
+        reply = await gw.peers.call(
+            url, "POST", path, credentials(websocket), {"optionId": option_id}
+        )
+    except ApiError as exc:
+        return exc.message
+    return None if reply.status_code == 200 else error_message(reply)
+
+
+async def _cancel_from_stream(websocket: WebSocket, gw: Gateway, task_id: str) -> str | None:
+    turn = gw.conversations.running(task_id)
+    if turn is not None:
+        turn.cancel()
+        return None
+    url = await _runs_at(gw, task_id)
+    if url is None:
+        return None  # over already: its task-ended frame is on its way
+    try:
+        await gw.peers.call(url, "POST", f"/v1/tasks/{task_id}/cancel", credentials(websocket))
+    except ApiError as exc:
+        return exc.message
+    return None
+
+
+async def _runs_at(gw: Gateway, task_id: str) -> str | None:
+    """Where the task runs, when another live replica runs it."""
+    if gw.hub.get(task_id) is not None:
+        return None
+    task = await gw.store.get_task(task_id)
+    if task is None or task.status != IN_FLIGHT_TASK:
+        return None
+    return await gw.replica.url_of(task.boot_id)
 
 
 __all__ = ["router"]

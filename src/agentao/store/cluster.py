@@ -13,7 +13,8 @@ tokens (`holds`). Times are the database's clock, so replicas' clocks may disagr
 
 Replicas also wake each other when a task's frames are stored (`notify_tasks` /
 `listen_tasks`), so a watcher on one replica follows a turn running on another: the
-wake-up carries only the task id; the frames are read from the store.
+wake-up carries only the task's and its conversation's ids; the frames are read from
+the store.
 
 `Cluster` is that interface; `SoloCluster` is the one gateway of an SQLite store, which
 owns everything and has nobody to wake. `PgCluster` (store/postgres_cluster.py) is the
@@ -39,6 +40,15 @@ class Claim:
     expires_in: float = 0.0  # seconds until the lease is free, unless renewed
 
 
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A replica as its last heartbeat recorded it."""
+
+    boot_id: str
+    url: str  # where it serves
+    silent_for: float  # seconds since that heartbeat, by the database's clock
+
+
 class Cluster(Protocol):
     shared: bool  # whether other gateways may use this store
 
@@ -46,11 +56,13 @@ class Cluster(Protocol):
     async def heartbeat(self, boot_id: str, url: str, lease_seconds: float) -> None: ...
     async def expired(self, lease_seconds: float) -> list[str]: ...
     async def leave(self, boot_id: str) -> None: ...
+    async def members(self) -> list[Member]: ...
+    async def holder(self, conversation_id: str) -> Claim | None: ...
     async def claim(self, conversation_id: str, boot_id: str, lease_seconds: float) -> Claim: ...
     async def holds(self, conversation_id: str, boot_id: str, token: int) -> bool: ...
     async def release(self, conversation_id: str, boot_id: str) -> None: ...
-    async def notify_tasks(self, task_ids: Sequence[str]) -> None: ...
-    async def listen_tasks(self, wake: Callable[[str], None]) -> None: ...
+    async def notify_tasks(self, tasks: Sequence[tuple[str, str]]) -> None: ...
+    async def listen_tasks(self, wake: Callable[[str, str], None]) -> None: ...
     async def ready(self) -> None: ...
 
 
@@ -71,6 +83,12 @@ class SoloCluster:
     async def leave(self, boot_id: str) -> None:
         return None
 
+    async def members(self) -> list[Member]:
+        return []
+
+    async def holder(self, conversation_id: str) -> Claim | None:
+        return None
+
     async def claim(self, conversation_id: str, boot_id: str, lease_seconds: float) -> Claim:
         return Claim(True, 1, boot_id)
 
@@ -80,14 +98,14 @@ class SoloCluster:
     async def release(self, conversation_id: str, boot_id: str) -> None:
         return None
 
-    async def notify_tasks(self, task_ids: Sequence[str]) -> None:
+    async def notify_tasks(self, tasks: Sequence[tuple[str, str]]) -> None:
         return None
 
-    async def listen_tasks(self, wake: Callable[[str], None]) -> None:
+    async def listen_tasks(self, wake: Callable[[str, str], None]) -> None:
         return None  # nobody else stores frames here
 
     async def ready(self) -> None:
         return None
 
 
-__all__ = ["Claim", "Cluster", "SoloCluster"]
+__all__ = ["Claim", "Cluster", "Member", "SoloCluster"]

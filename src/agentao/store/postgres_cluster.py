@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 
-from agentao.store.cluster import Claim
+from agentao.store.cluster import Claim, Member
 from agentao.store.postgres_db import PgDatabase
 from agentao.store.sqlite import Schema
 
@@ -107,6 +107,17 @@ class PgCluster:
 
         await self.db.transaction(forget)
 
+    async def members(self) -> list[Member]:
+        rows = await self.db.fetchall(
+            f"SELECT boot_id, url, {_NOW} - heartbeat_at AS silent_for FROM gw_replicas"
+        )
+        return [Member(r["boot_id"], r["url"], float(r["silent_for"])) for r in rows]
+
+    async def holder(self, conversation_id: str) -> Claim | None:
+        """Who holds the conversation's lease now (expired or not), without claiming it."""
+        row = await self.db.fetchone(_HOLDER, (conversation_id,))
+        return _held(row) if row is not None else None
+
     async def claim(self, conversation_id: str, boot_id: str, lease_seconds: float) -> Claim:
         args = {"conv": conversation_id, "boot": boot_id, "lease": lease_seconds}
         row = await self.db.fetchone(_CLAIM, args)
@@ -119,14 +130,7 @@ class PgCluster:
                 return Claim(True, int(row["token"]), boot_id)
             holder = await self.db.fetchone(_HOLDER, (conversation_id,))
         assert holder is not None
-        return Claim(
-            False,
-            int(holder["token"]),
-            holder["boot_id"],
-            holder["url"],
-            float(holder["silent_for"]),
-            max(0.0, float(holder["expires_in"])),
-        )
+        return _held(holder)
 
     async def holds(self, conversation_id: str, boot_id: str, token: int) -> bool:
         row = await self.db.fetchone(
@@ -142,28 +146,41 @@ class PgCluster:
             (conversation_id, boot_id),
         )
 
-    async def notify_tasks(self, task_ids: Sequence[str]) -> None:
-        if task_ids:
+    async def notify_tasks(self, tasks: Sequence[tuple[str, str]]) -> None:
+        """Wake the others for these (task id, conversation id): "task conversation"."""
+        if tasks:
             await self.db.execute(
                 "SELECT pg_notify(%s, id) FROM unnest(%s::text[]) AS id",
-                (TASKS_CHANNEL, list(task_ids)),
+                (TASKS_CHANNEL, [f"{task} {conv}" for task, conv in tasks]),
             )
 
-    async def listen_tasks(self, wake: Callable[[str], None]) -> None:
-        """Call `wake(task_id)` for every task whose frames any replica stores, until
-        cancelled; a lost connection is opened again after a pause."""
+    async def listen_tasks(self, wake: Callable[[str, str], None]) -> None:
+        """Call `wake(task_id, conversation_id)` for every task whose frames any replica
+        stores, until cancelled; a lost connection is opened again after a pause."""
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {TASKS_CHANNEL}")
                     async for note in conn.notifies():
-                        wake(note.payload)
+                        task, _, conv = note.payload.partition(" ")
+                        wake(task, conv)
             except psycopg.Error as exc:
                 log.warning("listening for other replicas' task frames: %s", exc)
                 await asyncio.sleep(1.0)
 
     async def ready(self) -> None:
         await self.db.fetchone("SELECT 1")
+
+
+def _held(row: dict[str, Any]) -> Claim:
+    return Claim(
+        False,
+        int(row["token"]),
+        row["boot_id"],
+        row["url"],
+        float(row["silent_for"]),
+        max(0.0, float(row["expires_in"])),
+    )
 
 
 __all__ = ["PG_CLUSTER_SCHEMA", "TASKS_CHANNEL", "PgCluster"]

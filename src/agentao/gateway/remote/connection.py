@@ -58,6 +58,8 @@ class Connection:
     def __init__(self, record: RemoteConnection, principal: Principal, hub: RemoteHub) -> None:
         self.record = record
         self.principal = principal
+        # Its key as it came (memory only): what speaks for it to other replicas.
+        self.credentials: dict[str, str] = {}
         self.hub = hub
         self.seq = 0
         self.sessions: set[str] = set()  # agent session ids whose stream it may open

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,11 +36,14 @@ from agentao.client import ClientError, TurnEnd, Update
 from agentao.client.files import LocalFiles
 from agentao.client.remote import SESSION_SCOPED  # their replies go to the session's stream
 from agentao.gateway.auth import Principal, owns
-from agentao.gateway.config import Limits, Policy, policy_rank
-from agentao.gateway.errors import ApiError
+from agentao.gateway.config import Policy, policy_rank
+from agentao.gateway.errors import ApiError, HeldElsewhere
+from agentao.gateway.peers import Peers
 from agentao.gateway.pool import AgentPool, SessionParams
 from agentao.gateway.remote.connection import Connection, Connections
+from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
 from agentao.gateway.remote.relay import SessionRelay, SessionRelays
+from agentao.gateway.replicas import Replica
 from agentao.gateway.sessions import Conversations, LiveConversation, TurnRequest
 from agentao.gateway.turns import TurnFailed
 from agentao.protocol.decode import to_builtins
@@ -64,13 +68,14 @@ class RemoteAcp:
     """Remote ACP for every agent of one gateway."""
 
     def __init__(
-        self, conversations: Conversations, store: GatewayStore, limits: Limits, boot_id: str
+        self, conversations: Conversations, store: GatewayStore, replica: Replica, peers: Peers
     ) -> None:
         self.conversations = conversations
         self.store = store
-        self.limits = limits
-        self.connections = Connections(store.remote, limits, boot_id)
+        self.limits = limits = conversations.limits
+        self.connections = Connections(store.remote, limits, replica.boot_id)
         self.relays = SessionRelays(conversations, LocalFiles(), limits.permission_deadline_seconds)
+        self.far = FarSessions(store, replica, peers, limits)  # sessions live on other replicas
         for pool in conversations.pools.values():  # the agents' questions reach the clients
             pool.files, pool.ask_user = self.relays, self.relays.ask_user
         self._tasks: set[asyncio.Task[None]] = set()
@@ -117,6 +122,7 @@ class RemoteAcp:
     async def close(self, connection: Connection) -> None:
         """The client is gone: detach it (never touching another client's turn)."""
         self.relays.detach_all(connection)
+        self.far.detach_all(connection)
         await self.connections.close(connection)
 
     async def sweep(self) -> int:
@@ -157,11 +163,14 @@ class RemoteAcp:
         elif message["method"] == "session/cancel" or message["method"] == "$/cancel_request":
             self._cancel(connection, message)
         elif _is_request(message):
-            task = asyncio.get_running_loop().create_task(self._serve(connection, message))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._spawn(self._serve(connection, message))
         else:
             log.debug("remote notification %s ignored", message["method"])
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _serve(self, connection: Connection, message: dict[str, Any]) -> None:
         method, params = message["method"], message.get("params")
@@ -195,9 +204,16 @@ class RemoteAcp:
             return {}  # the key authenticated this connection; the agent's processes are ours
         if method == "initialize":
             raise InvalidRequest("Invalid Request: this connection is already initialized")
+        far = self.far.find(str(params.get("sessionId")), connection)
+        if far is not None:
+            return await self._far_call(connection, far, method, params)
         relay = self._attached(connection, params)
         if method == "session/prompt":
-            return await self._prompt(connection, relay, params)
+            try:
+                return await self._prompt(connection, relay, params)
+            except HeldElsewhere:  # another replica took it over (we stalled past the lease)
+                far = await self._move_away(relay)
+                return await self._far_call(connection, far, method, params)
         if method == "session/close":
             self.relays.detach(relay, connection)
             return {}
@@ -232,7 +248,11 @@ class RemoteAcp:
                 'Invalid params: "sessionId" must be a string', {"field": "sessionId"}
             )
         conv = await self._conversation_of(connection, session_id, params)
-        session = await self.conversations.bind(conv)
+        try:
+            session = await self.conversations.bind(conv)
+        except HeldElsewhere:  # live on another replica: served from the store, driven there
+            await self.far.session(conv).attach(connection, replay)
+            return {"sessionId": session_id}
         session.drain()  # folded into the view already; the watchers have their own
         relay = self.relays.relay(conv)
         if replay:  # the history, to this client only, before the reply (as from an agent)
@@ -315,11 +335,7 @@ class RemoteAcp:
     async def _prompt(
         self, connection: Connection, relay: SessionRelay, params: dict[str, Any]
     ) -> dict[str, Any]:
-        prompt = params.get("prompt")
-        if not isinstance(prompt, list) or not all(isinstance(b, dict) for b in prompt):
-            raise InvalidParams(
-                "Invalid params: prompt must be a list of content blocks", {"field": "prompt"}
-            )
+        prompt = _prompt_of(params)
         request = TurnRequest(
             prompt=prompt,
             title=_prompt_text(prompt),
@@ -340,9 +356,44 @@ class RemoteAcp:
         assert isinstance(result, TurnEnd)
         return result.raw or {"stopReason": result.stop_reason}
 
+    async def _far_call(
+        self, connection: Connection, far: FarSession, method: str, params: dict[str, Any]
+    ) -> Any:
+        if method == "session/close":
+            self.far.detach(far, connection)
+            return {}
+        if method != "session/prompt":
+            raise InvalidRequest(
+                f"Invalid Request: {method} is not available here while this session is live "
+                "on another gateway replica"
+            )
+        try:
+            return await far.prompt(
+                connection, _prompt_of(params), remote_policy(connection.principal)
+            )
+        except NowFree:  # nobody holds it any more: it moves here, with its watchers
+            pass
+        await self.conversations.bind(far.conv)
+        relay = self.relays.relay(far.conv)
+        for watcher in list(far.connections.values()):
+            self.far.detach(far, watcher)
+            relay.attach(watcher)
+        return await self._prompt(connection, relay, params)
+
+    async def _move_away(self, relay: SessionRelay) -> FarSession:
+        """A session another replica holds now: its watchers here follow it there."""
+        far = self.far.session(relay.conv)
+        for watcher in list(relay.connections.values()):
+            self.relays.detach(relay, watcher)
+            await far.attach(watcher, replay=False)
+        return far
+
     def _cancel(self, connection: Connection, message: dict[str, Any]) -> None:
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        if message["method"] == "session/cancel":
+        far = self.far.find(str(params.get("sessionId")), connection)
+        if message["method"] == "session/cancel" and far is not None:
+            self._spawn(far.cancel())
+        elif message["method"] == "session/cancel":
             relay = self.relays.find(params.get("sessionId", ""))
             if relay is not None and connection.id in relay.connections:
                 turn = relay.conv.turn
@@ -350,6 +401,15 @@ class RemoteAcp:
                     turn.cancel()  # the prompt is answered `cancelled`
             if _is_request(message):  # sent as a request: it gets its answer too
                 connection.reply(message["id"], {}, _scope("session/cancel", params))
+
+
+def _prompt_of(params: dict[str, Any]) -> list[dict[str, Any]]:
+    prompt = params.get("prompt")
+    if not isinstance(prompt, list) or not all(isinstance(b, dict) for b in prompt):
+        raise InvalidParams(
+            "Invalid params: prompt must be a list of content blocks", {"field": "prompt"}
+        )
+    return prompt
 
 
 def remote_policy(principal: Principal) -> Policy:
