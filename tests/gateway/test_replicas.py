@@ -526,14 +526,9 @@ async def test_a_remote_acp_client_on_one_replica_shares_a_session_live_on_anoth
 ) -> None:
     a, b = keyed.start(), keyed.start()
     auth = {"Authorization": f"Bearer {ALICE}"}
-    at_a = await SdkPeer.connect(f"{a.url}/acp", headers=auth, answer="wait")
+    at_a, sid = await _session_on(a, keyed.work, answer="wait")
     at_b = await SdkPeer.connect(f"{b.url}/acp", headers=auth)
     try:
-        await at_a.initialize()
-        sid = (await at_a.conn.new_session(cwd=str(keyed.work), mcp_servers=[])).session_id
-        done = await at_a.conn.prompt(session_id=sid, prompt=[text_block("hello")])
-        assert done.stop_reason == "end_turn"
-
         # B loads the session A holds: the history as the gateway logged it.
         await at_b.initialize()
         await at_b.conn.load_session(session_id=sid, cwd=str(keyed.work), mcp_servers=[])
@@ -569,12 +564,9 @@ async def test_a_remote_session_whose_holder_stopped_moves_to_the_client_s_repli
 ) -> None:
     a, b = keyed.start(), keyed.start()
     auth = {"Authorization": f"Bearer {ALICE}"}
-    at_a = await SdkPeer.connect(f"{a.url}/acp", headers=auth)
+    at_a, sid = await _session_on(a, keyed.work)
     at_b = await SdkPeer.connect(f"{b.url}/acp", headers=auth)
     try:
-        await at_a.initialize()
-        sid = (await at_a.conn.new_session(cwd=str(keyed.work), mcp_servers=[])).session_id
-        await at_a.conn.prompt(session_id=sid, prompt=[text_block("hello")])
         await at_b.initialize()
         await at_b.conn.load_session(session_id=sid, cwd=str(keyed.work), mcp_servers=[])
         await at_a.close()
@@ -596,6 +588,18 @@ async def _eventually(check: Any, timeout: float = 30) -> None:
         await asyncio.sleep(0.05)
 
 
+async def _session_on(replica: ServedGateway, work: Path, **kw: Any) -> tuple[SdkPeer, str]:
+    """An SDK client of `replica` as alice, with a session opened there and one turn done."""
+    peer = await SdkPeer.connect(
+        f"{replica.url}/acp", headers={"Authorization": f"Bearer {ALICE}"}, **kw
+    )
+    await peer.initialize()
+    sid = (await peer.conn.new_session(cwd=str(work), mcp_servers=[])).session_id
+    done = await peer.conn.prompt(session_id=sid, prompt=[text_block("hello")])
+    assert done.stop_reason == "end_turn"
+    return peer, sid
+
+
 def _withdrawn(store_url: str, peer: SdkPeer) -> bool:
     """Whether the gateway took a question back from `peer` (the SDK's client has no
     handler for `$/cancel_request`, so it is read from the store)."""
@@ -614,11 +618,8 @@ async def test_a_remote_session_another_replica_took_over_is_followed_there(
 ) -> None:
     a, b = keyed.start(), keyed.start()
     auth = {"Authorization": f"Bearer {ALICE}"}
-    at_a = await SdkPeer.connect(f"{a.url}/acp", headers=auth)
+    at_a, sid = await _session_on(a, keyed.work)
     try:
-        await at_a.initialize()
-        sid = (await at_a.conn.new_session(cwd=str(keyed.work), mcp_servers=[])).session_id
-        await at_a.conn.prompt(session_id=sid, prompt=[text_block("hello")])
         async with httpx.AsyncClient(headers=auth, timeout=30) as http:
             conv = (await http.get(f"{a.url}/v1/conversations")).json()["data"][0]["id"]
             # A stalls past its lease: B takes the conversation over and runs a turn on it.

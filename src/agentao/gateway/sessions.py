@@ -258,8 +258,12 @@ class Conversations:
         while conv.reserved:
             turn = conv.turn
             remaining = deadline - loop.time()
-            if turn is None or not turn.cancelling or remaining <= 0:
+            opening = turn is None or turn.done.is_set()  # another request is opening a turn
+            if remaining <= 0 or not (opening or turn.cancelling):
                 raise SessionBusy(self.limits.retry_after_seconds)
+            if opening:  # it may fail (a claim refused, a load that fails): see whether it does
+                await asyncio.sleep(min(0.02, remaining))
+                continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(turn.done.wait(), remaining)
         conv.reserved = True

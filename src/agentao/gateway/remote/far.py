@@ -252,6 +252,11 @@ class FarSession:
             "permission_policy": policy,
         }
         reply = await self._on_holder("POST", "/v1/tasks", body, connection)
+        deadline = asyncio.get_running_loop().time() + self.limits.cancel_grace_seconds
+        while reply.status_code == 409 and asyncio.get_running_loop().time() < deadline:
+            # Busy: most likely the turn whose end we just relayed is still finishing there.
+            await asyncio.sleep(0.05)
+            reply = await self._on_holder("POST", "/v1/tasks", body, connection)
         if reply.status_code == 409:
             raise InvalidRequest(f"Invalid Request: {error_message(reply)}")
         if reply.status_code != 201:
