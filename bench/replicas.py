@@ -164,7 +164,8 @@ async def _ttfts(client: httpx.AsyncClient, keys: list[str], at_once: bool) -> l
 
 async def forwarding(a: Replica, b: Replica, n: int, at_once: bool, tag: str) -> dict:
     """TTFT of a conversation's second turn, its first having made it live on A."""
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    # No connection kept between phases: one the server closed meanwhile fails the next use.
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
     async with (
         httpx.AsyncClient(base_url=a.url, timeout=120, limits=limits) as to_a,
         httpx.AsyncClient(base_url=b.url, timeout=120, limits=limits) as to_b,
