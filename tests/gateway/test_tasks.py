@@ -224,3 +224,15 @@ def test_tool_calls_arrive_merged_by_id(shared_gateway: LiveGateway) -> None:
     assert merged["title"] == "Write hello.txt" and merged["kind"] == "edit"  # … the call is not
     assert merged["status"] == "completed"
     assert merged["content"][0]["type"] == "diff"
+
+
+def test_a_running_task_is_cancelled_over_http(shared_gateway: LiveGateway) -> None:
+    task = start_task(shared_gateway, "slow please")
+    with shared_gateway.http() as http:
+        cancelled = http.post(f"/v1/tasks/{task['id']}/cancel")
+        assert cancelled.status_code == 200 and cancelled.json()["status"] == "ended"
+        events = http.get(f"/v1/tasks/{task['id']}/events").json()["data"]
+        assert events[-1]["type"] == "task-ended" and events[-1]["stopReason"] == "cancelled"
+        again = http.post(f"/v1/tasks/{task['id']}/cancel")
+        assert again.status_code == 400 and "is ended" in again.json()["error"]["message"]
+        assert http.post("/v1/tasks/task_nope/cancel").status_code == 404
