@@ -74,6 +74,7 @@ class FarSession:
         self._ended: OrderedDict[str, dict[str, Any]] = OrderedDict()  # task -> last frame
         self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}  # task -> its prompt
         self._watcher: asyncio.Task[None] | None = None
+        self._passing: set[asyncio.Task[None]] = set()  # answers on their way to the holder
 
     @property
     def session_id(self) -> str:
@@ -228,8 +229,15 @@ class FarSession:
             return
         outcome = result.get("outcome") if isinstance(result, dict) else None
         chosen = outcome.get("optionId") if isinstance(outcome, dict) else None
+        # Held here until done: the loop keeps only a weak reference to a task.
         task = asyncio.get_running_loop().create_task(self._pass_answer(request_id, chosen))
-        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        self._passing.add(task)
+        task.add_done_callback(self._passed)
+
+    def _passed(self, task: asyncio.Task[None]) -> None:
+        self._passing.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("passing a permission answer on failed", exc_info=task.exception())
 
     async def _pass_answer(self, request_id: str, option_id: Any) -> None:
         try:
