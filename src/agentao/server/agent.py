@@ -109,7 +109,7 @@ class AcpAgent:
         live.setup = self._after_reply(self._setup(live, replay=replay))
         return schema.NewSessionResponse(
             session_id=live.id,
-            modes=opts.mode_state(live.agent.mode_id),
+            modes=opts.mode_state(live.agent.mode_id, live.ceiling),
             config_options=opts.model_options(live.llm, live.catalog),
         )
 
@@ -120,7 +120,7 @@ class AcpAgent:
         await self._replay(live)
         live.setup = self._after_reply(self._setup(live, replay=False))
         return schema.LoadSessionResponse(
-            modes=opts.mode_state(live.agent.mode_id),
+            modes=opts.mode_state(live.agent.mode_id, live.ceiling),
             config_options=opts.model_options(live.llm, live.catalog),
         )
 
@@ -132,7 +132,7 @@ class AcpAgent:
             live = await self._restore(params, params_of(message).get("mcpServers"))
             live.setup = self._after_reply(self._setup(live, replay=False))
         return schema.ResumeSessionResponse(
-            modes=opts.mode_state(live.agent.mode_id),
+            modes=opts.mode_state(live.agent.mode_id, live.ceiling),
             config_options=opts.model_options(live.llm, live.catalog),
         )
 

@@ -9,6 +9,7 @@ A command that fails (an unknown provider, say) answers in words and ends the tu
 
 from __future__ import annotations
 
+from agentao.agent.ceiling import ModeAboveCeiling
 from agentao.agent.commands import (
     COMMANDS,
     Invocation,
@@ -22,7 +23,7 @@ from agentao.agent.config import split_model_value
 from agentao.agent.events import TurnEnded, TurnEvent
 from agentao.agent.providers.messages import UserMessage
 from agentao.agent.turn import compact_now, drive_turn
-from agentao.protocol.errors import AcpError
+from agentao.protocol.errors import AcpError, InvalidParams
 from agentao.server import config_options as opts
 from agentao.server.live import LiveSession
 from agentao.server.models import switch_model
@@ -99,8 +100,16 @@ async def _configure(
 
 
 async def apply_mode(live: LiveSession, mode_id: str) -> str:
-    """Set the session's mode (a preset changes the permissions; seed C.10)."""
+    """Set the session's mode (a preset changes the permissions; seed C.10), never above
+    the process's ceiling (agent/ceiling.py): -32602 with `data.reason: "above_ceiling"`."""
     mode = opts.mode_value(mode_id)
+    try:
+        live.ceiling.check(mode)
+    except ModeAboveCeiling as exc:
+        raise InvalidParams(
+            f"Invalid params: {exc}",
+            {"field": "modeId", "reason": "above_ceiling", "ceiling": exc.highest},
+        ) from None
     live.agent.mode_id = mode
     if mode in opts.PRESETS:  # other ids are UI state: the posture stays as it is
         live.engine.mode = mode

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from agentao.agent.catalog import Catalog, ModelInfo, takes_images
+from agentao.agent.ceiling import ModeCeiling
 from agentao.agent.config import LlmConfig
 from agentao.agent.permissions import MODES
 from agentao.protocol import schema
@@ -64,9 +65,15 @@ def _describe(model: ModelInfo, llm: LlmConfig) -> str:
     return ", ".join(parts)
 
 
-def mode_state(current: str) -> schema.SessionModeState:
-    """The four presets; a custom current mode id is listed too, so it can be shown."""
-    modes = [schema.SessionMode(id=m.id, name=m.name, description=m.description) for m in MODES]
+def mode_state(current: str, ceiling: ModeCeiling | None = None) -> schema.SessionModeState:
+    """The presets within the process's ceiling (all four without one); a custom current
+    mode id is listed too, so it can be shown."""
+    allowed = ceiling or ModeCeiling()
+    modes = [
+        schema.SessionMode(id=m.id, name=m.name, description=m.description)
+        for m in MODES
+        if allowed.allows(m.id)
+    ]
     if current not in PRESETS:
         modes.append(
             schema.SessionMode(

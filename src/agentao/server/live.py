@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentao.agent.catalog import Catalog
+from agentao.agent.ceiling import ModeCeiling
 from agentao.agent.compaction import CompactionSettings
 from agentao.agent.config import Limits as TurnLimits
 from agentao.agent.config import LlmConfig
@@ -56,6 +57,7 @@ class LiveSession:
     make_provider: Callable[[LlmConfig], LlmProvider]
     make_system_prompt: Callable[[AgentSession], Awaitable[str]]
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    ceiling: ModeCeiling = field(default_factory=ModeCeiling)  # no way above it (ceiling.py)
     system: str | None = None  # the system prompt, once built
     mcp_servers: list[Any] = field(default_factory=list)  # agent.mcp.McpServerConfig
     mcp: Any = None  # agent.mcp.McpHub once started

@@ -16,6 +16,7 @@ import asyncio
 from typing import Any
 
 from agentao.agent.catalog import Catalog
+from agentao.agent.ceiling import ModeCeiling
 from agentao.agent.config import LlmConfig
 from agentao.agent.instructions import find_instructions
 from agentao.agent.permissions import (
@@ -70,6 +71,7 @@ class SessionFactory:
         catalog: Catalog,
     ) -> LiveSession:
         policy = _policy()
+        clamp_mode(agent, self.settings.ceiling)
         engine = PermissionEngine.from_dict(
             grants, posture(agent), policy.rules, self.sandbox.status(), policy.sandbox
         )
@@ -88,6 +90,7 @@ class SessionFactory:
             make_provider=self.provider,
             make_system_prompt=self.system_prompt,
             compaction=self.settings.compaction,
+            ceiling=self.settings.ceiling,
             mcp_servers=servers,
         )
 
@@ -128,6 +131,16 @@ def posture(agent: AgentSession) -> str:
     return agent.meta.get("posture") or DEFAULT_MODE
 
 
+def clamp_mode(agent: AgentSession, ceiling: ModeCeiling) -> None:
+    """A session opens within the process's ceiling: a new one in its default mode if
+    allowed, a stored one (its mode set under another ceiling) lowered to the ceiling."""
+    held = posture(agent)
+    allowed = ceiling.clamp(held)
+    if allowed != held:
+        agent.mode_id = allowed
+        agent.meta["posture"] = allowed
+
+
 def _policy() -> UserPolicy:
     try:
         return load_policy()
@@ -138,4 +151,4 @@ def _policy() -> UserPolicy:
         ) from None
 
 
-__all__ = ["SessionFactory", "posture"]
+__all__ = ["SessionFactory", "clamp_mode", "posture"]

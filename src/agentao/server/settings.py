@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from agentao.agent.ceiling import ModeCeiling
 from agentao.agent.compaction import CompactionSettings
 from agentao.agent.config import Limits as TurnLimits
 from agentao.agent.context import ContextSettings
@@ -26,6 +27,7 @@ class ServerSettings:
     mcp: McpLimits = field(default_factory=McpLimits)
     store: StoreSettings = field(default_factory=StoreSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)  # AGENTAO_SANDBOX
+    ceiling: ModeCeiling = field(default_factory=ModeCeiling)  # AGENTAO_MODE_CEILING
     context: ContextSettings = field(default_factory=ContextSettings)  # AGENTAO_CONTEXT_TOKENS
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     instructions: InstructionSettings = field(default_factory=InstructionSettings)
@@ -39,7 +41,8 @@ class ServerSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> ServerSettings:
         """Defaults, with the turn limits' variables (agent/config.py), AGENTAO_LOG_LEVEL,
-        AGENTAO_OPENAI_CLIENT, AGENTAO_SANDBOX (auto or off) and
+        AGENTAO_OPENAI_CLIENT, AGENTAO_SANDBOX (auto or off), AGENTAO_MODE_CEILING (the
+        highest mode a session may be in; agent/ceiling.py) and
         AGENTAO_WEB_ALLOW_PRIVATE (1: web_fetch may reach loopback and private
         addresses, e.g. a local docs server or a test), the context and compaction
         variables (agent/context.py, agent/compaction.py), AGENTAO_INSTRUCTIONS_MAX_CHARS
@@ -53,6 +56,7 @@ class ServerSettings:
             log_level=level,
             openai_client=client,
             sandbox=SandboxSettings.from_env(env),
+            ceiling=ModeCeiling.from_env(env),
             context=ContextSettings.from_env(env),
             compaction=CompactionSettings.from_env(env),
             instructions=InstructionSettings.from_env(env),
