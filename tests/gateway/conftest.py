@@ -202,6 +202,16 @@ def llm_spec(tmp: Path, llm_env: dict[str, str], name: str = "agentao") -> Agent
     return AgentSpec(name, OUR_AGENT, cwd=str(work), env=env)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def gateway_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The state directory of the gateways these tests run in-process (agents' homes
+    among it), never the real one of whoever runs the tests."""
+    state = tmp_path_factory.mktemp("gateway-state")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AGENTAO_HOME", str(state))
+        yield state
+
+
 @pytest.fixture
 def gateway_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The store `gateway_factory` serves from by default: a SQLite file, or with
@@ -225,10 +235,11 @@ def gateway_factory(tmp_path: Path, gateway_store: str) -> Iterator[Any]:
         processes: int = 1,
         store: Path | str | None = None,  # a SQLite file or a PostgreSQL URL
         web: WebPolicy | None = None,
+        **settings: Any,  # GatewayConfig's other fields (agent_sandbox, ...)
     ) -> LiveGateway:
         specs = agents or (scripted_spec(tmp_path, script, processes=processes),)
         config = GatewayConfig(
-            agents=specs, keys=keys, limits=limits or Limits(), web=web or WebPolicy()
+            agents=specs, keys=keys, limits=limits or Limits(), web=web or WebPolicy(), **settings
         )
         live = LiveGateway(config, store or gateway_store).start()
         started.append(live)

@@ -19,9 +19,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from agentao.modes import HIGHEST_MODE, MODE_RANK
+
 CEILING_ENV = "AGENTAO_MODE_CEILING"
-MODE_RANK = {"read-only": 0, "plan": 0, "workspace-write": 1, "full-access": 2}
-HIGHEST_MODE = "full-access"
 
 
 class ModeAboveCeiling(ValueError):
@@ -71,4 +71,4 @@ class ModeCeiling:
         return mode if self.allows(mode) else self.highest
 
 
-__all__ = ["CEILING_ENV", "MODE_RANK", "ModeAboveCeiling", "ModeCeiling"]
+__all__ = ["CEILING_ENV", "ModeAboveCeiling", "ModeCeiling"]

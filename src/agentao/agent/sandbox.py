@@ -126,6 +126,10 @@ class SandboxStatus:
     available: bool
     backend: str  # "bwrap" or "none"
     reason: str = ""  # why it is not available (empty when it is)
+    # False: commands get no /proc. Inside a gateway's sandbox started by root (an outer
+    # bwrap, gateway/confine.py), the kernel refuses a nested bwrap its own /proc mount,
+    # while every other confinement nests; commands then run without /proc.
+    proc: bool = True
 
 
 @dataclass(slots=True)
@@ -165,7 +169,7 @@ class Sandbox:
         env = sandbox_env(confinement, os.environ if environ is None else environ)
         return [
             bwrap,
-            *_mounts(confinement, env["HOME"]),
+            *_mounts(confinement, env["HOME"], status.proc),
             *_isolation(confinement),
             "--chdir",
             str(cwd),
@@ -191,14 +195,15 @@ def sandbox_env(confinement: Confinement, environ: Mapping[str, str]) -> dict[st
     return env
 
 
-def _mounts(confinement: Confinement, home: str) -> list[str]:
+def _mounts(confinement: Confinement, home: str, proc: bool = True) -> list[str]:
     args: list[str] = []
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    args += ["--proc", "/proc"] if proc else []
+    args += ["--dev", "/dev", "--tmpfs", "/tmp"]
     if not Path(home).is_relative_to("/tmp"):
         args += ["--tmpfs", home]  # an empty, throw-away home
     if confinement.network:
@@ -233,20 +238,30 @@ def _probe(bwrap: str) -> SandboxStatus:
         reason = f"{bwrap} not found (install bubblewrap: apt install bubblewrap)"
         log.warning("shell sandbox unavailable: %s; every shell command will ask", reason)
         return SandboxStatus(False, "none", reason)
+    reason = _try(path, proc=True)
+    if not reason:
+        return SandboxStatus(True, "bwrap")
+    if not _try(path, proc=False):  # nested in a sandbox that keeps /proc to itself
+        log.warning("shell sandbox without /proc: %s", reason)
+        return SandboxStatus(True, "bwrap", proc=False)
+    log.warning("shell sandbox unavailable: %s; every shell command will ask", reason)
+    return SandboxStatus(False, "none", reason)
+
+
+def _try(path: str, *, proc: bool) -> str:
+    """Why a trivial command confined as real ones are fails ("" when it runs)."""
     probe = Confinement()
-    argv = [path, *_mounts(probe, "/tmp/home"), *_isolation(probe), "--", _shell(), "-c", "true"]
+    mounts = _mounts(probe, "/tmp/home", proc)
+    argv = [path, *mounts, *_isolation(probe), "--", _shell(), "-c", "true"]
     try:
         done = subprocess.run(argv, env={}, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        reason = f"{path} could not run: {exc}"
-    else:
-        if done.returncode == 0:
-            return SandboxStatus(True, "bwrap")
-        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        reason = f"{path} failed: {detail[-1] if detail else f'exit code {done.returncode}'}"
-        reason += " (user namespaces may be disabled here)"
-    log.warning("shell sandbox unavailable: %s; every shell command will ask", reason)
-    return SandboxStatus(False, "none", reason)
+        return f"{path} could not run: {exc}"
+    if done.returncode == 0:
+        return ""
+    detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    reason = f"{path} failed: {detail[-1] if detail else f'exit code {done.returncode}'}"
+    return reason + " (user namespaces may be disabled here)"
 
 
 def existing(paths: Iterable[Path]) -> tuple[Path, ...]:

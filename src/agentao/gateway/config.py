@@ -20,9 +20,19 @@ A config file looks like this (every section optional)::
 
     [agents.agentao]
     command = ["agentao", "--acp"]      # or one string, split like a shell would
-    processes = 2
-    cwd = "/srv/work"                   # the sessions' working directory
+    processes = 2                       # per key ceiling in use (each has its own)
+    cwd = "/srv/work"                   # the sessions' working directory (writable)
     env = { LLM_PROVIDER = "SCRIPTED" }
+
+    [agents.agentao.sandbox]            # the agent process's confinement (confine.py)
+    read = ["/srv/docs"]                # more paths it may read
+    write = ["/srv/cache"]              # more paths it may write
+    pass_env = ["OPENAI_*"]             # the gateway's variables it gets (globs)
+
+    [agents.agentao.ceilings.ask]       # what a key with this ceiling may change (ceilings.py)
+    mode = "workspace-write"            # its sessions start in this mode
+    modes = ["read-only", "plan"]       # and may switch to these ("*": any)
+    options = { model = ["*"] }         # config option values it may set
 
     [[keys]]
     name = "alice"
@@ -49,6 +59,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from agentao.gateway.ceilings import CeilingRules, parse_rules
+from agentao.gateway.confine import OUR_AGENT_PASS_ENV, AgentSandbox, AgentSandboxMode
 from agentao.gateway.hosts import normalize_host, normalize_origin
 from agentao.store.target import (
     DEFAULT_CONNECT_SECONDS,
@@ -66,11 +78,21 @@ RESERVED_KEY_NAMES = frozenset({LOCAL_NAME})
 MAX_TRANSCRIPT_MATCH_DEPTH = 500  # one query binds this many hashes; SQLite allows 32766
 _TABLES = frozenset({"server", "limits", "agents", "keys"})
 _SERVER_SETTINGS = frozenset(
-    {"host", "port", "store", "allowed_hosts", "allowed_origins", "advertise_url", "cross_replica"}
+    {
+        "host",
+        "port",
+        "store",
+        "allowed_hosts",
+        "allowed_origins",
+        "advertise_url",
+        "cross_replica",
+        "agent_sandbox",
+        "allow_unconfined_agents",
+    }
 )
 CrossReplica = Literal["forward", "redirect"]
 CROSS_REPLICA: tuple[CrossReplica, ...] = ("forward", "redirect")
-_AGENT_SETTINGS = frozenset({"command", "processes", "cwd", "env"})
+_AGENT_SETTINGS = frozenset({"command", "processes", "cwd", "env", "sandbox", "ceilings"})
 _KEY_SETTINGS = frozenset({"name", "key", "key_sha256", "agents", "ceiling", "policy"})
 
 
@@ -125,9 +147,15 @@ class AgentSpec:
 
     name: str
     command: tuple[str, ...]
-    processes: int = 1
+    processes: int = 1  # per key ceiling in use: each ceiling has processes of its own
     cwd: str = field(default_factory=os.getcwd)
     env: tuple[tuple[str, str], ...] = ()
+    sandbox: AgentSandbox = field(default_factory=AgentSandbox)
+    ceilings: tuple[tuple[str, CeilingRules], ...] = ()  # ceiling -> rules (ceilings.py)
+
+    def rules(self, ceiling: str) -> CeilingRules:
+        """What a key with `ceiling` may change on this agent (the default when unnamed)."""
+        return dict(self.ceilings).get(ceiling) or CeilingRules.default(ceiling)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +203,17 @@ class GatewayConfig:
     keys: tuple[ApiKey, ...] = ()
     limits: Limits = field(default_factory=Limits)
     web: WebPolicy = field(default_factory=WebPolicy)
+    # Every agent process in a bubblewrap sandbox of its own (confine.py): "auto" where
+    # bwrap runs here, "off" never. Where none runs, agents for keys below `all` are
+    # refused unless `allow_unconfined_agents` (then they run unconfined, logged).
+    agent_sandbox: AgentSandboxMode = "auto"
+    allow_unconfined_agents: bool = False
+
+    def ceiling_of(self, owner: str) -> Policy:
+        """The ceiling of a key by name (`local`: all); a key no longer configured: reject."""
+        if owner == LOCAL_NAME and not self.keys:
+            return "all"
+        return next((k.ceiling for k in self.keys if k.name == owner), "reject")
 
     def agent(self, name: str) -> AgentSpec | None:
         return next((a for a in self.agents if a.name == name), None)
@@ -202,7 +241,18 @@ def default_agent(store: str | None = None) -> AgentSpec:
     """Our own agent, with the same interpreter as the gateway. On a PostgreSQL store it
     keeps its sessions in that database too, so any replica's agent can load any."""
     env = ((STORE_URL_ENV, store),) if store and is_postgres_url(store) else ()
-    return AgentSpec("agentao", (sys.executable, "-m", "agentao", "--acp"), env=env)
+    command = (sys.executable, "-m", "agentao", "--acp")
+    return AgentSpec("agentao", command, env=env, sandbox=our_agent_sandbox())
+
+
+def our_agent_sandbox() -> AgentSandbox:
+    """Our agent gets its own settings from the gateway's environment (provider, keys)."""
+    return AgentSandbox(pass_env=OUR_AGENT_PASS_ENV)
+
+
+def is_our_agent(command: tuple[str, ...]) -> bool:
+    """`agentao --acp`, or `python -m agentao --acp`."""
+    return os.path.basename(command[0]) == "agentao" or command[1:3] == ("-m", "agentao")
 
 
 def parse_agent_option(option: str) -> AgentSpec:
@@ -210,7 +260,9 @@ def parse_agent_option(option: str) -> AgentSpec:
     name, sep, command = option.partition("=")
     if not sep or not name.strip() or not command.strip():
         raise ConfigError(f"--agent {option!r}: expected NAME=COMMAND")
-    return AgentSpec(name.strip(), tuple(shlex.split(command)))
+    argv = tuple(shlex.split(command))
+    sandbox = our_agent_sandbox() if is_our_agent(argv) else AgentSandbox()
+    return AgentSpec(name.strip(), argv, sandbox=sandbox)
 
 
 def load_config(path: str | Path | None) -> GatewayConfig:
@@ -242,6 +294,8 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
         agents=agents,
         keys=keys,
         limits=limits,
+        agent_sandbox=_agent_sandbox(server.get("agent_sandbox", "auto"), where),
+        allow_unconfined_agents=_bool(server, "allow_unconfined_agents", where),
         web=web_policy(
             _strings(server, "allowed_hosts", where), _strings(server, "allowed_origins", where)
         ),
@@ -254,6 +308,19 @@ def _cross_replica(value: Any, where: str) -> CrossReplica:
             f"{where}: [server] cross_replica {value!r} is not one of {', '.join(CROSS_REPLICA)}"
         )
     return value  # type: ignore[no-any-return]
+
+
+def _agent_sandbox(value: Any, where: str) -> AgentSandboxMode:
+    if value not in ("auto", "off"):
+        raise ConfigError(f"{where}: [server] agent_sandbox {value!r} is not one of auto, off")
+    return value  # type: ignore[no-any-return]
+
+
+def _bool(table: dict[str, Any], key: str, where: str) -> bool:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: [server] {key} must be true or false")
+    return value
 
 
 def web_policy(hosts: list[str], origins: list[str]) -> WebPolicy:
@@ -360,13 +427,34 @@ def _agent(name: str, spec: Any, where: str) -> AgentSpec:
     if processes < 1:
         raise ConfigError(f"{where}: agents.{name}.processes must be at least 1")
     env = spec.get("env", {})
+    try:
+        sandbox = (
+            AgentSandbox.parse(spec["sandbox"], f"{where}: [agents.{name}.sandbox]")
+            if "sandbox" in spec
+            else our_agent_sandbox()
+            if is_our_agent(tuple(command))
+            else AgentSandbox()
+        )
+        ceilings = _ceilings(spec.get("ceilings", {}), f"{where}: [agents.{name}.ceilings]")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     return AgentSpec(
         name=name,
         command=tuple(command),
         processes=processes,
         cwd=str(Path(spec.get("cwd", os.getcwd())).expanduser().resolve()),
         env=tuple((str(k), str(v)) for k, v in env.items()),
+        sandbox=sandbox,
+        ceilings=ceilings,
     )
+
+
+def _ceilings(table: Any, where: str) -> tuple[tuple[str, CeilingRules], ...]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table of ceilings")
+    for ceiling in table:
+        check_policy(ceiling, where)
+    return tuple((c, parse_rules(t, f"{where[:-1]}.{c}]")) for c, t in table.items())
 
 
 def _key(entry: dict[str, Any], where: str) -> ApiKey:
@@ -415,6 +503,7 @@ __all__ = [
     "check_policy",
     "config_from_dict",
     "default_agent",
+    "is_our_agent",
     "load_config",
     "parse_agent_option",
     "policy_rank",

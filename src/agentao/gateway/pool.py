@@ -1,6 +1,14 @@
-"""Agent processes: N per agent, sessions spread across them, restarted when they die.
+"""Agent processes: N per agent and key ceiling, sessions spread across them, restarted
+when they die.
 
-Theory of operation. A `Worker` owns one `agentao.client.Client` (one agent
+Theory of operation. A key's ceiling must bind what its turns can do, so the
+processes of one agent are grouped by the ceiling of the keys they serve: each group
+starts with that ceiling in its environment (`AGENTAO_MODE_CEILING`, which our agent
+holds every session below; no client can reach a process's environment), every
+process runs in a bubblewrap sandbox of its own (confine.py), and a session opened for
+a key lands on a process of its key's ceiling, in the mode the agent's config names for
+it (ceilings.py). Groups start when the gateway does for the ceilings its keys have,
+else at their first session. A `Worker` owns one `agentao.client.Client` (one agent
 process). A monitor task waits for that process to exit; then the worker is
 marked dead at once (its in-flight turns already fail inside the client with
 AgentDisconnected) and restarted after a back-off that doubles on every failed
@@ -21,7 +29,8 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from agentao.client import (
@@ -35,12 +44,15 @@ from agentao.client import (
 from agentao.client.files import FileHandler
 from agentao.client.permissions import PermissionHandler
 from agentao.client.serving import AskUser
+from agentao.gateway.ceilings import CeilingRules
 from agentao.gateway.config import AgentSpec, Limits
+from agentao.gateway.confine import OuterStatus, confine
 from agentao.gateway.errors import AgentUnavailable
 from agentao.protocol.decode import to_builtins
 
 log = logging.getLogger("agentao.gateway")
 
+CEILING_ENV = "AGENTAO_MODE_CEILING"  # our agent's mode ceiling (agent/ceiling.py)
 STABLE_SECONDS = 10.0  # a process that lived this long resets the restart back-off
 
 
@@ -87,9 +99,11 @@ class AgentInfo:
 class Worker:
     """One agent process and the sessions it hosts."""
 
-    def __init__(self, pool: AgentPool, index: int) -> None:
+    def __init__(self, pool: AgentPool, index: int, ceiling: str, command: AgentCommand) -> None:
         self.pool = pool
         self.index = index
+        self.ceiling = ceiling
+        self.command = command
         self.client: Client | None = None
         self.sessions: set[str] = set()
         self._monitor: asyncio.Task[None] | None = None
@@ -100,12 +114,16 @@ class Worker:
     def alive(self) -> bool:
         return self.client is not None
 
+    @property
+    def name(self) -> str:
+        return f"{self.pool.spec.name}[{self.ceiling}:{self.index}]"
+
     async def start(self) -> None:
         """Start the process (retrying with back-off until it works or the pool closes)."""
         while not self._closing:
             started = time.monotonic()
             client = Client(
-                self.pool.command,
+                self.command,
                 policy=ClientPolicy(approve="none", terminal=False),
                 handlers=Handlers(
                     permission=self.pool.permission,
@@ -116,7 +134,7 @@ class Worker:
             try:
                 await asyncio.wait_for(client.start(), self.pool.limits.start_timeout_seconds)
             except (ClientError, TimeoutError, OSError) as exc:
-                log.error("agent %s[%d] did not start: %s", self.pool.spec.name, self.index, exc)
+                log.error("agent %s did not start: %s", self.name, exc)
                 await client.close()
                 await self._sleep_backoff()
                 continue
@@ -131,9 +149,7 @@ class Worker:
         code = await client.process.wait(None)
         if self._closing:
             return
-        log.warning(
-            "agent %s[%d] exited (code %s); restarting", self.pool.spec.name, self.index, code
-        )
+        log.warning("agent %s exited (code %s); restarting", self.name, code)
         self.client = None
         self.sessions.clear()
         self.pool.changed()
@@ -157,14 +173,30 @@ class Worker:
             await client.close()
 
 
-class AgentPool:
-    """The processes of one configured agent."""
+@dataclass(frozen=True, slots=True)
+class Spawning:
+    """How the gateway starts agent processes: confined where it can (confine.py), the
+    state directory their homes live in, and whether to run unconfined where it cannot."""
 
-    def __init__(self, spec: AgentSpec, limits: Limits, permission: PermissionHandler) -> None:
+    outer: OuterStatus = field(default_factory=lambda: OuterStatus(False, "not probed"))
+    state_dir: Path | None = None  # None: agents run unconfined, as in unit tests
+    allow_unconfined: bool = False
+
+
+class AgentPool:
+    """The processes of one configured agent, grouped by key ceiling."""
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        limits: Limits,
+        permission: PermissionHandler,
+        spawning: Spawning | None = None,
+    ) -> None:
         self.spec = spec
         self.limits = limits
         self.permission = permission
-        self.command = AgentCommand(spec.command, env=dict(spec.env), cwd=spec.cwd)
+        self.spawning = spawning or Spawning()
         self.info = AgentInfo(spec.name)
         # The agent's own `initialize` answer, for remote ACP clients (authMethods empty:
         # the gateway authenticated its processes; a remote client authenticates to us).
@@ -174,14 +206,53 @@ class AgentPool:
         # route a watched session's calls to its remote clients.
         self.files: FileHandler | None = None
         self.ask_user: AskUser | None = None
-        self.workers = [Worker(self, i) for i in range(spec.processes)]
+        self.groups: dict[str, list[Worker]] = {}  # key ceiling -> its processes
         self._changed = asyncio.Event()
         self._starting: list[asyncio.Task[None]] = []
 
-    async def start(self) -> None:
-        """Start every process; returns once each has started or failed its first attempt."""
-        self._starting = [asyncio.ensure_future(w.start()) for w in self.workers]
-        await asyncio.wait(self._starting, timeout=self.limits.start_timeout_seconds)
+    @property
+    def workers(self) -> list[Worker]:
+        return [w for group in self.groups.values() for w in group]
+
+    async def start(self, ceilings: tuple[str, ...] = ("all",)) -> None:
+        """Start the processes of `ceilings` (the keys' that may use this agent); returns
+        once each has started or failed its first attempt."""
+        for ceiling in ceilings:
+            with contextlib.suppress(AgentUnavailable):  # refused: said at each request
+                self._group(ceiling)
+        if self._starting:
+            await asyncio.wait(self._starting, timeout=self.limits.start_timeout_seconds)
+
+    def _group(self, ceiling: str) -> list[Worker]:
+        """The processes of `ceiling`, started at first need."""
+        group = self.groups.get(ceiling)
+        if group is None:
+            command = self.command(ceiling)
+            group = self.groups[ceiling] = [
+                Worker(self, i, ceiling, command) for i in range(self.spec.processes)
+            ]
+            self._starting += [asyncio.ensure_future(w.start()) for w in group]
+        return group
+
+    def command(self, ceiling: str) -> AgentCommand:
+        """How a process serving keys of `ceiling` starts: confined, with its ceiling."""
+        spec, spawning = self.spec, self.spawning
+        env = {**dict(spec.env), CEILING_ENV: spec.rules(ceiling).our_highest_mode()}
+        if spawning.state_dir is None:
+            return AgentCommand(spec.command, env=env, cwd=spec.cwd)
+        if not spawning.outer.available:
+            if ceiling != "all" and not spawning.allow_unconfined:
+                raise AgentUnavailable(
+                    f"agent {spec.name!r} cannot be confined here ({spawning.outer.reason}), "
+                    "so it is not run for keys below 'all' (the operator may set [server] "
+                    "allow_unconfined_agents = true)",
+                    code="agent_unconfined",
+                )
+            log.warning("agent %s runs unconfined: %s", spec.name, spawning.outer.reason)
+            return AgentCommand(spec.command, env=env, cwd=spec.cwd)
+        home = spawning.state_dir / "agents" / spec.name / "home"
+        confined = confine(spec.command, cwd=spec.cwd, home=home, env=env, sandbox=spec.sandbox)
+        return AgentCommand(confined.argv, env=confined.env, cwd=spec.cwd, inherit_env=False)
 
     async def close(self) -> None:
         for task in self._starting:
@@ -198,10 +269,11 @@ class AgentPool:
             self._changed.clear()
             await self._changed.wait()
 
-    async def initialized(self) -> dict[str, Any]:
+    async def initialized(self, ceiling: str = "all") -> dict[str, Any]:
         """The agent's `initialize` answer, once a process has given it (503 if none starts
         within the start timeout)."""
-        await self._worker()
+        if self.initialize_result is None:
+            await self._worker(ceiling)
         assert self.initialize_result is not None
         return self.initialize_result
 
@@ -230,10 +302,11 @@ class AgentPool:
         if models:
             self.info = replace(self.info, models=models, model_option=option_id)
 
-    async def _worker(self) -> Worker:
+    async def _worker(self, ceiling: str) -> Worker:
+        group = self._group(ceiling)
         deadline = time.monotonic() + self.limits.start_timeout_seconds
         while True:
-            live = [w for w in self.workers if w.alive]
+            live = [w for w in group if w.alive]
             if live:
                 return min(live, key=lambda w: len(w.sessions))
             remaining = deadline - time.monotonic()
@@ -246,9 +319,12 @@ class AgentPool:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
 
-    async def new_session(self, params: SessionParams | None = None) -> Session:
-        """A session in the agent's cwd, or where `params` (a remote client's) say."""
-        worker = await self._worker()
+    async def new_session(
+        self, params: SessionParams | None = None, ceiling: str = "all"
+    ) -> Session:
+        """A session for a key of `ceiling`, in the agent's cwd or where `params` (a remote
+        client's) say, in the mode the agent's config names for that ceiling."""
+        worker = await self._worker(ceiling)
         assert worker.client is not None
         p = params or SessionParams()
         session = await worker.client.new_session(
@@ -256,13 +332,16 @@ class AgentPool:
         )
         worker.sessions.add(session.id)
         self.learn_models(session.response)
+        await self._hold_mode(session, self.spec.rules(ceiling), fresh=True)
         return session
 
-    async def load_session(self, session_id: str, params: SessionParams | None = None) -> Session:
-        """Reopen a stored session on a live process; its replayed history is folded into
-        the session's view (what a newly attached reader is shown) and dropped from its
-        stream."""
-        worker = await self._worker()
+    async def load_session(
+        self, session_id: str, params: SessionParams | None = None, ceiling: str = "all"
+    ) -> Session:
+        """Reopen a stored session on a live process of `ceiling`; its replayed history is
+        folded into the session's view (what a newly attached reader is shown) and
+        dropped from its stream. A mode it may not be in is set back to its start mode."""
+        worker = await self._worker(ceiling)
         assert worker.client is not None
         p = params or SessionParams()
         session = await worker.client.load_session(
@@ -273,7 +352,17 @@ class AgentPool:
         )
         session.drain()
         worker.sessions.add(session.id)
+        await self._hold_mode(session, self.spec.rules(ceiling), fresh=False)
         return session
+
+    async def _hold_mode(self, session: Session, rules: CeilingRules, *, fresh: bool) -> None:
+        """A new session starts in its ceiling's mode; a loaded one keeps its mode if the
+        ceiling may have it, else goes back to that mode."""
+        current = current_mode(session.response)
+        if rules.mode is None or current == rules.mode:
+            return
+        if fresh or current is None or not rules.allows_mode(current):
+            await session.set_mode(rules.mode)
 
     def hosts(self, session: Session) -> bool:
         """Is `session` on a process that is still alive?"""
@@ -287,6 +376,12 @@ class AgentPool:
         for worker in self.workers:
             worker.sessions.discard(session.id)
         self.changed()
+
+
+def current_mode(response: Any) -> str | None:
+    """The `currentModeId` of a session/new, load or resume answer, if it has modes."""
+    modes = getattr(response, "modes", None)
+    return getattr(modes, "current_mode_id", None)
 
 
 def model_choices(response: Any) -> tuple[str | None, tuple[str, ...]]:
@@ -305,4 +400,12 @@ def model_choices(response: Any) -> tuple[str | None, tuple[str, ...]]:
     return None, ()
 
 
-__all__ = ["AgentInfo", "AgentPool", "SessionParams", "Worker", "model_choices"]
+__all__ = [
+    "AgentInfo",
+    "AgentPool",
+    "SessionParams",
+    "Spawning",
+    "Worker",
+    "current_mode",
+    "model_choices",
+]

@@ -22,12 +22,13 @@ from starlette.requests import HTTPConnection, Request
 
 from agentao.gateway.auth import POLICY_HEADER, Authenticator, Principal
 from agentao.gateway.boots import this_boot
-from agentao.gateway.config import GatewayConfig, Policy
+from agentao.gateway.config import POLICY_ORDER, GatewayConfig, Policy
+from agentao.gateway.confine import probe
 from agentao.gateway.errors import BadRequest, NotFound, UnsupportedMediaType
 from agentao.gateway.identifiers import check_model
 from agentao.gateway.peers import Peers
 from agentao.gateway.permissions import PermissionDesk
-from agentao.gateway.pool import AgentPool
+from agentao.gateway.pool import AgentPool, Spawning
 from agentao.gateway.recovery import Recovery
 from agentao.gateway.remote.service import RemoteAcp
 from agentao.gateway.replicas import Replica, advertised_url
@@ -35,6 +36,7 @@ from agentao.gateway.response_builder import LiveResponse
 from agentao.gateway.sessions import Conversations
 from agentao.gateway.tasklog import TaskHub
 from agentao.store.gateway import GatewayStore
+from agentao.store.paths import ensure_state_dir
 
 T = TypeVar("T")
 log = logging.getLogger("agentao.gateway")
@@ -82,10 +84,17 @@ class Gateway:
         self.background: set[asyncio.Task[None]] = set()  # background responses and tasks
         self.loop: asyncio.AbstractEventLoop | None = None  # the loop serving, once started
         self.conversations = Conversations(
-            store, self.pools, self.hub, self.desk, self.limits, self.replica
+            store, self.pools, self.hub, self.desk, self.limits, self.replica, config.ceiling_of
+        )
+        spawning = Spawning(
+            outer=probe(config.agent_sandbox),
+            state_dir=ensure_state_dir(),
+            allow_unconfined=config.allow_unconfined_agents,
         )
         for spec in config.agents:
-            self.pools[spec.name] = AgentPool(spec, self.limits, self.conversations.permission)
+            self.pools[spec.name] = AgentPool(
+                spec, self.limits, self.conversations.permission, spawning
+            )
         # Sets the pools' file and ask_user handlers: the agents' questions reach remote clients.
         self.remote = RemoteAcp(self.conversations, store, self.replica, self.peers)
 
@@ -93,8 +102,8 @@ class Gateway:
         self.loop = asyncio.get_running_loop()
         await self.recovery.start()
         await self.replica.start(advertised_url(self.config))
-        for pool in self.pools.values():
-            await pool.start()
+        for name, pool in self.pools.items():
+            await pool.start(self.ceilings_of(name))
         loop = asyncio.get_running_loop()
         if self.limits.session_idle_seconds > 0:
             self.background.add(loop.create_task(self._sweep()))
@@ -131,6 +140,13 @@ class Gateway:
             await self.peers.close()
         with contextlib.suppress(Exception):
             await self.store.close()
+
+    def ceilings_of(self, agent: str) -> tuple[str, ...]:
+        """The ceilings of the keys that may use `agent` (weakest first): its processes."""
+        if not self.config.keys:
+            return ("all",)
+        used = {k.ceiling for k in self.config.keys if k.allows(agent)}
+        return tuple(p for p in POLICY_ORDER if p in used)
 
     # ---- per request ----------------------------------------------------------------------
 

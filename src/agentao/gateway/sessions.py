@@ -33,7 +33,13 @@ from typing import Any
 from agentao.client import AgentError, ClientError, PermissionRequest, Session, TurnEnd
 from agentao.client.permissions import PermissionAnswer, choose
 from agentao.gateway.config import Limits, Policy
-from agentao.gateway.errors import AgentUnavailable, NotFound, SessionBusy, SessionLost
+from agentao.gateway.errors import (
+    AgentUnavailable,
+    Forbidden,
+    NotFound,
+    SessionBusy,
+    SessionLost,
+)
 from agentao.gateway.permissions import Asker, PermissionDesk
 from agentao.gateway.pool import AgentPool, SessionParams
 from agentao.gateway.reasons import OUTSIDE_TURN
@@ -118,8 +124,12 @@ class Conversations:
         desk: PermissionDesk,
         limits: Limits,
         replica: Replica,
+        ceiling_of: Callable[[str], Policy],
     ) -> None:
         self.store = store
+        # An owner's key ceiling: which of an agent's processes its sessions run on, and
+        # what they may change there (pool.py, ceilings.py).
+        self.ceiling_of = ceiling_of
         self.replica = replica
         self.pools = pools
         self.hub = hub
@@ -280,7 +290,7 @@ class Conversations:
             if stored is not None:
                 session = await self._load(conv, stored, params)
             else:
-                session = await conv.pool.new_session(params)
+                session = await conv.pool.new_session(params, self.ceiling_of(conv.record.owner))
                 conv.record.session_id = session.id
                 self.hub.save_conversation(conv.record)
         except ClientError as exc:
@@ -301,7 +311,8 @@ class Conversations:
                 code="session_lost",
             )
         try:
-            return await conv.pool.load_session(session_id, params)
+            ceiling = self.ceiling_of(conv.record.owner)
+            return await conv.pool.load_session(session_id, params, ceiling)
         except AgentError as exc:
             raise SessionLost(
                 f"the agent could not load this conversation's session: {exc.message}",
@@ -310,6 +321,14 @@ class Conversations:
 
     async def _set_model(self, conv: LiveConversation, session: Session, model: str) -> None:
         option = conv.pool.info.model_option or "model"
+        ceiling = self.ceiling_of(conv.record.owner)
+        if not conv.pool.spec.rules(ceiling).allows_option(option, model):
+            raise Forbidden(
+                f"this API key's ceiling {ceiling!r} may not switch the agent's model to "
+                f"{model!r} (the agent's config names what each ceiling may set)",
+                param="model",
+                code="option_above_ceiling",
+            )
         try:
             await session.set_config_option(option, model)
         except AgentError as exc:  # nothing ran yet: the request names a model it lacks

@@ -61,6 +61,7 @@ from agentao.store.gateway import GatewayStore
 log = logging.getLogger("agentao.gateway")
 _decode = msgspec.json.Decoder().decode
 
+SET_MODEL_METHOD = "_agentao.cn/set_model"  # our agent's model switch: the model option
 _API_CODES = {400: InvalidParams.code, 404: SessionNotFound.code, 409: InvalidRequest.code}
 
 
@@ -218,9 +219,33 @@ class RemoteAcp:
             self.relays.detach(relay, connection)
             return {}
         if method.startswith(("session/", "_")):  # set_mode, set_config_option, extensions
+            self._check_change(connection, method, params)
             session = await self.conversations.bind(relay.conv)
             return await session.channel.call_raw(method, params, session.channel.timeouts.request)
         raise MethodNotFound(method)
+
+    def _check_change(self, connection: Connection, method: str, params: dict[str, Any]) -> None:
+        """A method passed on to the agent, within what the key's ceiling may change there:
+        below `all`, only the modes and config values the agent's config names for it, and
+        no other method (an extension, or `session/fork` naming another cwd or a stdio MCP
+        server, would reach past the checks `session/new` made)."""
+        ceiling = connection.principal.ceiling
+        rules = self.conversations.pool(connection.agent).spec.rules(ceiling)
+        change = _change_of(method, params)
+        allowed = change is not None and (
+            rules.allows_mode(change[1])
+            if change[0] == MODE_CHANGE
+            else rules.allows_option(change[0], change[1])
+        )
+        if ceiling == "all" and change is None:
+            return
+        if not allowed:
+            what = f"{method} {change[0]}={change[1]!r}" if change else method
+            raise InvalidRequest(
+                f"Invalid Request: {what} is above this API key's ceiling {ceiling!r} "
+                "(the agent's config names what each ceiling may change)",
+                {"reason": "above_ceiling", "ceiling": ceiling},
+            )
 
     # ---- sessions --------------------------------------------------------------------------
 
@@ -401,6 +426,20 @@ class RemoteAcp:
                     turn.cancel()  # the prompt is answered `cancelled`
             if _is_request(message):  # sent as a request: it gets its answer too
                 connection.reply(message["id"], {}, _scope("session/cancel", params))
+
+
+MODE_CHANGE = "mode"  # a `_change_of` that sets the session's mode
+
+
+def _change_of(method: str, params: dict[str, Any]) -> tuple[str, str] | None:
+    """(config id or MODE_CHANGE, value) a passed-on method sets; None for any other."""
+    if method == "session/set_mode":
+        return MODE_CHANGE, str(params.get("modeId"))
+    if method == "session/set_config_option":
+        return str(params.get("configId")), str(params.get("value"))
+    if method == SET_MODEL_METHOD:
+        return "model", str(params.get("model"))
+    return None
 
 
 def _prompt_of(params: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,0 +1,14 @@
+"""Our agent's permission modes ranked by what they let the model do without asking.
+
+A leaf module outside the layers (like `credentials.py`): the agent holds a session
+below its process's ceiling with it (agent/ceiling.py), and the gateway computes that
+ceiling from a key's rules with it (gateway/ceilings.py).
+"""
+
+from __future__ import annotations
+
+MODE_RANK = {"read-only": 0, "plan": 0, "workspace-write": 1, "full-access": 2}
+HIGHEST_MODE = "full-access"
+DEFAULT_MODE = "workspace-write"
+
+__all__ = ["DEFAULT_MODE", "HIGHEST_MODE", "MODE_RANK"]
