@@ -197,3 +197,17 @@ async def test_file_writes_only_when_advertised(workspace, advertised):
         assert result == {} and target.read_text() == "by the agent"
     else:
         assert result["code"] == METHOD_NOT_FOUND and not target.exists()
+
+
+def test_the_ask_prompt_shows_the_command_as_text_not_markup(workspace):
+    """An agent must not hide part of a command line from the person it asks: rich markup
+    in the command (`[conceal]`) is printed literally."""
+    marker = workspace / "MARKER"
+    hidden = {"command": "sh", "args": ["-c", f"touch {marker}", "[conceal]rm -rf ~[/conceal]"]}
+    argv = ["run", "--approve", "ask", "--agent", f"{sys.executable} {FAKE}"]
+    text, code = in_a_terminal(
+        [*argv, "--cwd", str(workspace), "run-unasked " + json.dumps(hidden)],
+        answer=(b"Choose", b"2\r"),
+    )
+    assert "[conceal]rm -rf ~[/conceal]" in text.split("Choose")[0].replace("\r\n", "")
+    assert not marker.exists() and code == 3
