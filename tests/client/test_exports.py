@@ -66,4 +66,4 @@ def test_settings_are_frozen() -> None:
         client.Limits,
     ):
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls
-        assert len(dataclasses.fields(cls)) <= 6, cls
+        assert len(dataclasses.fields(cls)) <= 7, cls

@@ -96,7 +96,11 @@ def test_json_events_and_record(scripted, workspace, tmp_path):
         "tool_call",
         "tool_call_update",
     } <= kinds
-    assert [e["approved"] for e in events if e["type"] == "permission"] == [True]
+    # The tool call's permission, then the command it runs in our terminal: every
+    # terminal/create is put to the policy too (tests/e2e/test_client_honest.py).
+    permissions = [e for e in events if e["type"] == "permission"]
+    assert [e["approved"] for e in permissions] == [True, True]
+    assert permissions[1]["kind"] == "execute" and permissions[1]["title"].startswith("Run: ")
     wire = [json.loads(line) for line in record.read_text().splitlines()]
     assert wire[0]["dir"] == "send" and wire[0]["msg"]["method"] == "initialize"
     methods = {(w["dir"], w["msg"].get("method")) for w in wire}
@@ -128,6 +132,7 @@ def test_terminal_output_and_record_carry_no_key(workspace, tmp_path):
     record = tmp_path / "wire.jsonl"
     secret = {"OPENAI_API_KEY": "sk-agentao-test-RUN-KEY", "GITHUB_TOKEN": "ghp-agentao-test"}
     args = ("run", "--agent", fake_agent(), "--cwd", str(workspace), "--record", str(record))
+    args = (*args, "--approve", "all")  # the agent runs `env` in our terminal
     result = agentao(*args, "term env", env=secret)
     assert result.returncode == 0, result.stderr
     assert "PATH=" in result.stdout  # the command did run and print its environment

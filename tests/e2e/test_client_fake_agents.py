@@ -265,8 +265,11 @@ async def test_missing_file_as_error(tmp_path):
     assert missing["code"] == -32002 and missing["data"] == {"path": f"{tmp_path}/new.txt"}
 
 
-async def test_terminal_through_the_agent(session):
-    result = report(await run(session, "term echo terminal-ok"))
+async def test_terminal_through_the_agent(tmp_path):
+    # Every command is put to the permission policy (tests/e2e/test_client_honest.py).
+    async with Client(fake(), policy=ClientPolicy(approve="all")) as client:
+        session = await client.new_session(str(tmp_path))
+        result = report(await run(session, "term echo terminal-ok"))
     assert result["exit"] == {"exitCode": 0, "signal": None}
     assert result["output"]["output"] == "terminal-ok\n"
 

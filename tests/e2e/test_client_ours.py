@@ -86,8 +86,10 @@ async def test_a_tool_turn(agent, workspace):
     assert write.content[0]["type"] == "diff" and write.content[0]["newText"] == "one\n"
     shell = next(s for s in session.tool_calls.values() if s.kind == "execute")
     assert shell.status == "completed" and shell.raw["rawOutput"]["exitCode"] == 0
-    (decision,) = [e for e in events if isinstance(e, PermissionDecision)]
+    # The agent's permission request, then its command in our terminal (put to the policy too).
+    decision, command = [e for e in events if isinstance(e, PermissionDecision)]
     assert decision.approved and decision.request.kind == "execute"
+    assert command.approved and command.request.title.startswith("Run: ")
     assert isinstance(events[-1], TurnEnd) and events[-1].stop_reason == "end_turn"
     assert read(workspace, "a.txt") == "one\n"
 

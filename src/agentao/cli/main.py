@@ -80,7 +80,8 @@ RUN_EPILOG = """\
 modes (--mode; agentao's, other agents offer their own; an unknown one exits 2):
 {modes}
 
-approvals (--approve; whatever is not approved is rejected, with the reason told
+approvals (--approve; of permission requests and of every command the agent runs in
+this client's terminal; whatever is not approved is rejected, with the reason told
 to the agent):
   (none)    reject every permission request (the default)
   reads     approve read, search and think tools, reject the rest

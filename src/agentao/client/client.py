@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from agentao import __version__
+from agentao.client.capabilities import advertised
 from agentao.client.channel import Channel, result_type
 from agentao.client.config import AgentCommand, ClientPolicy, Limits, Timeouts
 from agentao.client.errors import (
@@ -145,10 +146,7 @@ class Client:
     async def _handshake(self) -> None:
         params = {
             "protocolVersion": PROTOCOL_VERSION,
-            "clientCapabilities": {
-                "fs": {"readTextFile": True, "writeTextFile": True},
-                "terminal": self.policy.terminal,
-            },
+            "clientCapabilities": self._side.capabilities,  # what ClientSide serves
             "clientInfo": {"name": "agentao", "title": "agentao client", "version": __version__},
         }
         channel = self.channel
@@ -339,6 +337,7 @@ def _client_side(
         permission=h.permission or PolicyPermissions(policy),
         ask_user=h.ask_user,
         max_backlog=limits.max_backlog,
+        capabilities=advertised(policy),
     )
     side.extensions.update(h.extensions)
     return side

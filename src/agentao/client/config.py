@@ -10,6 +10,7 @@ from typing import Literal
 
 Approve = Literal["none", "reads", "all", "ask"]
 MissingFile = Literal["empty", "error"]
+FileAccess = Literal["read-write", "read", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +45,13 @@ class AgentCommand:
 class ClientPolicy:
     """What the client lets the agent do.
 
-    approve:      answer to `session/request_permission`. "none" rejects (reject_once,
-                  or `cancelled` when no reject option is offered); "reads" approves tool
-                  kinds read/search/think; "all" approves everything; "ask" asks the user
-                  in the terminal (rejects when there is no terminal).
+    approve:      answer to `session/request_permission`, and to every `terminal/create`
+                  (asked as a tool call of kind `execute`, whether or not the agent asked
+                  permission first). "none" rejects (reject_once, or `cancelled` when no
+                  reject option is offered; a refused `terminal/create` gets an error and
+                  nothing runs); "reads" approves tool kinds read/search/think (so never a
+                  command); "all" approves everything; "ask" asks the user in the terminal
+                  (rejects when there is no terminal).
     remember:     allow picking `allow_always` / `reject_always`. Off by default: the
                   client never grants an agent a standing permission on its own.
     missing_file: `fs/read_text_file` on a file that does not exist (inside the session's
@@ -55,7 +59,11 @@ class ClientPolicy:
                   read-before-create expect (gemini-cli's write_file does exactly that,
                   see tests/data/real-agent-transcripts/gemini-cli.jsonl); "error"
                   answers -32002 "Resource not found" with `data: {"path": ...}`.
+    files:        which `fs/*` methods to advertise and serve: "read-write" both,
+                  "read" only `fs/read_text_file`, "none" neither (the agent uses its own
+                  disk, if it has one).
     terminal:     advertise and serve `terminal/*` (commands run in the session's cwd).
+                  What is not advertised is not served: the agent gets -32601.
     terminal_env: variables a terminal inherits although they look like credentials.
                   By default a terminal gets this process's environment minus anything
                   named like a key, token, secret or password (`agentao.credentials`):
@@ -69,6 +77,7 @@ class ClientPolicy:
     approve: Approve = "none"
     remember: bool = False
     missing_file: MissingFile = "empty"
+    files: FileAccess = "read-write"
     terminal: bool = True
     terminal_env: tuple[str, ...] = ()
     auth_method: str | None = None
@@ -96,4 +105,12 @@ class Limits:
     max_read_bytes: int = 64 * 1024 * 1024  # one fs/read_text_file answer
 
 
-__all__ = ["AgentCommand", "Approve", "ClientPolicy", "Limits", "MissingFile", "Timeouts"]
+__all__ = [
+    "AgentCommand",
+    "Approve",
+    "ClientPolicy",
+    "FileAccess",
+    "Limits",
+    "MissingFile",
+    "Timeouts",
+]

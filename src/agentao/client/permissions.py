@@ -129,12 +129,19 @@ async def ask_in_terminal(
 
 def _prompt(request: PermissionRequest, offered: list[PermissionOption]) -> str | None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.prompt import Prompt
 
     console = Console(stderr=True, highlight=False)
-    console.print(f"\n[bold yellow]Permission[/] {request.title} [dim]({request.kind})[/]")
+    # The agent's words are shown as text, never as markup that could hide part of them.
+    title, kind = escape(request.title), escape(request.kind)
+    console.print(f"\n[bold yellow]Permission[/] {title} [dim]({kind})[/]")
+    raw_input = request.tool_call.get("rawInput")
+    cwd = raw_input.get("cwd") if isinstance(raw_input, dict) else None
+    if isinstance(cwd, str):  # where a command would run matters as much as what it is
+        console.print(f"  [dim]in[/] {escape(cwd)}")
     for i, option in enumerate(offered, 1):
-        console.print(f"  [bold]{i}[/] {option.name} [dim]{option.kind}[/]")
+        console.print(f"  [bold]{i}[/] {escape(option.name)} [dim]{escape(option.kind)}[/]")
     choices = [str(i) for i in range(1, len(offered) + 1)]
     default = next((str(i) for i, o in enumerate(offered, 1) if not o.allows), choices[-1])
     try:

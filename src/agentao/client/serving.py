@@ -3,19 +3,24 @@
 The endpoint looks methods up by wire name (`fs/read_text_file` ->
 `fs_read_text_file`, extensions in `extensions`). Each one delegates to a
 replaceable handler (`Handlers`), after the checks that are not optional:
-the session must be known, paths stay inside its workspace, and a pending
-permission or ask_user question is answered `cancelled` / unavailable the
-moment its turn is cancelled.
+a method whose capability was not advertised is not found (-32601, see
+capabilities.py), the session must be known, paths stay inside its workspace,
+every `terminal/create` is put to the permission handler as a tool call of
+kind `execute` (an agent need not ask before it runs a command, so the client
+asks for it), and a pending permission or ask_user question is answered
+`cancelled` / unavailable the moment its turn is cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agentao.client.capabilities import serves
 from agentao.client.events import PermissionDecision
 from agentao.client.files import FileHandler, Workspace
 from agentao.client.permissions import (
@@ -25,10 +30,10 @@ from agentao.client.permissions import (
     parse_options,
 )
 from agentao.client.state import SessionState
-from agentao.client.terminals import TerminalHandler
+from agentao.client.terminals import CommandRefused, TerminalHandler, command_request
 from agentao.protocol import meta
 from agentao.protocol.connection import params_of
-from agentao.protocol.errors import InvalidParams, SessionNotFound
+from agentao.protocol.errors import InvalidParams, MethodNotFound, SessionNotFound
 from agentao.protocol.schema import UnknownVariant
 
 log = logging.getLogger("agentao.client")
@@ -37,6 +42,22 @@ ASK_USER_UNAVAILABLE = "(user unavailable)"
 AskUser = Callable[[str, str], Awaitable[str]]  # (session id, question) -> answer
 Extension = Callable[[dict[str, Any]], Awaitable[Any]]
 T = TypeVar("T")
+Served = TypeVar("Served", bound=Callable[..., Awaitable[Any]])
+
+
+def advertised_only(method: str) -> Callable[[Served], Served]:
+    """Serve `method` only if its capability was advertised (capabilities.GATES), else -32601."""
+
+    def wrap(fn: Served) -> Served:
+        @functools.wraps(fn)
+        async def gated(self: ClientSide, *args: Any) -> Any:
+            if not serves(self.capabilities, method):
+                raise MethodNotFound(method)
+            return await fn(self, *args)
+
+        return gated  # type: ignore[return-value]
+
+    return wrap
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +81,9 @@ class ClientSide:
         permission: PermissionHandler,
         ask_user: AskUser | None,
         max_backlog: int,
+        capabilities: Mapping[str, Any],
     ) -> None:
+        self.capabilities = capabilities  # sent in `initialize`; decides what is served
         self.files = files
         self.terminals = terminals
         self.permission = permission
@@ -114,19 +137,27 @@ class ClientSide:
             parse_options(raw.get("options")),
             dict(tool.raw) if tool else dict(tool_raw),
         )
+        decision = await self._decide(st, request)
+        if decision.option_id is None:
+            return {"outcome": {"outcome": "cancelled"}}
+        result: dict[str, Any] = {
+            "outcome": {"outcome": "selected", "optionId": decision.option_id}
+        }
+        if decision.reason:
+            result["_meta"] = {meta.REASON: decision.reason}
+        return result
+
+    async def _decide(self, st: SessionState, request: PermissionRequest) -> PermissionDecision:
+        """Ask the permission handler (racing the turn's cancel); count and stream its answer."""
         answer, by_turn = await _unless_cancelled(st, self.permission(request), None)
         option_id, reason = _known(PermissionAnswer.of(answer), request)
         chosen = next((o for o in request.options if o.option_id == option_id), None)
         approved = chosen is not None and chosen.allows
         if not approved and not by_turn:
             st.denied += 1
-        st.stream.push_event(PermissionDecision(request, option_id, approved, by_turn, reason))
-        if option_id is None:
-            return {"outcome": {"outcome": "cancelled"}}
-        result: dict[str, Any] = {"outcome": {"outcome": "selected", "optionId": option_id}}
-        if reason:
-            result["_meta"] = {meta.REASON: reason}
-        return result
+        decision = PermissionDecision(request, option_id, approved, by_turn, reason)
+        st.stream.push_event(decision)
+        return decision
 
     async def _ask_user(self, params: dict[str, Any]) -> dict[str, Any]:
         st = self.state(_session_of(None, params))
@@ -138,11 +169,13 @@ class ClientSide:
 
     # ---- fs/* -----------------------------------------------------------------------
 
+    @advertised_only("fs/read_text_file")
     async def fs_read_text_file(self, params: Any) -> dict[str, Any]:
         ws = self.workspace(params.session_id)
         content = await self.files.read_text_file(ws, params.path, params.line, params.limit)
         return {"content": content}
 
+    @advertised_only("fs/write_text_file")
     async def fs_write_text_file(self, params: Any) -> dict[str, Any]:
         ws = self.workspace(params.session_id)
         await self.files.write_text_file(ws, params.path, params.content)
@@ -150,21 +183,31 @@ class ClientSide:
 
     # ---- terminal/* -----------------------------------------------------------------
 
+    @advertised_only("terminal/create")
     async def terminal_create(self, params: Any, message: dict[str, Any]) -> dict[str, Any]:
         ws = self.workspace(params.session_id)
-        return {"terminalId": await self.terminals.create(ws, params_of(message))}
+        raw = params_of(message)
+        request = command_request(ws, raw)  # checks the command and its cwd before asking
+        decision = await self._decide(self.state(ws.session_id), request)
+        if not decision.approved:
+            raise CommandRefused(request, decision.reason or "the command was not approved")
+        return {"terminalId": await self.terminals.create(ws, raw)}
 
+    @advertised_only("terminal/output")
     async def terminal_output(self, params: Any) -> dict[str, Any]:
         return await self.terminals.output(self.workspace(params.session_id), params.terminal_id)
 
+    @advertised_only("terminal/wait_for_exit")
     async def terminal_wait_for_exit(self, params: Any) -> dict[str, Any]:
         ws = self.workspace(params.session_id)
         return await self.terminals.wait_for_exit(ws, params.terminal_id)
 
+    @advertised_only("terminal/kill")
     async def terminal_kill(self, params: Any) -> dict[str, Any]:
         await self.terminals.kill(self.workspace(params.session_id), params.terminal_id)
         return {}
 
+    @advertised_only("terminal/release")
     async def terminal_release(self, params: Any) -> dict[str, Any]:
         await self.terminals.release(self.workspace(params.session_id), params.terminal_id)
         return {}
@@ -215,4 +258,11 @@ def _session_of(params: Any, raw: dict[str, Any]) -> str:
     return session_id
 
 
-__all__ = ["ASK_USER_UNAVAILABLE", "AskUser", "ClientSide", "Extension", "Handlers"]
+__all__ = [
+    "ASK_USER_UNAVAILABLE",
+    "AskUser",
+    "ClientSide",
+    "Extension",
+    "Handlers",
+    "advertised_only",
+]

@@ -7,6 +7,10 @@ plus what the agent set. With an
 `outputByteLimit` the buffer keeps only the newest bytes: it is cut from the
 start, then forward to the next UTF-8 character boundary, so the text handed
 back is always valid; `truncated` says that something was dropped.
+
+Nothing runs unasked: `command_request` turns a `terminal/create` into the
+`PermissionRequest` the permission handler decides (kind `execute`, title
+"Run: <command line>"), and a refusal is `CommandRefused` on the wire.
 """
 
 from __future__ import annotations
@@ -15,16 +19,60 @@ import asyncio
 import contextlib
 import itertools
 import os
+import shlex
 import shutil
 import signal
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentao.client.files import Workspace
+from agentao.client.permissions import PermissionOption, PermissionRequest
 from agentao.credentials import scrubbed_env
-from agentao.protocol.errors import InvalidParams
+from agentao.protocol.errors import AcpError, InvalidParams
 
 _ids = itertools.count(1)
+_requests = itertools.count(1)
+# What the client offers its own permission handler for a command: once, or not at all
+# (nothing is remembered, so there is no "always").
+COMMAND_OPTIONS = (
+    PermissionOption("allow", "Run", "allow_once"),
+    PermissionOption("reject", "Refuse", "reject_once"),
+)
+
+
+class CommandRefused(AcpError):
+    """`terminal/create` refused by the client's permission policy; nothing was started."""
+
+    code = -32003  # JSON-RPC server-error range; ACP defines no code for a refusal
+
+    def __init__(self, request: PermissionRequest, reason: str) -> None:
+        raw_input = request.tool_call.get("rawInput", {})
+        super().__init__(
+            f"the client's policy refused to run the command: {reason}",
+            {**raw_input, "reason": reason},
+        )
+
+
+def command_request(ws: Workspace, params: dict[str, Any]) -> PermissionRequest:
+    """The permission request a `terminal/create` stands for (InvalidParams if malformed)."""
+    command, args = params.get("command"), params.get("args") or []
+    if not isinstance(args, list):
+        raise InvalidParams("Invalid params: terminal/create args must be a list", {"args": args})
+    _argv(command, args)  # the same checks `create` makes, before anyone is asked
+    cwd = ws.resolve(params["cwd"]) if params.get("cwd") else ws.roots[0]
+    line = shlex.join([command, *map(str, args)]) if args else command
+    tool_call_id = f"terminal-request-{next(_requests)}"
+    title = f"Run: {line}"
+    raw_input = {"command": command, "args": [str(a) for a in args], "cwd": cwd}
+    tool_call = {"toolCallId": tool_call_id, "title": title, "kind": "execute"}
+    return PermissionRequest(
+        ws.session_id,
+        tool_call_id,
+        title,
+        "execute",
+        COMMAND_OPTIONS,
+        {**tool_call, "rawInput": raw_input},
+    )
 
 
 @dataclass(slots=True)
@@ -217,4 +265,12 @@ def _signal_name(number: int) -> str:
         return str(number)
 
 
-__all__ = ["ExitStatus", "LocalTerminals", "Terminal", "TerminalHandler"]
+__all__ = [
+    "COMMAND_OPTIONS",
+    "CommandRefused",
+    "ExitStatus",
+    "LocalTerminals",
+    "Terminal",
+    "TerminalHandler",
+    "command_request",
+]

@@ -17,6 +17,12 @@ Prompts (text of the first content block):
     fs-read PATH [LINE LIMIT]   fs/read_text_file; reports the answer (or error) as text
     fs-write PATH TEXT    fs/write_text_file; reports the answer
     term CMD...           terminal/create + wait_for_exit + output + release; reports them
+    run-unasked JSON      terminal/create with JSON's command/args/cwd, never asking
+                          permission; reports the create reply (result or error) and, if
+                          it ran, its exit status
+    term-others           terminal/output, wait_for_exit, kill, release of an unknown id;
+                          reports each error code
+    caps                  reports the clientCapabilities it got in initialize
     ask QUESTION          _agentao.cn/ask_user; reports the answer
     ids                   its own requests use id 0 and a string id
     error                 answers the prompt with a JSON-RPC error -32603
@@ -39,7 +45,7 @@ from _wire import Wire, chunk, update
 
 wire = Wire()
 ARGS = sys.argv[1:]
-state = {"authed": False, "next_id": 100}
+state: dict[str, Any] = {"authed": False, "next_id": 100, "caps": None}
 
 
 def next_id() -> int:
@@ -48,6 +54,7 @@ def next_id() -> int:
 
 
 def on_initialize(msg: dict[str, Any]) -> None:
+    state["caps"] = msg.get("params", {}).get("clientCapabilities")
     auth = [{"id": "key", "name": "API key"}] if "--auth" in ARGS else []
     wire.reply(
         msg,
@@ -246,6 +253,39 @@ def p_term(msg, sid, args):
     end(msg)
 
 
+def p_run_unasked(msg, sid, args):
+    """What a hostile agent does: run a command on the client's machine, asking no one."""
+    text = msg["params"]["prompt"][0]["text"]
+    params = {"sessionId": sid, **json.loads(text.split(None, 1)[1])}
+    created = wire.call(next_id(), "terminal/create", params)
+    result: dict[str, Any] = {"create": created.get("result", created.get("error"))}
+    if "result" in created:
+        ref = {"sessionId": sid, "terminalId": created["result"]["terminalId"]}
+        result["exit"] = wire.call(next_id(), "terminal/wait_for_exit", ref).get("result")
+        wire.call(next_id(), "terminal/release", ref)
+    report(sid, result)
+    end(msg)
+
+
+def p_term_others(msg, sid, args):
+    ref = {"sessionId": sid, "terminalId": "term-nope"}
+    codes = {}
+    for method in (
+        "terminal/output",
+        "terminal/wait_for_exit",
+        "terminal/kill",
+        "terminal/release",
+    ):
+        codes[method] = wire.call(next_id(), method, ref).get("error", {}).get("code")
+    report(sid, codes)
+    end(msg)
+
+
+def p_caps(msg, sid, args):
+    report(sid, state["caps"])
+    end(msg)
+
+
 def p_ask(msg, sid, args):
     answer = wire.call(
         next_id(), "_agentao.cn/ask_user", {"sessionId": sid, "question": " ".join(args)}
@@ -291,6 +331,9 @@ PROMPTS = {
     "fs-read": p_fs_read,
     "fs-write": p_fs_write,
     "term": p_term,
+    "run-unasked": p_run_unasked,
+    "term-others": p_term_others,
+    "caps": p_caps,
     "ask": p_ask,
     "ids": p_ids,
     "error": p_error,
