@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from agentao.agent import beneath
-from agentao.agent.beneath import PathChanged
+from agentao import beneath
 from agentao.agent.local_env import LocalEnv
 from agentao.agent.permissions import PermissionEngine
 from agentao.agent.tools.base import ToolContext, ToolError
 from agentao.agent.tools.files import ReadFile, WriteFile
+from agentao.beneath import PathChanged
 from tests.agent.doubles import Nobody
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2")

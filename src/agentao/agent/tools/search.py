@@ -4,7 +4,7 @@ Both walk the local disk even when the editor owns reads (ACP has no listing
 method). They never follow a symlink out of the directory searched: a result whose
 real path leaves the search root is skipped, so `ws/link -> /` cannot turn a search
 of the workspace into a search of the machine. A file's content is read through a
-descriptor (`agent/beneath.py`) of the path that was checked, so a file swapped for
+descriptor (`agentao/beneath.py`) of the path that was checked, so a file swapped for
 a symlink mid-search is skipped, not followed. Directories in `ignored_dirs`
 (`.git`, `node_modules`…) are skipped unless the search starts inside one.
 """
@@ -19,7 +19,7 @@ import threading
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from agentao.agent import beneath
+from agentao import beneath
 from agentao.agent.events import Location, TextOutput
 from agentao.agent.paths import PathAccess, PathError, glob_base, target
 from agentao.agent.settings import FileLimits
