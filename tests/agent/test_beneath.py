@@ -217,3 +217,10 @@ def test_only_resolved_absolute_paths(ws: Path) -> None:
     with pytest.raises(OSError) as info:
         beneath.read_bytes(ws / "missing")
     assert info.value.errno == errno.ENOENT
+
+
+def test_walk_reports_symlinks_and_never_enters_them(layout: tuple[Path, Path]) -> None:
+    ws, _ = layout
+    found = {str(e.rel): e.kind for e in beneath.walk(ws)}
+    assert found == {"alt": "link", "sub": "dir", "sub/data.txt": "file"}
+    assert [str(e.rel) for e in beneath.walk(ws, lambda rel: False)] == ["alt", "sub"]
