@@ -7,7 +7,9 @@ client -> protocol
 gateway -> client, protocol, store
 cli -> any of them       (the command's faces for people: run, demo, doctor, rendering)
 
-`agentao/credentials.py` is a leaf module outside the layers that any of them may use.
+`agentao/credentials.py` and `agentao/beneath.py` are leaf modules outside the layers that
+any of them may use (beneath.py: descriptor-based file access, for the agent's file tools and
+the client's file service alike).
 """
 
 from __future__ import annotations

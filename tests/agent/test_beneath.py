@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from agentao.agent import beneath
-from agentao.agent.beneath import PathChanged
+from agentao import beneath
 from agentao.agent.local_env import LocalEnv
 from agentao.agent.permissions import PermissionEngine
 from agentao.agent.tools.base import ToolContext, ToolError
 from agentao.agent.tools.files import ReadFile, WriteFile
+from agentao.beneath import PathChanged
 from tests.agent.doubles import Nobody
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2")
@@ -217,3 +217,10 @@ def test_only_resolved_absolute_paths(ws: Path) -> None:
     with pytest.raises(OSError) as info:
         beneath.read_bytes(ws / "missing")
     assert info.value.errno == errno.ENOENT
+
+
+def test_walk_reports_symlinks_and_never_enters_them(layout: tuple[Path, Path]) -> None:
+    ws, _ = layout
+    found = {str(e.rel): e.kind for e in beneath.walk(ws)}
+    assert found == {"alt": "link", "sub": "dir", "sub/data.txt": "file"}
+    assert [str(e.rel) for e in beneath.walk(ws, lambda rel: False)] == ["alt", "sub"]

@@ -92,3 +92,20 @@ async def test_search_caps_and_errors(ctx: ToolContext) -> None:
         await SearchFileContent().run({"pattern": "("}, ctx)
     none = await SearchFileContent().run({"pattern": "zzz"}, ctx)
     assert "No matches" in none.model_text
+
+
+async def test_search_stops_at_its_named_limits(ctx: ToolContext) -> None:
+    files = await SearchFileContent(FileLimits(grep_max_files=1)).run({"pattern": "42"}, ctx)
+    assert "limit grep_max_files=1" in files.model_text
+    total = await SearchFileContent(FileLimits(grep_max_total_bytes=20)).run({"pattern": "42"}, ctx)
+    assert "limit grep_max_total_bytes=20" in total.model_text
+    walked = await SearchFileContent(FileLimits(walk_max_entries=2)).run({"pattern": "42"}, ctx)
+    assert "limit walk_max_entries=2" in walked.model_text
+    names = await Glob(FileLimits(walk_max_entries=2)).run({"pattern": "**/*.py"}, ctx)
+    assert "limit walk_max_entries=2" in names.model_text
+
+
+async def test_glob_lists_a_symlink_by_name_and_never_enters_it(ctx: ToolContext, ws: Path) -> None:
+    result = await Glob().run({"pattern": "**/*"}, ctx)
+    assert str(ws / "escape") in result.model_text.splitlines()
+    assert "secret" not in result.model_text

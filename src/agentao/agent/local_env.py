@@ -23,7 +23,7 @@ bwrap is the group leader then, and its own teardown (a PID namespace, and
 full-access mode, or a command the user approved where no sandbox can run) the
 shell's environment is the agent's minus credentials (`credentials.scrubbed_env`).
 
-Files are read and written through descriptors (`agent/beneath.py`), so a path that
+Files are read and written through descriptors (`agentao/beneath.py`), so a path that
 changed into a symlink after the permission check is refused, not followed.
 """
 
@@ -39,7 +39,7 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
-from agentao.agent import beneath
+from agentao import beneath
 from agentao.agent.sandbox import Confinement, Sandbox, SandboxUnavailable
 from agentao.agent.settings import ShellLimits
 from agentao.agent.tools.base import CommandResult

@@ -25,7 +25,7 @@ TOCTOU: the check sees the filesystem as it is when the permission engine decide
 `pin` records each resolved path for the call; the tool resolves again right before
 acting and `check_pin` fails the call if anything changed (e.g. a symlink appeared
 in between). The local disk is then reached through descriptors, one component at
-a time and never following a symlink (`agent/beneath.py`): a resolved path has no
+a time and never following a symlink (`agentao/beneath.py`): a resolved path has no
 symlink in it, so one that appears after the check is refused, not followed. There
 is no window left between the check and the use.
 """

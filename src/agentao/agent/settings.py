@@ -23,6 +23,9 @@ class FileLimits:
     glob_max_results: int = 500
     grep_max_matches: int = 500
     grep_max_file_bytes: int = 4 * 1024 * 1024  # bigger files are skipped (and counted)
+    grep_max_files: int = 10_000  # files one search reads; it stops there and says so
+    grep_max_total_bytes: int = 64 * 1024 * 1024  # bytes one search reads, all files together
+    walk_max_entries: int = 200_000  # names one glob or search enumerates before it stops
     ignored_dirs: tuple[str, ...] = (".git", "node_modules", "__pycache__", ".venv")
 
 

@@ -5,29 +5,28 @@ resolved (symlinks followed) when the session is opened. A path the agent
 names is resolved the same way before the check, so neither `..` nor a
 symlink leads out; anything outside is refused with -32602 and a message
 that names the path and the allowed roots.
+
+The checked path is then reached through descriptors (`agentao/beneath.py`, the
+same module the agent's own file tools use): every component opened with
+`O_NOFOLLOW`, so a directory swapped for a symlink after the check is refused,
+never followed. Only regular files are read or replaced: a FIFO or a device is
+refused at once (opened `O_NONBLOCK`, then `fstat`), so no thread ever blocks on
+one. A write goes to a temporary file in the target's directory, reached the same
+way, renamed over the name.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import errno
 import os
-import tempfile
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import IO, Protocol
 
+from agentao import beneath
 from agentao.client.config import MissingFile
 from agentao.protocol.errors import AcpError, InternalError, InvalidParams
-
-
-def _read_umask() -> int:
-    # Read once at import: os.umask() is process-wide and writes run in threads.
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()
 
 
 class ResourceNotFound(AcpError):
@@ -57,7 +56,13 @@ class Workspace:
             raise InvalidParams(
                 f"Invalid params: path must be absolute, got {path!r}", {"path": path}
             )
-        real = os.path.realpath(path)
+        try:
+            real = os.path.realpath(path)
+        except OSError as exc:  # a component changed while realpath read it: refused
+            raise InvalidParams(
+                f"Invalid params: {path} changed while it was being resolved ({exc.strerror})",
+                {"path": path},
+            ) from None
         if not any(_inside(real, root) for root in self.roots):
             raise InvalidParams(
                 f"Invalid params: {path} is outside the session's directories "
@@ -96,31 +101,30 @@ class LocalFiles:
 
     def _read(self, path: str, real: str, line: int | None, limit: int | None) -> str:
         try:
-            if os.path.isdir(real):
-                raise InvalidParams(f"Invalid params: {path} is a directory", {"path": path})
-            if os.path.getsize(real) > self.max_read_bytes and not limit:
-                raise InvalidParams(
-                    f"Invalid params: {path} is larger than {self.max_read_bytes} bytes; "
-                    "read it with line/limit",
-                    {"path": path},
-                )
-            with open(real, encoding="utf-8", errors="replace", newline="") as f:
-                return _slice_lines(f, line, limit)
+            fd = beneath.open_regular(Path(real))
         except FileNotFoundError:
             if self.missing_file == "empty":
                 return ""
             raise ResourceNotFound(path) from None
         except OSError as exc:
-            raise InternalError(f"cannot read {path}: {exc.strerror}", {"path": path}) from None
+            raise _refused(path, exc) from None
+        with open(fd, encoding="utf-8", errors="replace", newline="") as f:
+            if os.fstat(fd).st_size > self.max_read_bytes and not limit:
+                raise InvalidParams(
+                    f"Invalid params: {path} is larger than {self.max_read_bytes} bytes; "
+                    "read it with line/limit",
+                    {"path": path},
+                )
+            return _slice_lines(f, line, limit)
 
 
-def _slice_lines(f: object, line: int | None, limit: int | None) -> str:
+def _slice_lines(f: IO[str], line: int | None, limit: int | None) -> str:
     """Lines `line` (1-based; 0/None = 1) onwards, at most `limit` of them."""
     start = max(line or 1, 1)
     if start == 1 and limit is None:
-        return f.read()  # type: ignore[attr-defined]
+        return f.read()
     out: list[str] = []
-    for number, text in enumerate(f, start=1):  # type: ignore[call-overload]
+    for number, text in enumerate(f, start=1):
         if number < start:
             continue
         if limit is not None and len(out) >= limit:
@@ -130,26 +134,19 @@ def _slice_lines(f: object, line: int | None, limit: int | None) -> str:
 
 
 def _write_atomic(path: str, real: str, content: str) -> None:
-    """Write via a temporary file and rename, keeping the old file's mode."""
-    directory = os.path.dirname(real)
+    """Replace the file by a temporary one renamed over it, keeping the old file's mode."""
     try:
-        os.makedirs(directory, exist_ok=True)
-        mode = os.stat(real).st_mode & 0o7777 if os.path.exists(real) else None
-        fd, tmp = tempfile.mkstemp(prefix=".agentao-", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-                f.write(content)
-            if mode is not None:
-                os.chmod(tmp, mode)
-            else:
-                os.chmod(tmp, 0o666 & ~_UMASK)
-            os.replace(tmp, real)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        beneath.write_atomic(Path(real), content.encode("utf-8", "surrogateescape"))
     except OSError as exc:
-        raise InternalError(f"cannot write {path}: {exc.strerror}", {"path": path}) from None
+        raise _refused(path, exc) from None
+
+
+def _refused(path: str, exc: OSError) -> AcpError:
+    """A directory, a FIFO or device, or a path changed since the check: the request's
+    fault (-32602); anything else the disk's (-32603)."""
+    if isinstance(exc, beneath.PathChanged | IsADirectoryError) or exc.errno == errno.EINVAL:
+        return InvalidParams(f"Invalid params: {path}: {exc.strerror or exc}", {"path": path})
+    return InternalError(f"cannot access {path}: {exc.strerror or exc}", {"path": path})
 
 
 def _inside(path: str, root: str) -> bool:

@@ -4,7 +4,7 @@ Reads and writes go through `ctx.env` (local disk or the editor's buffers). List
 deleting and moving have no ACP client method, so they act on the local disk. Every
 path is resolved by `paths.target` right before use, which also fails the call if
 the path points elsewhere than when the permission engine looked at it; the local
-disk is then reached through descriptors (`agent/beneath.py`), so a symlink that
+disk is then reached through descriptors (`agentao/beneath.py`), so a symlink that
 appears in the path after that is refused, never followed.
 """
 
@@ -15,7 +15,7 @@ import fnmatch
 from pathlib import Path
 from typing import Any
 
-from agentao.agent import beneath
+from agentao import beneath
 from agentao.agent.events import DiffOutput, Location, TextOutput
 from agentao.agent.paths import PathAccess, PathError, absolute, target
 from agentao.agent.settings import FileLimits, cap_text

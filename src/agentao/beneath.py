@@ -16,6 +16,15 @@ descriptors point to cannot change under us, so the check and the use are one.
 Reads also refuse anything but a regular file (a FIFO would block the agent, a
 device could be anything), opening with `O_NONBLOCK` so that the refusal itself
 cannot block.
+
+`walk` enumerates a tree the same way: each subdirectory is opened relative to its
+parent's descriptor with `O_NOFOLLOW`, so a symlink is reported as a name and never
+entered, and a directory swapped for one mid-walk is passed by. `write_atomic`
+writes a temporary file beside the target, in the directory reached by descriptor,
+and renames it over the name (a symlink there is replaced, never written through).
+
+This module is a leaf outside the layers: the agent's file tools and the client's
+file service (`client/files.py`, which the gateway runs for its sessions) share it.
 """
 
 from __future__ import annotations
@@ -25,11 +34,13 @@ import ctypes
 import errno
 import functools
 import os
+import secrets
 import shutil
 import stat
 import sys
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -164,6 +175,111 @@ def _writable(fd: int, path: Path) -> int:
     return fd
 
 
+def write_atomic(path: Path, data: bytes, new_mode: int = 0o666) -> None:
+    """Replace the regular file `path` (or create it, parents made) all at once: a
+    temporary file in the same directory, reached by descriptor, renamed over the name.
+    An existing file keeps its mode; a new one gets `new_mode` (less the umask)."""
+    with _parent(path, create=True) as parent:
+        mode = _existing_mode(parent, path)
+        tmp = f".agentao-{secrets.token_hex(8)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+        fd = os.open(tmp, flags, new_mode if mode is None else 0o600, dir_fd=parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                if mode is not None:
+                    os.fchmod(f.fileno(), mode)
+            os.replace(tmp, path.name, src_dir_fd=parent, dst_dir_fd=parent)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=parent)
+            raise
+
+
+def _existing_mode(parent: int, path: Path) -> int | None:
+    """The permission bits of the file at `path`, None if there is none; refuses a
+    symlink (the path was resolved, so one here is new) and anything but a file."""
+    try:
+        st = os.lstat(path.name, dir_fd=parent)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise PathChanged(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, f"{path} is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, f"{path} is not a regular file (a FIFO, socket or device)")
+    return stat.S_IMODE(st.st_mode)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One name met by `walk`: its path relative to the walked root, and what it is
+    (a symlink is `link`, whatever it points to: it is never followed)."""
+
+    rel: PurePosixPath
+    kind: str  # "dir", "file", "link" or "other" (FIFO, socket, device)
+    size: int
+
+
+def walk(root: Path, enter: Callable[[PurePosixPath], bool] = lambda rel: True) -> Iterator[Entry]:
+    """Every entry under the directory `root`, depth first and sorted by name, reached
+    through descriptors; a subdirectory is entered only when `enter(rel)` says so.
+    Close the iterator (or leave the loop) to stop: its descriptors close with it."""
+    # An explicit stack, not recursion: a hostile tree may be thousands of levels deep.
+    stack = [_level(_walk(root, flags=_LISTABLE), PurePosixPath())]
+    try:
+        while stack:
+            fd, prefix, names = stack[-1]
+            entry = _next_entry(fd, prefix, names)
+            if entry is None:
+                os.close(stack.pop()[0])
+                continue
+            yield entry
+            if entry.kind == "dir" and enter(entry.rel):
+                child = _open_child(fd, entry.rel.name)
+                if child is not None:
+                    stack.append(_level(child, entry.rel))
+    finally:
+        for fd, _, _ in stack:
+            os.close(fd)
+
+
+def _level(fd: int, prefix: PurePosixPath) -> tuple[int, PurePosixPath, Iterator[str]]:
+    try:
+        with os.scandir(fd) as it:
+            names = sorted(e.name for e in it)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, prefix, iter(names)
+
+
+def _next_entry(fd: int, prefix: PurePosixPath, names: Iterator[str]) -> Entry | None:
+    for name in names:
+        try:
+            st = os.lstat(name, dir_fd=fd)
+        except OSError:  # vanished since the listing
+            continue
+        return Entry(prefix / name, _kind(st.st_mode), st.st_size)
+    return None
+
+
+def _open_child(parent: int, name: str) -> int | None:
+    try:
+        return os.open(name, _LISTABLE, dir_fd=parent)
+    except OSError:  # swapped for a symlink (ELOOP), removed, or not listable: pass it by
+        return None
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "link"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
 def scandir(path: Path) -> list[os.DirEntry[str]]:
     """The entries of the directory `path` (its symlinks reported, not followed)."""
     fd = _walk(path, flags=_LISTABLE)
@@ -180,6 +296,11 @@ def lstat(path: Path) -> os.stat_result:
         return os.stat("/")
     with _parent(path) as parent:
         return os.lstat(path.name, dir_fd=parent)
+
+
+def kind_of(path: Path) -> str:
+    """What `path` itself is ("dir", "file", "link" or "other"), not following it."""
+    return _kind(lstat(path).st_mode)
 
 
 def unlink(path: Path) -> None:
@@ -242,12 +363,16 @@ def _copy_across(src: int, source: Path, dst: int, dest: Path) -> None:
 
 
 __all__ = [
+    "Entry",
     "PathChanged",
+    "kind_of",
     "lstat",
     "open_regular",
     "read_bytes",
     "rename",
     "scandir",
     "unlink",
+    "walk",
+    "write_atomic",
     "write_bytes",
 ]
