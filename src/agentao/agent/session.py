@@ -32,6 +32,7 @@ from agentao.agent.config import LlmConfig
 from agentao.agent.events import PlanEntry, StopReason, TurnEvent
 from agentao.agent.providers import messages as msg
 from agentao.agent.providers.messages import Message
+from agentao.agent.roots import Roots
 
 __all__ = ["AgentSession", "Compaction", "TurnRecord", "decode", "encode"]
 
@@ -92,6 +93,8 @@ class AgentSession:
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
     messages: list[Message] = field(default_factory=list, init=False)  # the model's context
+    # The workspace pinned when the session opened (`pin_roots`); never stored.
+    roots: Roots | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.messages = self._context()
@@ -128,6 +131,13 @@ class AgentSession:
     @property
     def workspace(self) -> tuple[Path, ...]:
         return (self.cwd, *self.additional_dirs)
+
+    def pin_roots(self) -> Roots:
+        """The roots resolved and pinned once (the first call: when the session opens),
+        then held for every later decision (RootError if a root cannot be opened)."""
+        if self.roots is None:
+            self.roots = Roots.pin(self.cwd, self.additional_dirs)
+        return self.roots
 
     @property
     def model_value(self) -> str:
