@@ -43,7 +43,7 @@ class RootReplaced(RootError):
         self.path = path
         why = f" ({detail})" if detail else ""
         super().__init__(
-            f"the workspace directory {path} was replaced since the session opened{why}; refusing"
+            f"the workspace directory {path} was replaced since the session opened; refusing{why}"
         )
 
 
@@ -62,6 +62,13 @@ def open_dir(path: Path) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _why(path: Path, exc: OSError) -> str:
+    """What is at `path` now, for the refusal (O_PATH|O_NOFOLLOW meets a link as ENOTDIR)."""
+    if os.path.islink(path):
+        return "a symlink is in its place"
+    return exc.strerror or errno.errorcode.get(exc.errno or 0, "gone")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +98,7 @@ class PinnedDir:
         try:
             fd = open_dir(self.path)
         except OSError as exc:
-            detail = "a symlink is in its place" if exc.errno == errno.ELOOP else exc.strerror
-            raise RootReplaced(self.path, detail or "") from None
+            raise RootReplaced(self.path, _why(self.path, exc)) from None
         st = os.fstat(fd)
         if (st.st_dev, st.st_ino) != (self.dev, self.ino):
             os.close(fd)
