@@ -64,3 +64,29 @@ async def test_the_same_turn_writes_in_the_workspace_without_the_swap(
     assert (ws / "marker").exists() and (ws / "written.txt").read_text() == "x"
     assert list(outside.iterdir()) == []
     assert permission_titles(agent) == ["Run `touch marker`"]  # the command was approved
+
+
+async def test_a_load_after_the_swap_is_refused(
+    tmp_path: Path, dirs: tuple[Path, Path], sandbox: Sandbox
+) -> None:
+    """A stored session's cwd must resolve where it did when the session was created:
+    loaded after the swap (another agent process, the same store) it is -32602 naming
+    the directory; loaded without the swap it opens (the control)."""
+    ws, outside = dirs
+    env = scripted_env(tmp_path, [{"text": "x"}, *SCRIPT])
+    async with running(env) as agent:
+        sid = await agent.new_session(ws)
+        await agent.prompt(sid, "x")
+    load = {"sessionId": sid, "cwd": str(ws), "mcpServers": []}
+    async with running(env) as agent:
+        assert "result" in await agent.request("session/load", load)  # the control
+    ws.rename(ws.parent / "ws-moved")
+    ws.symlink_to(outside)
+    async with running(env) as agent:
+        agent.handlers["session/request_permission"] = approve
+        refused = await agent.request("session/load", load)
+        assert refused["error"]["code"] == -32602
+        assert f"the workspace directory {ws} {REPLACED}" in refused["error"]["message"]
+        after = await agent.prompt(sid, "go")
+        assert after["error"]["code"] == -32002  # the session did not open
+    assert list(outside.iterdir()) == []

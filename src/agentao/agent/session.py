@@ -32,12 +32,13 @@ from agentao.agent.config import LlmConfig
 from agentao.agent.events import PlanEntry, StopReason, TurnEvent
 from agentao.agent.providers import messages as msg
 from agentao.agent.providers.messages import Message
-from agentao.agent.roots import Roots
+from agentao.agent.roots import RootReplaced, Roots
 
 __all__ = ["AgentSession", "Compaction", "TurnRecord", "decode", "encode"]
 
 FORMAT_VERSION = 1
 DEFAULT_MODE = "workspace-write"
+ROOT_KEY = "root"  # meta: where the cwd resolved when the session was first opened
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,9 +135,15 @@ class AgentSession:
 
     def pin_roots(self) -> Roots:
         """The roots resolved and pinned once (the first call: when the session opens),
-        then held for every later decision (RootError if a root cannot be opened)."""
+        then held for every later decision (RootError if a root cannot be opened). A
+        stored session's cwd must resolve where it did when the session was created:
+        a load after a swap is refused, not followed (RootReplaced)."""
         if self.roots is None:
-            self.roots = Roots.pin(self.cwd, self.additional_dirs)
+            roots = Roots.pin(self.cwd, self.additional_dirs)
+            first = self.meta.setdefault(ROOT_KEY, str(roots.cwd))
+            if first != str(roots.cwd):
+                raise RootReplaced(self.cwd, f"it resolves to {roots.cwd} now, not {first}")
+            self.roots = roots
         return self.roots
 
     @property
