@@ -34,7 +34,7 @@ from agentao.agent.providers import messages as msg
 from agentao.agent.providers.messages import Message
 from agentao.agent.roots import RootReplaced, Roots
 
-__all__ = ["AgentSession", "Compaction", "TurnRecord", "decode", "encode"]
+__all__ = ["ROOT_KEY", "AgentSession", "Compaction", "TurnRecord", "decode", "encode"]
 
 FORMAT_VERSION = 1
 DEFAULT_MODE = "workspace-write"
