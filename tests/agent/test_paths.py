@@ -25,10 +25,10 @@ from agentao.agent.paths import (
     is_inside,
     pin,
     resolve,
-    roots_of,
     validate,
 )
 from agentao.agent.permissions import PermissionEngine
+from agentao.agent.roots import Roots
 from agentao.agent.sandbox import Sandbox
 from agentao.agent.tools.base import ToolContext, ToolError
 from agentao.agent.tools.registry import builtin_tools
@@ -191,7 +191,8 @@ def test_resolve_follows_links_in_order(tmp_path: Path) -> None:
 
 
 def test_is_inside_is_by_component(tmp_path: Path) -> None:
-    roots = roots_of(tmp_path / "ws")
+    (tmp_path / "ws").mkdir()
+    roots = Roots.pin(tmp_path / "ws").paths
     assert is_inside(roots[0] / "a", roots)
     assert is_inside(roots[0], roots)
     assert not is_inside(Path(str(roots[0]) + "-evil"), roots)

@@ -21,7 +21,7 @@ from agentao.agent.events import (
     UserText,
 )
 from agentao.agent.providers import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
-from agentao.agent.session import AgentSession, TurnRecord
+from agentao.agent.session import ROOT_KEY, AgentSession, TurnRecord
 from agentao.agent.tools.todo import TodoWriteTool
 from agentao.agent.turn import run_turn
 from tests.agent.test_turn import Echo, call, make_deps, new_session
@@ -57,7 +57,9 @@ async def test_round_trip_through_json(tmp_path: Path) -> None:
         (tmp_path / "lib",),
     )
     assert loaded.tool_state["counter"] == 1 and isinstance(loaded.tool_state["not json"], str)
-    assert loaded.meta == {"mcp": "fingerprint"} and loaded.model_value == "scripted/test"
+    pinned = {ROOT_KEY: str(session.pin_roots().cwd)}  # where the cwd resolved at open
+    assert loaded.meta == {"mcp": "fingerprint", **pinned}
+    assert loaded.model_value == "scripted/test"
     assert loaded.to_dict() == data
 
 

@@ -434,6 +434,69 @@ async def test_a_session_outside_the_workspace_or_with_a_host_command_is_refused
         await peer.close()
 
 
+async def test_remote_session_directories_are_checked_where_they_resolve(
+    gateway_factory: Any, tmp_path: Path
+) -> None:
+    """Below the ceiling `all`, the cwd and every additional directory must resolve inside
+    the agent's cwd: a directory outside, or a symlink inside that points out, is -32602
+    naming it; a real subdirectory is accepted (the control)."""
+    keys = (ApiKey("alice", _sha("sk-alice"), ceiling="ask", policy="ask"),)
+    gw = gateway_factory(keys=keys)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (Path(work(gw)) / "link").symlink_to(outside)
+    link = str(Path(work(gw)) / "link")
+    (Path(work(gw)) / "sub").mkdir()
+    peer = await SdkPeer.connect(acp_url(gw), headers={"Authorization": "Bearer sk-alice"})
+    try:
+        await peer.initialize()
+        refused = [
+            ({"cwd": work(gw), "additional_directories": [str(outside)]}, str(outside)),
+            ({"cwd": link}, f"{link} (which resolves to {outside})"),
+            ({"cwd": work(gw), "additional_directories": [link]}, f"{link} (which resolves"),
+            ({"cwd": work(gw), "additional_directories": ["sub"]}, "must be an absolute path"),
+        ]
+        for params, named in refused:
+            with pytest.raises(RequestError) as bad:
+                await peer.conn.new_session(mcp_servers=[], **params)
+            assert bad.value.code == -32602 and named in str(bad.value), params
+        sub = str(Path(work(gw)) / "sub")
+        session = await peer.conn.new_session(cwd=sub, additional_directories=[sub], mcp_servers=[])
+        assert session.session_id
+    finally:
+        await peer.close()
+    assert list(outside.iterdir()) == []
+
+
+async def test_a_remote_session_opens_where_its_cwd_resolved_when_checked(
+    gateway_factory: Any, tmp_path: Path
+) -> None:
+    """A cwd given through a symlink inside the workspace is checked where it resolves,
+    and the agent opens that directory: pointing the link outside afterwards moves
+    nothing, and the approved write lands where the check was made."""
+    keys = (ApiKey("alice", _sha("sk-alice"), ceiling="ask", policy="ask"),)
+    gw = gateway_factory(keys=keys)
+    real, outside = Path(work(gw)) / "real", tmp_path / "outside"
+    real.mkdir()
+    outside.mkdir()
+    link = Path(work(gw)) / "link"
+    link.symlink_to(real)
+    peer = await SdkPeer.connect(acp_url(gw), headers={"Authorization": "Bearer sk-alice"})
+    try:
+        await peer.initialize()
+        sid = (await peer.conn.new_session(cwd=str(link), mcp_servers=[])).session_id
+        listed = await peer.conn.list_sessions()
+        assert [s.cwd for s in listed.sessions if s.session_id == sid] == [str(real)]
+        link.unlink()
+        link.symlink_to(outside)  # the attacker retargets the link the session came through
+        done = await peer.conn.prompt(session_id=sid, prompt=[text_block("please write")])
+        assert done.stop_reason == "end_turn"
+    finally:
+        await peer.close()
+    assert list(outside.iterdir()) == []
+    assert (real / "hello.txt").read_text() == "hi\n"
+
+
 async def test_keys_see_only_their_own_sessions(gateway_factory: Any) -> None:
     keys = (
         ApiKey("alice", _sha("sk-alice"), ceiling="ask", policy="ask"),

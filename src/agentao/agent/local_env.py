@@ -40,7 +40,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from agentao import beneath
-from agentao.agent.sandbox import Confinement, Sandbox, SandboxUnavailable
+from agentao.agent.sandbox import Confinement, Sandbox, SandboxedCommand, SandboxUnavailable
 from agentao.agent.settings import ShellLimits
 from agentao.agent.tools.base import CommandResult
 from agentao.credentials import scrubbed_env
@@ -86,16 +86,20 @@ class LocalEnv:
         see the module docstring."""
         if self.limits.become_subreaper:
             _become_subreaper()
-        argv, env = self._argv(command, cwd, confinement)
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=str(cwd),
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
+        argv, env, fds = self._argv(command, cwd, confinement)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=str(cwd),
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=fds.fds,
+            )
+        finally:
+            fds.close()  # bwrap holds its own copies of the checked roots
         buf = _HeadTail(output_limit)
         timed_out = cancelled = False
         try:
@@ -124,13 +128,15 @@ class LocalEnv:
 
     def _argv(
         self, command: str, cwd: Path, confinement: Confinement | None
-    ) -> tuple[list[str], dict[str, str]]:
+    ) -> tuple[list[str], dict[str, str], SandboxedCommand]:
         if confinement is None:
-            return [self._shell, "-c", command], self._env
+            return [self._shell, "-c", command], self._env, SandboxedCommand([])
         if self.sandbox is None:  # fail closed: a confined command never runs bare
             raise SandboxUnavailable("a sandboxed command was asked for, and none is set up")
-        # bwrap starts with an empty environment: its PID 1 keeps the one it got.
-        return self.sandbox.argv(command, cwd, confinement, self._environ), {}
+        # bwrap starts with an empty environment: its PID 1 keeps the one it got; it
+        # binds the workspace roots by the descriptors checked here (`fds`).
+        sandboxed = self.sandbox.command(command, cwd, confinement, self._environ)
+        return sandboxed.argv, {}, sandboxed
 
     async def _pump(self, proc: asyncio.subprocess.Process, buf: _HeadTail) -> None:
         assert proc.stdout is not None

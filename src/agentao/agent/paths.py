@@ -8,8 +8,9 @@ expanded, then `os.path.realpath`, which walks the components *in order* so that
 `link/..` goes to the link target's parent (a lexical `normpath` first would be an
 escape). Existing components have their symlinks resolved, a dangling symlink
 resolves to its target, and the missing tail is appended as is. The result is then
-compared with the workspace roots, themselves resolved, component by component
-(`Path.is_relative_to`), so `/ws-evil` is not inside `/ws`.
+compared with the workspace roots, resolved and pinned once when the session opened
+(`agent/roots.py`), component by component (`Path.is_relative_to`), so `/ws-evil` is
+not inside `/ws`.
 
 Operations:
   read    read content or list a directory: the full path is resolved.
@@ -34,10 +35,12 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from agentao.agent.roots import RootError
 
 if TYPE_CHECKING:
     from agentao.agent.tools.base import ToolContext
@@ -107,16 +110,6 @@ def resolve(path: str | Path, cwd: Path, op: Op = "read") -> Path:
         raise PathError(f"{path} changed while it was being resolved ({e.strerror})") from e
 
 
-def roots_of(cwd: Path, workspace: Iterable[Path] = ()) -> tuple[Path, ...]:
-    """The workspace roots (session cwd first, then additional directories), resolved."""
-    seen: list[Path] = []
-    for root in (cwd, *workspace):
-        real = Path(os.path.realpath(root))
-        if real not in seen:
-            seen.append(real)
-    return tuple(seen)
-
-
 def is_inside(resolved: Path, roots: Sequence[Path]) -> bool:
     """Whether an already-resolved path lies in (or is) one of the resolved roots."""
     return any(resolved.is_relative_to(root) for root in roots)
@@ -170,7 +163,12 @@ def check_pin(state: dict[str, Any], call_id: str, access: PathAccess, resolved:
 
 
 def target(ctx: ToolContext, path: str, op: Op = "read") -> Path:
-    """Resolve a tool argument right before use, failing if it moved since the check."""
+    """Resolve a tool argument right before use, failing if it moved since the check
+    or if a workspace root was swapped since the session opened (`RootReplaced`)."""
+    try:
+        ctx.pinned_roots().verified()
+    except RootError as e:
+        raise PathError(str(e)) from None
     resolved = resolve(path, ctx.cwd, op)
     check_pin(ctx.state, ctx.call_id, PathAccess(path, op), resolved)
     return resolved
@@ -191,7 +189,6 @@ __all__ = [
     "paths_of",
     "pin",
     "resolve",
-    "roots_of",
     "target",
     "validate",
 ]

@@ -62,8 +62,8 @@ from agentao.agent.paths import (
     paths_of,
     pin,
     resolve,
-    roots_of,
 )
+from agentao.agent.roots import RootError
 from agentao.agent.sandbox import Confinement, SandboxOptions, SandboxStatus, existing
 from agentao.agent.settings import agentao_home
 from agentao.agent.tools.base import Decision, Tool, ToolContext
@@ -268,7 +268,11 @@ class PermissionEngine:
     def decide(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Decision:
         if tool.name in ALWAYS_ALLOWED:
             return _ALLOW
-        roots = roots_of(ctx.cwd, ctx.workspace)
+        try:  # never resolved again: a root swapped since the session opened is refused
+            pinned = ctx.pinned_roots()
+            roots = pinned.verified()
+        except RootError as e:
+            return Decision("deny", str(e))
         try:
             targets = {a: resolve(a.path, ctx.cwd, a.op) for a in paths_of(tool, args, ctx.cwd)}
         except PathError as e:
@@ -277,6 +281,9 @@ class PermissionEngine:
         decision = self._decide(tool, args, targets, command, roots)
         if decision.verdict != "deny":
             pin(ctx.state, ctx.call_id, targets)
+        if decision.confinement is not None:  # the sandbox binds what was checked
+            confinement = replace(decision.confinement, pinned=pinned.dirs)
+            decision = replace(decision, confinement=confinement)
         return decision
 
     def _decide(

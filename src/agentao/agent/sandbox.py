@@ -22,8 +22,16 @@ When the command's shell exits, bwrap's PID 1 exits and the kernel kills whateve
 the command left in its PID namespace; when the agent dies, `--die-with-parent` does
 the same. So nothing a command starts outlives it.
 
+The workspace roots are the session's pinned ones (`agent/roots.py`): `Sandbox.command`
+opens each without following a link, checks it is still the directory pinned when the
+session opened, and binds that descriptor (`--bind-fd`, passed with `pass_fds`), so the
+kernel mounts exactly what was checked even if the path is swapped a moment later. A
+command that goes through the editor's terminal cannot take descriptors: `Sandbox.argv`
+checks each root immediately before it builds the path binds, and refuses on a swap.
+
 `Sandbox.status()` probes once per process whether bwrap can run here (it needs user
-namespaces, or root). Where it cannot, the engine asks before every shell command
+namespaces, or root), and whether it has `--bind-fd` (bwrap ≥ 0.8; without it, path
+binds with the check). Where it cannot run, the engine asks before every shell command
 and the reason is logged and shown by `agentao doctor`.
 """
 
@@ -39,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from agentao.agent.roots import PinnedDir
 from agentao.credentials import is_secret_name
 
 log = logging.getLogger(__name__)
@@ -72,6 +81,7 @@ GIT_ENV = {
     "GIT_CONFIG_VALUE_0": "false",
 }
 PROBE_TIMEOUT = 10.0  # seconds for the one-off "can bwrap run here" check
+PROBE_MOUNT = "/mnt/agentao-probe"  # where the --bind-fd probe binds a descriptor
 
 
 class SandboxUnavailable(RuntimeError):
@@ -113,6 +123,11 @@ class Confinement:
     read_only: tuple[Path, ...] = ()
     network: bool = False
     env_names: tuple[str, ...] = ()
+    # The session's pinned roots: a bind of one of these paths binds the checked directory.
+    pinned: tuple[PinnedDir, ...] = ()
+
+    def pinned_at(self, path: Path) -> PinnedDir | None:
+        return next((d for d in self.pinned if d.path == path), None)
 
     def describe(self) -> str:
         """One line for the model and the user: what the command could not do."""
@@ -130,6 +145,21 @@ class SandboxStatus:
     # bwrap, gateway/confine.py), the kernel refuses a nested bwrap its own /proc mount,
     # while every other confinement nests; commands then run without /proc.
     proc: bool = True
+    bind_fd: bool = False  # bwrap takes --bind-fd / --ro-bind-fd (binds a checked descriptor)
+
+
+@dataclass(slots=True)
+class SandboxedCommand:
+    """A bwrap command line and the descriptors it binds (pass them with `pass_fds`,
+    close them once the process started)."""
+
+    argv: list[str]
+    fds: tuple[int, ...] = ()
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = ()
 
 
 @dataclass(slots=True)
@@ -160,7 +190,36 @@ class Sandbox:
         confinement: Confinement,
         environ: Mapping[str, str] | None = None,
     ) -> list[str]:
-        """`bwrap … -- bash -c COMMAND`, to be started with an empty environment."""
+        """`bwrap … -- bash -c COMMAND`, to be started with an empty environment, for a
+        runner that cannot pass descriptors (the editor's terminal): each pinned root is
+        checked right here and bound by path (RootReplaced on a swap)."""
+        return self._build(command, cwd, confinement, environ, None)
+
+    def command(
+        self,
+        command: str,
+        cwd: Path,
+        confinement: Confinement,
+        environ: Mapping[str, str] | None = None,
+    ) -> SandboxedCommand:
+        """Like `argv`, with each pinned root bound by a checked descriptor where bwrap
+        can (`--bind-fd`); the caller passes and then closes `fds`."""
+        fds: list[int] | None = [] if self.status().bind_fd else None
+        try:
+            argv = self._build(command, cwd, confinement, environ, fds)
+        except BaseException:
+            SandboxedCommand([], tuple(fds or ())).close()
+            raise
+        return SandboxedCommand(argv, tuple(fds or ()))
+
+    def _build(
+        self,
+        command: str,
+        cwd: Path,
+        confinement: Confinement,
+        environ: Mapping[str, str] | None,
+        fds: list[int] | None,
+    ) -> list[str]:
         status = self.status()
         if not status.available:
             raise SandboxUnavailable(f"no sandbox can run here: {status.reason}")
@@ -169,7 +228,7 @@ class Sandbox:
         env = sandbox_env(confinement, os.environ if environ is None else environ)
         return [
             bwrap,
-            *_mounts(confinement, env["HOME"], status.proc),
+            *_mounts(confinement, env["HOME"], status.proc, fds),
             *_isolation(confinement),
             "--chdir",
             str(cwd),
@@ -195,7 +254,9 @@ def sandbox_env(confinement: Confinement, environ: Mapping[str, str]) -> dict[st
     return env
 
 
-def _mounts(confinement: Confinement, home: str, proc: bool = True) -> list[str]:
+def _mounts(
+    confinement: Confinement, home: str, proc: bool = True, fds: list[int] | None = None
+) -> list[str]:
     args: list[str] = []
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
@@ -212,9 +273,22 @@ def _mounts(confinement: Confinement, home: str, proc: bool = True) -> list[str]
     binds += [(p, "--bind") for p in confinement.writable]
     # Parents before children, so a writable root inside a read-only one stays writable.
     for path, flag in sorted(binds, key=lambda b: (len(b[0].parts), b[1] == "--bind")):
-        if path.exists():
+        pinned = confinement.pinned_at(path)
+        if pinned is not None:
+            args += _pinned_bind(pinned, flag, fds)
+        elif path.exists():
             args += [flag, str(path), str(path)]
     return args
+
+
+def _pinned_bind(pinned: PinnedDir, flag: str, fds: list[int] | None) -> list[str]:
+    """Bind the directory pinned at `pinned.path`, or RootReplaced: by a checked
+    descriptor when `fds` collects them, else by path right after the check."""
+    if fds is None:
+        pinned.check()
+        return [flag, str(pinned.path), str(pinned.path)]
+    fds.append(pinned.open())
+    return [f"{flag}-fd", str(fds[-1]), str(pinned.path)]
 
 
 def _isolation(confinement: Confinement) -> list[str]:
@@ -240,19 +314,32 @@ def _probe(bwrap: str) -> SandboxStatus:
         return SandboxStatus(False, "none", reason)
     reason = _try(path, proc=True)
     if not reason:
-        return SandboxStatus(True, "bwrap")
+        return SandboxStatus(True, "bwrap", bind_fd=_probe_bind_fd(_probe_argv(path, True)))
     if not _try(path, proc=False):  # nested in a sandbox that keeps /proc to itself
         log.warning("shell sandbox without /proc: %s", reason)
-        return SandboxStatus(True, "bwrap", proc=False)
+        bind_fd = _probe_bind_fd(_probe_argv(path, False))
+        return SandboxStatus(True, "bwrap", proc=False, bind_fd=bind_fd)
     log.warning("shell sandbox unavailable: %s; every shell command will ask", reason)
     return SandboxStatus(False, "none", reason)
 
 
+def _probe_argv(path: str, proc: bool) -> list[str]:
+    """A trivial command confined as real ones are."""
+    probe = Confinement()
+    return [
+        path,
+        *_mounts(probe, "/tmp/home", proc),
+        *_isolation(probe),
+        "--",
+        _shell(),
+        "-c",
+        "true",
+    ]
+
+
 def _try(path: str, *, proc: bool) -> str:
     """Why a trivial command confined as real ones are fails ("" when it runs)."""
-    probe = Confinement()
-    mounts = _mounts(probe, "/tmp/home", proc)
-    argv = [path, *mounts, *_isolation(probe), "--", _shell(), "-c", "true"]
+    argv = _probe_argv(path, proc)
     try:
         done = subprocess.run(argv, env={}, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -262,6 +349,24 @@ def _try(path: str, *, proc: bool) -> str:
     detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
     reason = f"{path} failed: {detail[-1] if detail else f'exit code {done.returncode}'}"
     return reason + " (user namespaces may be disabled here)"
+
+
+def _probe_bind_fd(argv: list[str]) -> bool:
+    """Whether this bwrap binds a descriptor (--ro-bind-fd, bwrap >= 0.8): tried, not
+    read from a version string."""
+    fd = os.open(os.path.dirname(_shell()), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        tried = [argv[0], "--ro-bind-fd", str(fd), PROBE_MOUNT, *argv[1:]]
+        done = subprocess.run(
+            tried, env={}, capture_output=True, timeout=PROBE_TIMEOUT, pass_fds=(fd,), check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    finally:
+        os.close(fd)
+    if done.returncode != 0:
+        log.info("%s has no --bind-fd: workspace roots are bound by path after a check", argv[0])
+    return done.returncode == 0
 
 
 def existing(paths: Iterable[Path]) -> tuple[Path, ...]:
@@ -283,6 +388,7 @@ __all__ = [
     "SandboxSettings",
     "SandboxStatus",
     "SandboxUnavailable",
+    "SandboxedCommand",
     "existing",
     "sandbox_env",
 ]

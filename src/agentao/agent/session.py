@@ -32,11 +32,13 @@ from agentao.agent.config import LlmConfig
 from agentao.agent.events import PlanEntry, StopReason, TurnEvent
 from agentao.agent.providers import messages as msg
 from agentao.agent.providers.messages import Message
+from agentao.agent.roots import RootReplaced, Roots
 
-__all__ = ["AgentSession", "Compaction", "TurnRecord", "decode", "encode"]
+__all__ = ["ROOT_KEY", "AgentSession", "Compaction", "TurnRecord", "decode", "encode"]
 
 FORMAT_VERSION = 1
 DEFAULT_MODE = "workspace-write"
+ROOT_KEY = "root"  # meta: where the cwd resolved when the session was first opened
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,8 @@ class AgentSession:
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
     messages: list[Message] = field(default_factory=list, init=False)  # the model's context
+    # The workspace pinned when the session opened (`pin_roots`); never stored.
+    roots: Roots | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.messages = self._context()
@@ -128,6 +132,19 @@ class AgentSession:
     @property
     def workspace(self) -> tuple[Path, ...]:
         return (self.cwd, *self.additional_dirs)
+
+    def pin_roots(self) -> Roots:
+        """The roots resolved and pinned once (the first call: when the session opens),
+        then held for every later decision (RootError if a root cannot be opened). A
+        stored session's cwd must resolve where it did when the session was created:
+        a load after a swap is refused, not followed (RootReplaced)."""
+        if self.roots is None:
+            roots = Roots.pin(self.cwd, self.additional_dirs)
+            first = self.meta.setdefault(ROOT_KEY, str(roots.cwd))
+            if first != str(roots.cwd):
+                raise RootReplaced(self.cwd, f"it resolves to {roots.cwd} now, not {first}")
+            self.roots = roots
+        return self.roots
 
     @property
     def model_value(self) -> str:

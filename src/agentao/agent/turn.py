@@ -530,8 +530,15 @@ class _Turn:
 
     def context(self, call_id: str) -> ToolContext:
         s = self.session
+        roots = s.pin_roots()
         return ToolContext(
-            s.cwd, self.deps.env, self.deps.interaction, s.workspace, call_id, state=s.tool_state
+            roots.cwd,
+            self.deps.env,
+            self.deps.interaction,
+            roots.paths,
+            call_id,
+            state=s.tool_state,
+            roots=roots,
         )
 
     def emit(self, event: TurnEvent) -> TurnEvent:

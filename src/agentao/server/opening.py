@@ -27,12 +27,13 @@ from agentao.agent.permissions import (
 )
 from agentao.agent.providers import LlmProvider, make_provider
 from agentao.agent.repository import repo_state
+from agentao.agent.roots import RootError
 from agentao.agent.sandbox import Sandbox
 from agentao.agent.session import AgentSession
 from agentao.agent.system_prompt import SystemFacts, build_system_prompt
 from agentao.agent.tools.base import Tool, ToolEnv
 from agentao.protocol.endpoint import Endpoint
-from agentao.protocol.errors import InternalError
+from agentao.protocol.errors import InternalError, InvalidParams
 from agentao.server.client_env import ClientEnv, ClientIo
 from agentao.server.config_options import DEFAULT_MODE, PRESETS
 from agentao.server.interaction import ClientInteraction
@@ -70,6 +71,7 @@ class SessionFactory:
         servers: list[Any],
         catalog: Catalog,
     ) -> LiveSession:
+        _pin_roots(agent)
         policy = _policy()
         clamp_mode(agent, self.settings.ceiling)
         engine = PermissionEngine.from_dict(
@@ -122,6 +124,15 @@ class SessionFactory:
         if not self.io.any:
             return local
         return ClientEnv(self.endpoint, session_id, self.io, local, self.sandbox)
+
+
+def _pin_roots(agent: AgentSession) -> None:
+    """Resolve and pin the session's directories now, as it opens (session/new, load,
+    resume): every later decision uses these and refuses a swap (agent/roots.py)."""
+    try:
+        agent.pin_roots()
+    except RootError as exc:
+        raise InvalidParams(f"Invalid params: {exc}", {"field": "cwd"}) from None
 
 
 def posture(agent: AgentSession) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from agentao.agent.events import Location, PlanEntry, ToolCallStarted, ToolKind, ToolOutput
+from agentao.agent.roots import Roots
 from agentao.agent.sandbox import Confinement
 
 PermissionOutcome = Literal["allow", "allow_always", "reject", "cancelled"]
@@ -96,6 +97,15 @@ class ToolContext:
     state: dict[str, Any] = field(default_factory=dict)
     # What the permission decision let this call's command reach (None: unconfined).
     confinement: Confinement | None = None
+    # The session's pinned roots; a context made without them pins `cwd` and
+    # `workspace` on first use and holds them (`pinned_roots`).
+    roots: Roots | None = None
+
+    def pinned_roots(self) -> Roots:
+        """The workspace roots as pinned (never resolved again once held)."""
+        if self.roots is None:
+            self.roots = Roots.pin(self.cwd, self.workspace)
+        return self.roots
 
     def resolve(self, path: str) -> Path:
         """`path` made absolute against the session cwd (not yet sandbox-checked)."""

@@ -34,6 +34,7 @@ from agentao.agent.paths import (
     resolve,
     target,
 )
+from agentao.agent.roots import RootError
 from agentao.agent.sandbox import Confinement, SandboxUnavailable
 from agentao.agent.settings import ShellLimits
 from agentao.agent.tools.base import Tool, ToolContext, ToolError, ToolResult
@@ -240,7 +241,7 @@ class RunShellCommand(Tool):
                 on_start=on_start,
                 confinement=ctx.confinement,
             )
-        except SandboxUnavailable as e:
+        except (SandboxUnavailable, RootError) as e:  # RootError: a root was swapped
             raise ToolError(f"not run: {e}") from e
         status = _status(result.exit_code, result.signal, result.timed_out, timeout)
         if result.truncated:

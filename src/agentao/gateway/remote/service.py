@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
@@ -330,7 +331,10 @@ class RemoteAcp:
     def _session_params(
         self, connection: Connection, pool: AgentPool, params: dict[str, Any]
     ) -> SessionParams:
-        """Where the client wants its session, within what its key may reach here."""
+        """Where the client wants its session, within what its key may reach here: below
+        the ceiling `all`, its cwd and every additional directory resolved (symlinks
+        followed) must lie inside the agent's configured cwd, and the agent is given the
+        resolved paths, so it opens (and pins) the directories that were checked."""
         cwd = params.get("cwd")
         dirs = params.get("additionalDirectories") or []
         servers = params.get("mcpServers") or []
@@ -339,14 +343,10 @@ class RemoteAcp:
         if not isinstance(dirs, list) or not isinstance(servers, list):
             raise InvalidParams("Invalid params: additionalDirectories and mcpServers are lists")
         unbounded = connection.principal.ceiling == "all"
-        root = Path(pool.spec.cwd).resolve()
-        for field, path in [("cwd", cwd), *(("additionalDirectories", d) for d in dirs)]:
-            if not unbounded and not Path(str(path)).resolve().is_relative_to(root):
-                raise InvalidParams(
-                    f"Invalid params: {field} {path} lies outside this agent's workspace {root} "
-                    "(only a key whose ceiling is 'all' may open a session elsewhere)",
-                    {"field": field},
-                )
+        if not unbounded:
+            root = Path(os.path.realpath(pool.spec.cwd))
+            cwd = _within(root, "cwd", cwd)
+            dirs = [_within(root, f"additionalDirectories[{i}]", d) for i, d in enumerate(dirs)]
         if not unbounded and any(isinstance(s, dict) and "command" in s for s in servers):
             raise InvalidParams(
                 "Invalid params: a stdio MCP server runs a command on the gateway's host; only "
@@ -454,6 +454,24 @@ def _prompt_of(params: dict[str, Any]) -> list[dict[str, Any]]:
 def remote_policy(principal: Principal) -> Policy:
     """A remote client is asked (it is the person at the editor), within the key's ceiling."""
     return "ask" if policy_rank(principal.ceiling) >= policy_rank("ask") else principal.ceiling
+
+
+def _within(root: Path, field: str, path: object) -> str:
+    """`path` resolved, if it is an absolute path whose resolution lies inside `root`
+    (a symlink inside the workspace that points out is refused), else -32602 naming it."""
+    if not isinstance(path, str) or not Path(path).is_absolute():
+        raise InvalidParams(
+            f"Invalid params: {field} must be an absolute path, got {path!r}", {"field": field}
+        )
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(root):
+        seen = path if str(real) == path else f"{path} (which resolves to {real})"
+        raise InvalidParams(
+            f"Invalid params: {field} {seen} lies outside this agent's workspace {root} "
+            "(only a key whose ceiling is 'all' may open a session elsewhere)",
+            {"field": field, "path": path},
+        )
+    return str(real)
 
 
 def _update(session_id: str, update: Any) -> dict[str, Any]:
