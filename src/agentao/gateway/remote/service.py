@@ -16,9 +16,11 @@ its reply goes to the stream of its scope: a session's for the session-scoped me
 the connection's for the rest (`session/new` and `session/load` results included,
 which is where a client that has no session stream yet reads them).
 
-Limits of what a key may do here: a session's cwd must lie inside the agent's
-configured cwd, and it may name no stdio MCP server (a command run on this host),
-unless the key's ceiling is `all`; a session another key opened is not found.
+Limits of what a key may do here: a session's directories must lie inside the agent's
+roots (its cwd and sandbox `write` paths: what its confined process sees); it may name
+no stdio MCP server (a command run on this host) unless the key's ceiling is `all`;
+below `all`, only the mode and config changes the agent's config names for the
+ceiling are passed on (ceilings.py); a session another key opened is not found.
 """
 
 from __future__ import annotations
@@ -331,10 +333,11 @@ class RemoteAcp:
     def _session_params(
         self, connection: Connection, pool: AgentPool, params: dict[str, Any]
     ) -> SessionParams:
-        """Where the client wants its session, within what its key may reach here: below
-        the ceiling `all`, its cwd and every additional directory resolved (symlinks
-        followed) must lie inside the agent's configured cwd, and the agent is given the
-        resolved paths, so it opens (and pins) the directories that were checked."""
+        """Where the client wants its session, within what its key may reach here: its cwd
+        and every additional directory resolved (symlinks followed) must lie inside the
+        agent's roots (its cwd and its sandbox's `write` paths: all that its confined
+        process sees, whatever the key), and the agent is given the resolved paths, so it
+        opens (and pins) the directories that were checked."""
         cwd = params.get("cwd")
         dirs = params.get("additionalDirectories") or []
         servers = params.get("mcpServers") or []
@@ -343,10 +346,9 @@ class RemoteAcp:
         if not isinstance(dirs, list) or not isinstance(servers, list):
             raise InvalidParams("Invalid params: additionalDirectories and mcpServers are lists")
         unbounded = connection.principal.ceiling == "all"
-        if not unbounded:
-            root = Path(os.path.realpath(pool.spec.cwd))
-            cwd = _within(root, "cwd", cwd)
-            dirs = [_within(root, f"additionalDirectories[{i}]", d) for i, d in enumerate(dirs)]
+        roots = [Path(os.path.realpath(r)) for r in (pool.spec.cwd, *pool.spec.sandbox.write)]
+        cwd = _within(roots, "cwd", cwd)
+        dirs = [_within(roots, f"additionalDirectories[{i}]", d) for i, d in enumerate(dirs)]
         if not unbounded and any(isinstance(s, dict) and "command" in s for s in servers):
             raise InvalidParams(
                 "Invalid params: a stdio MCP server runs a command on the gateway's host; only "
@@ -456,19 +458,20 @@ def remote_policy(principal: Principal) -> Policy:
     return "ask" if policy_rank(principal.ceiling) >= policy_rank("ask") else principal.ceiling
 
 
-def _within(root: Path, field: str, path: object) -> str:
-    """`path` resolved, if it is an absolute path whose resolution lies inside `root`
-    (a symlink inside the workspace that points out is refused), else -32602 naming it."""
+def _within(roots: list[Path], field: str, path: object) -> str:
+    """`path` resolved, if it is an absolute path whose resolution lies inside one of
+    `roots` (a symlink inside the workspace that points out is refused), else -32602."""
     if not isinstance(path, str) or not Path(path).is_absolute():
         raise InvalidParams(
             f"Invalid params: {field} must be an absolute path, got {path!r}", {"field": field}
         )
     real = Path(os.path.realpath(path))
-    if not real.is_relative_to(root):
+    if not any(real.is_relative_to(root) for root in roots):
         seen = path if str(real) == path else f"{path} (which resolves to {real})"
+        where = ", ".join(map(str, roots))
         raise InvalidParams(
-            f"Invalid params: {field} {seen} lies outside this agent's workspace {root} "
-            "(only a key whose ceiling is 'all' may open a session elsewhere)",
+            f"Invalid params: {field} {seen} lies outside this agent's workspace ({where}); "
+            "the agent's [agents.NAME.sandbox] write paths add roots",
             {"field": field, "path": path},
         )
     return str(real)
