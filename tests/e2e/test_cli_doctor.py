@@ -41,6 +41,9 @@ def test_all_fine(tmp_path: Path, sandbox: Sandbox) -> None:
     lines = {line[4:].split("  ")[0].strip(): line for line in result.stdout.splitlines()}
     assert lines["LLM provider"].startswith("ok ") and "SCRIPTED" in lines["LLM provider"]
     assert "bwrap: shell commands run confined" in lines["shell sandbox"]
+    assert (
+        lines["agent sandbox"].startswith("ok ") and "every agent process" in lines["agent sandbox"]
+    )
     assert "does not exist" in lines["permission rules"]
     assert "agentao " in lines["install"] and "Python 3." in lines["install"]
 
@@ -57,6 +60,16 @@ def test_what_needs_attention_is_named(tmp_path: Path) -> None:
     assert "unavailable (AGENTAO_SANDBOX=off)" in found["shell sandbox"]["detail"]
     assert not found["permission rules"]["ok"] and "rule 1" in found["permission rules"]["detail"]
     assert found["chromium"]["needed"] is False  # informs, never fails the run
+
+
+def test_a_gateway_that_cannot_confine_its_agents_is_named(tmp_path: Path) -> None:
+    no_bwrap = tmp_path / "bin"
+    no_bwrap.mkdir()
+    result = doctor(tmp_path, "--json", PATH=str(no_bwrap))
+    found = checks(result)["agent sandbox"]
+    assert not found["ok"] and "bwrap not found" in found["detail"]
+    assert "allow_unconfined_agents" in found["detail"]
+    assert found["needed"] is False  # only a gateway with keys below `all` needs it
 
 
 def test_a_missing_script_is_named(tmp_path: Path) -> None:

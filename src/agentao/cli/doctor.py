@@ -107,6 +107,26 @@ def check_sandbox() -> Check:
     )
 
 
+def check_agent_sandbox() -> Check:
+    """Whether `agentao serve` can confine the agent processes it runs (gateway/confine.py)."""
+    from agentao.gateway.confine import probe
+
+    outer = probe()
+    if outer.available:
+        return Check(
+            "agent sandbox",
+            True,
+            "bwrap: every agent process `agentao serve` runs is confined to its workspace",
+        )
+    return Check(
+        "agent sandbox",
+        False,
+        f"unavailable ({outer.reason}): `agentao serve` refuses agents to API keys below "
+        "'all' unless [server] allow_unconfined_agents = true",
+        needed=False,  # only the gateway needs it, and only for keys below `all`
+    )
+
+
 def check_rules() -> Check:
     from agentao.agent.permissions import PermissionRulesError, load_policy, rules_file
 
@@ -176,6 +196,7 @@ CHECKS: tuple[Callable[[], Check], ...] = (
     check_endpoint,
     check_catalog,
     check_sandbox,
+    check_agent_sandbox,
     check_rules,
     check_state,
     check_mcp,
