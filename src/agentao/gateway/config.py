@@ -54,6 +54,8 @@ from agentao.store.target import (
     DEFAULT_CONNECT_SECONDS,
     DEFAULT_POOL_SIZE,
     STORE_URL_ENV,
+    StoreUrlInvalid,
+    check_store_url,
     is_postgres_url,
 )
 
@@ -284,6 +286,11 @@ def with_overrides(
     merged = tuple(a for a in config.agents if a.name not in {e.name for e in extra}) + extra
     web = config.web
     store = store or os.environ.get(STORE_URL_ENV) or config.store
+    if is_postgres_url(store):
+        try:
+            check_store_url(str(store))
+        except StoreUrlInvalid as exc:
+            raise ConfigError(str(exc)) from None
     config = replace(
         config,
         agents=merged or (default_agent(store),),
