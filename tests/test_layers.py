@@ -7,7 +7,9 @@ client -> protocol
 gateway -> client, protocol, store
 cli -> any of them       (the command's faces for people: run, demo, doctor, rendering)
 
-`agentao/credentials.py` is a leaf module outside the layers that any of them may use.
+`agentao/credentials.py` (secrets: which variables, how text is redacted) and
+`agentao/addresses.py` (which addresses are public) are leaf modules outside the layers
+that any of them may use.
 """
 
 from __future__ import annotations

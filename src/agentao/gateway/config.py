@@ -14,6 +14,13 @@ A config file looks like this (every section optional)::
     # Browser origins besides our own that may POST and open WebSockets (CORS is answered
     # for them, and for nobody else): "scheme://host[:port]".
     allowed_origins = ["https://ui.example.com"]
+    # MCP servers a remote ACP client names in session/new, load or resume: an http/sse
+    # URL whose host resolves to a loopback, private, link-local, … address is refused
+    # (the gateway's host would call its own network for the client) unless this is true.
+    mcp_allow_private = false
+    # Headers such a server gets from the client: Authorization and X-… (but never
+    # X-Forwarded-*, X-Real-IP, Host, Cookie, Forwarded, Proxy-*, …), plus these names.
+    mcp_allowed_headers = ["Api-Version"]
 
     [limits]
     permission_deadline_seconds = 60
@@ -69,6 +76,7 @@ MAX_TRANSCRIPT_MATCH_DEPTH = 500  # one query binds this many hashes; SQLite all
 _TABLES = frozenset({"server", "limits", "agents", "keys"})
 _SERVER_SETTINGS = frozenset(
     {"host", "port", "store", "allowed_hosts", "allowed_origins", "advertise_url", "cross_replica"}
+    | {"mcp_allow_private", "mcp_allowed_headers"}
 )
 CrossReplica = Literal["forward", "redirect"]
 CROSS_REPLICA: tuple[CrossReplica, ...] = ("forward", "redirect")
@@ -159,6 +167,14 @@ class WebPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class McpUrlPolicy:
+    """What a remote client's http/sse MCP servers may reach (see remote/mcp_urls.py)."""
+
+    allow_private: bool = False  # private and loopback addresses (refused by default)
+    allowed_headers: tuple[str, ...] = ()  # header names passed besides the default rule
+
+
+@dataclass(frozen=True, slots=True)
 class GatewayConfig:
     host: str = "127.0.0.1"
     port: int = 8765
@@ -177,6 +193,7 @@ class GatewayConfig:
     keys: tuple[ApiKey, ...] = ()
     limits: Limits = field(default_factory=Limits)
     web: WebPolicy = field(default_factory=WebPolicy)
+    mcp: McpUrlPolicy = field(default_factory=McpUrlPolicy)
 
     def agent(self, name: str) -> AgentSpec | None:
         return next((a for a in self.agents if a.name == name), None)
@@ -247,7 +264,16 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
         web=web_policy(
             _strings(server, "allowed_hosts", where), _strings(server, "allowed_origins", where)
         ),
+        mcp=_mcp_policy(server, where),
     )
+
+
+def _mcp_policy(server: dict[str, Any], where: str) -> McpUrlPolicy:
+    allow_private = server.get("mcp_allow_private", False)
+    if not isinstance(allow_private, bool):
+        raise ConfigError(f"{where}: [server] mcp_allow_private must be true or false")
+    names = _strings(server, "mcp_allowed_headers", where)
+    return McpUrlPolicy(allow_private, tuple(n.lower() for n in names))
 
 
 def _cross_replica(value: Any, where: str) -> CrossReplica:
@@ -417,6 +443,7 @@ __all__ = [
     "ConfigError",
     "GatewayConfig",
     "Limits",
+    "McpUrlPolicy",
     "Policy",
     "WebPolicy",
     "check_policy",

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agentao.addresses import MCP_PUBLIC_ONLY_ENV
 from agentao.client import (
     AgentCommand,
     Client,
@@ -160,11 +161,21 @@ class Worker:
 class AgentPool:
     """The processes of one configured agent."""
 
-    def __init__(self, spec: AgentSpec, limits: Limits, permission: PermissionHandler) -> None:
+    def __init__(
+        self,
+        spec: AgentSpec,
+        limits: Limits,
+        permission: PermissionHandler,
+        *,
+        mcp_public_only: bool = True,
+    ) -> None:
         self.spec = spec
         self.limits = limits
         self.permission = permission
-        self.command = AgentCommand(spec.command, env=dict(spec.env), cwd=spec.cwd)
+        env = dict(spec.env)
+        if mcp_public_only:  # our agent, too, refuses MCP URLs on private addresses
+            env[MCP_PUBLIC_ONLY_ENV] = "1"
+        self.command = AgentCommand(spec.command, env=env, cwd=spec.cwd)
         self.info = AgentInfo(spec.name)
         # The agent's own `initialize` answer, for remote ACP clients (authMethods empty:
         # the gateway authenticated its processes; a remote client authenticates to us).

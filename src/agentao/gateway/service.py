@@ -85,9 +85,14 @@ class Gateway:
             store, self.pools, self.hub, self.desk, self.limits, self.replica
         )
         for spec in config.agents:
-            self.pools[spec.name] = AgentPool(spec, self.limits, self.conversations.permission)
+            self.pools[spec.name] = AgentPool(
+                spec,
+                self.limits,
+                self.conversations.permission,
+                mcp_public_only=not config.mcp.allow_private,
+            )
         # Sets the pools' file and ask_user handlers: the agents' questions reach remote clients.
-        self.remote = RemoteAcp(self.conversations, store, self.replica, self.peers)
+        self.remote = RemoteAcp(self.conversations, store, self.replica, self.peers, config.mcp)
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
