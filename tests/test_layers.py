@@ -7,9 +7,11 @@ client -> protocol
 gateway -> client, protocol, store
 cli -> any of them       (the command's faces for people: run, demo, doctor, rendering)
 
-`agentao/credentials.py` and `agentao/beneath.py` are leaf modules outside the layers that
-any of them may use (beneath.py: descriptor-based file access, for the agent's file tools and
-the client's file service alike).
+`agentao/credentials.py` (secrets: which variables, how text is redacted),
+`agentao/addresses.py` (which addresses are public), `agentao/beneath.py` (descriptor-based
+file access, for the agent's file tools and the client's file service alike) and
+`agentao/modes.py` (our agent's modes by rank) are leaf modules outside the layers that
+any of them may use.
 """
 
 from __future__ import annotations

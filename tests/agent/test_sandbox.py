@@ -230,6 +230,28 @@ async def test_environment_is_scrubbed_and_bwrap_starts_empty(
     assert pid1.strip() == ""  # bwrap's own PID 1 carries nothing either
 
 
+@pytest.mark.parametrize(
+    ("extra", "seen"),
+    [
+        ({"LC_SECRET": "x-secret"}, {}),  # not a locale variable: a prefix is no allowlist
+        ({"LC_ALL": "/etc/passwd"}, {}),  # a locale variable whose value is a path
+        ({"LC_CTYPE": "C." + "U" * 100}, {}),  # longer than MAX_LOCALE_CHARS
+        ({"LANG": "en_US.UTF-8\nX=1"}, {}),
+        ({"LC_ALL": "C.UTF-8", "LANGUAGE": "de:en"}, {"LC_ALL": "C.UTF-8", "LANGUAGE": "de:en"}),
+    ],
+)
+async def test_the_environment_is_an_allowlist_of_exact_names(
+    world: World, sandbox: Sandbox, extra: dict[str, str], seen: dict[str, str]
+) -> None:
+    base = {k: v for k, v in world.environ().items() if not k.startswith(("LC_", "LANG"))}
+    env = LocalEnv(env={**base, **extra}, sandbox=sandbox)
+    result = await env.run_command(
+        "env", world.ws, 10.0, 1 << 16, None, confinement(world, sandbox, "read")
+    )
+    inside = dict(line.split("=", 1) for line in result.output.splitlines() if "=" in line)
+    assert {k: v for k, v in inside.items() if k in extra} == seen
+
+
 async def test_nothing_outlives_the_command(world: World, sandbox: Sandbox) -> None:
     tag = f"333.{uuid.uuid4().int % 10**6}"
     env = LocalEnv(env=world.environ(), sandbox=sandbox)

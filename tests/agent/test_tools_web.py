@@ -9,9 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from agentao.addresses import is_public_address
 from agentao.agent.settings import WebLimits
 from agentao.agent.tools.base import ToolContext, ToolError
-from agentao.agent.tools.web import WebFetch, html_to_text, is_public_address
+from agentao.agent.tools.web import WebFetch, html_to_text
 
 PAGE = b"""<!doctype html><html><head><title>Test  page</title>
 <style>body { color: red }</style><script>var secret = "SCRIPT";</script></head>

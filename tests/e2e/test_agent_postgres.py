@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentao.client import AgentCommand, AgentError, Client, TurnEnd, Update
-from tests.e2e.agent_process import SESSION_KINDS, agent_env, running
+from tests.e2e.agent_process import SESSION_KINDS, agent_env, running, scripted_env
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -125,3 +125,24 @@ async def test_psycopg_is_loaded_only_for_a_store_url(tmp_path, with_url, reques
     }
     assert ("psycopg" in imported) is with_url
     assert ("psycopg_pool" in imported) is with_url
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_a_password_in_the_store_url_never_reaches_the_log(tmp_path):
+    """No server at the URL: session/new fails, and neither agent.log nor stderr shows the
+    password given as a query parameter or as userinfo."""
+    url = f"postgresql://u:hunter2@127.0.0.1:{_closed_port()}/db?password=hunter2"
+    env = scripted_env(tmp_path, [{"text": "unused"}], AGENTAO_STORE_URL=url)
+    async with running(env) as agent:
+        reply = await agent.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        assert reply["error"]["data"]["reason"] == "store_unavailable"
+        assert "hunter2" not in json.dumps(reply)
+    log = (tmp_path / "home" / "agent.log").read_text()
+    assert "hunter2" not in log
+    assert "sessions in the PostgreSQL store at postgresql://[redacted]@127.0.0.1:" in log
+    assert "hunter2" not in agent.stderr.decode()

@@ -3,6 +3,7 @@ missing credentials, and the result written before the session's first update.""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.agent_process import agent_env, running, scripted_env, turn_update
+from tests.fakes.recording_http import AdminEndpoint
 
 pytestmark = pytest.mark.timeout(60)
 MCP_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
@@ -141,6 +143,43 @@ async def test_c2_http_mcp_server_tools_are_offered(tmp_path, ws, http_mcp):
     assert reply["result"]["stopReason"] == "end_turn"
     [end] = [u for u in updates if u["sessionUpdate"] == "tool_call_update" and u.get("content")]
     assert end["status"] == "completed" and end["content"][0]["content"]["text"] == "over http"
+
+
+@pytest.fixture
+def admin():
+    endpoint = AdminEndpoint()
+    yield endpoint
+    endpoint.close()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "0x7f000001", "[::ffff:127.0.0.1]"])
+async def test_c2_public_only_refuses_a_private_mcp_url(tmp_path, ws, admin, host):
+    """Started by a gateway (AGENTAO_MCP_PUBLIC_ONLY=1), our agent refuses an http/sse MCP
+    server on a loopback address itself, in the session/new answer, and never calls it."""
+    env = scripted_env(tmp_path, [{"text": "ok"}], AGENTAO_MCP_PUBLIC_ONLY="1")
+    url = f"http://{host}:{admin.port}/mcp"
+    servers = [{"type": "http", "name": "admin", "url": url, "headers": []}]
+    async with running(env) as agent:
+        reply = await agent.request("session/new", {"cwd": str(ws), "mcpServers": servers})
+    assert reply["error"]["code"] == -32602
+    assert "MCP server 'admin' refused" in reply["error"]["message"]
+    assert reply["error"]["data"] == {
+        "field": "mcpServers",
+        "server": "admin",
+        "reason": "private_address",
+    }
+    assert admin.requests == []
+
+
+async def test_c2_without_public_only_the_same_mcp_url_is_called(tmp_path, ws, admin):
+    """The control: run by a person (no AGENTAO_MCP_PUBLIC_ONLY), a loopback MCP server is
+    theirs to use, and the agent connects to it."""
+    env = scripted_env(tmp_path, [{"text": "ok"}])
+    url = f"http://127.0.0.1:{admin.port}/mcp"
+    servers = [{"type": "http", "name": "admin", "url": url, "headers": []}]
+    async with running(env) as agent:
+        await agent.call("session/new", {"cwd": str(ws), "mcpServers": servers})
+        assert await asyncio.to_thread(admin.hit.wait, 30)
 
 
 async def test_c2_mcp_servers_missing_is_32602(env, ws):

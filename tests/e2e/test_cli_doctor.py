@@ -111,3 +111,15 @@ def test_the_model_catalog_line(tmp_path: Path) -> None:
     result = doctor(tmp_path, "--json", **env)
     detail = checks(result)["model catalog"]["detail"]
     assert result.returncode == 1 and "keys never go in the catalog" in detail
+
+
+def test_a_password_in_a_setting_is_never_shown(tmp_path: Path) -> None:
+    """OPENAI_BASE_URL with userinfo, a key in its query: in neither the lines nor the JSON."""
+    url = "https://u:hunter2@api.example/v1?api_key=hunter2"
+    env = {"OPENAI_API_KEY": "sk-doctor", "OPENAI_BASE_URL": url}
+    as_json = doctor(tmp_path, "--json", "--offline", **env)
+    as_lines = doctor(tmp_path, "--offline", **env)
+    for result in (as_json, as_lines):
+        assert "hunter2" not in result.stdout + result.stderr
+    detail = checks(as_json)["LLM provider"]["detail"]
+    assert "https://[redacted]@api.example/v1?api_key=[redacted]" in detail  # still says where

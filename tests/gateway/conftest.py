@@ -32,7 +32,14 @@ import pytest
 import uvicorn
 
 from agentao.gateway.app import create_app
-from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig, Limits, WebPolicy
+from agentao.gateway.config import (
+    AgentSpec,
+    ApiKey,
+    GatewayConfig,
+    Limits,
+    McpUrlPolicy,
+    WebPolicy,
+)
 from agentao.gateway.http11 import GatewayH11Protocol
 from agentao.gateway.logs import uvicorn_log_config
 from agentao.gateway.serving import GatewayServer
@@ -235,11 +242,17 @@ def gateway_factory(tmp_path: Path, gateway_store: str) -> Iterator[Any]:
         processes: int = 1,
         store: Path | str | None = None,  # a SQLite file or a PostgreSQL URL
         web: WebPolicy | None = None,
+        mcp: McpUrlPolicy | None = None,
         **settings: Any,  # GatewayConfig's other fields (agent_sandbox, ...)
     ) -> LiveGateway:
         specs = agents or (scripted_spec(tmp_path, script, processes=processes),)
         config = GatewayConfig(
-            agents=specs, keys=keys, limits=limits or Limits(), web=web or WebPolicy(), **settings
+            agents=specs,
+            keys=keys,
+            limits=limits or Limits(),
+            web=web or WebPolicy(),
+            mcp=mcp or McpUrlPolicy(),
+            **settings,
         )
         live = LiveGateway(config, store or gateway_store).start()
         started.append(live)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import openai
+import pytest
 
 from tests.gateway.conftest import DEFAULT_SCRIPT, served_config
 
@@ -44,6 +45,28 @@ def test_a_store_url_that_cannot_connect_is_exit_1_naming_the_host_not_the_passw
     assert done.returncode == 1
     assert "cannot connect to the PostgreSQL store at 127.0.0.1:" in done.stderr
     assert "s3cret-pw" not in done.stderr and "listening on" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:hunter2@h:badport/db",
+        "postgresql://u:hunter2@h:99999/db",
+        "postgresql://u:hunter2@[::1/db",
+        "postgresql://u@h/db?password=hunter2&no_such_option=1",
+    ],
+)
+def test_a_malformed_store_url_is_exit_2_without_its_password(url: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agentao", "serve", "--port", "0", "--store", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("agentao serve: the store URL is malformed: ")
+    assert "Traceback" not in done.stderr
+    assert "hunter2" not in done.stdout + done.stderr
 
 
 def test_the_store_url_may_come_from_the_environment() -> None:

@@ -12,6 +12,11 @@ live session meanwhile. A server that fails (or exceeds `startup_timeout`) becom
 event; every owner task leaves its `async with`, which for stdio closes the server's
 stdin and, failing that, kills its process tree (the SDK's shutdown sequence).
 
+Private addresses: with `AGENTAO_MCP_PUBLIC_ONLY=1` in its environment (the gateway
+starts our agent so, see `agentao.addresses`), an http/sse server whose host resolves to
+a loopback, private, link-local, … address is refused: `check_server_addresses` when the
+session opens (its answer says why), and again when the connection is made.
+
 Tool names: `mcp__<server>__<tool>`, each part reduced to `[A-Za-z0-9_-]` and the
 whole to 64 characters (a short hash keeps cut names unique), as OpenAI-style
 function names require. Kind `read` when the server annotates the tool
@@ -24,12 +29,14 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import os
 import re
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentao.addresses import MCP_PUBLIC_ONLY_ENV, AddressRefused, check_public_url
 from agentao.agent.events import Notice, TextOutput
 from agentao.agent.settings import McpLimits, cap_text
 from agentao.agent.tools.base import Tool, ToolContext, ToolError, ToolResult
@@ -84,6 +91,39 @@ class McpFailure:
 
     def notice(self) -> Notice:
         return Notice(self.message)
+
+
+class McpServerRefused(ValueError):
+    """A server this process may not connect to; the message names it and says why."""
+
+    def __init__(self, server: str, reason: str) -> None:
+        super().__init__(
+            f"MCP server {server!r} refused: {reason} ({MCP_PUBLIC_ONLY_ENV}=1: only public "
+            "addresses are reached)"
+        )
+        self.server = server
+
+
+def public_only(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether this process may reach MCP servers on public addresses only."""
+    return (os.environ if environ is None else environ).get(MCP_PUBLIC_ONLY_ENV) == "1"
+
+
+async def check_server_address(config: McpServerConfig) -> None:
+    """Raise `McpServerRefused` for an http/sse server on a non-public address, when
+    `public_only()`; stdio servers are the user's own commands and are not judged here."""
+    if isinstance(config, StdioServer) or not public_only():
+        return
+    try:
+        await check_public_url(config.url)
+    except AddressRefused as exc:
+        raise McpServerRefused(config.name, str(exc)) from None
+
+
+async def check_server_addresses(servers: Sequence[McpServerConfig]) -> None:
+    """`check_server_address` for each server, in order."""
+    for config in servers:
+        await check_server_address(config)
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -191,6 +231,7 @@ class _Connection:
         from mcp import Client
 
         try:
+            await check_server_address(self.config)  # again: DNS may answer otherwise now
             async with Client(_transport(self.config)) as client:
                 tools = await _list_tools(client)
                 self.client = client
@@ -327,8 +368,12 @@ __all__ = [
     "McpFailure",
     "McpHub",
     "McpServerConfig",
+    "McpServerRefused",
     "McpTool",
     "SseServer",
     "StdioServer",
+    "check_server_address",
+    "check_server_addresses",
+    "public_only",
     "tool_name",
 ]

@@ -40,6 +40,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
@@ -60,12 +61,11 @@ SANDBOX_ENV = "AGENTAO_SANDBOX"  # auto (default) | off
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 # What a DNS lookup needs when the network is granted (resolv.conf may point here).
 RESOLVER_DIRS = ("/run/systemd/resolve",)
-# Variables a command inherits; everything else (keys, tokens, the agent's own
+# Variables a command inherits, by exact name (an allowlist: a prefix such as `LC_*` would
+# let any variable so named through); everything else (keys, tokens, the agent's own
 # settings) stays out. More can be named in permissions.json ("sandbox": {"env": […]}).
 ENV_PASSTHROUGH = (
     "PATH",
-    "LANG",
-    "LANGUAGE",
     "TERM",
     "COLORTERM",
     "NO_COLOR",
@@ -73,6 +73,28 @@ ENV_PASSTHROUGH = (
     "USER",
     "LOGNAME",
 )
+# The locale variables (POSIX and glibc's), passed only with a value shaped like a locale
+# name: they name files the C library opens, so a path or a long blob stays out.
+LOCALE_ENV = (
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_COLLATE",
+    "LC_MESSAGES",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "LC_MONETARY",
+    "LC_PAPER",
+    "LC_NAME",
+    "LC_ADDRESS",
+    "LC_TELEPHONE",
+    "LC_MEASUREMENT",
+    "LC_IDENTIFICATION",
+)
+MAX_LOCALE_CHARS = 64  # a longer locale value is not passed
+# `C`, `POSIX`, `C.UTF-8`, `en_US.UTF-8@euro`; LANGUAGE is a `:`-separated list of them.
+_LOCALE_VALUE = re.compile(r"[A-Za-z][A-Za-z0-9_.@+-]*(?::[A-Za-z][A-Za-z0-9_.@+-]*)*")
 # Git inside the sandbox never starts a file-system monitor named by a repository's
 # config (textconv and external diff are switched off on the allowlisted commands).
 GIT_ENV = {
@@ -245,13 +267,18 @@ def sandbox_env(confinement: Confinement, environ: Mapping[str, str]) -> dict[st
     """The command's environment: the pass-through names, a private HOME and TMPDIR."""
     names = (*ENV_PASSTHROUGH, *confinement.env_names)
     env = {n: environ[n] for n in names if n in environ and not is_secret_name(n)}
-    env.update({k: v for k, v in environ.items() if k.startswith("LC_")})
+    env.update({n: environ[n] for n in LOCALE_ENV if is_locale_value(environ.get(n, ""))})
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     home = environ.get("HOME") or "/tmp/home"
     env["HOME"] = home if os.path.isabs(home) and home != "/" else "/tmp/home"
     env["TMPDIR"] = "/tmp"
     env.update(GIT_ENV)
     return env
+
+
+def is_locale_value(value: str) -> bool:
+    """Whether `value` looks like a locale name (no `/`, bounded), fit to pass on."""
+    return len(value) <= MAX_LOCALE_CHARS and _LOCALE_VALUE.fullmatch(value) is not None
 
 
 def _mounts(
@@ -381,6 +408,8 @@ def existing(paths: Iterable[Path]) -> tuple[Path, ...]:
 
 __all__ = [
     "ENV_PASSTHROUGH",
+    "LOCALE_ENV",
+    "MAX_LOCALE_CHARS",
     "SANDBOX_ENV",
     "Confinement",
     "Sandbox",
@@ -390,5 +419,6 @@ __all__ = [
     "SandboxUnavailable",
     "SandboxedCommand",
     "existing",
+    "is_locale_value",
     "sandbox_env",
 ]

@@ -14,9 +14,10 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from agentao import __version__
+from agentao.credentials import redact_secrets
 
 REACH_TIMEOUT = 5.0  # seconds for the endpoint check
 
@@ -211,7 +212,8 @@ def run_checks(offline: bool = False) -> list[Check]:
 
 def main(json_output: bool = False, offline: bool = False) -> int:
     """Print every check; 0 when all needed ones are fine, 1 otherwise."""
-    results = run_checks(offline)
+    # A setting shown in a detail (OPENAI_BASE_URL, a store URL) may carry a password.
+    results = [replace(r, detail=redact_secrets(r.detail)) for r in run_checks(offline)]
     healthy = all(r.ok or not r.needed for r in results)
     if json_output:
         print(json.dumps({"ok": healthy, "checks": [asdict(r) for r in results]}, indent=2))

@@ -208,6 +208,20 @@ def _acp_only(argv: list[str]) -> tuple[bool, str | None]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; an error no face caught is printed redacted (a URL in it may
+    carry a password), and the exit code is 1."""
+    try:
+        return _main(argv)
+    except Exception:
+        import traceback
+
+        from agentao.credentials import redact_secrets  # imports logging: not before here
+
+        sys.stderr.write(redact_secrets(traceback.format_exc()))
+        return 1
+
+
+def _main(argv: list[str] | None) -> int:
     acp, resume = _acp_only(sys.argv[1:] if argv is None else argv)
     if acp:
         from agentao.server.main import serve_stdio

@@ -14,6 +14,13 @@ A config file looks like this (every section optional)::
     # Browser origins besides our own that may POST and open WebSockets (CORS is answered
     # for them, and for nobody else): "scheme://host[:port]".
     allowed_origins = ["https://ui.example.com"]
+    # MCP servers a remote ACP client names in session/new, load or resume: an http/sse
+    # URL whose host resolves to a loopback, private, link-local, … address is refused
+    # (the gateway's host would call its own network for the client) unless this is true.
+    mcp_allow_private = false
+    # Headers such a server gets from the client: Authorization and X-… (but never
+    # X-Forwarded-*, X-Real-IP, Host, Cookie, Forwarded, Proxy-*, …), plus these names.
+    mcp_allowed_headers = ["Api-Version"]
 
     [limits]
     permission_deadline_seconds = 60
@@ -66,6 +73,8 @@ from agentao.store.target import (
     DEFAULT_CONNECT_SECONDS,
     DEFAULT_POOL_SIZE,
     STORE_URL_ENV,
+    StoreUrlInvalid,
+    check_store_url,
     is_postgres_url,
 )
 
@@ -88,6 +97,8 @@ _SERVER_SETTINGS = frozenset(
         "cross_replica",
         "agent_sandbox",
         "allow_unconfined_agents",
+        "mcp_allow_private",
+        "mcp_allowed_headers",
     }
 )
 CrossReplica = Literal["forward", "redirect"]
@@ -185,6 +196,14 @@ class WebPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class McpUrlPolicy:
+    """What a remote client's http/sse MCP servers may reach (see remote/mcp_urls.py)."""
+
+    allow_private: bool = False  # private and loopback addresses (refused by default)
+    allowed_headers: tuple[str, ...] = ()  # header names passed besides the default rule
+
+
+@dataclass(frozen=True, slots=True)
 class GatewayConfig:
     host: str = "127.0.0.1"
     port: int = 8765
@@ -203,6 +222,7 @@ class GatewayConfig:
     keys: tuple[ApiKey, ...] = ()
     limits: Limits = field(default_factory=Limits)
     web: WebPolicy = field(default_factory=WebPolicy)
+    mcp: McpUrlPolicy = field(default_factory=McpUrlPolicy)
     # Every agent process in a bubblewrap sandbox of its own (confine.py): "auto" where
     # bwrap runs here, "off" never. Where none runs, agents for keys below `all` are
     # refused unless `allow_unconfined_agents` (then they run unconfined, logged).
@@ -299,7 +319,16 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
         web=web_policy(
             _strings(server, "allowed_hosts", where), _strings(server, "allowed_origins", where)
         ),
+        mcp=_mcp_policy(server, where),
     )
+
+
+def _mcp_policy(server: dict[str, Any], where: str) -> McpUrlPolicy:
+    allow_private = server.get("mcp_allow_private", False)
+    if not isinstance(allow_private, bool):
+        raise ConfigError(f"{where}: [server] mcp_allow_private must be true or false")
+    names = _strings(server, "mcp_allowed_headers", where)
+    return McpUrlPolicy(allow_private, tuple(n.lower() for n in names))
 
 
 def _cross_replica(value: Any, where: str) -> CrossReplica:
@@ -351,6 +380,11 @@ def with_overrides(
     merged = tuple(a for a in config.agents if a.name not in {e.name for e in extra}) + extra
     web = config.web
     store = store or os.environ.get(STORE_URL_ENV) or config.store
+    if is_postgres_url(store):
+        try:
+            check_store_url(str(store))
+        except StoreUrlInvalid as exc:
+            raise ConfigError(str(exc)) from None
     config = replace(
         config,
         agents=merged or (default_agent(store),),
@@ -498,6 +532,7 @@ __all__ = [
     "ConfigError",
     "GatewayConfig",
     "Limits",
+    "McpUrlPolicy",
     "Policy",
     "WebPolicy",
     "check_policy",

@@ -4,8 +4,10 @@ uvicorn logs every WebSocket handshake with its path *and query string* at INFO,
 and at DEBUG the websockets library logs each handshake header, Authorization
 and the `agentao.key.` subprotocol included. Keys are refused in URLs (see
 `guard.py`), but the refusal itself is logged with the URL that carried one.
-`RedactSecrets` rewrites each record on its way to a handler: query strings are
-cut to `?…`, and the values of credential headers and bearer keys are replaced.
+`GatewayRedactSecrets` rewrites each record, its traceback included, on its way to a
+handler: query strings are cut to `?…`, and the rest goes through the one redaction
+function every layer uses (`agentao.credentials.redact_secrets`: URL userinfo, bearer
+keys, credential headers).
 It is put on every handler `serve()` installs, so records that propagate from any
 logger (uvicorn's, websockets', ours) pass through it.
 
@@ -23,50 +25,35 @@ import logging
 import re
 from typing import Any
 
-REDACTED = "[redacted]"
+from agentao.credentials import REDACTED, RedactSecrets, redact_secrets
+
 # Header names whose value is a secret, when a library logs `name: value` as two args.
 SECRET_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "cookie", "sec-websocket-protocol"}
 )
-_RULES = (
-    (re.compile(r"(/[^\s?\"']*)\?[^\s\"']*"), r"\1?…"),  # `/v1/x?api_key=...` -> `/v1/x?…`
-    (re.compile(r"\b(bearer\s+)\S+", re.I), rf"\1{REDACTED}"),
-    (re.compile(r"agentao\.key\.[A-Za-z0-9_=-]+"), f"agentao.key.{REDACTED}"),
-    (re.compile(r"\b((?:proxy-)?authorization|cookie)(\s*:\s*)\S.*", re.I), rf"\1\2{REDACTED}"),
-)
+_QUERY = re.compile(r"(/[^\s?\"']*)\?[^\s\"']*")  # `/v1/x?api_key=...` -> `/v1/x?…`
 
 
 def redact(text: str) -> str:
-    for pattern, replacement in _RULES:
-        text = pattern.sub(replacement, text)
-    return text
+    """A gateway log line: no query string at all, then `redact_secrets` (userinfo,
+    bearer tokens, credential headers, the key subprotocol)."""
+    return redact_secrets(_QUERY.sub(r"\1?…", text))
 
 
-class RedactSecrets(logging.Filter):
-    """A handler filter: each string argument (or an argument-less message) redacted.
+class GatewayRedactSecrets(RedactSecrets):
+    """`RedactSecrets` with the gateway's stricter rule (`redact`), and the value that
+    follows a credential header's name, when a library logs them as two arguments."""
 
-    Arguments are rewritten one by one, not formatted into the message, because
-    uvicorn's access formatter unpacks them.
-    """
+    def redact(self, text: str) -> str:
+        return redact(text)
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple) and record.args:
-            record.args = tuple(_redact_args(record.args))
-        elif not record.args and isinstance(record.msg, str):
-            record.msg = redact(record.msg)
-        return True
-
-
-def _redact_args(args: tuple[Any, ...]) -> list[Any]:
-    out: list[Any] = []
-    secret_next = False
-    for arg in args:
-        if secret_next:
-            out.append(REDACTED)
-        else:
-            out.append(redact(arg) if isinstance(arg, str) else arg)
-        secret_next = isinstance(arg, str) and arg.lower() in SECRET_HEADERS
-    return out
+    def redact_args(self, args: tuple[Any, ...]) -> list[Any]:
+        out: list[Any] = []
+        secret_next = False
+        for arg in args:
+            out.append(REDACTED if secret_next else self.redact_arg(arg))
+            secret_next = isinstance(arg, str) and arg.lower() in SECRET_HEADERS
+        return out
 
 
 class DropDenialNoise(logging.Filter):
@@ -84,7 +71,7 @@ def uvicorn_log_config() -> dict[str, Any]:
 
     config = copy.deepcopy(LOGGING_CONFIG)
     filters = config.setdefault("filters", {})
-    filters["redact_secrets"] = {"()": RedactSecrets}
+    filters["redact_secrets"] = {"()": GatewayRedactSecrets}
     filters["drop_denial_noise"] = {"()": DropDenialNoise}
     for handler in config["handlers"].values():
         handler.setdefault("filters", []).append("redact_secrets")
@@ -95,15 +82,14 @@ def uvicorn_log_config() -> dict[str, Any]:
 def redact_root_handlers() -> None:
     """Put `RedactSecrets` on the root logger's handlers (ours and propagated records)."""
     for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, RedactSecrets) for f in handler.filters):
-            handler.addFilter(RedactSecrets())
+        if not any(isinstance(f, GatewayRedactSecrets) for f in handler.filters):
+            handler.addFilter(GatewayRedactSecrets())
 
 
 __all__ = [
-    "REDACTED",
     "SECRET_HEADERS",
     "DropDenialNoise",
-    "RedactSecrets",
+    "GatewayRedactSecrets",
     "redact",
     "redact_root_handlers",
     "uvicorn_log_config",

@@ -33,6 +33,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from agentao.addresses import MCP_PUBLIC_ONLY_ENV
 from agentao.client import (
     AgentCommand,
     Client,
@@ -181,6 +184,7 @@ class Spawning:
     outer: OuterStatus = field(default_factory=lambda: OuterStatus(False, "not probed"))
     state_dir: Path | None = None  # None: agents run unconfined, as in unit tests
     allow_unconfined: bool = False
+    mcp_public_only: bool = True  # our agent, too, refuses MCP URLs on private addresses
 
 
 class AgentPool:
@@ -238,6 +242,8 @@ class AgentPool:
         """How a process serving keys of `ceiling` starts: confined, with its ceiling."""
         spec, spawning = self.spec, self.spawning
         env = {**dict(spec.env), CEILING_ENV: spec.rules(ceiling).our_highest_mode()}
+        if spawning.mcp_public_only:
+            env[MCP_PUBLIC_ONLY_ENV] = "1"
         if spawning.state_dir is None:
             return AgentCommand(spec.command, env=env, cwd=spec.cwd)
         if not spawning.outer.available:
@@ -363,6 +369,7 @@ class AgentPool:
             return
         if fresh or current is None or not rules.allows_mode(current):
             await session.set_mode(rules.mode)
+            session.response = with_mode(session.response, rules.mode)  # what clients see
 
     def hosts(self, session: Session) -> bool:
         """Is `session` on a process that is still alive?"""
@@ -376,6 +383,16 @@ class AgentPool:
         for worker in self.workers:
             worker.sessions.discard(session.id)
         self.changed()
+
+
+def with_mode(response: Any, mode: str) -> Any:
+    """A session/new or load answer whose `modes.currentModeId` is `mode`."""
+    modes = getattr(response, "modes", None)
+    if not isinstance(modes, msgspec.Struct) or not isinstance(response, msgspec.Struct):
+        return response
+    return msgspec.structs.replace(
+        response, modes=msgspec.structs.replace(modes, current_mode_id=mode)
+    )
 
 
 def current_mode(response: Any) -> str | None:

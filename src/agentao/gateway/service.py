@@ -90,13 +90,14 @@ class Gateway:
             outer=probe(config.agent_sandbox),
             state_dir=ensure_state_dir(),
             allow_unconfined=config.allow_unconfined_agents,
+            mcp_public_only=not config.mcp.allow_private,
         )
         for spec in config.agents:
             self.pools[spec.name] = AgentPool(
                 spec, self.limits, self.conversations.permission, spawning
             )
         # Sets the pools' file and ask_user handlers: the agents' questions reach remote clients.
-        self.remote = RemoteAcp(self.conversations, store, self.replica, self.peers)
+        self.remote = RemoteAcp(self.conversations, store, self.replica, self.peers, config.mcp)
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()

@@ -34,7 +34,7 @@ from agentao.server.client_env import ClientIo
 from agentao.server.commands import apply_mode, commands_update, prompt_body
 from agentao.server.gates import UpdateGate
 from agentao.server.live import LiveSession, SessionRegistry
-from agentao.server.mcp_config import fingerprint, parse_mcp_servers
+from agentao.server.mcp_config import checked_mcp_servers, fingerprint
 from agentao.server.models import ModelDirectory, session_catalog, supports_images, switch_model
 from agentao.server.opening import SessionFactory
 from agentao.server.outbox import Outbox
@@ -93,7 +93,7 @@ class AcpAgent:
         cwd = directory(params.cwd, "cwd")
         extra = directories(params.additional_directories, "additionalDirectories")
         raw_servers = params_of(message).get("mcpServers")
-        servers = parse_mcp_servers(raw_servers, str(cwd))
+        servers = await checked_mcp_servers(raw_servers, str(cwd))
         llm = _resolve_llm(None)
         await self._probe_sandbox()
         resume, self._resume = self._resume, None
@@ -221,7 +221,7 @@ class AcpAgent:
     async def _restore(self, params: Any, raw_servers: Any) -> LiveSession:
         """A stored session made live again (session/load, session/resume)."""
         cwd = directory(params.cwd, "cwd")
-        servers = parse_mcp_servers(raw_servers, str(cwd))
+        servers = await checked_mcp_servers(raw_servers, str(cwd))
         current = self.sessions.find(params.session_id)
         if current is not None:
             if not current.state.idle:

@@ -1,6 +1,7 @@
 """Where the agent's log goes: stderr and a rotating `agent.log` in the state directory.
 
-Never stdout (the wire) and never the session's project. Set up once the handshake is
+Never stdout (the wire) and never the session's project. Every record, its traceback
+included, passes `agentao.credentials.RedactSecrets` first. Set up once the handshake is
 answered: `logging` is not needed to answer `initialize`.
 """
 
@@ -17,6 +18,8 @@ def setup_logging(level: str, log_file: Any | None) -> None:
     """Log to stderr and, when it can be opened, to `log_file` (rotated)."""
     import logging  # here, not above: it is not needed to answer `initialize`
     from logging.handlers import RotatingFileHandler
+
+    from agentao.credentials import RedactSecrets
 
     root = logging.getLogger("agentao")
     root.setLevel(getattr(logging, level, logging.INFO))
@@ -36,6 +39,7 @@ def setup_logging(level: str, log_file: Any | None) -> None:
             sys.stderr.write(f"agentao: cannot write the log file: {exc}\n")
     for handler in handlers:
         handler.setFormatter(fmt)
+        handler.addFilter(RedactSecrets())  # a store URL's password, a key in a traceback
         root.addHandler(handler)
 
 

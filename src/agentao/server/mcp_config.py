@@ -22,7 +22,14 @@ from typing import Any
 
 import msgspec
 
-from agentao.agent.mcp import HttpServer, McpServerConfig, SseServer, StdioServer
+from agentao.agent.mcp import (
+    HttpServer,
+    McpServerConfig,
+    McpServerRefused,
+    SseServer,
+    StdioServer,
+    check_server_addresses,
+)
 from agentao.protocol.errors import InvalidParams
 from agentao.server.capabilities import SUPPORTED_TRANSPORTS
 
@@ -41,6 +48,20 @@ def parse_mcp_servers(raw: Any, cwd: str) -> list[McpServerConfig]:
             raise _bad(f"mcpServers[{i}].name", f"duplicate server name {server.name!r}")
         names.add(server.name)
         servers.append(server)
+    return servers
+
+
+async def checked_mcp_servers(raw: Any, cwd: str) -> list[McpServerConfig]:
+    """`parse_mcp_servers`, then each http/sse server's address checked when this agent
+    reaches public addresses only (-32602 naming the server and why)."""
+    servers = parse_mcp_servers(raw, cwd)
+    try:
+        await check_server_addresses(servers)
+    except McpServerRefused as exc:
+        raise InvalidParams(
+            f"Invalid params: {exc}",
+            {"field": "mcpServers", "server": exc.server, "reason": "private_address"},
+        ) from None
     return servers
 
 
@@ -99,4 +120,4 @@ def _bad(field: str, problem: str) -> InvalidParams:
     return InvalidParams(f"Invalid params: {field} {problem}", {"field": field})
 
 
-__all__ = ["fingerprint", "parse_mcp_servers"]
+__all__ = ["checked_mcp_servers", "fingerprint", "parse_mcp_servers"]

@@ -62,6 +62,8 @@ from agentao.store.target import (
     DEFAULT_CONNECT_SECONDS,
     DEFAULT_POOL_SIZE,
     StoreUnavailable,
+    StoreUrlInvalid,
+    check_store_url,
     is_postgres_url,
 )
 
@@ -539,6 +541,10 @@ def open_store(
     when a database cannot be reached."""
     if not is_postgres_url(target):
         return open_gateway_store(target, readers=readers)
+    try:
+        check_store_url(str(target))
+    except StoreUrlInvalid as exc:
+        raise StoreUnavailable(str(exc)) from None
     try:  # psycopg is optional: only a PostgreSQL store loads it
         from agentao.store.postgres import open_postgres_store
     except ImportError as exc:

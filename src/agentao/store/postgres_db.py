@@ -14,7 +14,7 @@ lock, and each one after the first finds the versions current and applies nothin
 lock is released with the transaction, so a gateway that dies mid-migration leaves
 neither a half-built schema nor a held lock.
 
-Every URL shown in a message or a log line goes through `redact_url` first.
+Every URL shown in a message or a log line goes through `redact_secrets` first.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
 
+from agentao.credentials import REDACTED, redact_secrets
 from agentao.store.gateway_records import decode_json
 from agentao.store.sqlite import Schema, Trace
 from agentao.store.target import (
@@ -36,7 +37,6 @@ from agentao.store.target import (
     DEFAULT_POOL_SIZE,
     StoreUnavailable,
     describe,
-    redact_url,
 )
 
 log = logging.getLogger("agentao.store")
@@ -159,7 +159,7 @@ class PgDatabase:
         await self._pool.close()
 
     def __repr__(self) -> str:
-        return f"PgDatabase({redact_url(self._url)!r})"
+        return f"PgDatabase({redact_secrets(self._url)!r})"
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -183,8 +183,9 @@ def unavailable(url: str, exc: BaseException, doing: str = "lost") -> StoreUnava
     text = str(exc).strip()
     reason = text.splitlines()[0] if text else type(exc).__name__
     password = urlsplit(url).password
-    if password:
-        reason = reason.replace(password, "***")
+    if password:  # a driver may quote it bare, away from its URL
+        reason = reason.replace(password, REDACTED)
+    reason = redact_secrets(reason)
     where = describe(url)
     return StoreUnavailable(f"{doing} the PostgreSQL store at {where}: {reason}", where)
 

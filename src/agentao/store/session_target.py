@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agentao.credentials import redact_secrets
 from agentao.store.paths import database_path
 from agentao.store.sessions import (
     SessionRecord,
@@ -23,7 +24,7 @@ from agentao.store.sessions import (
     TurnRecord,
     open_session_store,
 )
-from agentao.store.target import STORE_URL_ENV, StoreUnavailable, is_postgres_url, redact_url
+from agentao.store.target import STORE_URL_ENV, StoreUnavailable, is_postgres_url
 
 log = logging.getLogger("agentao.store")
 
@@ -103,7 +104,7 @@ def open_agent_sessions(env: Mapping[str, str], settings: StoreSettings) -> Sess
     url = agent_store_url(env)
     if url is None:
         return open_session_store(database_path(dict(env)), settings)
-    log.info("sessions in the PostgreSQL store at %s", redact_url(url))
+    log.info("sessions in the PostgreSQL store at %s", redact_secrets(url))
     return OpenedOnFirstUse(_postgres_opener(url, settings), settings)
 
 

@@ -1,6 +1,7 @@
 """web_fetch: one URL, fetched with caps, turned into readable text.
 
-Private addresses: the host is resolved first and *every* address checked; loopback,
+Private addresses: the host is resolved first and *every* address checked
+(`agentao.addresses`, the rule the gateway applies to MCP URLs too); loopback,
 private, link-local, multicast, reserved and unspecified ones are refused unless
 `WebLimits.allow_private_addresses`. The request then goes to the checked address
 itself (Host header and TLS SNI/verification keep the name), so a DNS answer that
@@ -12,12 +13,12 @@ are not used (they would bypass the check).
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import socket
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
+from agentao.addresses import is_public_address
 from agentao.agent.events import TextOutput
 from agentao.agent.settings import WebLimits, cap_text
 from agentao.agent.tools.base import Tool, ToolContext, ToolError, ToolResult
@@ -136,14 +137,6 @@ class WebFetch(Tool):
         return addresses[0]
 
 
-def is_public_address(address: str) -> bool:
-    """Whether an IP address is globally routable (IPv4-mapped IPv6 checked as IPv4)."""
-    ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_unspecified)
-
-
 def _readable(response: httpx.Response, body: bytes, url: str) -> str:
     ctype = response.headers.get("content-type", "").lower()
     if ctype and not any(t in ctype for t in _TEXTUAL):
@@ -252,4 +245,4 @@ def html_to_text(html: str, base_url: str = "") -> str:
     return parser.text()
 
 
-__all__ = ["WebFetch", "html_to_text", "is_public_address"]
+__all__ = ["WebFetch", "html_to_text"]

@@ -18,9 +18,11 @@ which is where a client that has no session stream yet reads them).
 
 Limits of what a key may do here: a session's directories must lie inside the agent's
 roots (its cwd and sandbox `write` paths: what its confined process sees); it may name
-no stdio MCP server (a command run on this host) unless the key's ceiling is `all`;
-below `all`, only the mode and config changes the agent's config names for the
-ceiling are passed on (ceilings.py); a session another key opened is not found.
+no stdio MCP server (a command run on this host) unless the key's ceiling is `all`; an
+http/sse MCP server must be on a public address, and gets only the headers the policy
+passes (`mcp_urls.py`), whatever the key; below `all`, only the mode and config changes
+the agent's config names for the ceiling are passed on (ceilings.py); a session another
+key opened is not found.
 """
 
 from __future__ import annotations
@@ -39,12 +41,13 @@ from agentao.client import ClientError, TurnEnd, Update
 from agentao.client.files import LocalFiles
 from agentao.client.remote import SESSION_SCOPED  # their replies go to the session's stream
 from agentao.gateway.auth import Principal, owns
-from agentao.gateway.config import Policy, policy_rank
+from agentao.gateway.config import McpUrlPolicy, Policy, policy_rank
 from agentao.gateway.errors import ApiError, HeldElsewhere
 from agentao.gateway.peers import Peers
 from agentao.gateway.pool import AgentPool, SessionParams
 from agentao.gateway.remote.connection import Connection, Connections
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
+from agentao.gateway.remote.mcp_urls import checked_mcp_servers
 from agentao.gateway.remote.relay import SessionRelay, SessionRelays
 from agentao.gateway.replicas import Replica
 from agentao.gateway.sessions import Conversations, LiveConversation, TurnRequest
@@ -72,9 +75,15 @@ class RemoteAcp:
     """Remote ACP for every agent of one gateway."""
 
     def __init__(
-        self, conversations: Conversations, store: GatewayStore, replica: Replica, peers: Peers
+        self,
+        conversations: Conversations,
+        store: GatewayStore,
+        replica: Replica,
+        peers: Peers,
+        mcp: McpUrlPolicy,
     ) -> None:
         self.conversations = conversations
+        self.mcp = mcp
         self.store = store
         self.limits = limits = conversations.limits
         self.connections = Connections(store.remote, limits, replica.boot_id)
@@ -254,6 +263,7 @@ class RemoteAcp:
 
     async def _new(self, connection: Connection, params: dict[str, Any]) -> dict[str, Any]:
         pool = self.conversations.pool(connection.agent)
+        params = await self._checked_servers(params)
         session_params = self._session_params(connection, pool, params)
         conv = await self.conversations.create(connection.principal.name, connection.agent, "acp")
         conv.record.session_params = session_params.stored()
@@ -275,6 +285,7 @@ class RemoteAcp:
             raise InvalidParams(
                 'Invalid params: "sessionId" must be a string', {"field": "sessionId"}
             )
+        params = await self._checked_servers(params)
         conv = await self._conversation_of(connection, session_id, params)
         try:
             session = await self.conversations.bind(conv)
@@ -329,6 +340,13 @@ class RemoteAcp:
         if relay is None or connection.id not in relay.connections:
             raise SessionNotFound(str(session_id))
         return relay
+
+    async def _checked_servers(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`params` with its http/sse MCP servers checked (-32602) and their headers cut."""
+        servers = params.get("mcpServers")
+        if not isinstance(servers, list):
+            return params  # absent, or refused as not a list by _session_params
+        return {**params, "mcpServers": await checked_mcp_servers(servers, self.mcp)}
 
     def _session_params(
         self, connection: Connection, pool: AgentPool, params: dict[str, Any]
