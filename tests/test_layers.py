@@ -7,7 +7,9 @@ client -> protocol
 gateway -> client, protocol, store
 cli -> any of them       (the command's faces for people: run, demo, doctor, rendering)
 
-`agentao/credentials.py` is a leaf module outside the layers that any of them may use.
+`agentao/credentials.py` and `agentao/local_token.py` (the keyless gateway's token file,
+which `serve` writes and the command's clients read) are leaf modules outside the layers
+that any of them may use.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig, Limits, Web
 from agentao.gateway.http11 import GatewayH11Protocol
 from agentao.gateway.logs import uvicorn_log_config
 from agentao.gateway.serving import GatewayServer
+from agentao.local_token import token_for_url
 
 T = TypeVar("T")
 OUR_AGENT = (sys.executable, "-m", "agentao", "--acp")
@@ -75,10 +76,15 @@ DEFAULT_SCRIPT: list[dict[str, Any]] = [
 
 
 class LiveGateway:
-    def __init__(self, config: GatewayConfig, store: Path | str) -> None:
+    def __init__(
+        self, config: GatewayConfig, store: Path | str, local_token: str | None = None
+    ) -> None:
+        # In-process tests of the routes run keyless gateways open (local_token None), as
+        # an embedding may; `agentao serve` always gives one its token (ServedGateway).
         self.config = config
+        self.local_token = local_token
         self.store = str(store)  # a SQLite file or a PostgreSQL URL
-        self.app = create_app(replace(config, store=str(store)))
+        self.app = create_app(replace(config, store=str(store)), local_token=local_token)
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -102,10 +108,12 @@ class LiveGateway:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def openai(self, key: str = "unused", *, timeout: float = 30) -> openai.OpenAI:
+    def openai(self, key: str | None = None, *, timeout: float = 30) -> openai.OpenAI:
+        key = key or self.local_token or "unused"
         return openai.OpenAI(base_url=f"{self.url}/v1", api_key=key, max_retries=0, timeout=timeout)
 
     def http(self, key: str | None = None) -> httpx.Client:
+        key = key or self.local_token
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
@@ -264,9 +272,14 @@ SHARED_ON_EACH_STORE = pytest.mark.parametrize("shared_gateway", GATEWAY_STORES,
 
 
 class ServedGateway:
-    """`agentao serve --config FILE --log-level debug` in a subprocess; stderr kept line by line."""
+    """`agentao serve --config FILE --log-level debug` in a subprocess; stderr kept line by line.
 
-    def __init__(self, tmp: Path, config_text: str) -> None:
+    Its state directory is `tmp/home` unless `home` names another (replicas share one, and
+    so the keyless gateway's local token). Without keys, `token` is that token, read from
+    the state directory as `agentao run` reads it, and the helpers send it."""
+
+    def __init__(self, tmp: Path, config_text: str, home: Path | None = None) -> None:
+        self.home = home or tmp / "home"
         config = tmp / "gateway.toml"
         config.write_text(config_text)
         with socket.socket() as s:
@@ -274,7 +287,7 @@ class ServedGateway:
             self.port = s.getsockname()[1]
         command = [sys.executable, "-m", "agentao", "serve", "--config", str(config)]
         command += ["--port", str(self.port), "--log-level", "debug"]
-        env = {**os.environ, "AGENTAO_HOME": str(tmp / "home")}
+        env = {**os.environ, "AGENTAO_HOME": str(self.home)}
         self.proc = subprocess.Popen(
             command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
         )
@@ -286,6 +299,17 @@ class ServedGateway:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def token(self) -> str | None:
+        """The local token of a keyless gateway (None with keys: no file was made)."""
+        return token_for_url(self.url, self.home)
+
+    @property
+    def auth(self) -> dict[str, str]:
+        """The headers that authenticate as the local user (nothing with keys)."""
+        token = self.token
+        return {"Authorization": f"Bearer {token}"} if token else {}
 
     def _read(self) -> None:
         assert self.proc.stderr is not None
@@ -324,7 +348,8 @@ class ServedGateway:
         self.proc.kill()
         self.proc.wait(timeout=20)
 
-    def openai(self, key: str = "unused") -> openai.OpenAI:
+    def openai(self, key: str | None = None) -> openai.OpenAI:
+        key = key or self.token or "unused"
         return openai.OpenAI(base_url=f"{self.url}/v1", api_key=key, max_retries=0, timeout=30)
 
 
