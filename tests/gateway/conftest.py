@@ -14,6 +14,7 @@ only a process of its own shows: its memory and its log lines.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import signal
@@ -32,6 +33,7 @@ import pytest
 import uvicorn
 
 from agentao.gateway.app import create_app
+from agentao.gateway.auth import KEY_PROTOCOL, WS_PROTOCOL
 from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig, Limits, WebPolicy
 from agentao.gateway.http11 import GatewayH11Protocol
 from agentao.gateway.logs import uvicorn_log_config
@@ -311,6 +313,12 @@ class ServedGateway:
         token = self.token
         return {"Authorization": f"Bearer {token}"} if token else {}
 
+    @property
+    def ws_protocols(self) -> list[str]:
+        """A task stream's subprotocols, with the local token as the key (keyless only)."""
+        token = self.token
+        return [WS_PROTOCOL, *([key_protocol(token)] if token else [])]
+
     def _read(self) -> None:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
@@ -351,6 +359,11 @@ class ServedGateway:
     def openai(self, key: str | None = None) -> openai.OpenAI:
         key = key or self.token or "unused"
         return openai.OpenAI(base_url=f"{self.url}/v1", api_key=key, max_retries=0, timeout=30)
+
+
+def key_protocol(key: str) -> str:
+    """A key (or a keyless gateway's local token) as a WebSocket subprotocol."""
+    return KEY_PROTOCOL + base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
 
 
 def served_config(tmp: Path, script: list[dict[str, Any]] | None = None) -> str:
@@ -410,6 +423,7 @@ __all__ = [
     "SHARED_ON_EACH_STORE",
     "LiveGateway",
     "ServedGateway",
+    "key_protocol",
     "llm_spec",
     "scripted_spec",
     "served_config",

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import openai
 
+from agentao.local_token import TOKEN_FILE_NAME, read_token
 from tests.gateway.conftest import DEFAULT_SCRIPT, served_config
 
 
@@ -100,9 +101,8 @@ env = {{ LLM_PROVIDER = "SCRIPTED", AGENTAO_SCRIPT = "{script}" }}
         else:
             raise AssertionError("agentao serve exited:\n" + "".join(seen))
         assert httpx.get(f"http://127.0.0.1:{port}/healthz").json()["status"] == "ok"
-        client = openai.OpenAI(
-            base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0
-        )
+        token = read_token(tmp_path / "home" / TOKEN_FILE_NAME)  # keyless: the local token
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=token, max_retries=0)
         reply = client.chat.completions.create(
             model="agentao", messages=[{"role": "user", "content": "hello"}]
         )
