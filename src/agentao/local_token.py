@@ -61,9 +61,12 @@ def read_token(path: Path) -> str:
         if exc.errno == errno.ELOOP:
             raise LocalTokenError(f"the token file {path} is a symbolic link; remove it") from None
         raise LocalTokenError(f"cannot open the token file {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as file:
-        _check_trusted(path, os.fstat(fd))
-        token = file.read(MAX_TOKEN_FILE_BYTES + 1).decode("ascii", "replace").strip()
+    try:
+        _check_trusted(path, os.fstat(fd))  # what we opened, not what the name is now
+        data = os.read(fd, MAX_TOKEN_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+    token = data.decode("ascii", "replace").strip()
     if not token or len(token) > MAX_TOKEN_FILE_BYTES or not token.isprintable():
         raise LocalTokenError(f"the token file {path} holds no token; delete it to make a new one")
     return token

@@ -36,6 +36,7 @@ from agentao.gateway.app import create_app
 from agentao.gateway.auth import KEY_PROTOCOL, WS_PROTOCOL
 from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig, Limits, WebPolicy
 from agentao.gateway.http11 import GatewayH11Protocol
+from agentao.gateway.login import login_url
 from agentao.gateway.logs import uvicorn_log_config
 from agentao.gateway.serving import GatewayServer
 from agentao.local_token import token_for_url
@@ -121,6 +122,12 @@ class LiveGateway:
 
     def ws_url(self, path: str) -> str:
         return f"ws://127.0.0.1:{self.port}{path}"
+
+    def login_link(self) -> str:
+        """A one-time web UI login link, as `agentao serve` prints (needs a local token)."""
+        login = self.gateway.auth.login
+        assert login is not None, "a login link needs a keyless gateway with a local token"
+        return login_url(self.url, login.new_code())
 
     def start(self) -> LiveGateway:
         self._thread = threading.Thread(target=self._server.serve_until_stopped, args=(self._sock,))
@@ -235,12 +242,13 @@ def gateway_factory(tmp_path: Path, gateway_store: str) -> Iterator[Any]:
         processes: int = 1,
         store: Path | str | None = None,  # a SQLite file or a PostgreSQL URL
         web: WebPolicy | None = None,
+        local_token: str | None = None,  # a keyless gateway's token, as `serve` gives one
     ) -> LiveGateway:
         specs = agents or (scripted_spec(tmp_path, script, processes=processes),)
         config = GatewayConfig(
             agents=specs, keys=keys, limits=limits or Limits(), web=web or WebPolicy()
         )
-        live = LiveGateway(config, store or gateway_store).start()
+        live = LiveGateway(config, store or gateway_store, local_token).start()
         started.append(live)
         return live
 

@@ -34,27 +34,30 @@ def test_serve_refuses_a_public_bind_without_keys() -> None:
     assert "refusing to bind '0.0.0.0' without API keys" in done.stderr
 
 
-def test_a_store_url_that_cannot_connect_is_exit_1_naming_the_host_not_the_password() -> None:
+def test_a_store_url_that_cannot_connect_is_exit_1_naming_the_host_not_the_password(
+    tmp_path: Path,
+) -> None:
     url = f"postgresql://agentao:s3cret-pw@127.0.0.1:{free_port()}/gateway"
     done = subprocess.run(
         [sys.executable, "-m", "agentao", "serve", "--port", "0", "--store", url],
         capture_output=True,
         text=True,
         timeout=60,
+        env={**os.environ, "AGENTAO_HOME": str(tmp_path)},  # its local token goes there
     )
     assert done.returncode == 1
     assert "cannot connect to the PostgreSQL store at 127.0.0.1:" in done.stderr
     assert "s3cret-pw" not in done.stderr and "listening on" not in done.stderr
 
 
-def test_the_store_url_may_come_from_the_environment() -> None:
+def test_the_store_url_may_come_from_the_environment(tmp_path: Path) -> None:
     url = f"postgresql://agentao:s3cret-pw@127.0.0.1:{free_port()}/from_env"
     done = subprocess.run(
         [sys.executable, "-m", "agentao", "serve", "--port", "0"],
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "AGENTAO_STORE_URL": url},
+        env={**os.environ, "AGENTAO_STORE_URL": url, "AGENTAO_HOME": str(tmp_path)},
     )
     assert done.returncode == 1 and "/from_env" in done.stderr
     assert "s3cret-pw" not in done.stderr
