@@ -294,6 +294,23 @@ def _frames_until(socket: Any, kind: str) -> list[dict[str, Any]]:
     return frames
 
 
+def test_the_web_ui_s_login_cookie_is_good_on_every_keyless_replica_and_passed_on(
+    replicas: Replicas,
+) -> None:
+    a, b = replicas.start(), replicas.start()
+    link = a.wait_for_line("/login?token=").split("web UI: ", 1)[1].split()[0]
+    cookies = httpx.get(link).cookies  # logged in through A's one-time link
+    ui = {"X-Agentao-Client": "web", "Origin": b.url}
+    first = a.openai().responses.create(model="agentao", input="hello")
+    assert httpx.get(f"{b.url}/v1/conversations", headers=ui, cookies=cookies).status_code == 200
+    # B passes the UI's request on to A, the holder, which checks the session again.
+    body = {"model": "agentao", "input": "and then?", "previous_response_id": first.id}
+    passed = httpx.post(f"{b.url}/v1/responses", json=body, headers=ui, cookies=cookies, timeout=30)
+    assert passed.status_code == 200, passed.text
+    assert passed.json()["output"][-1]["content"][0]["text"] == "Answer two."
+    assert "passing POST /v1/responses to " + a.url in "".join(b.lines)
+
+
 def test_with_redirects_a_replica_sends_the_client_to_the_holder(
     tmp_path: Path, postgres_server: PostgresServer
 ) -> None:
