@@ -14,6 +14,7 @@ only a process of its own shows: its memory and its log lines.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import signal
@@ -32,6 +33,7 @@ import pytest
 import uvicorn
 
 from agentao.gateway.app import create_app
+from agentao.gateway.auth import KEY_PROTOCOL, WS_PROTOCOL
 from agentao.gateway.config import (
     AgentSpec,
     ApiKey,
@@ -41,8 +43,10 @@ from agentao.gateway.config import (
     WebPolicy,
 )
 from agentao.gateway.http11 import GatewayH11Protocol
+from agentao.gateway.login import login_url
 from agentao.gateway.logs import uvicorn_log_config
 from agentao.gateway.serving import GatewayServer
+from agentao.local_token import token_for_url
 
 T = TypeVar("T")
 OUR_AGENT = (sys.executable, "-m", "agentao", "--acp")
@@ -82,10 +86,15 @@ DEFAULT_SCRIPT: list[dict[str, Any]] = [
 
 
 class LiveGateway:
-    def __init__(self, config: GatewayConfig, store: Path | str) -> None:
+    def __init__(
+        self, config: GatewayConfig, store: Path | str, local_token: str | None = None
+    ) -> None:
+        # In-process tests of the routes run keyless gateways open (local_token None), as
+        # an embedding may; `agentao serve` always gives one its token (ServedGateway).
         self.config = config
+        self.local_token = local_token
         self.store = str(store)  # a SQLite file or a PostgreSQL URL
-        self.app = create_app(replace(config, store=str(store)))
+        self.app = create_app(replace(config, store=str(store)), local_token=local_token)
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -109,15 +118,23 @@ class LiveGateway:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def openai(self, key: str = "unused", *, timeout: float = 30) -> openai.OpenAI:
+    def openai(self, key: str | None = None, *, timeout: float = 30) -> openai.OpenAI:
+        key = key or self.local_token or "unused"
         return openai.OpenAI(base_url=f"{self.url}/v1", api_key=key, max_retries=0, timeout=timeout)
 
     def http(self, key: str | None = None) -> httpx.Client:
+        key = key or self.local_token
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
     def ws_url(self, path: str) -> str:
         return f"ws://127.0.0.1:{self.port}{path}"
+
+    def login_link(self) -> str:
+        """A one-time web UI login link, as `agentao serve` prints (needs a local token)."""
+        login = self.gateway.auth.login
+        assert login is not None, "a login link needs a keyless gateway with a local token"
+        return login_url(self.url, login.new_code())
 
     def start(self) -> LiveGateway:
         self._thread = threading.Thread(target=self._server.serve_until_stopped, args=(self._sock,))
@@ -243,6 +260,7 @@ def gateway_factory(tmp_path: Path, gateway_store: str) -> Iterator[Any]:
         store: Path | str | None = None,  # a SQLite file or a PostgreSQL URL
         web: WebPolicy | None = None,
         mcp: McpUrlPolicy | None = None,
+        local_token: str | None = None,  # a keyless gateway's token, as `serve` gives one
         **settings: Any,  # GatewayConfig's other fields (agent_sandbox, ...)
     ) -> LiveGateway:
         specs = agents or (scripted_spec(tmp_path, script, processes=processes),)
@@ -254,7 +272,7 @@ def gateway_factory(tmp_path: Path, gateway_store: str) -> Iterator[Any]:
             mcp=mcp or McpUrlPolicy(),
             **settings,
         )
-        live = LiveGateway(config, store or gateway_store).start()
+        live = LiveGateway(config, store or gateway_store, local_token).start()
         started.append(live)
         return live
 
@@ -288,9 +306,14 @@ SHARED_ON_EACH_STORE = pytest.mark.parametrize("shared_gateway", GATEWAY_STORES,
 
 
 class ServedGateway:
-    """`agentao serve --config FILE --log-level debug` in a subprocess; stderr kept line by line."""
+    """`agentao serve --config FILE --log-level debug` in a subprocess; stderr kept line by line.
 
-    def __init__(self, tmp: Path, config_text: str) -> None:
+    Its state directory is `tmp/home` unless `home` names another (replicas share one, and
+    so the keyless gateway's local token). Without keys, `token` is that token, read from
+    the state directory as `agentao run` reads it, and the helpers send it."""
+
+    def __init__(self, tmp: Path, config_text: str, home: Path | None = None) -> None:
+        self.home = home or tmp / "home"
         config = tmp / "gateway.toml"
         config.write_text(config_text)
         with socket.socket() as s:
@@ -298,7 +321,7 @@ class ServedGateway:
             self.port = s.getsockname()[1]
         command = [sys.executable, "-m", "agentao", "serve", "--config", str(config)]
         command += ["--port", str(self.port), "--log-level", "debug"]
-        env = {**os.environ, "AGENTAO_HOME": str(tmp / "home")}
+        env = {**os.environ, "AGENTAO_HOME": str(self.home)}
         self.proc = subprocess.Popen(
             command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
         )
@@ -310,6 +333,23 @@ class ServedGateway:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def token(self) -> str | None:
+        """The local token of a keyless gateway (None with keys: no file was made)."""
+        return token_for_url(self.url, self.home)
+
+    @property
+    def auth(self) -> dict[str, str]:
+        """The headers that authenticate as the local user (nothing with keys)."""
+        token = self.token
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    @property
+    def ws_protocols(self) -> list[str]:
+        """A task stream's subprotocols, with the local token as the key (keyless only)."""
+        token = self.token
+        return [WS_PROTOCOL, *([key_protocol(token)] if token else [])]
 
     def _read(self) -> None:
         assert self.proc.stderr is not None
@@ -348,8 +388,14 @@ class ServedGateway:
         self.proc.kill()
         self.proc.wait(timeout=20)
 
-    def openai(self, key: str = "unused") -> openai.OpenAI:
+    def openai(self, key: str | None = None) -> openai.OpenAI:
+        key = key or self.token or "unused"
         return openai.OpenAI(base_url=f"{self.url}/v1", api_key=key, max_retries=0, timeout=30)
+
+
+def key_protocol(key: str) -> str:
+    """A key (or a keyless gateway's local token) as a WebSocket subprotocol."""
+    return KEY_PROTOCOL + base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
 
 
 def served_config(tmp: Path, script: list[dict[str, Any]] | None = None) -> str:
@@ -409,6 +455,7 @@ __all__ = [
     "SHARED_ON_EACH_STORE",
     "LiveGateway",
     "ServedGateway",
+    "key_protocol",
     "llm_spec",
     "scripted_spec",
     "served_config",

@@ -14,6 +14,7 @@ import httpx
 import openai
 import pytest
 
+from agentao.local_token import TOKEN_FILE_NAME, read_token
 from tests.gateway.conftest import DEFAULT_SCRIPT, served_config
 
 
@@ -34,13 +35,16 @@ def test_serve_refuses_a_public_bind_without_keys() -> None:
     assert "refusing to bind '0.0.0.0' without API keys" in done.stderr
 
 
-def test_a_store_url_that_cannot_connect_is_exit_1_naming_the_host_not_the_password() -> None:
+def test_a_store_url_that_cannot_connect_is_exit_1_naming_the_host_not_the_password(
+    tmp_path: Path,
+) -> None:
     url = f"postgresql://agentao:s3cret-pw@127.0.0.1:{free_port()}/gateway"
     done = subprocess.run(
         [sys.executable, "-m", "agentao", "serve", "--port", "0", "--store", url],
         capture_output=True,
         text=True,
         timeout=60,
+        env={**os.environ, "AGENTAO_HOME": str(tmp_path)},  # its local token goes there
     )
     assert done.returncode == 1
     assert "cannot connect to the PostgreSQL store at 127.0.0.1:" in done.stderr
@@ -69,14 +73,14 @@ def test_a_malformed_store_url_is_exit_2_without_its_password(url: str) -> None:
     assert "hunter2" not in done.stdout + done.stderr
 
 
-def test_the_store_url_may_come_from_the_environment() -> None:
+def test_the_store_url_may_come_from_the_environment(tmp_path: Path) -> None:
     url = f"postgresql://agentao:s3cret-pw@127.0.0.1:{free_port()}/from_env"
     done = subprocess.run(
         [sys.executable, "-m", "agentao", "serve", "--port", "0"],
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "AGENTAO_STORE_URL": url},
+        env={**os.environ, "AGENTAO_STORE_URL": url, "AGENTAO_HOME": str(tmp_path)},
     )
     assert done.returncode == 1 and "/from_env" in done.stderr
     assert "s3cret-pw" not in done.stderr
@@ -123,9 +127,8 @@ env = {{ LLM_PROVIDER = "SCRIPTED", AGENTAO_SCRIPT = "{script}" }}
         else:
             raise AssertionError("agentao serve exited:\n" + "".join(seen))
         assert httpx.get(f"http://127.0.0.1:{port}/healthz").json()["status"] == "ok"
-        client = openai.OpenAI(
-            base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0
-        )
+        token = read_token(tmp_path / "home" / TOKEN_FILE_NAME)  # keyless: the local token
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=token, max_retries=0)
         reply = client.chat.completions.create(
             model="agentao", messages=[{"role": "user", "content": "hello"}]
         )

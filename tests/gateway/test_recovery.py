@@ -29,10 +29,10 @@ def store_config(tmp_path: Path, store: str) -> str:
     return f'[server]\nstore = "{store}"\n' + served_config(tmp_path)
 
 
-def wait_for_frame(url: str, kind: str) -> dict[str, Any]:
+def wait_for_frame(gw: ServedGateway, task_id: str, kind: str) -> dict[str, Any]:
     """The first task-stream frame of `kind` (stored before it is sent: once seen, it and
     everything queued before it are in the store)."""
-    with connect(url) as ws:
+    with connect(ws_url(gw, task_id), subprotocols=gw.ws_protocols) as ws:
         for message in ws:
             frame = json.loads(message)
             if frame["type"] == kind:
@@ -40,8 +40,8 @@ def wait_for_frame(url: str, kind: str) -> dict[str, Any]:
     raise AssertionError(f"the task stream closed without a {kind} frame")
 
 
-def all_frames(url: str) -> list[dict[str, Any]]:
-    with connect(url) as ws:
+def all_frames(gw: ServedGateway, task_id: str) -> list[dict[str, Any]]:
+    with connect(ws_url(gw, task_id), subprotocols=gw.ws_protocols) as ws:
         return [f for f in map(json.loads, ws) if f["type"] != "ping"]
 
 
@@ -72,7 +72,7 @@ def test_after_kill_9_a_restarted_gateway_settles_what_was_in_flight(
         streamed, streamed_task, stream = start_slow(client, stream=True)
         background, background_task, _ = start_slow(client, background=True)
         for task_id in (streamed_task, background_task):
-            wait_for_frame(ws_url(first, task_id), "task-running")  # rows and frames stored
+            wait_for_frame(first, task_id, "task-running")  # rows and frames stored
     finally:
         first.kill()
     stream.close()
@@ -91,9 +91,9 @@ def test_after_kill_9_a_restarted_gateway_settles_what_was_in_flight(
             assert info.value.body["param"] == "response_id"
             assert "failed" in info.value.body["message"]
         for task_id in (streamed_task, background_task):
-            task = httpx.get(f"{second.url}/v1/tasks/{task_id}").json()
+            task = httpx.get(f"{second.url}/v1/tasks/{task_id}", headers=second.auth).json()
             assert task["status"] == "error" and "exited" in task["error"]
-            frames = all_frames(ws_url(second, task_id))  # ends, instead of waiting forever
+            frames = all_frames(second, task_id)  # ends, instead of waiting forever
             assert frames[-1]["type"] == "task-error"
             assert frames[-1]["error"]["code"] == "gateway_stopped"
             assert [f["seq"] for f in frames] == list(range(1, len(frames) + 1))
@@ -112,18 +112,24 @@ def test_a_gateway_sharing_the_store_leaves_a_live_owner_alone(tmp_path: Path) -
     owner, other = ServedGateway(tmp_path, config), ServedGateway(tmp_path, config)
     try:
         response_id, task_id, _ = start_slow(owner.openai(), background=True)
-        wait_for_frame(ws_url(owner, task_id), "task-running")
+        wait_for_frame(owner, task_id, "task-running")
         seen = other.openai()
         assert seen.responses.retrieve(response_id).status == "in_progress"
         with pytest.raises(openai.ConflictError) as info:
             seen.responses.cancel(response_id)
         assert info.value.body["code"] == "response_elsewhere"
-        assert httpx.get(f"{other.url}/v1/tasks/{task_id}").json()["status"] == "running"
+        assert (
+            httpx.get(f"{other.url}/v1/tasks/{task_id}", headers=other.auth).json()["status"]
+            == "running"
+        )
 
         owner.kill()  # now the other one answers for it, at the next read
         response = seen.responses.retrieve(response_id)
         assert response.status == "failed" and response.error.code == "gateway_stopped"
-        assert httpx.get(f"{other.url}/v1/tasks/{task_id}").json()["status"] == "error"
+        assert (
+            httpx.get(f"{other.url}/v1/tasks/{task_id}", headers=other.auth).json()["status"]
+            == "error"
+        )
     finally:
         owner.kill()
         other.stop()

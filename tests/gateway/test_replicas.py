@@ -121,7 +121,9 @@ AGENTAO_STORE_URL = "{self.store_url}"
         # The agent asks before it writes a file, so a turn can wait on a person's answer.
         rules = [{"action": "ask", "tool": "write_file"}]
         (home / "agents" / "permissions.json").write_text(json.dumps({"rules": rules}))
-        replica = ServedGateway(home, self._config(home / "agents"))
+        # One state directory for every replica's gateway process: keyless replicas run on
+        # one machine (loopback only), and share the local token through it.
+        replica = ServedGateway(home, self._config(home / "agents"), home=self.tmp / "gateway")
         self.started.append(replica)
         return replica
 
@@ -292,6 +294,23 @@ def _frames_until(socket: Any, kind: str) -> list[dict[str, Any]]:
     return frames
 
 
+def test_the_web_ui_s_login_cookie_is_good_on_every_keyless_replica_and_passed_on(
+    replicas: Replicas,
+) -> None:
+    a, b = replicas.start(), replicas.start()
+    link = a.wait_for_line("/login?token=").split("web UI: ", 1)[1].split()[0]
+    cookies = httpx.get(link).cookies  # logged in through A's one-time link
+    ui = {"X-Agentao-Client": "web", "Origin": b.url}
+    first = a.openai().responses.create(model="agentao", input="hello")
+    assert httpx.get(f"{b.url}/v1/conversations", headers=ui, cookies=cookies).status_code == 200
+    # B passes the UI's request on to A, the holder, which checks the session again.
+    body = {"model": "agentao", "input": "and then?", "previous_response_id": first.id}
+    passed = httpx.post(f"{b.url}/v1/responses", json=body, headers=ui, cookies=cookies, timeout=30)
+    assert passed.status_code == 200, passed.text
+    assert passed.json()["output"][-1]["content"][0]["text"] == "Answer two."
+    assert "passing POST /v1/responses to " + a.url in "".join(b.lines)
+
+
 def test_with_redirects_a_replica_sends_the_client_to_the_holder(
     tmp_path: Path, postgres_server: PostgresServer
 ) -> None:
@@ -302,14 +321,16 @@ def test_with_redirects_a_replica_sends_the_client_to_the_holder(
         a, b = replicas.start(), replicas.start()
         first = a.openai().responses.create(model="agentao", input="hello")
         body = {"model": "agentao", "input": "and then?", "previous_response_id": first.id}
-        refused = httpx.post(f"{b.url}/v1/responses", json=body, follow_redirects=False)
+        refused = httpx.post(
+            f"{b.url}/v1/responses", json=body, headers=b.auth, follow_redirects=False
+        )
         assert refused.status_code == 307
         assert refused.headers["location"] == f"{a.url}/v1/responses"
-        # The OpenAI SDK follows it: the same conversation, its next turn, on A.
-        second = b.openai().responses.create(
-            model="agentao", input="and then?", previous_response_id=first.id
-        )
-        assert second.output_text == "Answer two."
+        # A client that sends its credentials again to the new origin (HTTP clients drop
+        # `Authorization` on such a redirect, the keyless gateway's local token too)
+        # continues the same conversation, its next turn, on A.
+        second = httpx.post(refused.headers["location"], json=body, headers=b.auth, timeout=30)
+        assert second.json()["output"][-1]["content"][0]["text"] == "Answer two."
         assert b.openai().responses.retrieve(first.id).output_text == "Answer one."
     finally:
         replicas.stop()
@@ -331,9 +352,11 @@ def test_a_chat_session_key_reaches_its_conversation_from_any_replica(
 
 def test_a_watcher_on_one_replica_follows_a_turn_on_another(replicas: Replicas) -> None:
     a, b = replicas.start(), replicas.start()
-    task = httpx.post(f"{a.url}/v1/tasks", json={"agent": "agentao", "prompt": "slow"}).json()
+    slow = {"agent": "agentao", "prompt": "slow"}
+    task = httpx.post(f"{a.url}/v1/tasks", json=slow, headers=a.auth).json()
     frames: list[dict[str, Any]] = []
-    with ws_client.connect(f"ws://127.0.0.1:{b.port}/v1/tasks/{task['id']}/stream") as socket:
+    url = f"ws://127.0.0.1:{b.port}/v1/tasks/{task['id']}/stream"
+    with ws_client.connect(url, subprotocols=b.ws_protocols) as socket:
         while not frames or frames[-1]["type"] not in ("task-ended", "task-error"):
             frame = json.loads(socket.recv(timeout=30))
             if frame["type"] != "ping":
@@ -380,7 +403,7 @@ def test_a_killed_replica_fails_over_without_losing_a_completed_turn(
         model="agentao", input="where were we?", previous_response_id=first.id
     )
     assert after.status == "completed" and after.output_text
-    conversation = httpx.get(f"{b.url}/v1/conversations").json()["data"][0]
+    conversation = httpx.get(f"{b.url}/v1/conversations", headers=b.auth).json()["data"][0]
     assert conversation["turn_count"] == 2  # hello, then where were we (the killed one: not)
 
 
@@ -416,7 +439,9 @@ def test_twenty_kills_mid_turn_lose_no_completed_turn(replicas: Replicas) -> Non
     last = reader.responses.create(
         model="agentao", input="still there?", previous_response_id=previous.id
     )
-    conversation = httpx.get(f"{live[0].url}/v1/conversations/{last.x_conversation_id}").json()
+    conversation = httpx.get(
+        f"{live[0].url}/v1/conversations/{last.x_conversation_id}", headers=live[0].auth
+    ).json()
     assert conversation["turn_count"] == len(completed) + 1  # every completed turn, no other
 
 
@@ -441,13 +466,18 @@ def _stall_and_fence(replicas: Replicas) -> None:
     task = httpx.post(
         f"{a.url}/v1/tasks",
         json={"agent": "agentao", "prompt": "slow", "conversation_id": first.x_conversation_id},
+        headers=a.auth,
     ).json()
     os.kill(a.proc.pid, signal.SIGSTOP)  # A stalls mid-turn (its agent goes on)
     try:
         # While A's lease runs, B sends nobody to a holder gone quiet: 503, come back later.
         body = {"model": "agentao", "input": "go on", "previous_response_id": first.id}
         wait = _until(
-            lambda: (r := httpx.post(f"{b.url}/v1/responses", json=body)).status_code == 503 and r,
+            lambda: (
+                (r := httpx.post(f"{b.url}/v1/responses", json=body, headers=b.auth)).status_code
+                == 503
+                and r
+            ),
             "B saw A go quiet",
         )
         assert wait.json()["error"]["code"] == "conversation_elsewhere"
@@ -465,13 +495,15 @@ def _stall_and_fence(replicas: Replicas) -> None:
     assert task_row["status"] == "error" and "took this conversation over" in task_row["error"]
     # ...so the conversation is the new owner's: hello on A, then B's two turns. (A's
     # stale copy would have written 2 over it.)
-    conversation = httpx.get(f"{b.url}/v1/conversations/{first.x_conversation_id}").json()
+    conversation = httpx.get(
+        f"{b.url}/v1/conversations/{first.x_conversation_id}", headers=b.auth
+    ).json()
     assert conversation["turn_count"] == 3
 
 
 def _ended_by_a(b: ServedGateway, task_id: str) -> dict[str, Any] | None:
     """The task's row once A itself ended it (B had settled it as A's when A went quiet)."""
-    row = httpx.get(f"{b.url}/v1/tasks/{task_id}").json()
+    row = httpx.get(f"{b.url}/v1/tasks/{task_id}", headers=b.auth).json()
     return row if row["status"] == "ended" or "took" in (row.get("error") or "") else None
 
 

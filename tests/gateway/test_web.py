@@ -492,6 +492,33 @@ def test_the_ui_with_a_key(browser: Browser, gateway_factory: Callable[..., Live
     context.close()
 
 
+def test_a_keyless_gateway_s_ui_opens_through_its_one_time_login_link(
+    browser: Browser, gateway_factory: Callable[..., LiveGateway]
+) -> None:
+    gw = gateway_factory(local_token="the-local-token-of-this-test")
+    stranger = browser.new_context()  # no link: the UI cannot act, and asks for a key
+    page = stranger.new_page()
+    page.set_default_timeout(30_000)
+    page.goto(gw.url)
+    assert page.locator("#key-message").inner_text() == "This gateway needs an API key."
+    stranger.close()
+
+    link = gw.login_link()
+    page = open_page(browser, link, viewport=DESKTOP)  # redirected to the UI, logged in
+    assert page.url == f"{gw.url}/"
+    cookie = next(c for c in page.context.cookies() if c["name"] == "agentao_session")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
+    assert page.evaluate("document.cookie") == ""  # no script of the page reads it
+    send(page, "hello")  # a POST and the task stream's WebSocket, on the cookie alone
+    assert last_turn(page).locator(".text").inner_text() == "Answer one."
+    page.context.close()
+
+    again = browser.new_context()  # the link was spent: a second use gets nothing
+    reply = again.request.get(link, max_redirects=0)
+    assert reply.status == 401 and reply.json()["error"]["code"] == "login_link_invalid"
+    again.close()
+
+
 # ---- another site attacks the gateway through the user's browser -------------------------
 
 PWNED = "pwned.txt"

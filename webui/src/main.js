@@ -1,6 +1,6 @@
 // agentao's web UI: a task-stream client. See README "The web UI" for how it is built.
 import "./style.css";
-import { api, askKey, auth } from "./api.js";
+import { api } from "./api.js";
 import { $, el } from "./dom.js";
 import { ModelPicker } from "./models.js";
 import { desk } from "./permissions.js";
@@ -175,8 +175,8 @@ async function main() {
   $("new-chat").addEventListener("click", newChat);
   $("menu").addEventListener("click", toggleSidebar);
   $("scrim").addEventListener("click", closeSidebar);
-  const health = await (await fetch("/healthz")).json();
-  if (health.auth_required && !auth.key) await askKey("This gateway needs an API key.");
+  // A gateway that needs a key answers 401 and api() asks for one; a keyless gateway's
+  // login link set a session cookie instead, which same-origin requests carry by themselves.
   await models.load();
   await sessions.load();
   desk.start();

@@ -15,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import sys
 
-from agentao.client.remote import REMOTE_KEY_ENV, AgentUrl, RemoteStreams, connect, is_agent_url
+from agentao.cli.remote_key import remote_agent
+from agentao.client.remote import AgentUrl, RemoteStreams, connect, is_agent_url
+from agentao.local_token import LocalTokenError
 
 MAX_LINE_BYTES = 1 << 26  # what the remote transport reads as one message too
 
@@ -27,7 +28,11 @@ def main(url: str) -> int:
     if not is_agent_url(url):
         print(f"agentao connect: {url!r} is not an http(s):// or ws(s):// URL", file=sys.stderr)
         return 2
-    agent = AgentUrl(url, api_key=os.environ.get(REMOTE_KEY_ENV) or None)
+    try:
+        agent = remote_agent(url)
+    except LocalTokenError as exc:
+        print(f"agentao connect: {exc}", file=sys.stderr)
+        return 1
     try:
         return asyncio.run(_bridge(agent))
     except KeyboardInterrupt:

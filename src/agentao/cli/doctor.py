@@ -177,6 +177,22 @@ def check_state() -> Check:
     return Check("state directory", True, f"{path}{'' if path.exists() else ' (not created yet)'}")
 
 
+def check_gateway_token() -> Check:
+    """Where a keyless gateway's local token is (`agentao run`/`connect` read it for a
+    loopback URL), and whether the file is one they will trust; never its value."""
+    from agentao.local_token import LocalTokenError, read_token, token_path
+    from agentao.store.paths import state_dir
+
+    path = token_path(state_dir())
+    if not os.path.lexists(path):
+        return Check("gateway token", True, f"{path} (made by the first keyless `agentao serve`)")
+    try:
+        read_token(path)
+    except LocalTokenError as exc:
+        return Check("gateway token", False, str(exc))
+    return Check("gateway token", True, f"{path} (mode 0600, this user's)")
+
+
 def check_mcp() -> Check:
     return Check(
         "MCP servers",
@@ -200,6 +216,7 @@ CHECKS: tuple[Callable[[], Check], ...] = (
     check_agent_sandbox,
     check_rules,
     check_state,
+    check_gateway_token,
     check_mcp,
     check_chromium,
 )

@@ -98,6 +98,7 @@ environment (read by agentao's agent; other agents have their own):
   AGENTAO_SANDBOX        auto (default) or off
   AGENTAO_LOG_LEVEL      INFO (default), DEBUG, WARNING
   AGENTAO_REMOTE_KEY     with --agent URL: the bearer key sent to that server
+                         (default for a loopback URL: the keyless gateway's local token)
   AGENTAO_STORE_URL      serve: the gateway's store (postgresql://...) when --store is not given
 
 exit codes: 0 done, 1 error, 2 usage, 3 a permission was rejected, 130 interrupted

@@ -15,24 +15,26 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from agentao.cli.remote_key import remote_agent
 from agentao.cli.render import ConsoleView, JsonView
 from agentao.client.client import Client
 from agentao.client.config import AgentCommand, ClientPolicy
 from agentao.client.errors import ClientError
 from agentao.client.events import TurnEnd
-from agentao.client.remote import REMOTE_KEY_ENV, AgentUrl, is_agent_url
+from agentao.client.remote import AgentUrl, is_agent_url
 from agentao.client.session import Session
+from agentao.local_token import LocalTokenError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PERMISSION, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 APPROVE = {"none": "none", "reads": "reads", "all": "all", "ask": "ask"}
 
 
 def _agent(text: str | None) -> AgentCommand | AgentUrl:
-    """A command to start, a URL to connect to (its key from AGENTAO_REMOTE_KEY), or ours."""
+    """A command to start, a URL to connect to (its key: see `remote_key`), or ours."""
     if text is None:
         return AgentCommand.ours()
     if is_agent_url(text):
-        return AgentUrl(text.strip(), api_key=os.environ.get(REMOTE_KEY_ENV) or None)
+        return remote_agent(text)
     return AgentCommand.parse(text)
 
 
@@ -64,6 +66,8 @@ def options(args: argparse.Namespace, stdin: Any = None) -> RunOptions:
         agent = _agent(args.agent)
     except ValueError as exc:
         raise UsageError(f"bad --agent: {exc}") from None
+    except LocalTokenError as exc:  # the gateway's token file is not one to trust
+        raise UsageError(str(exc)) from None
     cwd = os.path.abspath(args.cwd or os.getcwd())
     if not os.path.isdir(cwd):
         raise UsageError(f"--cwd {cwd} is not a directory")

@@ -1,6 +1,6 @@
 """The FastAPI application: routes, OpenAI-shaped errors, agent processes started with it.
 
-    app = create_app(config)            # agents start in the app's lifespan
+    app = create_app(config, local_token=token)   # agents start in the app's lifespan
     uvicorn.run(app, host=..., port=...)
 
 Every request passes, outermost first: `Guard` (Host, secrets in URLs, Origin),
@@ -26,6 +26,7 @@ from agentao.gateway import (
     acp_routes,
     conversations_api,
     errors,
+    login,
     openai_chat,
     openai_responses,
     tasks,
@@ -54,9 +55,15 @@ CORS_REQUEST_HEADERS = (
 CORS_RESPONSE_HEADERS = ("x-session-id", "x-task-id", "retry-after")
 
 
-def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> FastAPI:
+def create_app(
+    config: GatewayConfig, store: GatewayStore | None = None, *, local_token: str | None
+) -> FastAPI:
     """An app serving `config`'s agents; the store defaults to the configured one (a SQLite
-    file or a PostgreSQL URL). Raises `StoreUnavailable` when its database cannot be reached."""
+    file or a PostgreSQL URL). Raises `StoreUnavailable` when its database cannot be reached.
+
+    `local_token`: what a keyless gateway's callers must carry (`serve` passes the state
+    directory's, see login.py); a caller embedding the app without keys says None, and
+    every local user may then drive it. Ignored when the config has keys."""
     if store is None:
         target = _store_target(config)
         store = open_store(
@@ -66,7 +73,7 @@ def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> Fast
             connect_seconds=config.limits.store_connect_seconds,
         )
         log.info("store: %s", shown(target))  # a URL's password is never logged
-    gateway = Gateway(config, store)
+    gateway = Gateway(config, store, local_token)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -94,6 +101,7 @@ def create_app(config: GatewayConfig, store: GatewayStore | None = None) -> Fast
     app.include_router(tasks.router)
     app.include_router(conversations_api.router)
     app.include_router(web.router)
+    app.include_router(login.router)
     app.include_router(acp_routes.router)
 
     @app.get("/healthz")

@@ -2,7 +2,10 @@
 
 Without keys in the config the gateway listens on loopback only (see
 `GatewayConfig.check_bind`) and every caller is the local user, whose ceiling is
-`all` and whose default is `reject`. With keys, every `/v1/*` call needs
+`all` and whose default is `reject`; but loopback is not authentication on a machine
+with other users, so `serve` gives such a gateway its local token (`login.py`), which
+every call must then carry as it would carry a key (or, from the web UI, the session
+cookie of a login link). With keys, every `/v1/*` call needs
 `Authorization: Bearer <key>`. Browsers cannot set headers on a WebSocket, so a
 handshake may offer the key as a subprotocol instead, next to `agentao.v1`:
 
@@ -41,6 +44,7 @@ from agentao.gateway.config import (
     policy_rank,
 )
 from agentao.gateway.errors import BadRequest, Forbidden, NotFound, Unauthorized
+from agentao.gateway.login import COOKIE_NAME, WebLogin
 
 POLICY_HEADER = "x-permission-policy"
 # The web UI marks its own requests `X-Agentao-Client: web`: no cross-origin page can send
@@ -87,23 +91,47 @@ LOCAL = Principal(LOCAL_NAME, None, "all", "reject")
 
 
 class Authenticator:
-    """Turns the key a request carries into a `Principal` (or raises 401)."""
+    """Turns the key a request carries into a `Principal` (or raises 401).
 
-    def __init__(self, config: GatewayConfig) -> None:
+    `local_token`: the keyless gateway's token (ignored when the config has keys);
+    None leaves a keyless gateway open to every local user, for embedding only.
+    """
+
+    def __init__(self, config: GatewayConfig, local_token: str | None = None) -> None:
         self._keys = config.keys
+        self.login = (
+            WebLogin(local_token, config.limits) if local_token and not self._keys else None
+        )
 
     @property
     def required(self) -> bool:
-        return bool(self._keys)
+        return bool(self._keys) or self.login is not None
 
     def principal(self, conn: HTTPConnection) -> Principal:
         """The caller of an HTTP request or a WebSocket handshake."""
-        if not self._keys:
+        if not self._keys and self.login is None:
             return LOCAL
         secret = _bearer(conn.headers.get("authorization"))
         if secret is None and conn.scope["type"] == "websocket":
             secret = key_from_subprotocols(conn.scope.get("subprotocols", ()))
+        if self.login is not None:
+            return self._local(conn, self.login, secret)
         return self.authenticate(secret)
+
+    def _local(self, conn: HTTPConnection, login: WebLogin, secret: str | None) -> Principal:
+        """A keyless gateway's caller: the local user, if it holds the token or a session."""
+        if secret is not None:
+            if login.matches(secret):
+                return LOCAL
+            raise Unauthorized("invalid local token", code="invalid_api_key")
+        if _from_web_ui(conn) and login.cookie_valid(conn.cookies.get(COOKIE_NAME)):
+            return LOCAL
+        raise Unauthorized(
+            "missing local token: send 'Authorization: Bearer <token>' with the token from "
+            "the gateway's token file (`agentao doctor` shows where), or open the login "
+            "link `agentao serve` printed",
+            code="missing_api_key",
+        )
 
     def authenticate(self, secret: str | None) -> Principal:
         if not self._keys:
@@ -156,6 +184,12 @@ def key_from_subprotocols(offered: Sequence[str]) -> str | None:
                     code="invalid_api_key",
                 ) from None
     return None
+
+
+def _from_web_ui(conn: HTTPConnection) -> bool:
+    """A session cookie counts only on the web UI's own requests: its marked fetches, and
+    WebSocket handshakes (which the guard admits from our own origin only)."""
+    return conn.scope["type"] == "websocket" or conn.headers.get(CLIENT_HEADER) == WEB_CLIENT
 
 
 def _bearer(authorization: str | None) -> str | None:

@@ -150,6 +150,10 @@ class Limits:
     # Replicas: a request passed to the replica that holds its conversation fails (503,
     # come back later) when that replica does not accept the connection within this long.
     forward_connect_seconds: float = 5.0
+    # A keyless gateway's web UI login (gateway/login.py): the link `serve` prints works
+    # once and for this long; the session cookie it sets, for this long.
+    login_link_seconds: float = 300.0
+    login_session_seconds: float = 7 * 24 * 3600.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,10 @@ every replica.
 
 What is checked where. This replica's guard already judged the request's Host and
 Origin, so the page's own headers (`Origin`, `Sec-Fetch-*`, cookies) are not passed on:
-the holder would judge them against *its* origin. Nothing is trusted because it was
+the holder would judge them against *its* origin. The one exception is the web UI's
+login session cookie (login.py), a credential like a key: keyless replicas run on one
+machine (loopback only) from one state directory, so they share the local token that
+signs it, and the holder checks it again. Nothing is trusted because it was
 forwarded: the holder authenticates the key again and checks ownership again. A
 forwarded request carries `Agentao-Forwarded-By`; a replica never forwards such a
 request again (the conversation moved while it was on its way: 503, come back), so two
@@ -44,6 +47,7 @@ from starlette.responses import Response, StreamingResponse
 from agentao.gateway.auth import CLIENT_HEADER, key_from_subprotocols
 from agentao.gateway.config import GatewayConfig
 from agentao.gateway.errors import AgentUnavailable, ApiError, HeldElsewhere
+from agentao.gateway.login import COOKIE_NAME
 from agentao.gateway.replicas import Replica
 
 log = logging.getLogger("agentao.gateway")
@@ -176,6 +180,7 @@ class Peers:
         client = request.client.host if request.client else ""
         return [
             *headers,
+            *_session_cookie(request).items(),
             (FORWARDED_BY, self.replica.boot_id),
             ("x-forwarded-for", client),
             ("x-forwarded-host", request.headers.get("host", "")),
@@ -218,7 +223,14 @@ def credentials(conn: HTTPConnection) -> dict[str, str]:
         who["authorization"] = authorization
     elif key:
         who["authorization"] = f"Bearer {key}"
-    return who
+    return {**who, **_session_cookie(conn)}
+
+
+def _session_cookie(conn: HTTPConnection) -> dict[str, str]:
+    """The web UI's login session, the one cookie passed on: keyless replicas share the
+    local token that signs it, so the holder checks it again, as it would a key."""
+    value = conn.cookies.get(COOKIE_NAME)
+    return {"cookie": f"{COOKIE_NAME}={value}"} if value else {}
 
 
 def error_code(reply: httpx.Response) -> str | None:

@@ -68,13 +68,15 @@ async def _every(period: float, sweep: Callable[[], Awaitable[int]], what: str) 
 
 
 class Gateway:
-    def __init__(self, config: GatewayConfig, store: GatewayStore) -> None:
+    def __init__(
+        self, config: GatewayConfig, store: GatewayStore, local_token: str | None = None
+    ) -> None:
         self.config = config
         self.limits = config.limits
         self.store = store
         self.boot = this_boot()
         self.recovery = Recovery(store, self.boot)
-        self.auth = Authenticator(config)
+        self.auth = Authenticator(config, local_token)
         self.replica = Replica(store.cluster, self.boot.id, self.recovery, self.limits)
         self.peers = Peers(self.replica, config)
         self.hub = TaskHub(store, self.boot.id, self.replica.stored)

@@ -15,17 +15,22 @@ import logging
 import socket
 import sys
 from dataclasses import replace
+from typing import Any
 
 import uvicorn
 
 from agentao.gateway.config import GatewayConfig
 from agentao.gateway.http11 import GatewayH11Protocol
+from agentao.gateway.login import login_url
 from agentao.gateway.logs import redact_root_handlers, uvicorn_log_config
+from agentao.local_token import LocalTokenError, ensure_token, token_path
+from agentao.store.paths import ensure_state_dir
 from agentao.store.target import StoreUnavailable
 
 LISTEN_BACKLOG = 2048  # uvicorn's default backlog for the sockets it binds itself
 EXIT_BIND_FAILED = 1  # like any other failure to start (2 is for a bad config)
 EXIT_STORE_UNAVAILABLE = 1  # the store's database cannot be reached
+EXIT_LOCAL_TOKEN = 1  # the state directory's token file is not one we can trust
 
 
 class BindError(OSError):
@@ -96,7 +101,13 @@ def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
         return EXIT_BIND_FAILED
     port = sock.getsockname()[1]
     try:
-        app = create_app(replace(config, port=port))
+        token = None if config.keys else ensure_token(ensure_state_dir())
+    except (LocalTokenError, OSError) as exc:  # a token file we cannot trust: say what to fix
+        sock.close()
+        print(f"agentao serve: {exc}", file=sys.stderr, flush=True)
+        return EXIT_LOCAL_TOKEN
+    try:
+        app = create_app(replace(config, port=port), local_token=token)
     except StoreUnavailable as exc:  # the message names the host, never the password
         sock.close()
         print(f"agentao serve: {exc}", file=sys.stderr, flush=True)
@@ -117,7 +128,8 @@ def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
             access_log=False,
             http=GatewayH11Protocol,
         ),
-        f"agentao serve: listening on {url_of(config.host, port)} (agents: {names})",
+        f"agentao serve: listening on {url_of(config.host, port)} (agents: {names})"
+        + _login_banner(app, url_of(config.host, port)),
     )
     try:
         server.run(sockets=[sock])
@@ -128,8 +140,23 @@ def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
     return 0 if server.started else 1
 
 
+def _login_banner(app: Any, base_url: str) -> str:
+    """For a keyless gateway: where its token is, and a one-time login link for the web UI.
+    (Printed for the person who started it, never logged: log lines lose query strings.)"""
+    login = app.state.gateway.auth.login
+    if login is None:
+        return ""
+    seconds = int(login.limits.login_link_seconds)
+    return (
+        f"\nagentao serve: local token in {token_path(ensure_state_dir())} (send it as "
+        f"'Authorization: Bearer <token>'); web UI: {login_url(base_url, login.new_code())} "
+        f"(works once, within {seconds} s)"
+    )
+
+
 __all__ = [
     "EXIT_BIND_FAILED",
+    "EXIT_LOCAL_TOKEN",
     "EXIT_STORE_UNAVAILABLE",
     "LISTEN_BACKLOG",
     "BindError",
