@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,20 @@ def fake_llm() -> Iterator[FakeLLM]:
     """An OpenAI/Anthropic-compatible HTTP server on 127.0.0.1 (see tests/fakes/fake_llm.py)."""
     with FakeLLM() as fake:
         yield fake
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> tuple[Path, Path]:
+    """A workspace `ws` (with `sub/data.txt`) and, beside it, `out` holding a secret that
+    `ws/alt`, a symlink, points to: what the escape tests of the file paths try to reach."""
+    base = Path(os.path.realpath(tmp_path))
+    ws, out = base / "ws", base / "out"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "sub" / "data.txt").write_text("INSIDE\n")
+    out.mkdir()
+    (out / "data.txt").write_text("TOP-SECRET\n")
+    (ws / "alt").symlink_to(out)
+    return ws, out
 
 
 @pytest.fixture(scope="session")

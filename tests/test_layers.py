@@ -10,7 +10,8 @@ cli -> any of them       (the command's faces for people: run, demo, doctor, ren
 `agentao/credentials.py` (secrets: which variables, how text is redacted),
 `agentao/addresses.py` (which addresses are public), `agentao/beneath.py` (descriptor-based
 file access, for the agent's file tools and the client's file service alike),
-`agentao/modes.py` (our agent's modes by rank) and `agentao/local_token.py` (the keyless
+`agentao/modes.py` (our agent's modes by rank), `agentao/bwrap.py` (the system every
+bubblewrap sandbox mounts) and `agentao/local_token.py` (the keyless
 gateway's token file, which `serve` writes and the command's clients read) are leaf modules
 outside the layers that any of them may use.
 """

@@ -31,18 +31,6 @@ RENAME_EXCHANGE = 2
 SWAPS_AT_LEAST = 300
 
 
-@pytest.fixture
-def layout(tmp_path: Path) -> tuple[Path, Path]:
-    base = Path(os.path.realpath(tmp_path))
-    ws, out = base / "ws", base / "out"
-    (ws / "sub").mkdir(parents=True)
-    (ws / "sub" / "data.txt").write_text("INSIDE\n")
-    out.mkdir()
-    (out / "data.txt").write_text("TOP-SECRET\n")
-    (ws / "alt").symlink_to(out)
-    return ws, out
-
-
 def exchange(a: Path, b: Path) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     at_fdcwd = -100

@@ -30,18 +30,6 @@ def has_no_reader(fifo: Path) -> bool:
     return False
 
 
-@pytest.fixture
-def layout(tmp_path: Path) -> tuple[Path, Path]:
-    base = Path(os.path.realpath(tmp_path))
-    ws, out = base / "ws", base / "out"
-    (ws / "sub").mkdir(parents=True)
-    (ws / "sub" / "data.txt").write_text("INSIDE\n")
-    out.mkdir()
-    (out / "data.txt").write_text("TOP-SECRET\n")
-    (ws / "alt").symlink_to(out)
-    return ws, out
-
-
 async def test_reading_a_fifo_is_refused_at_once_and_blocks_no_thread(layout) -> None:
     ws, _ = layout
     fifo = ws / "fifo"

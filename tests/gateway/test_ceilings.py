@@ -142,6 +142,9 @@ def test_rules_name_values_not_just_options() -> None:
     assert not CeilingRules.default("ask").allows_mode("read-only")
     assert CeilingRules(modes=frozenset({"plan"})).our_highest_mode() == "workspace-write"
     assert CeilingRules(mode="read-only").our_highest_mode() == "read-only"
+    # equal ranks: the start mode is the ceiling, so sessions open where they should
+    tied = CeilingRules(mode="read-only", modes=frozenset({"plan"}))
+    assert all(tied.our_highest_mode() == "read-only" for _ in range(20))
     assert CeilingRules.default("all").our_highest_mode() == "full-access"
 
 

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Literal
 
 from agentao.agent.roots import PinnedDir
+from agentao.bwrap import resolver_mounts, system_mounts
 from agentao.credentials import is_secret_name
 
 log = logging.getLogger(__name__)
@@ -56,11 +57,6 @@ log = logging.getLogger(__name__)
 SandboxMode = Literal["auto", "off"]
 SANDBOX_ENV = "AGENTAO_SANDBOX"  # auto (default) | off
 
-# Read-only system directories mounted into every sandbox (a symlink, as /bin is on
-# merged-/usr systems, is recreated as the same symlink).
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
-# What a DNS lookup needs when the network is granted (resolv.conf may point here).
-RESOLVER_DIRS = ("/run/systemd/resolve",)
 # Variables a command inherits, by exact name (an allowlist: a prefix such as `LC_*` would
 # let any variable so named through); everything else (keys, tokens, the agent's own
 # settings) stays out. More can be named in permissions.json ("sandbox": {"env": […]}).
@@ -284,18 +280,13 @@ def is_locale_value(value: str) -> bool:
 def _mounts(
     confinement: Confinement, home: str, proc: bool = True, fds: list[int] | None = None
 ) -> list[str]:
-    args: list[str] = []
-    for path in SYSTEM_DIRS:
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
+    args = system_mounts()
     args += ["--proc", "/proc"] if proc else []
     args += ["--dev", "/dev", "--tmpfs", "/tmp"]
     if not Path(home).is_relative_to("/tmp"):
         args += ["--tmpfs", home]  # an empty, throw-away home
     if confinement.network:
-        args += [a for d in RESOLVER_DIRS for a in ("--ro-bind-try", d, d)]
+        args += resolver_mounts()
     binds = [(p, "--ro-bind") for p in confinement.read_only]
     binds += [(p, "--bind") for p in confinement.writable]
     # Parents before children, so a writable root inside a read-only one stays writable.

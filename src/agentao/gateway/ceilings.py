@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentao.gateway.confine import string_list
 from agentao.modes import DEFAULT_MODE, HIGHEST_MODE, MODE_RANK
 
 ANY = "*"
@@ -60,8 +61,9 @@ class CeilingRules:
         """The highest of our agent's modes these rules reach (its process's ceiling)."""
         if ANY in self.modes:
             return HIGHEST_MODE
-        reachable = {self.mode or DEFAULT_MODE, *self.modes}
-        ranked = [m for m in reachable if m in MODE_RANK]
+        start = self.mode or DEFAULT_MODE
+        ranked = [m for m in (start, *sorted(self.modes)) if m in MODE_RANK]
+        # Of equal ranks the start mode wins: the agent opens sessions at its ceiling.
         return max(ranked, key=MODE_RANK.__getitem__, default=DEFAULT_MODE)
 
 
@@ -88,9 +90,10 @@ def parse_rules(table: Any, where: str) -> CeilingRules:
 
 
 def _names(value: Any, where: str) -> frozenset[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise CeilingRulesError(f"{where} must be a list of strings")
-    return frozenset(value)
+    try:
+        return frozenset(string_list(value, where))
+    except ValueError as exc:
+        raise CeilingRulesError(str(exc)) from None
 
 
 __all__ = [

@@ -41,11 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from agentao.bwrap import resolver_mounts, system_mounts
+
 log = logging.getLogger("agentao.gateway")
 
 AgentSandboxMode = Literal["auto", "off"]
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
-RESOLVER_DIRS = ("/run/systemd/resolve",)  # where resolv.conf may point
 # Variables every agent gets (values from the gateway's environment); all else is named.
 BASE_ENV = (
     "PATH",
@@ -96,7 +96,7 @@ class AgentSandbox:
         return cls(
             read=_paths(table.get("read", []), f"{where}: read"),
             write=_paths(table.get("write", []), f"{where}: write"),
-            pass_env=_strings(table.get("pass_env", []), f"{where}: pass_env"),
+            pass_env=string_list(table.get("pass_env", []), f"{where}: pass_env"),
         )
 
 
@@ -199,15 +199,16 @@ def runtime_paths(program: str) -> list[str]:
 
 
 def _system() -> list[str]:
-    args: list[str] = []
-    for path in SYSTEM_DIRS:
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    args += [a for d in RESOLVER_DIRS for a in ("--ro-bind-try", d, d)]
-    return args
+    return [
+        *system_mounts(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        *resolver_mounts(),
+    ]
 
 
 def _binds(readable: list[str], writable: list[str]) -> list[str]:
@@ -250,11 +251,12 @@ def _matches(name: str, patterns: Iterable[str]) -> bool:
 
 
 def _paths(value: Any, where: str) -> tuple[str, ...]:
-    names = _strings(value, where)
+    names = string_list(value, where)
     return tuple(str(Path(p).expanduser().resolve()) for p in names)
 
 
-def _strings(value: Any, where: str) -> tuple[str, ...]:
+def string_list(value: Any, where: str) -> tuple[str, ...]:
+    """A config list of non-empty strings, or AgentSandboxError naming `where`."""
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise AgentSandboxError(f"{where} must be a list of strings")
     return tuple(value)
@@ -271,4 +273,5 @@ __all__ = [
     "confine",
     "probe",
     "runtime_paths",
+    "string_list",
 ]
