@@ -9,7 +9,9 @@ state. Each test has a control: the same request where it is allowed.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import os
 import shutil
 from dataclasses import replace
@@ -19,6 +21,8 @@ from typing import Any
 import openai
 import pytest
 from acp import RequestError
+from websockets.sync.client import connect
+from websockets.typing import Subprotocol
 
 from agentao.gateway.ceilings import CeilingRules
 from agentao.gateway.config import ApiKey
@@ -79,9 +83,31 @@ def test_the_responses_api_is_held_the_same(gateway_factory: Any) -> None:
     assert "above this agent's ceiling" in low.output_text
 
 
-async def test_remote_acp_set_mode_is_refused_below_all(gateway_factory: Any) -> None:
+def test_the_task_stream_is_held_the_same(gateway_factory: Any) -> None:
     gw = gateway_factory(keys=KEYS)
-    url = f"http://127.0.0.1:{gw.port}/acp"
+    texts = {
+        name: "".join(map(_task_text, _task_frames(gw, f"sk-{name}", "/mode full-access")))
+        for name in ("low", "admin")
+    }
+    assert "above this agent's ceiling" in texts["low"], texts["low"]
+    assert texts["admin"] == "Mode: full-access"  # control
+
+
+def _key_protocol(secret: str) -> str:
+    return "agentao.key." + base64.urlsafe_b64encode(secret.encode()).decode().rstrip("=")
+
+
+def _task_text(frame: dict[str, Any]) -> str:
+    update = frame.get("update") or {}
+    if frame.get("type") == "task-running" and update.get("sessionUpdate") == "agent_message_chunk":
+        return update["content"]["text"]
+    return ""
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_remote_acp_set_mode_is_refused_below_all(gateway_factory: Any, scheme: str) -> None:
+    gw = gateway_factory(keys=KEYS)
+    url = f"{scheme}://127.0.0.1:{gw.port}/acp"
     low = await SdkPeer.connect(url, headers={"Authorization": "Bearer sk-low"})
     admin = await SdkPeer.connect(url, headers={"Authorization": "Bearer sk-admin"})
     try:
@@ -207,6 +233,43 @@ def test_an_agent_process_sees_nothing_of_the_gateway(gateway_factory: Any, tmp_
     assert "No such file" in (work / "root.txt").read_text()
     assert "sk-" not in (work / "env.txt").read_text()
     assert "bwrap" not in (work / "pid1.txt").read_text()  # its own PID namespace
+
+
+@needs_bwrap
+def test_a_reads_key_cannot_search_the_gateways_config(
+    gateway_factory: Any, tmp_path: Path
+) -> None:
+    """The search tools read the disk beside `read_file`'s confined path no more, and the
+    agent process does not even see the gateway's config."""
+    config = tmp_path / "gateway.toml"
+    config.write_text('[[keys]]\nname = "admin"\nkey = "sk-admin-SECRET-VALUE"\n')
+    work = tmp_path / "gw" / "work"
+    outside = {"pattern": "sk-admin", "path": str(tmp_path)}
+    inside = {"pattern": "milk", "path": str(work)}
+    script = [
+        {"match": "key", "tool_calls": [{"name": "search_file_content", "arguments": outside}]},
+        {"match": "key", "text": "searched"},
+        {"match": "milk", "tool_calls": [{"name": "search_file_content", "arguments": inside}]},
+        {"match": "milk", "text": "searched"},
+    ]
+    gw = gateway_factory(
+        keys=(_key("reader", "reads"),), agents=(scripted_spec(tmp_path / "gw", script),)
+    )
+    secret = _task_frames(gw, "sk-reader", "find the key")
+    control = _task_frames(gw, "sk-reader", "find the milk")
+    assert secret[-1]["type"] == control[-1]["type"] == "task-ended"
+    assert "SECRET-VALUE" not in json.dumps(secret)
+    assert "remember the milk" in json.dumps(control)  # the same search inside finds it
+
+
+def _task_frames(gw: Any, secret: str, prompt: str) -> list[dict[str, Any]]:
+    with gw.http(secret) as http:
+        task = http.post("/v1/tasks", json={"agent": "agentao", "prompt": prompt})
+        assert task.status_code == 201, task.text
+        url = gw.ws_url(task.json()["stream_url"])
+    protocols = [Subprotocol("agentao.v1"), Subprotocol(_key_protocol(secret))]
+    with connect(url, subprotocols=protocols) as ws:
+        return [json.loads(m) for m in ws]
 
 
 def test_without_a_sandbox_low_keys_get_no_agent(gateway_factory: Any, tmp_path: Path) -> None:
