@@ -67,7 +67,7 @@ async def bench_spawn(cmds: dict[str, AgentCommand], rounds: int) -> dict[str, l
 
 async def bench_turns(cmds: dict[str, AgentCommand], turns: int) -> dict[str, list[tuple]]:
     results: dict[str, list[tuple]] = {name: [] for name in cmds}
-    policy = ClientPolicy(approve="all")
+    policy = ClientPolicy(approve="all", terminal=False)  # as the gateway: the agent runs it
     clients = {name: Client(command, policy=policy) for name, command in cmds.items()}
     try:
         sessions = {}
@@ -121,7 +121,7 @@ def main() -> None:
         base_total = [p[1] for p in turns["bare"]]
         total_ratio = statistics.median(total) / statistics.median(base_total)
         print(
-            f"{row(name, first, base_first)[:-1]} {statistics.median(total) * 1000:.1f} | "
+            f"{row(name, first, base_first)} {statistics.median(total) * 1000:.1f} | "
             f"{total_ratio:.2f}x |"
         )
 
