@@ -218,7 +218,7 @@ class AgentPool:
     def workers(self) -> list[Worker]:
         return [w for group in self.groups.values() for w in group]
 
-    async def start(self, ceilings: tuple[str, ...] = ("all",)) -> None:
+    async def start(self, ceilings: tuple[str, ...]) -> None:
         """Start the processes of `ceilings` (the keys' that may use this agent); returns
         once each has started or failed its first attempt."""
         for ceiling in ceilings:
@@ -275,7 +275,7 @@ class AgentPool:
             self._changed.clear()
             await self._changed.wait()
 
-    async def initialized(self, ceiling: str = "all") -> dict[str, Any]:
+    async def initialized(self, ceiling: str) -> dict[str, Any]:
         """The agent's `initialize` answer, once a process has given it (503 if none starts
         within the start timeout)."""
         if self.initialize_result is None:
@@ -325,9 +325,7 @@ class AgentPool:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
 
-    async def new_session(
-        self, params: SessionParams | None = None, ceiling: str = "all"
-    ) -> Session:
+    async def new_session(self, params: SessionParams | None, ceiling: str) -> Session:
         """A session for a key of `ceiling`, in the agent's cwd or where `params` (a remote
         client's) say, in the mode the agent's config names for that ceiling."""
         worker = await self._worker(ceiling)
@@ -342,7 +340,7 @@ class AgentPool:
         return session
 
     async def load_session(
-        self, session_id: str, params: SessionParams | None = None, ceiling: str = "all"
+        self, session_id: str, params: SessionParams | None, ceiling: str
     ) -> Session:
         """Reopen a stored session on a live process of `ceiling`; its replayed history is
         folded into the session's view (what a newly attached reader is shown) and

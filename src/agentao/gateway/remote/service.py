@@ -111,7 +111,7 @@ class RemoteAcp:
         capabilities = params.get("clientCapabilities") or {}
         if not isinstance(capabilities, dict):
             raise InvalidParams("Invalid params: clientCapabilities must be an object")
-        result = await self._initialize_result(pool)
+        result = await self._initialize_result(pool, principal.ceiling)
         for unread in self.connections.unread_beyond_limit(principal):
             await self.close(unread)  # room for a client that is here, before refusing it
         connection = await self.connections.open(
@@ -119,9 +119,9 @@ class RemoteAcp:
         )
         return connection, {"jsonrpc": "2.0", "id": message["id"], "result": result}
 
-    async def _initialize_result(self, pool: AgentPool) -> dict[str, Any]:
+    async def _initialize_result(self, pool: AgentPool, ceiling: str) -> dict[str, Any]:
         """The agent's own answer; `session/list` the gateway serves from its store."""
-        result = await pool.initialized()
+        result = await pool.initialized(ceiling)  # never starts another key's processes
         caps = dict(result.get("agentCapabilities") or {})
         caps["sessionCapabilities"] = {**(caps.get("sessionCapabilities") or {}), "list": {}}
         return {**result, "agentCapabilities": caps}
