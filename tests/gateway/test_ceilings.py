@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,8 @@ from websockets.sync.client import connect
 from websockets.typing import Subprotocol
 
 from agentao.gateway.ceilings import CeilingRules
-from agentao.gateway.config import ApiKey
+from agentao.gateway.config import AgentSpec, ApiKey
+from agentao.gateway.confine import AgentSandbox
 from tests.gateway.acp_peers import SdkPeer
 from tests.gateway.conftest import scripted_spec
 
@@ -270,6 +272,68 @@ def _task_frames(gw: Any, secret: str, prompt: str) -> list[dict[str, Any]]:
     protocols = [Subprotocol("agentao.v1"), Subprotocol(_key_protocol(secret))]
     with connect(url, subprotocols=protocols) as ws:
         return [json.loads(m) for m in ws]
+
+
+PROBER = (sys.executable, str(Path(__file__).parents[1] / "fakes" / "prober_agent.py"))
+
+
+def _prober(tmp_path: Path, **sandbox: Any) -> AgentSpec:
+    work = tmp_path / "prober-work"
+    work.mkdir()
+    return AgentSpec("prober", PROBER, cwd=str(work), sandbox=AgentSandbox(**sandbox))
+
+
+def _probe(gw: Any, key: str, asked: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(_say(gw, key, json.dumps(asked), model="prober"))
+
+
+@needs_bwrap
+@pytest.mark.parametrize("confined", [True, False])
+def test_a_third_party_agent_is_confined_too(
+    gateway_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, confined: bool
+) -> None:
+    """An agent that never asks: what its process can reach is the sandbox's doing.
+    Unconfined (`agent_sandbox = "off"`, an `all` key) is the control: the same probe
+    reaches everything, so the test sees what the sandbox takes away."""
+    monkeypatch.setenv("PROBER_SECRET_KEY", "sk-operator")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("operator's secret")
+    spec = _prober(tmp_path)
+    state = Path(os.environ["AGENTAO_HOME"])
+    settings = {} if confined else {"agent_sandbox": "off"}
+    gw = gateway_factory(keys=KEYS, agents=(spec,), **settings)
+    (state / "gateway-config.toml").write_text("key = 'sk-admin'")
+    seen = _probe(
+        gw,
+        "admin",
+        {
+            "read": [str(outside / "secret.txt"), str(state / "gateway-config.toml")],
+            "write": [str(Path(spec.cwd) / "mine.txt"), str(outside / "planted.txt")],
+            "env": ["PROBER_SECRET_KEY", "HOME"],
+        },
+    )
+    assert seen["write"][str(Path(spec.cwd) / "mine.txt")] == "ok"  # its workspace, always
+    reads, wrote_outside = list(seen["read"].values()), seen["write"][str(outside / "planted.txt")]
+    if confined:
+        assert all(r == "FileNotFoundError" for r in reads), seen
+        assert wrote_outside != "ok" and not (outside / "planted.txt").exists()
+        assert seen["env"] == ["HOME"]  # the gateway's variables are not passed unless named
+    else:
+        assert all(r.startswith("ok: ") for r in reads), seen
+        assert wrote_outside == "ok" and "PROBER_SECRET_KEY" in seen["env"]
+
+
+@needs_bwrap
+def test_a_third_party_agent_gets_the_variables_its_config_names(
+    gateway_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROBER_API_KEY", "sk-for-the-prober")
+    monkeypatch.setenv("OTHER_API_KEY", "sk-not-for-it")
+    spec = _prober(tmp_path, pass_env=("PROBER_*",))
+    gw = gateway_factory(keys=KEYS, agents=(spec,))
+    seen = _probe(gw, "admin", {"env": ["PROBER_API_KEY", "OTHER_API_KEY"]})
+    assert seen["env"] == ["PROBER_API_KEY"]
 
 
 def test_without_a_sandbox_low_keys_get_no_agent(gateway_factory: Any, tmp_path: Path) -> None:
