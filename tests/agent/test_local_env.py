@@ -13,6 +13,7 @@ import pytest
 from agentao.agent.local_env import LocalEnv
 from agentao.agent.settings import ShellLimits
 from agentao.credentials import is_secret_name, scrubbed_env
+from tests.waiting import until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
 
@@ -95,28 +96,37 @@ async def test_background_leftovers_do_not_hang_or_survive(tmp_path: Path) -> No
 
 
 async def test_cancel_kills_the_command_and_its_children(tmp_path: Path) -> None:
-    env = LocalEnv()
     pgid_file = tmp_path / "pgid"
-    started = asyncio.Event()
-
-    async def on_start(_: str | None) -> None:
-        started.set()
-
-    cmd = f"echo $$ > {pgid_file}; sleep 30 & sleep 30; wait"
-    task = asyncio.create_task(env.run_command(cmd, tmp_path, 60, 1000, on_start))
-    await started.wait()
-    for _ in range(500):
-        if pgid_file.exists() and pgid_file.read_text().strip():
-            break
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.1)  # let both sleeps start
-    pgid = int(pgid_file.read_text())
-    os.killpg(pgid, 0)  # the group is alive
+    # The shell names its group (one write, by a builtin: no other process) only once
+    # both children are forked, and so in the group.
+    cmd = f"sleep 30 & sleep 30 & echo $$ > {pgid_file}; wait"
+    task = asyncio.create_task(LocalEnv().run_command(cmd, tmp_path, 60, 1000))
+    pgid = int(await until(lambda: whole_line(pgid_file), "the shell to name its group"))
+    assert len(group_members(pgid)) == 3  # the shell and both sleeps are running
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     with pytest.raises(ProcessLookupError):
         os.killpg(pgid, 0)
+
+
+def whole_line(path: Path) -> str | None:
+    """The file's text once its line is written whole (None before)."""
+    text = path.read_text() if path.exists() else ""
+    return text if text.endswith("\n") else None
+
+
+def group_members(pgid: int) -> list[int]:
+    """The pids of the processes in group `pgid` (from /proc: field 5 of `stat`)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[2]) == pgid:
+            members.append(int(stat.parent.name))
+    return members
 
 
 async def test_term_ignoring_child_is_killed(tmp_path: Path) -> None:

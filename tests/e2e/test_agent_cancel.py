@@ -13,6 +13,7 @@ import os
 import pytest
 
 from tests.e2e.agent_process import NO_REPLY, AgentProcess, running, scripted_env, turn_update
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(90)
 CHUNKS = 2000
@@ -90,16 +91,17 @@ async def test_c6_cancel_kills_a_running_shell_command_and_its_children(tmp_path
         sid = await agent.new_session(ws)
         await agent.call("session/set_mode", {"sessionId": sid, "modeId": "full-access"})
         task = asyncio.create_task(agent.prompt(sid, "go"))
-        for _ in range(200):
-            if pid_file.exists() and len(pid_file.read_text().split()) == 2:
-                break
-            await asyncio.sleep(0.02)
-        pids = [int(p) for p in pid_file.read_text().split()]
+        pids = await until(lambda: _pids(pid_file), "the shell and its child to run")
+        assert all(_alive(p) for p in pids)
         reply = await _cancel(agent, sid, task)  # `sleep 60` would still be running
-        await asyncio.sleep(0.2)
-        alive = [p for p in pids if _alive(p)]
-    assert reply["result"]["stopReason"] == "cancelled"
-    assert alive == []
+        assert reply["result"]["stopReason"] == "cancelled"
+        await until(lambda: not any(_alive(p) for p in pids), "the shell and its child to die")
+
+
+def _pids(pid_file) -> list[int] | None:
+    """Both pids, once the shell has written the second (None before)."""
+    pids = pid_file.read_text().split() if pid_file.exists() else []
+    return [int(p) for p in pids] if len(pids) == 2 else None
 
 
 def _alive(pid: int) -> bool:

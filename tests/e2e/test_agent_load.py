@@ -154,9 +154,11 @@ async def test_session_list_resume_close_delete(tmp_path, ws):
             "session/resume", {"sessionId": one, "cwd": str(ws), "mcpServers": []}
         )
         assert resumed["modes"]["currentModeId"] == "workspace-write"
-        await asyncio.sleep(0.1)
-        assert agent.updates(one, since=before) == []  # resume does not replay
         assert (await agent.prompt(one, "more"))["result"]["stopReason"] == "end_turn"
+        # Resume does not replay: what the agent wrote since is the new turn alone (its
+        # answer comes after every update it wrote before, on the one pipe).
+        since_resume = agent.updates(one, since=before)
+        assert [u["sessionUpdate"] for u in since_resume] == ["agent_message_chunk"]
 
         assert await agent.call("session/delete", {"sessionId": one}) == {}
         gone = await agent.request(

@@ -89,10 +89,12 @@ async def test_duplicate_tool_call_is_an_upsert(session):
 
 
 async def test_late_update_goes_to_the_next_reader(session):
+    arrived = asyncio.Event()  # set while the update is read, in the step that queues it
+    session.watch(lambda u: arrived.set() if u.kind == "available_commands_update" else None)
     events = await run(session, "late")
     assert [e.kind for e in events[:-1]] == ["agent_message_chunk"]
     assert isinstance(events[-1], TurnEnd)
-    await asyncio.sleep(0.1)
+    await asyncio.wait_for(arrived.wait(), 10)
     (late,) = session.drain()
     assert late.kind == "available_commands_update"
 
