@@ -112,10 +112,18 @@ def test_json_events_and_record(scripted, workspace, tmp_path):
     assert len(updates) == sum(e["type"] == "update" for e in events)
 
 
-def test_prompt_from_stdin(workspace):
-    result = agentao("run", "--agent", fake_agent(), "--cwd", str(workspace), stdin="hello\n")
+@pytest.mark.parametrize("prompt_arg", [(), ("-",)], ids=["no-prompt", "dash"])
+def test_prompt_from_stdin(workspace, prompt_arg):
+    """A piped prompt reaches the agent whole, every line of it; the answer is printed."""
+    piped = "echo from stdin\nsecond line\n"
+    args = ("run", "--agent", fake_agent(), "--cwd", str(workspace), *prompt_arg)
+    result = agentao(*args, stdin=piped)
     assert result.returncode == 0, result.stderr
-    assert "hello" in result.stdout
+    # The fake agent's answer is the prompt as it received it, as JSON: printed as said.
+    lines = result.stdout.splitlines()
+    answers = [json.loads(line) for line in lines if line.startswith("[{")]
+    assert answers == [[{"type": "text", "text": piped}]], result.stdout
+    assert lines[-1].endswith("end_turn")
 
 
 def test_any_agent_with_a_tool_turn(workspace):

@@ -23,6 +23,7 @@ Prompts (text of the first content block):
     term-others           terminal/output, wait_for_exit, kill, release of an unknown id;
                           reports each error code
     caps                  reports the clientCapabilities it got in initialize
+    echo ...              reports the prompt's content blocks as it received them
     ask QUESTION          _agentao.cn/ask_user; reports the answer
     ids                   its own requests use id 0 and a string id
     error                 answers the prompt with a JSON-RPC error -32603
@@ -286,6 +287,11 @@ def p_caps(msg, sid, args):
     end(msg)
 
 
+def p_echo(msg, sid, args):
+    report(sid, msg["params"]["prompt"])
+    end(msg)
+
+
 def p_ask(msg, sid, args):
     answer = wire.call(
         next_id(), "_agentao.cn/ask_user", {"sessionId": sid, "question": " ".join(args)}
@@ -334,6 +340,7 @@ PROMPTS = {
     "run-unasked": p_run_unasked,
     "term-others": p_term_others,
     "caps": p_caps,
+    "echo": p_echo,
     "ask": p_ask,
     "ids": p_ids,
     "error": p_error,
