@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,8 @@ import openai
 import pytest
 from websockets.sync.client import connect
 
-from tests.gateway.conftest import LiveGateway
+from tests.fakes.fake_llm import FakeLLM
+from tests.gateway.conftest import LiveGateway, llm_spec
 
 
 def user(text: str) -> dict[str, str]:
@@ -81,22 +83,36 @@ def test_transcript_prefix_continues_the_same_session(shared_gateway: LiveGatewa
     assert fresh.choices[0].message.content == "Answer one."  # a new conversation
 
 
-def test_explicit_session_key_sends_only_new_messages(shared_gateway: LiveGateway) -> None:
-    client = shared_gateway.openai()
-    key = {"X-Session-Id": "key-" + uuid.uuid4().hex}
-    answers = [
-        client.chat.completions.create(
-            model="agentao", messages=[user(f"question {i}")], extra_headers=key
-        )
-        .choices[0]
-        .message.content
-        for i in range(3)
-    ]
-    assert answers == ["Answer one.", "Answer two.", "Answer three."]
-    body_key = client.chat.completions.create(
-        model="agentao", messages=[user("q")], extra_body={"x_session_id": key["X-Session-Id"]}
+def test_explicit_session_key_sends_only_new_messages(
+    gateway_factory: Callable[..., LiveGateway], fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    """With a key, the agent is given only what is new: whether the caller resends the whole
+    transcript or only its new message, the LLM behind the agent sees each user message once
+    (the agent's own memory, then the new one), never the transcript pasted into a prompt."""
+    gw = gateway_factory(agents=(llm_spec(tmp_path, fake_llm.env()),))
+    client, key = gw.openai(), "key-" + uuid.uuid4().hex
+    for answer in ("Answer one.", "Answer two.", "Answer three."):
+        fake_llm.reply(answer)
+    first = client.chat.completions.create(
+        model="agentao", messages=[user("question 0")], extra_headers={"X-Session-Id": key}
     )
-    assert body_key.choices[0].message.content == "Answer four."
+    resent = [user("question 0"), assistant(first.choices[0].message.content), user("question 1")]
+    second = client.chat.completions.create(
+        model="agentao", messages=resent, extra_headers={"X-Session-Id": key}
+    )
+    third = client.chat.completions.create(  # the key in the body, only the new message
+        model="agentao", messages=[user("question 2")], extra_body={"x_session_id": key}
+    )
+    answers = [r.choices[0].message.content for r in (first, second, third)]
+    assert answers == ["Answer one.", "Answer two.", "Answer three."]
+    said = [("user", "question 0"), ("assistant", "Answer one."), ("user", "question 1")]
+    said += [("assistant", "Answer two."), ("user", "question 2")]
+    assert [conversation(r.body) for r in fake_llm.requests] == [said[:1], said[:3], said]
+
+
+def conversation(llm_request: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(role, content) of each message the agent sent its LLM, but the system prompt."""
+    return [(m["role"], m["content"]) for m in llm_request["messages"] if m["role"] != "system"]
 
 
 @pytest.mark.parametrize(
