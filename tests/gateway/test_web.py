@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from agentao.gateway.config import AgentSpec, ApiKey, GatewayConfig
+from tests.gateway.browser import require_chromium
 from tests.gateway.conftest import DEFAULT_SCRIPT, LiveGateway, scripted_spec
 from tests.gateway.test_tasks import start_task
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page
 
-CHROMIUM = "/usr/bin/chromium"
 ARGS = [
     "--headless",
     "--no-sandbox",
@@ -40,12 +40,6 @@ ARGS = [
     # evil.example is the attacker's site; it resolves to loopback, as after DNS rebinding.
     "--host-resolver-rules=MAP evil.example 127.0.0.1",
 ]
-
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(CHROMIUM),
-    reason=f"no browser: {CHROMIUM} is missing (apt-get install chromium)",
-)
-
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW_AGENT = Path(__file__).with_name("raw_agent.py")  # an agent that is not ours
@@ -87,11 +81,17 @@ WEB_SCRIPT = [
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
+def chromium() -> str:
+    """Skipped without a browser, but failed under CI (`browser.py`)."""
+    return require_chromium()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Browser]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = p.chromium.launch(executable_path=chromium, args=ARGS)
         yield browser
         browser.close()
 
