@@ -14,7 +14,10 @@ The default agent (the first configured) answers at `/acp`, any agent at
 
 and the refusals: 415 a body not declared JSON, 400 one that is not a JSON object (501
 a batch) or lacks a header it needs, 404 an unknown connection or session, 406 a GET
-that does not accept `text/event-stream`, 429 a key at its connection limit.
+that does not accept `text/event-stream`, 429 a key at its connection limit. A request
+with no connection yet is read as the stdio agent reads one before `initialize` (a
+fresh protocol connection): its JSON-RPC error (-32002, or -32602 for a bad
+`initialize`) is the body of a 400.
 
 Our extensions: every SSE event carries `id:` (the message's number on the
 connection), and a GET with `Last-Event-ID` replays the stream after it. A WebSocket

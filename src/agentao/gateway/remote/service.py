@@ -10,8 +10,12 @@ is refused), whose permission requests go to the session's remote watchers withi
 API key's ceiling. So the OpenAI API, the task stream, the web UI and remote ACP are
 views of the same session.
 
-What the client sends is handled in arrival order for notifications and replies (a
-`session/cancel` never waits behind a prompt); each request runs as its own task, and
+What the client sends is read by the connection's protocol connection (`wire`), by the
+rules our agent applies on stdio: the lifecycle table, the `protocolVersion` check, the
+id rules and params checked against the schema, so a handler here sees only requests
+the schema accepts. Notifications and replies are handled in arrival order (a
+`session/cancel` or `$/cancel_request` never waits behind a prompt); each request runs
+as its own task (which `$/cancel_request` cancels, answering -32800), and
 its reply goes to the stream of its scope: a session's for the session-scoped methods,
 the connection's for the rest (`session/new` and `session/load` results included,
 which is where a client that has no session stream yet reads them).
