@@ -224,16 +224,26 @@ class RemoteAcp:
         key = (connection.id, request.id)
         task = self._spawn(self._serve(connection, request))
         self._serving[key] = task
-        task.add_done_callback(
-            lambda t: self._serving.pop(key, None) if self._serving.get(key) is t else None
-        )
+        task.add_done_callback(lambda t: self._served(connection, request, t))
+
+    def _served(self, connection: Connection, request: Request, task: asyncio.Task[None]) -> None:
+        """A request's task ended; one the client cancelled is answered -32800 here, so
+        even a task cancelled before it first ran gets its reply."""
+        key = (connection.id, request.id)
+        if self._serving.get(key) is task:
+            del self._serving[key]
+        asked = key in self._cancelled
+        self._cancelled.discard(key)
+        if task.cancelled() and asked:
+            scope = _scope(request.method, params_of(request.message))
+            connection.reply_error(request.id, RequestCancelled().to_wire(), scope)
 
     def _cancel_request(self, connection: Connection, request_id: RequestId) -> None:
         """`$/cancel_request`: the client's running request ends, answered -32800 (an
         unknown or finished one is ignored, as on stdio)."""
         key = (connection.id, request_id)
         task = self._serving.get(key)
-        if task is None:
+        if task is None or task.done():
             log.debug("$/cancel_request for unknown or finished request %r", request_id)
             return
         self._cancelled.add(key)
@@ -250,11 +260,6 @@ class RemoteAcp:
         scope = _scope(method, params)
         try:
             result = await self._call(connection, method, params)
-        except asyncio.CancelledError:
-            if (connection.id, request.id) not in self._cancelled:
-                raise
-            self._cancelled.discard((connection.id, request.id))
-            connection.reply_error(request.id, RequestCancelled().to_wire(), scope)
         except AcpError as exc:
             connection.reply_error(request.id, exc.to_wire(), scope)
         except ApiError as exc:
