@@ -14,7 +14,10 @@ The default agent (the first configured) answers at `/acp`, any agent at
 
 and the refusals: 415 a body not declared JSON, 400 one that is not a JSON object (501
 a batch) or lacks a header it needs, 404 an unknown connection or session, 406 a GET
-that does not accept `text/event-stream`, 429 a key at its connection limit.
+that does not accept `text/event-stream`, 429 a key at its connection limit. A request
+with no connection yet is read as the stdio agent reads one before `initialize` (a
+fresh protocol connection): its JSON-RPC error (-32002, or -32602 for a bad
+`initialize`) is the body of a 400.
 
 Our extensions: every SSE event carries `id:` (the message's number on the
 connection), and a GET with `Last-Event-ID` replays the stream after it. A WebSocket
@@ -42,9 +45,11 @@ from agentao.client.remote import CONNECTION_HEADER, SESSION_HEADER, SESSION_SCO
 from agentao.gateway.auth import WS_PROTOCOL, Principal
 from agentao.gateway.errors import ApiError, BadRequest, NotAcceptable, NotFound, NotImplementedApi
 from agentao.gateway.peers import credentials
-from agentao.gateway.remote.connection import INIT_SCOPE, Connection, Connections
+from agentao.gateway.remote.connection import Connection, Connections
 from agentao.gateway.remote.service import RemoteAcp
 from agentao.gateway.service import Gateway, check_json
+from agentao.protocol.connection import Connection as Wire
+from agentao.protocol.connection import Reject
 from agentao.protocol.errors import AcpError
 
 router = APIRouter()
@@ -93,14 +98,13 @@ async def _post(request: Request, agent: str) -> Response:
     principal = gw.principal(request)
     check_json(request.headers.get("content-type"))
     message = _message(await request.body())
-    if message.get("method") == "initialize" and message.get("id") is not None:
+    if not request.headers.get(CONNECTION_HEADER) or _is_initialize(message):
         return await _initialize(request, remote, principal, agent, message)
     connection = _connection(remote, request, principal)
+    method = message.get("method") if isinstance(message, dict) else None
     session_id = request.headers.get(SESSION_HEADER)
-    if message.get("method") in SESSION_SCOPED and session_id is None:
-        raise BadRequest(
-            f"{message['method']} needs the {SESSION_HEADER} header", code="missing_session_id"
-        )
+    if method in SESSION_SCOPED and session_id is None:
+        raise BadRequest(f"{method} needs the {SESSION_HEADER} header", code="missing_session_id")
     if session_id is not None and session_id not in connection.sessions:
         raise _unknown_session(session_id)
     remote.receive(connection, message)
@@ -108,17 +112,32 @@ async def _post(request: Request, agent: str) -> Response:
 
 
 async def _initialize(
-    request: Request, remote: RemoteAcp, principal: Principal, agent: str, message: dict[str, Any]
+    request: Request,
+    remote: RemoteAcp,
+    principal: Principal,
+    agent: str,
+    message: dict[str, Any] | bytes,
 ) -> Response:
+    """A message with no connection: `initialize` opens one; any other request is refused
+    as the stdio agent refuses it before `initialize` (the JSON-RPC error, status 400)."""
+    remote.check_agent(principal, agent)
+    wire = Wire("agent")
+    first = remote.first_message(wire, message)
+    if isinstance(first, Reject):
+        return Response(first.reply.rstrip(b"\n"), 400, media_type="application/json")
+    if first is None:  # a notification or a reply: nothing to answer it with
+        raise BadRequest(
+            f"the {CONNECTION_HEADER} header is missing (send initialize first)",
+            code="missing_connection_id",
+        )
     try:
-        connection, reply = await remote.open(principal, agent, "http", message)
+        connection, reply = await remote.open(principal, agent, "http", (wire, first))
     except AcpError as exc:
-        body = {"jsonrpc": "2.0", "id": message.get("id"), "error": exc.to_wire()}
+        body = {"jsonrpc": "2.0", "id": first.id, "error": exc.to_wire()}
         return Response(_encode(body), 400, media_type="application/json")
     connection.credentials = credentials(request)
-    connection.send(reply, INIT_SCOPE)  # stored like every message; answered here, too
     headers = {CONNECTION_HEADER: connection.id}
-    response = Response(_encode(reply), 200, headers, media_type="application/json")
+    response = Response(reply, 200, headers, media_type="application/json")
     return _affine(response, request.app.state.gateway)
 
 
@@ -223,29 +242,41 @@ async def _write(
 async def _open_socket(
     websocket: WebSocket, remote: RemoteAcp, principal: Principal, agent: str, connection_id: str
 ) -> Connection | None:
-    """A new connection from the socket's first frame, `initialize`; None if refused."""
-    try:
-        text = await websocket.receive_text()
-    except (WebSocketDisconnect, RuntimeError, KeyError):
-        return None
-    message: Any = None
-    with contextlib.suppress(msgspec.DecodeError, RecursionError):
-        message = _decode(text)
-    if not isinstance(message, dict):
-        message = {}
-    try:
-        connection, reply = await remote.open(principal, agent, "ws", message, connection_id)
-    except (AcpError, ApiError) as exc:
-        error = (
-            exc.to_wire() if isinstance(exc, AcpError) else {"code": -32600, "message": str(exc)}
-        )
-        await websocket.send_text(
-            _encode({"jsonrpc": "2.0", "id": message.get("id"), "error": error}).decode()
-        )
-        await websocket.close(code=1008)
-        return None
-    connection.send(reply, INIT_SCOPE)
-    return connection
+    """A new connection once the socket sends `initialize`; None if it left first. Frames
+    before it are answered as the stdio agent answers them before `initialize` (those
+    replies carry no number: the `initialize` reply is message 1)."""
+    wire = Wire("agent")
+    limit = remote.limits.max_request_bytes
+    while True:
+        try:
+            text = await websocket.receive_text()
+        except (WebSocketDisconnect, RuntimeError, KeyError):
+            return None
+        if len(text) > limit:
+            await websocket.close(code=1009, reason=f"a frame above {limit} bytes")
+            return None
+        first = remote.first_message(wire, text.encode())
+        if isinstance(first, Reject):
+            await websocket.send_text(first.reply.rstrip(b"\n").decode())
+            continue
+        if first is None:
+            continue
+        try:
+            connection, _reply = await remote.open(
+                principal, agent, "ws", (wire, first), connection_id
+            )
+        except (AcpError, ApiError) as exc:
+            error = (
+                exc.to_wire()
+                if isinstance(exc, AcpError)
+                else {"code": -32600, "message": str(exc)}
+            )
+            await websocket.send_text(
+                _encode({"jsonrpc": "2.0", "id": first.id, "error": error}).decode()
+            )
+            await websocket.close(code=1008)
+            return None
+        return connection
 
 
 async def _read(websocket: WebSocket, remote: RemoteAcp, connection: Connection) -> bool:
@@ -290,18 +321,26 @@ def _default_agent(conn: Request | WebSocket) -> str:
     return gw.config.agents[0].name
 
 
-def _message(body: bytes) -> dict[str, Any]:
+def _message(body: bytes) -> dict[str, Any] | bytes:
+    """The body's JSON-RPC message; or the body itself when it is JSON the fast decoder
+    refuses (a lone surrogate, a number out of range, nesting too deep), for the protocol
+    connection to salvage and answer as on stdio."""
     try:
         message = _decode(body)
     except msgspec.DecodeError as exc:
         raise BadRequest(f"the body is not valid JSON: {exc}", code="invalid_json") from None
-    except RecursionError:
-        raise BadRequest("the body's JSON is nested too deeply", code="json_too_deep") from None
+    except (msgspec.ValidationError, RecursionError):
+        return body
     if isinstance(message, list):
         raise NotImplementedApi("JSON-RPC batches are not supported", code="batch_unsupported")
     if not isinstance(message, dict):
         raise BadRequest("a JSON-RPC message is a JSON object", code="invalid_message")
     return message
+
+
+def _is_initialize(message: dict[str, Any] | bytes) -> bool:
+    """An `initialize` request (its id may be null): it opens a new connection."""
+    return isinstance(message, dict) and message.get("method") == "initialize" and "id" in message
 
 
 def _connection(remote: RemoteAcp, request: Request, principal: Principal) -> Connection:

@@ -37,6 +37,7 @@ from agentao.gateway.auth import Principal, owns
 from agentao.gateway.batches import BatchWriter
 from agentao.gateway.config import Limits
 from agentao.gateway.errors import NotFound, TooManyConnections
+from agentao.protocol.connection import Connection as Wire
 from agentao.store.remote import RemoteConnection, RemoteMessage, RemoteStore
 
 _encode = msgspec.json.Encoder().encode
@@ -53,11 +54,15 @@ class RemoteRequestError(Exception):
 
 
 class Connection:
-    """A remote client's connection, live in this gateway process."""
+    """A remote client's connection, live in this gateway process. `wire` is its protocol
+    connection (agentao.protocol): what it sends is read by the same rules as on stdio."""
 
-    def __init__(self, record: RemoteConnection, principal: Principal, hub: RemoteHub) -> None:
+    def __init__(
+        self, record: RemoteConnection, principal: Principal, hub: RemoteHub, wire: Wire
+    ) -> None:
         self.record = record
         self.principal = principal
+        self.wire = wire
         # Its key as it came (memory only): what speaks for it to other replicas.
         self.credentials: dict[str, str] = {}
         self.hub = hub
@@ -89,10 +94,14 @@ class Connection:
     # ---- out ---------------------------------------------------------------------------
 
     def send(self, message: dict[str, Any], scope: str = "") -> None:
+        self.send_body(_encode(message), scope)
+
+    def send_body(self, body: bytes, scope: str = "") -> None:
+        """A message already encoded (one line of JSON, no newline)."""
         if self.closed.is_set():
             return
         self.seq += 1
-        self.hub.queue(self, RemoteMessage(self.id, self.seq, scope, _encode(message)))
+        self.hub.queue(self, RemoteMessage(self.id, self.seq, scope, body))
 
     def reply(self, request_id: Any, result: Any, scope: str = "") -> None:
         self.send({"jsonrpc": "2.0", "id": request_id, "result": result}, scope)
@@ -229,6 +238,7 @@ class Connections:
         agent: str,
         transport: str,
         capabilities: dict[str, Any],
+        wire: Wire,
         connection_id: str | None = None,
     ) -> Connection:
         mine = [c for c in self._live.values() if c.principal.name == principal.name]
@@ -251,7 +261,7 @@ class Connections:
             now,
         )
         await self.store.put_connection(record)
-        connection = self._live[record.id] = Connection(record, principal, self.hub)
+        connection = self._live[record.id] = Connection(record, principal, self.hub, wire)
         return connection
 
     def get(self, connection_id: str | None, principal: Principal) -> Connection:

@@ -10,8 +10,12 @@ is refused), whose permission requests go to the session's remote watchers withi
 API key's ceiling. So the OpenAI API, the task stream, the web UI and remote ACP are
 views of the same session.
 
-What the client sends is handled in arrival order for notifications and replies (a
-`session/cancel` never waits behind a prompt); each request runs as its own task, and
+What the client sends is read by the connection's protocol connection (`wire`), by the
+rules our agent applies on stdio: the lifecycle table, the `protocolVersion` check, the
+id rules and params checked against the schema, so a handler here sees only requests
+the schema accepts. Notifications and replies are handled in arrival order (a
+`session/cancel` or `$/cancel_request` never waits behind a prompt); each request runs
+as its own task (which `$/cancel_request` cancels, answering -32800), and
 its reply goes to the stream of its scope: a session's for the session-scoped methods,
 the connection's for the rest (`session/new` and `session/load` results included,
 which is where a client that has no session stream yet reads them).
@@ -28,6 +32,7 @@ key opened is not found.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Coroutine
@@ -45,13 +50,22 @@ from agentao.gateway.config import McpUrlPolicy, Policy, policy_rank
 from agentao.gateway.errors import ApiError, HeldElsewhere
 from agentao.gateway.peers import Peers
 from agentao.gateway.pool import AgentPool, SessionParams
-from agentao.gateway.remote.connection import Connection, Connections
+from agentao.gateway.remote.connection import INIT_SCOPE, Connection, Connections
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
 from agentao.gateway.remote.mcp_urls import checked_mcp_servers
 from agentao.gateway.remote.relay import SessionRelay, SessionRelays
 from agentao.gateway.replicas import Replica
 from agentao.gateway.sessions import Conversations, LiveConversation, TurnRequest
 from agentao.gateway.turns import TurnFailed
+from agentao.protocol.connection import Connection as Wire
+from agentao.protocol.connection import (
+    Event,
+    Notification,
+    Reject,
+    Request,
+    RequestId,
+    params_of,
+)
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import (
     AcpError,
@@ -59,7 +73,7 @@ from agentao.protocol.errors import (
     InvalidParams,
     InvalidRequest,
     MethodNotFound,
-    ParseError,
+    RequestCancelled,
     SessionNotFound,
 )
 from agentao.store.gateway import GatewayStore
@@ -92,32 +106,44 @@ class RemoteAcp:
         for pool in conversations.pools.values():  # the agents' questions reach the clients
             pool.files, pool.ask_user = self.relays, self.relays.ask_user
         self._tasks: set[asyncio.Task[None]] = set()
+        # The requests each client has running, by (connection id, request id), for
+        # `$/cancel_request`; and those it cancelled, answered -32800 when they end.
+        self._serving: dict[tuple[str, RequestId], asyncio.Task[None]] = {}
+        self._cancelled: set[tuple[str, RequestId]] = set()
 
     # ---- connecting ------------------------------------------------------------------------
+
+    def first_message(self, wire: Wire, message: dict[str, Any] | bytes) -> Request | Reject | None:
+        """What a message to a connection not yet open is, read by `wire` (a new protocol
+        connection, so by the stdio agent's rules): the `initialize` request to open it with,
+        a refusal to send back (-32602 for a bad `protocolVersion`, -32002 "Server not
+        initialized" for any other request, ...), or None (a notification or a reply, which
+        before `initialize` are ignored)."""
+        event = self._read(wire, message)
+        return event if isinstance(event, Request | Reject) else None
 
     async def open(
         self,
         principal: Principal,
         agent: str,
         transport: str,
-        message: dict[str, Any],
+        handshake: tuple[Wire, Request],
         connection_id: str | None = None,
-    ) -> tuple[Connection, dict[str, Any]]:
-        """A new connection from its `initialize` request; the reply to it."""
+    ) -> tuple[Connection, bytes]:
+        """A new connection from its `initialize` request (as `first_message` gave it); the
+        reply to it, which is also the connection's first message."""
+        wire, request = handshake
         pool = self.check_agent(principal, agent)
-        if not _is_request(message) or message.get("method") != "initialize":
-            raise InvalidRequest("Invalid Request: a connection starts with initialize")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        capabilities = params.get("clientCapabilities") or {}
-        if not isinstance(capabilities, dict):
-            raise InvalidParams("Invalid params: clientCapabilities must be an object")
+        capabilities = params_of(request.message).get("clientCapabilities") or {}
         result = await self._initialize_result(pool, principal.ceiling)
         for unread in self.connections.unread_beyond_limit(principal):
             await self.close(unread)  # room for a client that is here, before refusing it
         connection = await self.connections.open(
-            principal, agent, transport, capabilities, connection_id
+            principal, agent, transport, capabilities, wire, connection_id
         )
-        return connection, {"jsonrpc": "2.0", "id": message["id"], "result": result}
+        reply = wire.reply(request, result).rstrip(b"\n")  # and the wire is initialized
+        connection.send_body(reply, INIT_SCOPE)  # stored like every message
+        return connection, reply
 
     async def _initialize_result(self, pool: AgentPool, ceiling: str) -> dict[str, Any]:
         """The agent's own answer; `session/list` the gateway serves from its store."""
@@ -156,55 +182,98 @@ class RemoteAcp:
     # ---- receiving -------------------------------------------------------------------------
 
     def receive_text(self, connection: Connection, text: str) -> None:
-        """One WebSocket frame: a message, or a parse error in reply."""
-        try:
-            message = _decode(text)
-        except (msgspec.DecodeError, RecursionError):
-            connection.reply_error(None, ParseError().to_wire())
-            return
-        self.receive(connection, message)
+        """One WebSocket frame."""
+        self.receive(connection, text.encode())
 
-    def receive(self, connection: Connection, message: Any) -> None:
-        """One message from the client (a POST body, a WebSocket frame)."""
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            connection.reply_error(
-                None, InvalidRequest("Invalid Request: not a JSON-RPC 2.0 object").to_wire()
-            )
-            return
-        if "method" not in message:  # the client's reply to one of our requests
+    def receive(self, connection: Connection, message: dict[str, Any] | bytes) -> None:
+        """One message from the client (a POST body, a WebSocket frame): a reply to one of
+        our requests, else read by its protocol connection as on stdio."""
+        if isinstance(message, bytes):
+            with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                message = _decode(message)  # else the wire salvages what it can, and answers
+        if _is_response(message):
             connection.answered(message)
-        elif message["method"] == "session/cancel" or message["method"] == "$/cancel_request":
-            self._cancel(connection, message)
-        elif _is_request(message):
-            self._spawn(self._serve(connection, message))
-        else:
-            log.debug("remote notification %s ignored", message["method"])
+            return
+        event = self._read(connection.wire, message)
+        if isinstance(event, Reject):
+            connection.send_body(event.reply.rstrip(b"\n"), _scope_of(message))
+        elif isinstance(event, Notification):
+            self._on_notification(connection, event)
+        elif isinstance(event, Request):
+            self._on_request(connection, event)
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    @staticmethod
+    def _read(wire: Wire, message: Any) -> Event | None:
+        return (
+            wire.receive(message) if isinstance(message, bytes) else wire.receive_message(message)
+        )
+
+    def _on_notification(self, connection: Connection, event: Notification) -> None:
+        if event.method == "$/cancel_request":
+            self._cancel_request(connection, event.params.request_id)
+        elif event.method == "session/cancel":
+            self._cancel(connection, event.params.session_id)
+        else:
+            log.debug("remote notification %s ignored", event.method)
+
+    def _on_request(self, connection: Connection, request: Request) -> None:
+        if request.method == "session/cancel":  # sent as a request: it gets its answer too
+            self._cancel(connection, request.params.session_id)
+            connection.reply(request.id, {}, _scope(request.method, params_of(request.message)))
+            return
+        key = (connection.id, request.id)
+        task = self._spawn(self._serve(connection, request))
+        self._serving[key] = task
+        task.add_done_callback(lambda t: self._served(connection, request, t))
+
+    def _served(self, connection: Connection, request: Request, task: asyncio.Task[None]) -> None:
+        """A request's task ended; one the client cancelled is answered -32800 here, so
+        even a task cancelled before it first ran gets its reply."""
+        key = (connection.id, request.id)
+        if self._serving.get(key) is task:
+            del self._serving[key]
+        asked = key in self._cancelled
+        self._cancelled.discard(key)
+        if task.cancelled() and asked:
+            scope = _scope(request.method, params_of(request.message))
+            connection.reply_error(request.id, RequestCancelled().to_wire(), scope)
+
+    def _cancel_request(self, connection: Connection, request_id: RequestId) -> None:
+        """`$/cancel_request`: the client's running request ends, answered -32800 (an
+        unknown or finished one is ignored, as on stdio)."""
+        key = (connection.id, request_id)
+        task = self._serving.get(key)
+        if task is None or task.done():
+            log.debug("$/cancel_request for unknown or finished request %r", request_id)
+            return
+        self._cancelled.add(key)
+        task.cancel()
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
-    async def _serve(self, connection: Connection, message: dict[str, Any]) -> None:
-        method, params = message["method"], message.get("params")
-        params = params if isinstance(params, dict) else {}
+    async def _serve(self, connection: Connection, request: Request) -> None:
+        method, params = request.method, params_of(request.message)
         scope = _scope(method, params)
         try:
             result = await self._call(connection, method, params)
         except AcpError as exc:
-            connection.reply_error(message["id"], exc.to_wire(), scope)
+            connection.reply_error(request.id, exc.to_wire(), scope)
         except ApiError as exc:
             code = _API_CODES.get(exc.status, InternalError.code)
             error = {"code": code, "message": str(exc), "data": {"reason": exc.code or exc.type}}
-            connection.reply_error(message["id"], error, scope)
+            connection.reply_error(request.id, error, scope)
         except ClientError as exc:  # the agent failed the request
             error = {"code": getattr(exc, "code", InternalError.code), "message": str(exc)}
-            connection.reply_error(message["id"], error, scope)
+            connection.reply_error(request.id, error, scope)
         except Exception:  # a bug of ours: logged whole, and the request still answered
             log.exception("remote %s failed", method)
-            connection.reply_error(message["id"], InternalError().to_wire(), scope)
+            connection.reply_error(request.id, InternalError().to_wire(), scope)
         else:
-            connection.reply(message["id"], result, scope)
+            connection.reply(request.id, result, scope)
 
     async def _call(self, connection: Connection, method: str, params: dict[str, Any]) -> Any:
         if method == "session/new":
@@ -393,6 +462,10 @@ class RemoteAcp:
         relay.prompter = connection
         try:
             result = await turn.wait()
+        except asyncio.CancelledError:  # $/cancel_request: the turn ends as on session/cancel
+            turn.cancel()
+            await turn.wait()  # its updates go out before the -32800
+            raise
         finally:
             if relay.prompter is connection:
                 relay.prompter = None
@@ -416,6 +489,9 @@ class RemoteAcp:
             return await far.prompt(
                 connection, _prompt_of(params), remote_policy(connection.principal)
             )
+        except asyncio.CancelledError:  # $/cancel_request: the turn ends on its holder too
+            self._spawn(far.cancel())
+            raise
         except NowFree:  # nobody holds it any more: it moves here, with its watchers
             pass
         await self.conversations.bind(far.conv)
@@ -433,19 +509,18 @@ class RemoteAcp:
             await far.attach(watcher, replay=False)
         return far
 
-    def _cancel(self, connection: Connection, message: dict[str, Any]) -> None:
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        far = self.far.find(str(params.get("sessionId")), connection)
-        if message["method"] == "session/cancel" and far is not None:
+    def _cancel(self, connection: Connection, session_id: str) -> None:
+        """`session/cancel`: the session's running turn ends, its prompt answered
+        `cancelled` (a session this connection is not attached to is ignored)."""
+        far = self.far.find(session_id, connection)
+        if far is not None:
             self._spawn(far.cancel())
-        elif message["method"] == "session/cancel":
-            relay = self.relays.find(params.get("sessionId", ""))
-            if relay is not None and connection.id in relay.connections:
-                turn = relay.conv.turn
-                if turn is not None and not turn.done.is_set():
-                    turn.cancel()  # the prompt is answered `cancelled`
-            if _is_request(message):  # sent as a request: it gets its answer too
-                connection.reply(message["id"], {}, _scope("session/cancel", params))
+            return
+        relay = self.relays.find(session_id)
+        if relay is not None and connection.id in relay.connections:
+            turn = relay.conv.turn
+            if turn is not None and not turn.done.is_set():
+                turn.cancel()
 
 
 MODE_CHANGE = "mode"  # a `_change_of` that sets the session's mode
@@ -499,8 +574,21 @@ def _update(session_id: str, update: Any) -> dict[str, Any]:
     return {"sessionId": session_id, "update": update}
 
 
-def _is_request(message: dict[str, Any]) -> bool:
-    return "id" in message and message.get("id") is not None and "method" in message
+def _is_response(message: Any) -> bool:
+    """A reply to one of our requests: no method, an id, and a result or an error."""
+    return (
+        isinstance(message, dict)
+        and message.get("jsonrpc") == "2.0"
+        and "method" not in message
+        and "id" in message
+        and ("result" in message) != ("error" in message)
+    )
+
+
+def _scope_of(message: Any) -> str:
+    """The stream a reply to `message` goes to (the connection's if it has no method)."""
+    method = message.get("method") if isinstance(message, dict) else None
+    return _scope(method, params_of(message)) if isinstance(method, str) else ""
 
 
 def _scope(method: str, params: dict[str, Any]) -> str:
