@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -177,3 +178,21 @@ async def test_agent_to_client_request_and_unknown_client_method() -> None:
     with pytest.raises(PeerError) as info:
         await client_ep.request("session/prompt", prompt("s", "ask"))
     assert info.value.code == -32603
+
+
+async def test_a_request_cancelled_before_it_first_ran_is_still_answered() -> None:
+    """Request and `$/cancel_request` read in one go: the handler's task is cancelled before
+    its first step, so the -32800 cannot come from inside it."""
+    a_in, _ = pipe()
+    replies, to_client = pipe()
+    agent_ep = Endpoint(Agent(), role="agent")
+    agent_ep.start(a_in, to_client)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+    a_in.feed_data(json.dumps(init).encode() + b"\n")
+    assert json.loads(await replies.readline())["id"] == 1
+    params = {"sessionId": "s", "prompt": [{"type": "text", "text": "block"}]}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": params}
+    cancel = {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 2}}
+    a_in.feed_data(b"".join(json.dumps(m).encode() + b"\n" for m in (call, cancel)))
+    reply = json.loads(await asyncio.wait_for(replies.readline(), 10))
+    assert reply["id"] == 2 and reply["error"]["code"] == RequestCancelled.code

@@ -200,7 +200,7 @@ class Endpoint:
         if isinstance(event, Request):
             task = asyncio.get_running_loop().create_task(self._serve(event))
             self._serving[event.id] = task
-            task.add_done_callback(lambda _t, rid=event.id: self._serving.pop(rid, None))
+            task.add_done_callback(lambda done, request=event: self._served(done, request))
         elif isinstance(event, Notification):
             self._on_notification(event)
         elif isinstance(event, Response):
@@ -248,6 +248,14 @@ class Endpoint:
             return
         self._cancelled.add(request_id)
         task.cancel()
+
+    def _served(self, task: asyncio.Task[None], request: Request) -> None:
+        """A request's task ended. One cancelled before its first step never reached the
+        handler's own -32800, so it is answered here."""
+        self._serving.pop(request.id, None)
+        if task.cancelled() and request.id in self._cancelled:
+            self._cancelled.discard(request.id)
+            self._safe_write(self.conn.reply_error(request.id, RequestCancelled()))
 
     async def _serve(self, request: Request) -> None:
         try:
