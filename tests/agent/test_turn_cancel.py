@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agentao.agent.cancellation import closing_events
 from agentao.agent.config import LlmConfig
 from agentao.agent.events import (
     TextDelta,
@@ -19,7 +20,7 @@ from agentao.agent.events import (
 )
 from agentao.agent.providers import AssistantMessage, ToolResultMessage, UserMessage
 from agentao.agent.providers.openai_provider import OpenAIProvider
-from agentao.agent.turn import closing_events, drive_turn, run_turn
+from agentao.agent.turn import drive_turn, run_turn
 from tests.agent.test_turn import Blocker, Gate, Human, call, kinds, make_deps, new_session
 from tests.fakes.fake_llm import FakeLLM
 
