@@ -9,7 +9,8 @@ Cancellation is structured: whoever runs a turn cancels its task (`session/cance
 - the staged turn is committed as `ending(exc, events)` says: stop reason "cancelled",
   its events closed by `closing_events` (a failed finish for each open tool call, a
   cancelled finish for an open compaction, then TurnEnded("cancelled")); an LLM error
-  or a bug ends it with no stop reason and an error instead;
+  or a bug ends it with no stop reason and an error instead. A turn whose events end in
+  TurnEnded is over: a cancel that lands after it (a slow reader) changes nothing;
 - the task that runs the turn asks `cancel_ends_turn()` in its `except CancelledError`:
   yes (the cancel is taken back), and it emits the same `closing_events` and answers
   "cancelled"; no (cancelled more than once, e.g. by an enclosing timeout as well), and
@@ -68,15 +69,17 @@ class Ending:
 def ending(exc: BaseException, events: Sequence[TurnEvent]) -> Ending:
     """The record's end for a turn that `exc` escaped after `events`."""
     if isinstance(exc, asyncio.CancelledError | GeneratorExit):
-        ended = bool(events) and isinstance(events[-1], TurnEnded)
-        return Ending("cancelled", None, () if ended else tuple(closing_events(events)))
+        return Ending("cancelled", None, tuple(closing_events(events)))
     reason = exc.reason if isinstance(exc, LlmError) else "internal"
     return Ending(None, reason, ())
 
 
 def closing_events(events: Sequence[TurnEvent]) -> list[TurnEvent]:
     """What ends a turn cut short after `events`: a failed finish for each open tool call
-    (and a cancelled one for an open compaction), then TurnEnded("cancelled")."""
+    (and a cancelled one for an open compaction), then TurnEnded("cancelled"). Nothing
+    when `events` already end in TurnEnded: a cancel that lands then finds the turn over."""
+    if events and isinstance(events[-1], TurnEnded):
+        return []
     open_calls: dict[str, None] = {}
     compacting: CompactionStarted | None = None
     for event in events:

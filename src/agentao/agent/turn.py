@@ -34,7 +34,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 
-from agentao.agent.cancellation import CANCELLED, cancel_ends_turn, closing_events
+from agentao.agent.cancellation import cancel_ends_turn, closing_events
 from agentao.agent.compaction_trigger import fit
 from agentao.agent.context import is_context_overflow
 from agentao.agent.events import TextDelta, TurnEnded, TurnEvent
@@ -94,7 +94,8 @@ async def drive_turn(
     turn; the task then emits the closing events -- a failed ToolCallFinished for each
     tool call left open, then TurnEnded("cancelled") -- and *returns* that TurnEnded, so
     the prompt is answered `stopReason: "cancelled"`. (If the task was cancelled more than
-    once, e.g. by an enclosing timeout as well, the CancelledError propagates.) LlmError
+    once, e.g. by an enclosing timeout as well, the CancelledError propagates; a cancel
+    that lands after TurnEnded was taken finds the turn over: that end stands.) LlmError
     and other failures propagate; the turn is committed to the session in every case.
     """
     seen: list[TurnEvent] = []
@@ -107,9 +108,10 @@ async def drive_turn(
     except asyncio.CancelledError:
         if not cancel_ends_turn():
             raise
-        for event in closing_events(seen):
+        closing = closing_events(seen)  # nothing if the turn had ended: its end stands
+        for event in closing:
             await emit(event)
-        return CANCELLED
+        seen += closing
     ended = seen[-1]
     assert isinstance(ended, TurnEnded)
     return ended
