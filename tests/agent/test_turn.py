@@ -33,6 +33,7 @@ from agentao.agent.providers import (
 )
 from agentao.agent.providers.scripted import ScriptedProvider
 from agentao.agent.session import AgentSession
+from agentao.agent.tool_call import REJECTED_NO_REASON
 from agentao.agent.tools.base import (
     Decision,
     PermissionOutcome,
@@ -42,7 +43,8 @@ from agentao.agent.tools.base import (
     ToolError,
     ToolResult,
 )
-from agentao.agent.turn import REJECTED_NO_REASON, TurnDeps, run_turn
+from agentao.agent.turn import run_turn
+from agentao.agent.turn_deps import TurnDeps
 
 # --- helpers ---------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agentao.agent.cancellation import closing_events
 from agentao.agent.config import LlmConfig
 from agentao.agent.events import (
     TextDelta,
@@ -19,7 +20,7 @@ from agentao.agent.events import (
 )
 from agentao.agent.providers import AssistantMessage, ToolResultMessage, UserMessage
 from agentao.agent.providers.openai_provider import OpenAIProvider
-from agentao.agent.turn import closing_events, drive_turn, run_turn
+from agentao.agent.turn import drive_turn, run_turn
 from tests.agent.test_turn import Blocker, Gate, Human, call, kinds, make_deps, new_session
 from tests.fakes.fake_llm import FakeLLM
 
@@ -135,3 +136,28 @@ def test_closing_events_finish_what_was_left_open() -> None:
         ToolCallFinished("b", "failed", (TextOutput("Cancelled"),)),
         TurnEnded("cancelled"),
     ]
+
+
+async def test_a_cancel_after_the_turn_ended_changes_nothing(tmp_path: Path) -> None:
+    """A cancel that lands while the caller is still taking TurnEnded (its emit awaits)
+    finds the turn over: no second TurnEnded, and the answer is the one recorded."""
+    session, deps = new_session(tmp_path), make_deps({"text": "done"})
+    emitted: list[TurnEvent] = []
+    taking_end, release = asyncio.Event(), asyncio.Event()
+
+    async def emit(event: TurnEvent) -> None:
+        emitted.append(event)
+        if isinstance(event, TurnEnded) and not taking_end.is_set():
+            taking_end.set()
+            await release.wait()  # a slow reader: the cancel lands here
+
+    task = asyncio.create_task(drive_turn(session, "go", deps, emit))
+    await asyncio.wait_for(taking_end.wait(), 5)
+    task.cancel()
+    ended = await task
+    assert [e for e in emitted if isinstance(e, TurnEnded)] == [ended]
+    assert ended.stop_reason == session.turns[-1].stop_reason == "end_turn"
+
+
+def test_an_ended_turn_needs_no_closing() -> None:
+    assert closing_events([TextDelta("hi"), TurnEnded("end_turn")]) == []

@@ -21,4 +21,4 @@ def test_turn_loop_imports_no_sdk() -> None:
 
 
 def test_public_names() -> None:
-    assert turn.__all__ == ["TurnDeps", "closing_events", "compact_now", "drive_turn", "run_turn"]
+    assert turn.__all__ == ["compact_now", "drive_turn", "run_turn"]

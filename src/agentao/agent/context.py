@@ -309,3 +309,10 @@ class ContextBudget:
         if self.memory is not None and self.model_value:
             self.memory.remember(self.model_value, tokens)
         return self.window
+
+    def refused(self, refusal: BaseException, request: LlmRequest) -> Window:
+        """The provider refused `request` for its length: learn the window from it, and
+        estimate afresh (the history is about to be rewritten)."""
+        window = self.learn(refusal, self.meter.measure(request).tokens)
+        self.meter.forget()
+        return window

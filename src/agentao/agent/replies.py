@@ -13,7 +13,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 
 from agentao.agent.config import Limits
-from agentao.agent.events import Notice, TextDelta, ThoughtDelta, TurnEvent, Usage
+from agentao.agent.events import Notice, TextDelta, ThoughtDelta, TurnEvent
 from agentao.agent.providers.base import (
     LlmEvent,
     LlmFinished,
@@ -26,7 +26,7 @@ from agentao.agent.providers.base import (
 from agentao.agent.providers.errors import LlmError
 from agentao.agent.providers.messages import AssistantMessage, ToolCall
 
-__all__ = ["Reply", "add_usage", "llm_events"]
+__all__ = ["Reply", "llm_events"]
 
 
 async def llm_events(
@@ -89,20 +89,3 @@ class Reply:
     def message(self, with_calls: bool) -> AssistantMessage:
         calls = tuple(ToolCall(c.id, c.name, c.arguments) for c in self.calls) if with_calls else ()
         return AssistantMessage("".join(self.text), calls, "".join(self.thought))
-
-
-def add_usage(a: Usage | None, b: Usage | None) -> Usage | None:
-    """Two replies' token usage added up (None when neither reported any)."""
-    if a is None or b is None:
-        return a or b
-
-    def opt(x: int | None, y: int | None) -> int | None:
-        return None if x is None and y is None else (x or 0) + (y or 0)
-
-    return Usage(
-        a.input_tokens + b.input_tokens,
-        a.output_tokens + b.output_tokens,
-        a.total_tokens + b.total_tokens,
-        opt(a.thought_tokens, b.thought_tokens),
-        opt(a.cached_read_tokens, b.cached_read_tokens),
-    )

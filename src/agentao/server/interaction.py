@@ -14,6 +14,7 @@ import asyncio
 import logging
 from typing import Any, Protocol
 
+from agentao.agent.cancellation import turn_cancelling
 from agentao.agent.events import ToolCallStarted
 from agentao.agent.tools.base import ASK_USER_UNAVAILABLE, PermissionOutcome, PermissionReply
 from agentao.protocol import meta, schema
@@ -85,7 +86,7 @@ class ClientInteraction:
         try:
             return await task  # cancelling us cancels it: $/cancel_request goes out
         except asyncio.CancelledError:
-            if _current_cancelling():
+            if turn_cancelling():
                 raise  # the turn is being cancelled
             raise _Unanswered("cancelled") from None  # cancel_pending(): the question only
         except PeerError as exc:
@@ -97,11 +98,6 @@ class ClientInteraction:
 
 class _Unanswered(Exception):
     """The client gave no usable answer (cancelled, or an error reply)."""
-
-
-def _current_cancelling() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 def _permission_outcome(result: Any) -> PermissionOutcome:

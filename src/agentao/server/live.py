@@ -31,7 +31,7 @@ from agentao.agent.providers import LlmProvider
 from agentao.agent.providers.messages import SystemMessage
 from agentao.agent.session import AgentSession
 from agentao.agent.tools.base import Tool, ToolEnv
-from agentao.agent.turn import TurnDeps
+from agentao.agent.turn_deps import TurnDeps
 from agentao.protocol.errors import SessionNotFound
 from agentao.server.interaction import ClientInteraction
 from agentao.server.outbox import Outbox

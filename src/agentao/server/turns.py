@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from agentao.agent.cancellation import task_end
 from agentao.agent.events import TurnEnded
 from agentao.agent.providers.errors import LlmError
 from agentao.agent.providers.messages import ImagePart, UserMessage
@@ -64,10 +65,8 @@ async def run_prompt(live: LiveSession, body: Body) -> schema.PromptResponse:
         raise
     if len(live.agent.turns) > before:
         await live.send(session_info(live))
-    if task.cancelled():
-        return schema.PromptResponse(stop_reason="cancelled")
     try:
-        ended: TurnEnded = task.result()
+        ended = task_end(task)
     except LlmError as exc:
         raise llm_error(exc) from None
     return schema.PromptResponse(stop_reason=ended.stop_reason, meta=_usage_meta(ended))
@@ -98,12 +97,8 @@ async def _claim(live: LiveSession) -> None:
 async def _turn(live: LiveSession, body: Body) -> TurnEnded:
     before = len(live.agent.turns)
     try:
-        try:
-            await live.wait_setup()
-            await live.prepare()
-        except asyncio.CancelledError:
-            asyncio.current_task().uncancel()  # type: ignore[union-attr]
-            return TurnEnded("cancelled")  # cancelled before it began: nothing to record
+        await live.wait_setup()  # cancelled here: nothing to record, `task_end` answers
+        await live.prepare()
         return await body()
     finally:
         if len(live.agent.turns) > before:

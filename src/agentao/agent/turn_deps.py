@@ -1,0 +1,34 @@
+"""What a turn runs against: the provider, the tools and their gate, the window.
+
+The server builds one `TurnDeps` per session (`server/live.py`); every part of a turn
+(`turn.py`, `staging.py`, `tool_call.py`, `compaction_trigger.py`) reads it, none
+changes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agentao.agent.compaction import CompactionSettings
+from agentao.agent.config import Limits
+from agentao.agent.context import ContextBudget
+from agentao.agent.providers.base import LlmProvider
+from agentao.agent.tools.base import Interaction, PermissionGate, Tool, ToolEnv
+
+__all__ = ["TurnDeps"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDeps:
+    """What a turn runs against; built by the server per session."""
+
+    provider: LlmProvider
+    tools: Sequence[Tool]
+    gate: PermissionGate
+    env: ToolEnv
+    interaction: Interaction
+    limits: Limits = field(default_factory=Limits)
+    system_prompt: str = ""
+    context: ContextBudget | None = None  # the window and its meter; None: never compacts
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
