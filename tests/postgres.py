@@ -2,6 +2,7 @@
 
     server = PostgresServer.start()         # initdb + pg_ctl start, in a fresh temp dir
     url = server.create_database()          # a new, empty database: one per test
+    server.halt()                           # stopped at once, as a crash would (tests of failure)
     server.stop()                           # pg_ctl stop, the directory removed
 
 PostgreSQL refuses to run as root, so when the tests run as root (CI does) the cluster
@@ -55,6 +56,7 @@ class PostgresServer:
     root: Path  # data/, the socket and the log
     port: int
     _names: itertools.count = field(default_factory=itertools.count)
+    _halted: bool = False
 
     @classmethod
     def start(cls, bindir: Path) -> PostgresServer:
@@ -94,8 +96,15 @@ class PostgresServer:
             conn.execute(f"CREATE DATABASE {name} STRATEGY FILE_COPY")
         return self.url(name)
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """Stop the server now (`-m immediate`: every connection is cut, as in a crash);
+        its directory stays until `stop`."""
         self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop")
+        self._halted = True
+
+    def stop(self) -> None:
+        if not self._halted:
+            self.halt()
         shutil.rmtree(self.root, ignore_errors=True)
 
 

@@ -45,7 +45,12 @@ from agentao.client.remote import CONNECTION_HEADER, SESSION_HEADER, SESSION_SCO
 from agentao.gateway.auth import WS_PROTOCOL, Principal
 from agentao.gateway.errors import ApiError, BadRequest, NotAcceptable, NotFound, NotImplementedApi
 from agentao.gateway.peers import credentials
-from agentao.gateway.remote.connection import Connection, Connections
+from agentao.gateway.remote.connection import (
+    STORE_FAILED,
+    UNSTORED,
+    Connection,
+    Connections,
+)
 from agentao.gateway.remote.service import RemoteAcp
 from agentao.gateway.service import Gateway, check_json
 from agentao.protocol.connection import Connection as Wire
@@ -164,6 +169,8 @@ async def _events(
     async for message in connection.stream(scope, after, keepalive):
         if message is None:
             yield b": keepalive\n\n"
+        elif message.seq == UNSTORED:  # the store failed: no id, nothing to resume from
+            yield b"data: %s\n\n" % message.body
         else:  # the body is one line of JSON: msgspec escapes every newline in it
             yield b"id: %d\ndata: %s\n\n" % (message.seq, message.body)
 
@@ -234,6 +241,9 @@ async def _write(
         async for message in connection.stream(None, after, keepalive):
             if message is not None:  # pings are uvicorn's (ws_ping_interval)
                 await websocket.send_text(message.body.decode())
+        if connection.failure is not None:  # the store failed: an error, not a goodbye
+            await websocket.close(code=1011, reason=STORE_FAILED)
+            return
         await websocket.close(code=1001)  # going away: closed here, or the gateway stops
     except (WebSocketDisconnect, RuntimeError):
         pass

@@ -6,23 +6,67 @@ The writer task wakes once per batch, swaps in a fresh one, and hands the full o
 `write` -- which stores it and only then delivers it to readers. Under load that is one
 commit for many messages instead of one each, and a message a reader sees is always
 already stored (so a reader that reconnects and reads the store misses nothing).
+
+The writer is supervised: when `write` raises (the store failed, or a bug), the error is
+logged with its traceback and the batch is handed to `fail`, which tells its waiters
+(nothing of it is delivered as if stored). The writer then waits a back-off that doubles
+with each failure in a row (`WriterBackoff`) and goes on with the next batch, so one bad
+batch never stalls every later message.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from agentao.credentials import redact_secrets
+from agentao.gateway.config import Limits
+
 B = TypeVar("B")
+log = logging.getLogger("agentao.gateway")
+
+
+@dataclass(frozen=True, slots=True)
+class WriterBackoff:
+    """How long the writer waits after a failed batch before it writes the next one:
+    `first_seconds`, doubled for each failure in a row, at most `max_seconds`."""
+
+    first_seconds: float = 0.05
+    max_seconds: float = 2.0
+
+    @classmethod
+    def of(cls, limits: Limits) -> WriterBackoff:
+        return cls(limits.writer_backoff_seconds, limits.max_writer_backoff_seconds)
+
+    def after(self, failures: int) -> float:
+        return min(self.first_seconds * 2 ** max(failures - 1, 0), self.max_seconds)
+
+
+def describe(exc: BaseException) -> str:
+    """A store error in words a reader may see: its type and message, secrets redacted."""
+    text = redact_secrets(str(exc)).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 class BatchWriter(Generic[B]):
-    """Batches of `B` (made by `new_batch`), written one after another by `write`."""
+    """Batches of `B` (made by `new_batch`), written one after another by `write`; a batch
+    whose write raised goes to `fail` (see the module docstring)."""
 
-    def __init__(self, new_batch: Callable[[], B], write: Callable[[B], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        new_batch: Callable[[], B],
+        write: Callable[[B], Awaitable[None]],
+        fail: Callable[[B, Exception], None],
+        backoff: WriterBackoff | None = None,
+    ) -> None:
         self._new_batch = new_batch
         self._write = write
+        self._fail = fail
+        self._backoff = backoff or WriterBackoff()
+        self.failures = 0  # failed batches in a row
         self.batch: B = new_batch()  # the one being filled: add to it, then kick()
         self._woken = False  # the writer was woken for the batch being filled
         self._wake = asyncio.Event()
@@ -37,7 +81,7 @@ class BatchWriter(Generic[B]):
         self._woken = True
         self._wake.set()
         self._idle.clear()
-        if self._task is None:
+        if self._task is None or self._task.done():  # never started, or died: (re)start
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
@@ -45,9 +89,27 @@ class BatchWriter(Generic[B]):
             await self._wake.wait()
             self._wake.clear()
             batch, self.batch, self._woken = self.batch, self._new_batch(), False
-            await self._write(batch)
+            if await self._write_one(batch):
+                self.failures = 0
+            else:
+                self.failures += 1
+                await asyncio.sleep(self._backoff.after(self.failures))
             if not self._wake.is_set():
                 self._idle.set()
+
+    async def _write_one(self, batch: B) -> bool:
+        """Write one batch; whether it was written. A failure is logged and failed to the
+        batch's waiters here, so the loop lives on."""
+        try:
+            await self._write(batch)
+        except Exception as exc:
+            log.exception("the store writer failed a batch: %s", describe(exc))
+            try:
+                self._fail(batch, exc)
+            except Exception:  # telling the waiters must not take the writer down
+                log.exception("the store writer could not fail a batch to its waiters")
+            return False
+        return True
 
     async def flush(self) -> None:
         """Wait until everything queued so far is written (shutdown, tests)."""
@@ -60,4 +122,4 @@ class BatchWriter(Generic[B]):
             self._task.cancel()
 
 
-__all__ = ["BatchWriter"]
+__all__ = ["BatchWriter", "WriterBackoff", "describe"]

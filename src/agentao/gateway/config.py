@@ -154,6 +154,11 @@ class Limits:
     # once and for this long; the session cookie it sets, for this long.
     login_link_seconds: float = 300.0
     login_session_seconds: float = 7 * 24 * 3600.0
+    # The store writer (task frames, remote ACP messages), after a batch it could not
+    # store: it waits this long before the next batch, doubled for each failure in a row
+    # up to the max, then writes on (gateway/batches.py).
+    writer_backoff_seconds: float = 0.05
+    max_writer_backoff_seconds: float = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -443,6 +448,11 @@ def _limits(table: dict[str, Any], where: str) -> Limits:
     if not 1 <= limits.transcript_match_depth <= MAX_TRANSCRIPT_MATCH_DEPTH:
         raise ConfigError(
             f"{where}: [limits] transcript_match_depth must be 1..{MAX_TRANSCRIPT_MATCH_DEPTH}"
+        )
+    if not 0 <= limits.writer_backoff_seconds <= limits.max_writer_backoff_seconds:
+        raise ConfigError(
+            f"{where}: [limits] writer_backoff_seconds must be at least 0 and at most "
+            "max_writer_backoff_seconds"
         )
     if not 0 < limits.heartbeat_seconds < limits.lease_seconds:
         raise ConfigError(

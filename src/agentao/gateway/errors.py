@@ -161,6 +161,12 @@ class AgentUnavailable(ApiError):
     type = "agent_error"
 
 
+class StoreFailed(ApiError):
+    """The gateway's store refused a write this request needed (code `store_failed`)."""
+
+    status = 503
+
+
 def error_body(
     message: str, type_: str, *, param: str | None = None, code: str | None = None
 ) -> dict[str, Any]:
@@ -217,6 +223,7 @@ __all__ = [
     "PayloadTooLarge",
     "SessionBusy",
     "SessionLost",
+    "StoreFailed",
     "TooManyConnections",
     "Unauthorized",
     "UnsupportedMediaType",

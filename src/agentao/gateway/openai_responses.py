@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse
 
 from agentao.client import TurnEnd
 from agentao.gateway.auth import Principal, check_owner, owns
+from agentao.gateway.batches import describe
 from agentao.gateway.errors import BadRequest, Conflict, HeldElsewhere, NotFound, unsupported
 from agentao.gateway.identifiers import check_id
 from agentao.gateway.inputs import parse_response_input, prompt_blocks
@@ -226,6 +227,8 @@ class _Run:
                 builder.fail(result.message, result.code)
         try:
             await self.save()
+        except Exception as exc:  # the client was told (`store_failed`); the log says why
+            log.exception("response %s: could not store it: %s", builder.id, describe(exc))
         finally:
             self.gw.live_responses.pop(builder.id, None)
             self.live.done.set()

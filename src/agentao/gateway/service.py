@@ -21,6 +21,7 @@ import msgspec
 from starlette.requests import HTTPConnection, Request
 
 from agentao.gateway.auth import POLICY_HEADER, Authenticator, Principal
+from agentao.gateway.batches import WriterBackoff
 from agentao.gateway.boots import this_boot
 from agentao.gateway.config import POLICY_ORDER, GatewayConfig, Policy
 from agentao.gateway.confine import probe
@@ -79,7 +80,7 @@ class Gateway:
         self.auth = Authenticator(config, local_token)
         self.replica = Replica(store.cluster, self.boot.id, self.recovery, self.limits)
         self.peers = Peers(self.replica, config)
-        self.hub = TaskHub(store, self.boot.id, self.replica.stored)
+        self.hub = TaskHub(store, self.boot.id, self.replica.stored, WriterBackoff.of(self.limits))
         self.desk = PermissionDesk()
         self.pools: dict[str, AgentPool] = {}
         self.live_responses: dict[str, LiveResponse] = {}  # responses being produced
@@ -135,9 +136,9 @@ class Gateway:
         try:  # what the turns stored as they ended, then ours still in flight is settled
             await self.hub.flush()
             await self.recovery.stop()
-            await self.replica.stop()
         except Exception:  # the next gateway on this store settles them
             log.exception("could not settle this gateway's responses and tasks in flight")
+        await self.replica.stop()  # its heartbeat too, even with the store gone
         self.hub.close()
         with contextlib.suppress(Exception):
             await self.peers.close()

@@ -14,24 +14,44 @@ every frame exactly once: a frame delivered before it subscribed is already in
 the store, and one found in both places is skipped by its seq (see `tasks.py`).
 `ping` frames are not part of the log (no seq, never stored): the WebSocket
 sends them itself while it waits.
+
+Stored before sent, under failure too. When a batch cannot be stored (or the writer
+fails it for any other reason, see `batches.py`), none of its frames is delivered. Each
+task with something in that batch *fails*: its watchers get one last `task-error` frame
+with code `store_failed` and no seq (it is not part of the log: nothing stored it), its
+later frames are dropped, and `failed` is set so the turn is cancelled (`turns.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from agentao.gateway.batches import BatchWriter
+from agentao.gateway.batches import BatchWriter, WriterBackoff, describe
 from agentao.store.gateway import GatewayStore
 from agentao.store.gateway_records import Conversation, ResponseRecord, TaskEvent, TaskRecord
 
-log = logging.getLogger("agentao.gateway")
-
 TERMINAL = frozenset({"task-ended", "task-error"})
+STORE_FAILED = "store_failed"  # the error code of a task whose frames could not be stored
+UNSTORED = 0  # the seq of a frame no store holds: a store failure's `task-error`
+
+
+class Watcher(Protocol):
+    """Whoever is given a task's frames as they are stored (a WebSocket's queue, a turn's
+    inbox)."""
+
+    def put_nowait(self, item: TaskEvent, /) -> None: ...
+
+
+def wire_frame(event: TaskEvent) -> dict[str, Any]:
+    """A frame as a watcher is sent it: one that was never stored carries no seq."""
+    frame = event.frame()
+    if event.seq == UNSTORED:
+        del frame["seq"]
+    return frame
 
 
 class TaskLog:
@@ -41,13 +61,18 @@ class TaskLog:
         self.task_id = task_id
         self._hub = hub
         self._seq = 0
-        self._watchers: set[asyncio.Queue[TaskEvent]] = set()
-        self.stored = asyncio.Event()  # the task's row is in the store
+        self._watchers: set[Watcher] = set()
+        self.stored = asyncio.Event()  # the task's row is in the store (or failed: `failure`)
         self.finished = asyncio.Event()  # the terminal frame is stored and delivered
         self.closed = asyncio.Event()  # the task's row says how it ended (see `TaskHub.end`)
+        self.failed = asyncio.Event()  # a batch of this task could not be stored
+        self.failure: TaskEvent | None = None  # then: the `task-error` its watchers got
 
     def emit(self, type_: str, payload: dict[str, Any]) -> TaskEvent:
-        """Number a frame and queue it for the store, then the watchers."""
+        """Number a frame and queue it for the store, then the watchers. Once the store
+        failed the task, nothing more is queued: what follows could only leave a gap."""
+        if self.failure is not None:
+            return TaskEvent(self.task_id, UNSTORED, type_, time.time(), payload)
         if self.finished.is_set():
             raise RuntimeError(f"task {self.task_id} has ended; {type_} not emitted")
         self._seq += 1
@@ -57,11 +82,18 @@ class TaskLog:
 
     def subscribe(self) -> asyncio.Queue[TaskEvent]:
         queue: asyncio.Queue[TaskEvent] = asyncio.Queue()
-        self._watchers.add(queue)
+        self.watch(queue)
         return queue
 
-    def unsubscribe(self, queue: asyncio.Queue[TaskEvent]) -> None:
-        self._watchers.discard(queue)
+    def watch(self, watcher: Watcher) -> None:
+        """Give `watcher` every frame from now on, as it is stored; one that comes after a
+        store failure is given that failure at once."""
+        self._watchers.add(watcher)
+        if self.failure is not None:
+            watcher.put_nowait(self.failure)
+
+    def unsubscribe(self, watcher: Watcher) -> None:
+        self._watchers.discard(watcher)
 
     @property
     def watchers(self) -> int:
@@ -73,6 +105,20 @@ class TaskLog:
                 queue.put_nowait(event)
         if event.type in TERMINAL:
             self.finished.set()
+
+    def fail(self, error: dict[str, Any]) -> None:
+        """A batch of this task was not stored: its watchers get `error` as a `task-error`
+        with no seq, and the task takes no more frames (idempotent)."""
+        if self.failure is not None or self.finished.is_set():
+            return
+        self.failure = TaskEvent(
+            self.task_id, UNSTORED, "task-error", time.time(), {"error": error}
+        )
+        for watcher in tuple(self._watchers):
+            watcher.put_nowait(self.failure)
+        self.stored.set()  # nobody waits on a row that will not come
+        self.failed.set()
+        self.finished.set()
 
     def close(self) -> None:
         self.stored.set()
@@ -102,6 +148,7 @@ class TaskHub:
         store: GatewayStore,
         boot_id: str,
         stored: Callable[[list[tuple[str, str]]], Awaitable[None]] | None = None,
+        backoff: WriterBackoff | None = None,
     ) -> None:
         self.store = store
         self.boot_id = boot_id
@@ -109,7 +156,7 @@ class TaskHub:
         self._stored = stored
         self._conversation_of: dict[str, str] = {}  # task id -> its conversation
         self._logs: dict[str, TaskLog] = {}
-        self._writer = BatchWriter(_Batch, self._write)
+        self._writer = BatchWriter(_Batch, self._write, self._fail, backoff)
 
     def open(self, record: TaskRecord) -> TaskLog:
         """A log for a new task; its row is written before its first frame."""
@@ -151,18 +198,15 @@ class TaskHub:
         self._writer.kick()
 
     async def _write(self, batch: _Batch) -> None:
-        try:
-            await self.store.append_events(
-                batch.frames,
-                tasks=batch.rows,
-                conversations=list(batch.conversations.values()),
-                responses=batch.responses,
-                ended=[record for _log, record in batch.ended],
-            )
-        except Exception:  # frames still go out: a watcher must not hang on a disk error
-            log.exception(
-                "could not store %d task rows and %d frames", len(batch.rows), len(batch.frames)
-            )
+        # A store error goes up to the writer, which logs it and hands the batch to
+        # `_fail`: nothing of a batch that was not stored is delivered.
+        await self.store.append_events(
+            batch.frames,
+            tasks=batch.rows,
+            conversations=list(batch.conversations.values()),
+            responses=batch.responses,
+            ended=[record for _log, record in batch.ended],
+        )
         for row in batch.rows:
             if row.id in self._logs:
                 self._logs[row.id].stored.set()
@@ -182,6 +226,24 @@ class TaskHub:
         if self._stored is not None and woken:
             await self._stored(woken)
 
+    def _fail(self, batch: _Batch, exc: Exception) -> None:
+        """The writer could not store `batch`: every task in it fails (see the module
+        docstring); the waiters on its rows and ends are released."""
+        error = {
+            "message": f"the gateway could not store this task's frames ({describe(exc)}); "
+            "the turn was stopped",
+            "code": STORE_FAILED,
+        }
+        ids = {r.id for r in batch.rows} | {f.task_id for f in batch.frames}
+        for task_id in ids:
+            task_log = self._logs.pop(task_id, None)
+            if task_log is not None:
+                task_log.fail(error)
+        for task_log, record in batch.ended:
+            task_log.fail(error)
+            task_log.closed.set()
+            self._conversation_of.pop(record.id, None)
+
     def close(self) -> None:
         """Stop the writer (shutdown); frames not yet stored are lost."""
         self._writer.close()
@@ -190,4 +252,4 @@ class TaskHub:
         self._logs.clear()
 
 
-__all__ = ["TERMINAL", "TaskHub", "TaskLog"]
+__all__ = ["STORE_FAILED", "TERMINAL", "UNSTORED", "TaskHub", "TaskLog", "Watcher", "wire_frame"]

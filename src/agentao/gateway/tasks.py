@@ -10,6 +10,10 @@ Frames (JSON objects, one per WebSocket message), each with `seq`, `type`, `at`:
     task-error           error: {message, code}
     ping                 (no seq; not stored) while nothing else happens
 
+A frame is sent only once it is stored. When the store fails during a turn, the
+watchers get a last `task-error` with code `store_failed` and *no* seq (nothing
+stored it), and the turn is stopped.
+
 `WS /v1/tasks/{id}/stream?after_seq=N` first sends every stored frame with
 `seq > N`, then live ones, and closes after `task-ended` / `task-error`. With API
 keys, the handshake carries `Authorization` or offers the key as a subprotocol
@@ -39,14 +43,21 @@ from agentao.gateway.auth import (
     check_owner,
     owns,
 )
-from agentao.gateway.errors import ApiError, BadRequest, Conflict, HeldElsewhere, NotFound
+from agentao.gateway.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    HeldElsewhere,
+    NotFound,
+    StoreFailed,
+)
 from agentao.gateway.identifiers import check_id
 from agentao.gateway.peers import FORWARDED_BY, credentials, error_code, error_message
 from agentao.gateway.permissions import AnswerRejected, UnknownRequest
 from agentao.gateway.reasons import Channel
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import TurnRequest
-from agentao.gateway.tasklog import TERMINAL
+from agentao.gateway.tasklog import STORE_FAILED, TERMINAL, UNSTORED, wire_frame
 from agentao.store.gateway import IN_FLIGHT_TASK
 from agentao.store.gateway_records import TaskEvent, TaskRecord
 
@@ -100,6 +111,8 @@ async def start_task(request: Request) -> Any:
     )
     turn.detach()  # nobody consumes it here: watchers read the log
     await turn.log.stored.wait()  # so that any replica finds it by the id we answer with
+    if turn.log.failure is not None:  # no id to answer with: nobody could read it back
+        raise StoreFailed(turn.log.failure.payload["error"]["message"], code=STORE_FAILED)
     return JSONResponse(
         {
             "id": turn.id,
@@ -306,9 +319,9 @@ async def _send_frames(websocket: WebSocket, gw: Gateway, task_id: str, after: i
             return
         while True:
             event = await _next(queue, websocket, gw.limits.ping_interval_seconds)
-            if event is None or event.seq <= last:
+            if event is None or UNSTORED < event.seq <= last:
                 continue
-            await websocket.send_json(event.frame())
+            await websocket.send_json(wire_frame(event))
             last = event.seq
             if event.type in TERMINAL:
                 return

@@ -4,7 +4,14 @@ Theory of operation. An HTTP handler or a task-stream request starts a
 `GatewayTurn`; the turn drives the client's `session.prompt()` in a task of its
 own, so the HTTP side can vanish at any moment without cancelling the iteration
 half-way. Every item goes two ways: onto the task log (persisted, for watchers)
-and onto a queue for the one consumer that started it (`items()`).
+and into the inbox of the one consumer that started it (`items()`). The inbox
+watches the log like any other reader: an item is released to the consumer only
+once its frame is stored, so an OpenAI client never sees what a reconnecting
+watcher could not read back.
+
+A store failure (`TaskLog.failed`) ends the consumer's items with a `TurnFailed`
+(code `store_failed`) at once, cancels the agent's turn, and makes the turn's result
+that failure, whatever the agent then answers.
 
 Cancel (`cancel()`, synchronous so a disconnect callback can call it) sends
 `session/cancel` at once through the client. The turn keeps reading until the
@@ -39,8 +46,9 @@ from agentao.client.permissions import PermissionAnswer
 from agentao.gateway.config import Policy
 from agentao.gateway.mapping import Delta, TurnMapper
 from agentao.gateway.permissions import Asker, PermissionDesk
-from agentao.gateway.tasklog import TaskLog
+from agentao.gateway.tasklog import UNSTORED, TaskLog
 from agentao.protocol.decode import to_builtins
+from agentao.store.gateway_records import TaskEvent
 
 log = logging.getLogger("agentao.gateway")
 
@@ -57,7 +65,7 @@ class TurnFailed:
     """The turn could not finish: the agent died, answered an error, or timed out."""
 
     message: str
-    code: str  # agent_disconnected | agent_error | agent_timeout | gateway_error
+    code: str  # agent_disconnected | agent_error | agent_timeout | gateway_error | store_failed
 
 
 TurnItem = Step | TurnEnd | TurnFailed
@@ -75,16 +83,43 @@ class TurnContext:
 
 
 class _Inbox:
-    """The one consumer's items, in order, taken all at once. (An asyncio.Queue does
+    """The one consumer's items, in order, taken all at once; a step is held until the
+    log has stored its frame (the inbox is a watcher of the log: `put_nowait`). After
+    the first item that is not a step, nothing more is taken in. (An asyncio.Queue does
     more per item than this needs, and it is once per streamed update.)"""
 
     def __init__(self) -> None:
+        self._held: deque[tuple[int, Step]] = deque()  # (the seq of its frame, the step)
         self._items: deque[TurnItem] = deque()
         self._ready = asyncio.Event()
+        self._ended = False
+
+    def hold(self, seq: int, step: Step) -> None:
+        """A step whose frame `seq` is on its way to the store."""
+        self._held.append((seq, step))
 
     def put(self, item: TurnItem) -> None:
+        """An item the consumer may have now (the turn's end: its frames are stored)."""
+        if self._ended:
+            return
+        self._ended = not isinstance(item, Step)
         self._items.append(item)
         self._ready.set()
+
+    def put_nowait(self, frame: TaskEvent) -> None:
+        """The log stored `frame`: release the steps up to it. A store failure (a frame
+        with no seq) drops what is held and ends the items with it."""
+        if frame.seq == UNSTORED:
+            self._held.clear()
+            error = frame.payload["error"]
+            self.put(TurnFailed(error["message"], error["code"]))
+            return
+        held, released = self._held, False
+        while held and held[0][0] <= frame.seq:
+            self._items.append(held.popleft()[1])
+            released = True
+        if released:
+            self._ready.set()
 
     async def take(self) -> list[TurnItem]:
         while not self._items:
@@ -112,6 +147,7 @@ class GatewayTurn:
         self.mapper = TurnMapper(inline=context.inline_reasoning)
         self._on_finish = on_finish
         self._inbox: _Inbox | None = _Inbox()
+        task_log.watch(self._inbox)
         self._client_turn: Any = None
         self._task: asyncio.Task[None] | None = None
         self.cancelling = False
@@ -149,6 +185,8 @@ class GatewayTurn:
 
     def detach(self) -> None:
         """The consumer is gone: stop queueing for it (the log still gets everything)."""
+        if self._inbox is not None:
+            self.log.unsubscribe(self._inbox)
         self._inbox = None
 
     def cancel(self) -> None:
@@ -182,12 +220,13 @@ class GatewayTurn:
     # ---- the run ----------------------------------------------------------------------
 
     async def _run(self) -> None:
+        guard = asyncio.get_running_loop().create_task(self._cancel_on_store_failure())
         try:
             if self._start_error is not None:
                 raise self._start_error
             if self.cancelling:
                 self._spawn_cancel()
-            result = await self._consume()
+            result: TurnEnd | TurnFailed = await self._consume()
         except AgentDisconnected as exc:
             result = TurnFailed(f"the agent exited during the turn: {exc}", "agent_disconnected")
         except ClientTimeout as exc:
@@ -199,25 +238,41 @@ class GatewayTurn:
         except Exception as exc:  # never leave a consumer hanging
             log.exception("turn %s failed", self.id)
             result = TurnFailed(f"gateway error: {type(exc).__name__}", "gateway_error")
+        finally:
+            guard.cancel()
         # The conversation is saved and released before the consumer hears of the end, so
         # a client that asks again the moment it has its answer is not told "busy".
-        self._finish(result)
+        self._finish(self._unless_unstored(result))
         try:
             await self._on_finish(self)
         finally:
-            self._put(result)
+            self.result = self._unless_unstored(self.result or result)
+            self._put(self.result)
             self.done.set()
+
+    async def _cancel_on_store_failure(self) -> None:
+        await self.log.failed.wait()
+        log.error("turn %s: its frames could not be stored; cancelling it", self.id)
+        self.cancel()
+
+    def _unless_unstored(self, result: TurnEnd | TurnFailed) -> TurnEnd | TurnFailed:
+        """The store failure, if the log had one: a turn whose frames were not all stored
+        did not succeed, whatever the agent answered."""
+        failure = self.log.failure
+        if failure is None:
+            return result
+        error = failure.payload["error"]
+        return TurnFailed(error["message"], error["code"])
 
     async def _consume(self) -> TurnEnd:
         end = None
-        emit, feed, put = self.log.emit, self.mapper.feed, self._put  # once per update
+        emit, feed, hold = self.log.emit, self.mapper.feed, self._hold  # once per update
         async for event in self._client_turn:
             if isinstance(event, Update):
                 frame = {"update": event.raw}
                 if event.tool_call is not None:  # merged by id: readers need not fold
                     frame["toolCall"] = event.tool_call.raw
-                emit("task-running", frame)
-                put(Step(event, feed(event)))
+                hold(emit("task-running", frame).seq, Step(event, feed(event)))
             elif isinstance(event, TurnEnd):
                 end = event
         if end is None:
@@ -238,6 +293,10 @@ class GatewayTurn:
     def _put(self, item: TurnItem) -> None:
         if self._inbox is not None:
             self._inbox.put(item)
+
+    def _hold(self, seq: int, step: Step) -> None:
+        if self._inbox is not None:
+            self._inbox.hold(seq, step)
 
     def _spawn_cancel(self) -> None:
         task = asyncio.get_running_loop().create_task(self._cancel_client_turn())

@@ -18,13 +18,19 @@ the HTTP answer; on a WebSocket the first frame, so that frame N is message N).
 A stream opened without a position starts after what that stream already handed out
 (messages sent before anyone opened it wait, as they would in a buffer); with
 `Last-Event-ID` / `after_seq` it starts after that number.
+
+A batch the store refuses is never delivered. Each connection with a message in it
+*fails* (`Connection.fail`): its readers get one JSON-RPC error with `id: null` and
+`data.code` `store_failed` (not numbered: no store holds it), then their streams end;
+a WebSocket closes with 1011. The connection is gone (its requests are withdrawn): a
+client sends `initialize` again, and `session/load` finds what was stored.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -34,15 +40,19 @@ from typing import Any
 import msgspec
 
 from agentao.gateway.auth import Principal, owns
-from agentao.gateway.batches import BatchWriter
+from agentao.gateway.batches import BatchWriter, WriterBackoff, describe
 from agentao.gateway.config import Limits
 from agentao.gateway.errors import NotFound, TooManyConnections
 from agentao.protocol.connection import Connection as Wire
 from agentao.store.remote import RemoteConnection, RemoteMessage, RemoteStore
 
 _encode = msgspec.json.Encoder().encode
+log = logging.getLogger("agentao.gateway")
 CONNECTION_PREFIX = "acpc_"
 INIT_SCOPE = "$initialize"
+STORE_FAILED = "store_failed"  # data.code of the error a connection's readers get
+INTERNAL_ERROR = -32603  # JSON-RPC: the gateway could not do its part
+UNSTORED = 0  # the seq of a message no store holds: a store failure's error
 
 
 class RemoteRequestError(Exception):
@@ -71,6 +81,7 @@ class Connection:
         self.readers: set[tuple[str | None, asyncio.Queue[RemoteMessage | None]]] = set()
         self.handed_out: dict[str | None, int] = {}  # stream -> the last seq it yielded
         self.closed = asyncio.Event()
+        self.failure: RemoteMessage | None = None  # the error its readers got, if the store failed
         self.last_active = time.monotonic()
         self._pending: dict[str, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
@@ -150,6 +161,9 @@ class Connection:
         reader = (scope, queue)
         self.readers.add(reader)  # before reading the store: nothing falls in between
         try:
+            if self.failure is not None:
+                yield self.failure
+                return
             last = after if after is not None else self.handed_out.get(scope, 0)
             for message in await self.hub.store.messages_after(self.id, last, scope):
                 last = self._hand_out(scope, message)
@@ -161,6 +175,9 @@ class Connection:
                     yield None
                     continue
                 if message is None:
+                    return
+                if message.seq == UNSTORED:  # the store failed: the stream ends with it
+                    yield message
                     return
                 if message.seq > last:
                     last = self._hand_out(scope, message)
@@ -177,6 +194,18 @@ class Connection:
         for scope, queue in self.readers:
             if scope is None or scope == message.scope:
                 queue.put_nowait(message)
+
+    def fail(self, why: str) -> None:
+        """The store refused this connection's messages: every reader gets a JSON-RPC
+        error saying `why` (not numbered), then its stream ends (see the module docstring)."""
+        if self.closed.is_set():
+            return
+        error = {"code": INTERNAL_ERROR, "message": why, "data": {"code": STORE_FAILED}}
+        body = _encode({"jsonrpc": "2.0", "id": None, "error": error})
+        self.failure = RemoteMessage(self.id, UNSTORED, "", body)
+        for _scope, queue in self.readers:
+            queue.put_nowait(self.failure)
+        self.close()
 
     def close(self) -> None:
         self.closed.set()
@@ -195,9 +224,9 @@ class _Batch:
 class RemoteHub:
     """The store writer for every connection's messages (see the module docstring)."""
 
-    def __init__(self, store: RemoteStore) -> None:
+    def __init__(self, store: RemoteStore, backoff: WriterBackoff | None = None) -> None:
         self.store = store
-        self._writer = BatchWriter(_Batch, self._write)
+        self._writer = BatchWriter(_Batch, self._write, self._fail, backoff)
 
     def queue(self, connection: Connection, message: RemoteMessage) -> None:
         self._writer.batch.messages.append((connection, message))
@@ -206,10 +235,15 @@ class RemoteHub:
     async def _write(self, batch: _Batch) -> None:
         now = time.time()
         seen = {c.id: now for c, _m in batch.messages}
-        with contextlib.suppress(Exception):  # a reader must not hang on a disk error
-            await self.store.append_messages([m for _c, m in batch.messages], list(seen.items()))
+        # A store error goes up to the writer, which logs it and calls `_fail`.
+        await self.store.append_messages([m for _c, m in batch.messages], list(seen.items()))
         for connection, message in batch.messages:
             connection.deliver(message)
+
+    def _fail(self, batch: _Batch, exc: Exception) -> None:
+        why = f"the gateway could not store this connection's messages ({describe(exc)})"
+        for connection in {c.id: c for c, _m in batch.messages}.values():
+            connection.fail(why)
 
     async def flush(self) -> None:
         await self._writer.flush()
@@ -225,7 +259,7 @@ class Connections:
         self.store = store
         self.limits = limits
         self.boot_id = boot_id
-        self.hub = RemoteHub(store)
+        self.hub = RemoteHub(store, WriterBackoff.of(limits))
         self._live: dict[str, Connection] = {}
 
     @staticmethod
@@ -267,6 +301,9 @@ class Connections:
     def get(self, connection_id: str | None, principal: Principal) -> Connection:
         """The caller's live connection (404 for anything else: not ours, gone, unknown)."""
         connection = self._live.get(connection_id or "")
+        if connection is not None and connection.failure is not None:  # the store failed it
+            self._live.pop(connection.id, None)
+            connection = None
         if connection is None or not owns(principal, connection.record.owner):
             raise NotFound(
                 "no such remote ACP connection (it was closed, or this gateway restarted): "
@@ -290,8 +327,10 @@ class Connections:
         connection.close()
         self._live.pop(connection.id, None)
         await self.hub.flush()
-        with contextlib.suppress(Exception):
+        try:
             await self.store.delete_connection(connection.id)
+        except Exception as exc:  # closed all the same; `forget_stale` deletes it later
+            log.exception("could not delete remote connection %s: %s", connection.id, describe(exc))
 
     async def forget_stale(self) -> int:
         """Delete the stored connections no process serves any more (a gateway that was
@@ -319,6 +358,8 @@ class Connections:
 __all__ = [
     "CONNECTION_PREFIX",
     "INIT_SCOPE",
+    "STORE_FAILED",
+    "UNSTORED",
     "Connection",
     "Connections",
     "RemoteHub",
