@@ -173,16 +173,17 @@ async def exchange(gw: LiveGateway, frames: list[Frame], wanted: int) -> list[di
         for frame in frames:
             await socket.send(frame if isinstance(frame, str) else json.dumps(frame))
         replies: list[dict[str, Any]] = []
-        initialized = False
+        initialized = marked = False
         while True:
             reply = json.loads(await socket.recv())
             if reply.get("id") == "end" and "method" not in reply:
-                if len(replies) >= wanted:
-                    return replies
+                marked = True  # requests run side by side: a reply may still come after it
+            elif "method" not in reply:  # (the gateway's own notifications: none expected)
+                replies.append(reply)
+            if marked and len(replies) >= wanted:
+                return replies
+            if "method" in reply or reply.get("id") == "end":
                 continue
-            if "method" in reply:  # the gateway's own notifications (none expected here)
-                continue
-            replies.append(reply)
             if not initialized and "result" in reply and "agentCapabilities" in reply["result"]:
                 initialized = True
                 await socket.send(json.dumps(END))  # in line behind every frame of the row
