@@ -46,6 +46,10 @@ import httpx
 
 from agentao.client import AgentCommand, Client, Update
 
+# Every bench gateway has this key (a keyless one needs its local token), so the same
+# requests work on this code and on a `--before` checkout alike.
+BENCH_KEY = "sk-bench"
+AUTH = {"Authorization": f"Bearer {BENCH_KEY}"}
 REPLY = {"text": ["Hello", " there", ",", " this", " is", " a", " scripted", " answer", "."]}
 SLOW = {"match": "slow", "text": {"repeat": "tick ", "count": 500}, "delay": 0.01}
 
@@ -152,6 +156,11 @@ command = ["{sys.executable}", "-m", "agentao", "--acp"]
 processes = {processes}
 cwd = "{setup.work}"
 env = {{ {env_line} }}
+
+[[keys]]
+name = "bench"
+key = "{BENCH_KEY}"
+ceiling = "all"
 """
     )
     port = free_port()
@@ -196,6 +205,7 @@ class RawHttp:
         ).encode()
         head = (
             f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n"
+            f"Authorization: Bearer {BENCH_KEY}\r\n"
             f"Content-Type: application/json\r\nX-Session-Id: {session_key}\r\n"
             f"Content-Length: {len(body)}\r\n\r\n"
         ).encode()
@@ -246,7 +256,7 @@ async def gateway_ttft(http: httpx.AsyncClient, session_key: str) -> float:
     start = time.perf_counter()
     first = None
     async with http.stream(
-        "POST", "/v1/chat/completions", json=body, headers={"X-Session-Id": session_key}
+        "POST", "/v1/chat/completions", json=body, headers={**AUTH, "X-Session-Id": session_key}
     ) as reply:
         if reply.status_code != 200:
             raise RuntimeError(f"HTTP {reply.status_code}: {await reply.aread()!r}")
@@ -342,7 +352,7 @@ async def bench_ttft(setup: Setup, port: int, turns: int) -> dict[str, list[floa
     results: dict[str, list[float]] = {"direct": [], "raw": [], "httpx": []}
     async with (
         Client(setup.direct_command(setup.long_script)) as client,
-        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as http,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60, headers=AUTH) as http,
     ):
         session = await client.new_session(str(setup.work))
         raw = RawHttp(port)
@@ -402,11 +412,12 @@ async def cancel_latency(port: int, n: int) -> list[float]:
         {"model": "agentao", "stream": True, "messages": [{"role": "user", "content": "slow"}]}
     ).encode()
     out = []
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=AUTH) as http:
         for i in range(n):
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(
                 f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                f"Authorization: Bearer {BENCH_KEY}\r\n"
                 f"X-Session-Id: cancel-{i}\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\n\r\n".encode()
                 + body

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import httpx
 from gateway import (
+    AUTH,
+    BENCH_KEY,
     Served,
     Setup,
     descendants,
@@ -48,7 +50,7 @@ SCHEMES = {"http": "HTTP/SSE", "ws": "WebSocket"}
 
 
 def acp_url(served: Served, scheme: str) -> AgentUrl:
-    return AgentUrl(f"{scheme}://127.0.0.1:{served.port}/acp")
+    return AgentUrl(f"{scheme}://127.0.0.1:{served.port}/acp", api_key=BENCH_KEY)
 
 
 async def bench_ttft(setup: Setup, served: Served, turns: int) -> dict[str, list[float]]:
@@ -94,7 +96,7 @@ async def concurrent(served: Served, path: str, n: int, work: str, tag: str) -> 
     # costs ~35 ms of TLS setup on this loop); each remote client is its own connection.
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     base = f"http://127.0.0.1:{served.port}"
-    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as http:
+    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits, headers=AUTH) as http:
         if path == "openai":
             jobs = [openai_session_ttft(http, f"{tag}-{i}") for i in range(n)]
         else:

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 import httpx
-from gateway import free_port, gateway_ttft, percentile
+from gateway import AUTH, BENCH_KEY, free_port, gateway_ttft, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -71,6 +71,11 @@ LLM_PROVIDER = "SCRIPTED"
 AGENTAO_SCRIPT = "{script}"
 AGENTAO_HOME = "{home / "agents"}"
 AGENTAO_STORE_URL = "{url}"
+
+[[keys]]
+name = "bench"
+key = "{BENCH_KEY}"
+ceiling = "all"
 """
         )
         command = [sys.executable, "-m", "agentao", "serve", "--config", str(config)]
@@ -110,7 +115,9 @@ AGENTAO_STORE_URL = "{url}"
 async def load(replicas: list[Replica], n: int, tag: str) -> dict[str, float]:
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     clients = [
-        httpx.AsyncClient(base_url=r.url, timeout=120, limits=limits, follow_redirects=True)
+        httpx.AsyncClient(
+            base_url=r.url, timeout=120, limits=limits, follow_redirects=True, headers=AUTH
+        )
         for r in replicas
     ]
     try:
@@ -167,8 +174,8 @@ async def forwarding(a: Replica, b: Replica, n: int, at_once: bool, tag: str) ->
     # No connection kept between phases: one the server closed meanwhile fails the next use.
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
     async with (
-        httpx.AsyncClient(base_url=a.url, timeout=120, limits=limits) as to_a,
-        httpx.AsyncClient(base_url=b.url, timeout=120, limits=limits) as to_b,
+        httpx.AsyncClient(base_url=a.url, timeout=120, limits=limits, headers=AUTH) as to_a,
+        httpx.AsyncClient(base_url=b.url, timeout=120, limits=limits, headers=AUTH) as to_b,
     ):
         keys = [f"{tag}-{i}" for i in range(2 * n)]
         await _ttfts(to_a, keys, at_once=True)  # every conversation live on A
@@ -205,7 +212,8 @@ def bench_forwarding(root: Path, server: PostgresServer, args: argparse.Namespac
 def failover_once(root: Path, url: str, processes: int, elsewhere: bool) -> float:
     a, b = Replica(root, url, processes, 0), Replica(root, url, processes, 1)
     try:
-        first = httpx.post(f"{a.url}/v1/responses", json={"model": "agentao", "input": "hi"})
+        hi = {"model": "agentao", "input": "hi"}
+        first = httpx.post(f"{a.url}/v1/responses", json=hi, headers=AUTH)
         previous = first.json()["id"]
         if elsewhere:
             _rename_hosts(url)
@@ -214,7 +222,7 @@ def failover_once(root: Path, url: str, processes: int, elsewhere: bool) -> floa
         body = {"model": "agentao", "input": "again", "previous_response_id": previous}
         while True:
             try:
-                answer = httpx.post(f"{b.url}/v1/responses", json=body, timeout=30)
+                answer = httpx.post(f"{b.url}/v1/responses", json=body, timeout=30, headers=AUTH)
                 if answer.status_code == 200 and answer.json()["status"] == "completed":
                     return time.perf_counter() - killed
             except httpx.HTTPError:
