@@ -46,7 +46,7 @@ def commands(tmp: Path, script: list[dict[str, object]]) -> dict[str, AgentComma
     confined = confine(argv, cwd=str(work), home=state, env=env, sandbox=our_agent_sandbox())
     return {
         "bare": AgentCommand(argv, env=env, cwd=str(work)),
-        "confined": AgentCommand(confined.argv, env={}, cwd=str(work), inherit_env=False),
+        "confined": AgentCommand(confined, env={}, cwd=str(work), inherit_env=False),
     }
 
 

@@ -19,9 +19,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agentao.modes import HIGHEST_MODE, MODE_RANK
-
-CEILING_ENV = "AGENTAO_MODE_CEILING"
+from agentao.modes import CEILING_ENV, HIGHEST_MODE, MODE_RANK
 
 
 class ModeAboveCeiling(ValueError):

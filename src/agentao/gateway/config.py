@@ -483,7 +483,7 @@ def _agent(name: str, spec: Any, where: str) -> AgentSpec:
             if is_our_agent(tuple(command))
             else AgentSandbox()
         )
-        ceilings = _ceilings(spec.get("ceilings", {}), f"{where}: [agents.{name}.ceilings]")
+        ceilings = _ceilings(spec.get("ceilings", {}), f"{where}: [agents.{name}.ceilings")
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     return AgentSpec(
@@ -498,11 +498,12 @@ def _agent(name: str, spec: Any, where: str) -> AgentSpec:
 
 
 def _ceilings(table: Any, where: str) -> tuple[tuple[str, CeilingRules], ...]:
+    """`[agents.NAME.ceilings.*]`; `where` names the table without its closing bracket."""
     if not isinstance(table, dict):
-        raise ConfigError(f"{where} must be a table of ceilings")
+        raise ConfigError(f"{where}] must be a table of ceilings")
     for ceiling in table:
-        check_policy(ceiling, where)
-    return tuple((c, parse_rules(t, f"{where[:-1]}.{c}]")) for c, t in table.items())
+        check_policy(ceiling, f"{where}]")
+    return tuple((c, parse_rules(t, f"{where}.{c}]")) for c, t in table.items())
 
 
 def _key(entry: dict[str, Any], where: str) -> ApiKey:

@@ -106,14 +106,6 @@ class OuterStatus:
     reason: str = ""  # why not, when not
 
 
-@dataclass(frozen=True, slots=True)
-class Confined:
-    """What to start: argv and the whole environment (nothing else is inherited)."""
-
-    argv: tuple[str, ...]
-    env: dict[str, str]
-
-
 def probe(mode: AgentSandboxMode = "auto", bwrap: str = "bwrap") -> OuterStatus:
     """Whether agent processes can be confined here (run once per gateway)."""
     if mode == "off":
@@ -146,8 +138,9 @@ def confine(
     env: Mapping[str, str],
     sandbox: AgentSandbox,
     environ: Mapping[str, str] = os.environ,
-) -> Confined:
-    """`bwrap … -- COMMAND` for one agent process, and the environment it gets."""
+) -> tuple[str, ...]:
+    """`bwrap … -- COMMAND` for one agent process; bwrap starts it with the environment
+    `agent_env` makes (`--clearenv`, `--setenv`), so start bwrap with an empty one."""
     argv = tuple(command)
     bwrap = shutil.which("bwrap")
     assert bwrap is not None, "probe() first"
@@ -169,7 +162,7 @@ def confine(
         "--",
         *argv,
     ]
-    return Confined(tuple(args), {})
+    return tuple(args)
 
 
 def agent_env(
@@ -267,7 +260,6 @@ __all__ = [
     "AgentSandbox",
     "AgentSandboxError",
     "AgentSandboxMode",
-    "Confined",
     "OuterStatus",
     "agent_env",
     "confine",

@@ -29,7 +29,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +51,11 @@ from agentao.gateway.ceilings import CeilingRules
 from agentao.gateway.config import AgentSpec, Limits
 from agentao.gateway.confine import OuterStatus, confine
 from agentao.gateway.errors import AgentUnavailable
+from agentao.modes import CEILING_ENV
 from agentao.protocol.decode import to_builtins
 
 log = logging.getLogger("agentao.gateway")
 
-CEILING_ENV = "AGENTAO_MODE_CEILING"  # our agent's mode ceiling (agent/ceiling.py)
 STABLE_SECONDS = 10.0  # a process that lived this long resets the restart back-off
 
 
@@ -181,8 +181,8 @@ class Spawning:
     """How the gateway starts agent processes: confined where it can (confine.py), the
     state directory their homes live in, and whether to run unconfined where it cannot."""
 
-    outer: OuterStatus = field(default_factory=lambda: OuterStatus(False, "not probed"))
-    state_dir: Path | None = None  # None: agents run unconfined, as in unit tests
+    outer: OuterStatus
+    state_dir: Path  # agents' homes: <state_dir>/agents/NAME/home
     allow_unconfined: bool = False
     mcp_public_only: bool = True  # our agent, too, refuses MCP URLs on private addresses
 
@@ -195,12 +195,12 @@ class AgentPool:
         spec: AgentSpec,
         limits: Limits,
         permission: PermissionHandler,
-        spawning: Spawning | None = None,
+        spawning: Spawning,
     ) -> None:
         self.spec = spec
         self.limits = limits
         self.permission = permission
-        self.spawning = spawning or Spawning()
+        self.spawning = spawning
         self.info = AgentInfo(spec.name)
         # The agent's own `initialize` answer, for remote ACP clients (authMethods empty:
         # the gateway authenticated its processes; a remote client authenticates to us).
@@ -244,8 +244,6 @@ class AgentPool:
         env = {**dict(spec.env), CEILING_ENV: spec.rules(ceiling).our_highest_mode()}
         if spawning.mcp_public_only:
             env[MCP_PUBLIC_ONLY_ENV] = "1"
-        if spawning.state_dir is None:
-            return AgentCommand(spec.command, env=env, cwd=spec.cwd)
         if not spawning.outer.available:
             if ceiling != "all" and not spawning.allow_unconfined:
                 raise AgentUnavailable(
@@ -257,8 +255,8 @@ class AgentPool:
             log.warning("agent %s runs unconfined: %s", spec.name, spawning.outer.reason)
             return AgentCommand(spec.command, env=env, cwd=spec.cwd)
         home = spawning.state_dir / "agents" / spec.name / "home"
-        confined = confine(spec.command, cwd=spec.cwd, home=home, env=env, sandbox=spec.sandbox)
-        return AgentCommand(confined.argv, env=confined.env, cwd=spec.cwd, inherit_env=False)
+        argv = confine(spec.command, cwd=spec.cwd, home=home, env=env, sandbox=spec.sandbox)
+        return AgentCommand(argv, env={}, cwd=spec.cwd, inherit_env=False)  # bwrap sets it
 
     async def close(self) -> None:
         for task in self._starting:
