@@ -25,8 +25,8 @@ roots (its cwd and sandbox `write` paths: what its confined process sees); it ma
 no stdio MCP server (a command run on this host) unless the key's ceiling is `all`; an
 http/sse MCP server must be on a public address, and gets only the headers the policy
 passes (`mcp_urls.py`), whatever the key; below `all`, only the mode and config changes
-the agent's config names for the ceiling are passed on (ceilings.py); a session another
-key opened is not found.
+the agent's config names for the ceiling are passed on (limits.py, ceilings.py); a
+session another key opened is not found.
 """
 
 from __future__ import annotations
@@ -34,10 +34,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Coroutine
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -46,12 +44,13 @@ from agentao.client import ClientError, TurnEnd, Update
 from agentao.client.files import LocalFiles
 from agentao.client.remote import SESSION_SCOPED  # their replies go to the session's stream
 from agentao.gateway.auth import Principal, owns
-from agentao.gateway.config import McpUrlPolicy, Policy, policy_rank
+from agentao.gateway.config import McpUrlPolicy
 from agentao.gateway.errors import ApiError, HeldElsewhere
 from agentao.gateway.peers import Peers
-from agentao.gateway.pool import AgentPool, SessionParams
+from agentao.gateway.pool import AgentPool
 from agentao.gateway.remote.connection import INIT_SCOPE, Connection, Connections
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
+from agentao.gateway.remote.limits import check_change, remote_policy, session_params
 from agentao.gateway.remote.mcp_urls import checked_mcp_servers
 from agentao.gateway.remote.relay import SessionRelay, SessionRelays
 from agentao.gateway.replicas import Replica
@@ -81,7 +80,6 @@ from agentao.store.gateway import GatewayStore
 log = logging.getLogger("agentao.gateway")
 _decode = msgspec.json.Decoder().decode
 
-SET_MODEL_METHOD = "_agentao.cn/set_model"  # our agent's model switch: the model option
 _API_CODES = {400: InvalidParams.code, 404: SessionNotFound.code, 409: InvalidRequest.code}
 
 
@@ -300,42 +298,20 @@ class RemoteAcp:
             self.relays.detach(relay, connection)
             return {}
         if method.startswith(("session/", "_")):  # set_mode, set_config_option, extensions
-            self._check_change(connection, method, params)
+            spec = self.conversations.pool(connection.agent).spec
+            check_change(connection.principal, spec, method, params)
             session = await self.conversations.bind(relay.conv)
             return await session.channel.call_raw(method, params, session.channel.timeouts.request)
         raise MethodNotFound(method)
-
-    def _check_change(self, connection: Connection, method: str, params: dict[str, Any]) -> None:
-        """A method passed on to the agent, within what the key's ceiling may change there:
-        below `all`, only the modes and config values the agent's config names for it, and
-        no other method (an extension, or `session/fork` naming another cwd or a stdio MCP
-        server, would reach past the checks `session/new` made)."""
-        ceiling = connection.principal.ceiling
-        rules = self.conversations.pool(connection.agent).spec.rules(ceiling)
-        change = _change_of(method, params)
-        allowed = change is not None and (
-            rules.allows_mode(change[1])
-            if change[0] == MODE_CHANGE
-            else rules.allows_option(change[0], change[1])
-        )
-        if ceiling == "all" and change is None:
-            return
-        if not allowed:
-            what = f"{method} {change[0]}={change[1]!r}" if change else method
-            raise InvalidRequest(
-                f"Invalid Request: {what} is above this API key's ceiling {ceiling!r} "
-                "(the agent's config names what each ceiling may change)",
-                {"reason": "above_ceiling", "ceiling": ceiling},
-            )
 
     # ---- sessions --------------------------------------------------------------------------
 
     async def _new(self, connection: Connection, params: dict[str, Any]) -> dict[str, Any]:
         pool = self.conversations.pool(connection.agent)
         params = await self._checked_servers(params)
-        session_params = self._session_params(connection, pool, params)
+        where = session_params(connection.principal, pool.spec, params)
         conv = await self.conversations.create(connection.principal.name, connection.agent, "acp")
-        conv.record.session_params = session_params.stored()
+        conv.record.session_params = where.stored()
         session = await self.conversations.bind(conv)
         relay = self.relays.relay(conv)
         # What the agent sent while opening it (its commands, say), before anyone watched:
@@ -383,7 +359,9 @@ class RemoteAcp:
             pool = convs.pool(connection.agent)
             conv = await convs.create(principal.name, connection.agent, "acp")
             conv.record.session_id = session_id
-            conv.record.session_params = self._session_params(connection, pool, params).stored()
+            conv.record.session_params = session_params(
+                connection.principal, pool.spec, params
+            ).stored()
             return conv
         raise SessionNotFound(session_id)
 
@@ -414,35 +392,8 @@ class RemoteAcp:
         """`params` with its http/sse MCP servers checked (-32602) and their headers cut."""
         servers = params.get("mcpServers")
         if not isinstance(servers, list):
-            return params  # absent, or refused as not a list by _session_params
+            return params  # absent, or refused as not a list by limits.session_params
         return {**params, "mcpServers": await checked_mcp_servers(servers, self.mcp)}
-
-    def _session_params(
-        self, connection: Connection, pool: AgentPool, params: dict[str, Any]
-    ) -> SessionParams:
-        """Where the client wants its session, within what its key may reach here: its cwd
-        and every additional directory resolved (symlinks followed) must lie inside the
-        agent's roots (its cwd and its sandbox's `write` paths: all that its confined
-        process sees, whatever the key), and the agent is given the resolved paths, so it
-        opens (and pins) the directories that were checked."""
-        cwd = params.get("cwd")
-        dirs = params.get("additionalDirectories") or []
-        servers = params.get("mcpServers") or []
-        if not isinstance(cwd, str) or not Path(cwd).is_absolute():
-            raise InvalidParams("Invalid params: cwd must be an absolute path", {"field": "cwd"})
-        if not isinstance(dirs, list) or not isinstance(servers, list):
-            raise InvalidParams("Invalid params: additionalDirectories and mcpServers are lists")
-        unbounded = connection.principal.ceiling == "all"
-        roots = [Path(os.path.realpath(r)) for r in (pool.spec.cwd, *pool.spec.sandbox.write)]
-        cwd = _within(roots, "cwd", cwd)
-        dirs = [_within(roots, f"additionalDirectories[{i}]", d) for i, d in enumerate(dirs)]
-        if not unbounded and any(isinstance(s, dict) and "command" in s for s in servers):
-            raise InvalidParams(
-                "Invalid params: a stdio MCP server runs a command on the gateway's host; only "
-                "a key whose ceiling is 'all' may name one",
-                {"field": "mcpServers"},
-            )
-        return SessionParams(cwd, tuple(map(str, dirs)), tuple(servers))
 
     # ---- turns -----------------------------------------------------------------------------
 
@@ -523,20 +474,6 @@ class RemoteAcp:
                 turn.cancel()
 
 
-MODE_CHANGE = "mode"  # a `_change_of` that sets the session's mode
-
-
-def _change_of(method: str, params: dict[str, Any]) -> tuple[str, str] | None:
-    """(config id or MODE_CHANGE, value) a passed-on method sets; None for any other."""
-    if method == "session/set_mode":
-        return MODE_CHANGE, str(params.get("modeId"))
-    if method == "session/set_config_option":
-        return str(params.get("configId")), str(params.get("value"))
-    if method == SET_MODEL_METHOD:
-        return "model", str(params.get("model"))
-    return None
-
-
 def _prompt_of(params: dict[str, Any]) -> list[dict[str, Any]]:
     prompt = params.get("prompt")
     if not isinstance(prompt, list) or not all(isinstance(b, dict) for b in prompt):
@@ -544,30 +481,6 @@ def _prompt_of(params: dict[str, Any]) -> list[dict[str, Any]]:
             "Invalid params: prompt must be a list of content blocks", {"field": "prompt"}
         )
     return prompt
-
-
-def remote_policy(principal: Principal) -> Policy:
-    """A remote client is asked (it is the person at the editor), within the key's ceiling."""
-    return "ask" if policy_rank(principal.ceiling) >= policy_rank("ask") else principal.ceiling
-
-
-def _within(roots: list[Path], field: str, path: object) -> str:
-    """`path` resolved, if it is an absolute path whose resolution lies inside one of
-    `roots` (a symlink inside the workspace that points out is refused), else -32602."""
-    if not isinstance(path, str) or not Path(path).is_absolute():
-        raise InvalidParams(
-            f"Invalid params: {field} must be an absolute path, got {path!r}", {"field": field}
-        )
-    real = Path(os.path.realpath(path))
-    if not any(real.is_relative_to(root) for root in roots):
-        seen = path if str(real) == path else f"{path} (which resolves to {real})"
-        where = ", ".join(map(str, roots))
-        raise InvalidParams(
-            f"Invalid params: {field} {seen} lies outside this agent's workspace ({where}); "
-            "the agent's [agents.NAME.sandbox] write paths add roots",
-            {"field": field, "path": path},
-        )
-    return str(real)
 
 
 def _update(session_id: str, update: Any) -> dict[str, Any]:
@@ -605,4 +518,4 @@ def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
 
 
-__all__ = ["RemoteAcp", "remote_policy"]
+__all__ = ["RemoteAcp"]

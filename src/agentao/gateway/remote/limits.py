@@ -1,0 +1,109 @@
+"""What a key may ask of an agent over remote ACP, beyond what the guard and `owns` decide.
+
+- Where a session may be: its `cwd` and every additional directory must resolve inside
+  the agent's roots (its `cwd` and sandbox `write` paths: all its confined process sees),
+  whatever the key; the agent is given the resolved paths, so it opens what was checked.
+- What it may name: a stdio MCP server (a command run on the gateway's host) only with
+  the ceiling `all`.
+- What a method passed on to the agent may change: below `all`, only the modes and
+  config values the agent's config names for the key's ceiling (ceilings.py), and no
+  other method (an extension, or `session/fork` naming another cwd or a stdio server,
+  would reach past the checks `session/new` made).
+- Whom the agent's permission questions go to: the remote client, within the ceiling.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from agentao.gateway.auth import Principal
+from agentao.gateway.config import AgentSpec, Policy, policy_rank
+from agentao.gateway.pool import SessionParams
+from agentao.protocol.errors import InvalidParams, InvalidRequest
+
+SET_MODEL_METHOD = "_agentao.cn/set_model"  # our agent's model switch: the model option
+MODE_CHANGE = "mode"  # a change of the session's mode, not of a config option
+
+
+def session_params(principal: Principal, spec: AgentSpec, params: dict[str, Any]) -> SessionParams:
+    """Where the client wants its session, within what its key may reach here."""
+    cwd = params.get("cwd")
+    dirs = params.get("additionalDirectories") or []
+    servers = params.get("mcpServers") or []
+    if not isinstance(cwd, str) or not Path(cwd).is_absolute():
+        raise InvalidParams("Invalid params: cwd must be an absolute path", {"field": "cwd"})
+    if not isinstance(dirs, list) or not isinstance(servers, list):
+        raise InvalidParams("Invalid params: additionalDirectories and mcpServers are lists")
+    roots = [Path(os.path.realpath(r)) for r in (spec.cwd, *spec.sandbox.write)]
+    cwd = _within(roots, "cwd", cwd)
+    dirs = [_within(roots, f"additionalDirectories[{i}]", d) for i, d in enumerate(dirs)]
+    if principal.ceiling != "all" and any(isinstance(s, dict) and "command" in s for s in servers):
+        raise InvalidParams(
+            "Invalid params: a stdio MCP server runs a command on the gateway's host; only "
+            "a key whose ceiling is 'all' may name one",
+            {"field": "mcpServers"},
+        )
+    return SessionParams(cwd, tuple(map(str, dirs)), tuple(servers))
+
+
+def check_change(
+    principal: Principal, spec: AgentSpec, method: str, params: dict[str, Any]
+) -> None:
+    """A method passed on to the agent, or -32600 `above_ceiling`."""
+    ceiling = principal.ceiling
+    change = _change_of(method, params)
+    if change is None:
+        allowed = ceiling == "all"
+    else:
+        rules = spec.rules(ceiling)
+        what, value = change
+        allowed = (
+            rules.allows_mode(value) if what == MODE_CHANGE else rules.allows_option(what, value)
+        )
+    if not allowed:
+        named = f"{method} {change[0]}={change[1]!r}" if change else method
+        raise InvalidRequest(
+            f"Invalid Request: {named} is above this API key's ceiling {ceiling!r} "
+            "(the agent's config names what each ceiling may change)",
+            {"reason": "above_ceiling", "ceiling": ceiling},
+        )
+
+
+def remote_policy(principal: Principal) -> Policy:
+    """A remote client is asked (it is the person at the editor), within the key's ceiling."""
+    return "ask" if policy_rank(principal.ceiling) >= policy_rank("ask") else principal.ceiling
+
+
+def _change_of(method: str, params: dict[str, Any]) -> tuple[str, str] | None:
+    """(config id or MODE_CHANGE, value) a passed-on method sets; None for any other."""
+    if method == "session/set_mode":
+        return MODE_CHANGE, str(params.get("modeId"))
+    if method == "session/set_config_option":
+        return str(params.get("configId")), str(params.get("value"))
+    if method == SET_MODEL_METHOD:
+        return "model", str(params.get("model"))
+    return None
+
+
+def _within(roots: list[Path], field: str, path: object) -> str:
+    """`path` resolved, if it is an absolute path whose resolution lies inside one of
+    `roots` (a symlink inside the workspace that points out is refused), else -32602."""
+    if not isinstance(path, str) or not Path(path).is_absolute():
+        raise InvalidParams(
+            f"Invalid params: {field} must be an absolute path, got {path!r}", {"field": field}
+        )
+    real = Path(os.path.realpath(path))
+    if not any(real.is_relative_to(root) for root in roots):
+        seen = path if str(real) == path else f"{path} (which resolves to {real})"
+        where = ", ".join(map(str, roots))
+        raise InvalidParams(
+            f"Invalid params: {field} {seen} lies outside this agent's workspace ({where}); "
+            "the agent's [agents.NAME.sandbox] write paths add roots",
+            {"field": field, "path": path},
+        )
+    return str(real)
+
+
+__all__ = ["check_change", "remote_policy", "session_params"]
