@@ -211,6 +211,64 @@ def test_a_request_reaching_another_replica_is_passed_to_the_holder_with_its_key
     assert again.json()["error"]["code"] == "conversation_elsewhere"
 
 
+# B's config, as during a rollout: alice may not ask for "ask", and titles are short.
+STRICT_KEYS = KEYS.replace(
+    'name = "alice"\nkey = "' + ALICE + '"\nceiling = "all"',
+    'name = "alice"\nkey = "' + ALICE + '"\nceiling = "reject"',
+)
+
+
+def test_a_request_for_a_conversation_held_elsewhere_is_passed_on_before_any_route_runs(
+    keyed: Replicas,
+) -> None:
+    a = keyed.start()
+    keyed.server, keyed.limits = STRICT_KEYS, "max_title_chars = 5"
+    b = keyed.start()
+    first = a.openai(ALICE).responses.create(model="agentao", input="hello")
+    conversation = first.model_extra["x_conversation_id"]
+    # Each of these B's own routes would refuse once they read the body (the policy is
+    # above alice's ceiling on B, the title too long for B); A, the holder, accepts them.
+    # So B reads only the name of the conversation, and passes the rest on untouched.
+    second = b.openai(ALICE).responses.create(
+        model="agentao",
+        input="and then?",
+        previous_response_id=first.id,
+        extra_body={"x_permission_policy": "ask"},
+    )
+    assert second.output_text == "Answer two."
+    auth = {"Authorization": f"Bearer {ALICE}"}
+    renamed = httpx.post(
+        f"{b.url}/v1/conversations/{conversation}", json={"title": "Kept long"}, headers=auth
+    )
+    assert renamed.status_code == 200 and renamed.json()["title"] == "Kept long"
+    # The control: the same requests for a conversation B holds, or nobody does, are B's
+    # to answer, and B refuses them.
+    with pytest.raises(openai.PermissionDeniedError, match="above this key's ceiling"):
+        b.openai(ALICE).responses.create(
+            model="agentao", input="new", extra_body={"x_permission_policy": "ask"}
+        )
+    own = b.openai(ALICE).responses.create(model="agentao", input="mine").model_extra
+    url = f"{b.url}/v1/conversations/{own['x_conversation_id']}"
+    refused = httpx.post(url, json={"title": "Kept long"}, headers=auth)
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "title"
+    assert 'ceiling = "reject"' in STRICT_KEYS
+
+
+def test_a_rename_through_another_replica_survives_the_holder_s_next_turn(
+    replicas: Replicas,
+) -> None:
+    a, b = replicas.start(), replicas.start()
+    first = a.openai().responses.create(model="agentao", input="hello")
+    conversation = first.model_extra["x_conversation_id"]
+    url = f"{b.url}/v1/conversations/{conversation}"
+    assert httpx.post(url, json={"title": "Mine"}, headers=b.auth).status_code == 200
+    # A holds the conversation and its record: the person's title is A's to keep, so
+    # A's next turn does not write its own older copy over it.
+    a.openai().responses.create(model="agentao", input="again", previous_response_id=first.id)
+    shown = httpx.get(url, headers=b.auth).json()
+    assert (shown["title"], shown["title_by"], shown["turn_count"]) == ("Mine", "person", 2)
+
+
 def test_a_response_running_on_one_replica_is_cancelled_through_another(
     keyed: Replicas,
 ) -> None:

@@ -4,7 +4,8 @@
     uvicorn.run(app, host=..., port=...)
 
 Every request passes, outermost first: `Guard` (Host, secrets in URLs, Origin),
-CORS for the configured origins only, `BodyLimit`, then the routes.
+CORS for the configured origins only, `BodyLimit`, `HolderRouting` (a conversation live
+on another replica: the request goes there, holders.py), then the routes.
 
 `serving.py` runs it for `agentao serve`.
 """
@@ -18,7 +19,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse
 from starlette.middleware.cors import CORSMiddleware
 
 from agentao import __version__
@@ -36,6 +37,7 @@ from agentao.gateway.auth import CLIENT_HEADER, POLICY_HEADER
 from agentao.gateway.bodylimit import BodyLimit
 from agentao.gateway.config import GatewayConfig
 from agentao.gateway.guard import Guard
+from agentao.gateway.holders import HolderRouting
 from agentao.gateway.service import Gateway, models_listing
 from agentao.store.gateway import GatewayStore, open_store
 from agentao.store.paths import ensure_state_dir
@@ -94,8 +96,7 @@ def create_app(
     )
     app.state.gateway = gateway
     errors.install(app)
-    app.add_exception_handler(errors.HeldElsewhere, _held_elsewhere)
-    _install_middleware(app, config)
+    _install_middleware(app, gateway)
     app.include_router(openai_chat.router)
     app.include_router(openai_responses.router)
     app.include_router(tasks.router)
@@ -147,15 +148,11 @@ def create_app(
     return app
 
 
-async def _held_elsewhere(request: Request, exc: Exception) -> Response:
-    """A conversation live on another replica: passed to it (or redirected there)."""
-    assert isinstance(exc, errors.HeldElsewhere)
-    gateway: Gateway = request.app.state.gateway
-    return await gateway.peers.answer(request, exc)
-
-
-def _install_middleware(app: FastAPI, config: GatewayConfig) -> None:
-    # Added innermost first: a request meets Guard, then CORS, then BodyLimit.
+def _install_middleware(app: FastAPI, gateway: Gateway) -> None:
+    # Added innermost first: a request meets Guard, then CORS, then BodyLimit, then the
+    # holder step (a request for a conversation live on another replica goes there).
+    config = gateway.config
+    app.add_middleware(HolderRouting, gateway=gateway)
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_request_bytes)
     if config.web.allowed_origins:
         app.add_middleware(

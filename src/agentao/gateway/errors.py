@@ -16,6 +16,7 @@ ApiError                       status, OpenAI `type`
 ├── NotImplementedApi          501  invalid_request_error (a JSON-RPC batch to remote ACP)
 ├── AgentFailed                502  agent_error (the turn failed: the agent died or erred)
 └── AgentUnavailable           503  agent_error (no agent process could take the request)
+    └── TakenElsewhere         503  ... another replica took the conversation meanwhile
 """
 
 from __future__ import annotations
@@ -98,27 +99,6 @@ class SessionBusy(Conflict):
         )
 
 
-class HeldElsewhere(ApiError):
-    """The conversation (or the turn asked about) is live on another replica. The request
-    is forwarded there (`gateway/peers.py`), or, with `cross_replica = "redirect"`, the
-    client is sent there: a 307 keeps the method and body."""
-
-    status = 307
-    type = "conversation_elsewhere"
-
-    def __init__(self, owner_url: str, retry_after: float = 1.0) -> None:
-        super().__init__(
-            f"this conversation is live on another replica ({owner_url}); follow the redirect",
-            code="conversation_elsewhere",
-        )
-        self.owner_url = owner_url.rstrip("/")
-        self.retry_after = retry_after  # when the lease would be free, were the holder gone
-
-    def location(self, request: Request) -> str:
-        query = f"?{request.url.query}" if request.url.query else ""
-        return f"{self.owner_url}{request.url.path}{query}"
-
-
 class NotAcceptable(ApiError):
     status = 406
 
@@ -159,6 +139,22 @@ class NotImplementedApi(ApiError):
 class AgentUnavailable(ApiError):
     status = 503
     type = "agent_error"
+
+
+class TakenElsewhere(AgentUnavailable):
+    """Another live replica took the conversation's lease while this request was on its
+    way to its turn (after the holder step, `holders.py`, found it free or ours): the
+    client sends it again, and the holder step passes it on then. Rare, and an answer,
+    not a detour: requests are passed to a holder before any route runs."""
+
+    def __init__(self, owner_url: str) -> None:
+        super().__init__(
+            f"another gateway replica ({owner_url}) took this conversation over while the "
+            "request was on its way; send it again",
+            code="conversation_elsewhere",
+            headers={"Retry-After": "1"},
+        )
+        self.owner_url = owner_url
 
 
 class StoreFailed(ApiError):
@@ -215,7 +211,6 @@ __all__ = [
     "BadRequest",
     "Conflict",
     "Forbidden",
-    "HeldElsewhere",
     "MisdirectedRequest",
     "NotAcceptable",
     "NotFound",
@@ -224,6 +219,7 @@ __all__ = [
     "SessionBusy",
     "SessionLost",
     "StoreFailed",
+    "TakenElsewhere",
     "TooManyConnections",
     "Unauthorized",
     "UnsupportedMediaType",

@@ -15,7 +15,6 @@ request sets `x_acp: true`. Agent-run tools are never `tool_calls`.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -37,6 +36,7 @@ from agentao.gateway.sessions import (
     CONVERSATION_PREFIX,
     LiveConversation,
     TurnRequest,
+    keyed_conversation_id,
 )
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
 from agentao.gateway.transcript import (
@@ -116,11 +116,14 @@ async def chat_completions(request: Request) -> Any:
     key = _session_key(gw, request, body)
     hashed = await _read_transcript(body.messages, pool.info.images, gw.limits)
     conv, new, fresh = await _conversation(gw, principal, choice, key, hashed)
+    if key is None and not fresh and (holder := await gw.replica.holder_url(conv.id)):
+        # Named by its transcript alone, so found only now (a key is found before: holders.py).
+        return await gw.peers.pass_on(request, holder)
     turn_request = _turn_request(body, principal, policy, choice, hashed, new, fresh)
     try:
         turn = await gw.conversations.begin(conv, turn_request)
     except SessionLost:  # start the conversation over, with the whole transcript
-        conv.record.session_id, conv.session = None, None
+        gw.conversations.start_over(conv)
         everything = hashed.messages
         turn_request = _turn_request(body, principal, policy, choice, hashed, everything, True)
         turn = await gw.conversations.begin(conv, turn_request)
@@ -191,9 +194,7 @@ async def _keyed(
 ) -> LiveConversation:
     """The conversation an explicit key names: one of ours by id, else the key's own."""
     convs = gw.conversations
-    derived = (
-        CONVERSATION_PREFIX + hashlib.sha256(f"{principal.name}\0{key}".encode()).hexdigest()[:32]
-    )
+    derived = keyed_conversation_id(principal.name, key)
     for conv in (convs.live(key), convs.live(derived)):  # the hot path: no store lookup
         if conv is not None and owns(principal, conv.record.owner):
             return conv

@@ -23,11 +23,10 @@ from fastapi.responses import JSONResponse
 from agentao.client import TurnEnd
 from agentao.gateway.auth import Principal, check_owner, owns
 from agentao.gateway.batches import describe
-from agentao.gateway.errors import BadRequest, Conflict, HeldElsewhere, NotFound, unsupported
+from agentao.gateway.errors import BadRequest, Conflict, NotFound, unsupported
 from agentao.gateway.identifiers import check_id
 from agentao.gateway.inputs import parse_response_input, prompt_blocks
 from agentao.gateway.mapping import estimate_usage, usage_from_agent
-from agentao.gateway.peers import FORWARDED_BY
 from agentao.gateway.response_builder import Event, LiveResponse, ResponseBuilder
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import LiveConversation, TurnRequest
@@ -301,10 +300,10 @@ async def cancel_response(response_id: str, request: Request) -> Any:
     status = body.get("status")
     if status == "cancelled":
         return JSONResponse(body)
-    if status == IN_FLIGHT_RESPONSE:  # another replica produces it: it cancels it
-        await _send_to_producer(gw, request, response_id)
+    if status == IN_FLIGHT_RESPONSE:  # another replica's, one the holder step could not reach
         raise Conflict(
-            f"response {response_id!r} is in progress on another gateway process; cancel it there",
+            f"response {response_id!r} is in progress on another gateway process that cannot "
+            "be reached; cancel it there",
             param="response_id",
             code="response_elsewhere",
         )
@@ -320,25 +319,14 @@ async def cancel_response(response_id: str, request: Request) -> Any:
 async def delete_response(response_id: str, request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
-    body = await _find(gw, principal, response_id)
+    await _find(gw, principal, response_id)
     live = gw.live_responses.get(response_id)
-    if live is None and body.get("status") == IN_FLIGHT_RESPONSE:  # another replica's
-        await _send_to_producer(gw, request, response_id)
     if live is not None:
         live.turn.cancel()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(live.done.wait(), gw.limits.cancel_grace_seconds + 5)
     await gw.store.delete_response(response_id)
     return JSONResponse({"id": response_id, "object": "response", "deleted": True})
-
-
-async def _send_to_producer(gw: Gateway, request: Request, response_id: str) -> None:
-    """Raise `HeldElsewhere` for the live replica producing this response, if there is
-    one (and this request was not already passed on by a replica)."""
-    record = await gw.store.get_response(response_id)
-    url = await gw.replica.url_of(record.boot_id if record else None)
-    if url is not None and FORWARDED_BY not in request.headers:
-        raise HeldElsewhere(url)
 
 
 __all__ = ["ResponsesBody", "check_supported", "router"]

@@ -2,7 +2,8 @@
 
 Theory of operation. On a shared store a live conversation sits in one replica's agent
 process (its lease, store/cluster.py). A request that reaches another replica — a load
-balancer without affinity, a client that moved — is *forwarded* to the holder: the same
+balancer without affinity, a client that moved — is found to be the holder's before any
+route runs (holders.py) and *forwarded* to the holder (`pass_on`): the same
 method, path, query, body and headers (the client's `Authorization` among them, so the
 holder authenticates it as it would the client), and the holder's answer streamed back
 byte for byte, SSE included; a client that leaves closes the forwarded request too, so
@@ -23,9 +24,11 @@ request again (the conversation moved while it was on its way: 503, come back), 
 replicas cannot bounce one request between them. Replicas' addresses come from the
 store (`gw_replicas`), which every replica already trusts with everything else.
 
-Small questions go to the replicas too (`call`, `each`): cancelling a response or task
-that runs elsewhere, answering or listing permission questions held by another
-replica's desk.
+Small questions go to the replicas too (`call`, `each`): remote ACP's prompts, cancels
+and permission answers for a session live on another replica (remote/far.py), the task
+stream's, answering or listing permission questions held by another replica's desk.
+Whole requests and small questions alike take one path, `send`: marked as passed on,
+the holder watched by its heartbeat while it answers, an unreachable one a 503.
 """
 
 from __future__ import annotations
@@ -40,18 +43,20 @@ from typing import Any, TypeVar
 
 import anyio
 import httpx
+import msgspec
 from starlette.background import BackgroundTask
 from starlette.requests import HTTPConnection, Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from agentao.gateway.auth import CLIENT_HEADER, key_from_subprotocols
 from agentao.gateway.config import GatewayConfig
-from agentao.gateway.errors import AgentUnavailable, ApiError, HeldElsewhere
+from agentao.gateway.errors import AgentUnavailable, ApiError, error_body
 from agentao.gateway.login import COOKIE_NAME
 from agentao.gateway.replicas import Replica
 
 log = logging.getLogger("agentao.gateway")
 T = TypeVar("T")
+_encode = msgspec.json.Encoder().encode
 
 FORWARDED_BY = "agentao-forwarded-by"  # the boot id of the replica that passed it on
 # Meaningful for one connection only (RFC 9110 §7.6.1), or recomputed by the client.
@@ -108,36 +113,50 @@ class Peers:
         if self._client is not None:
             await self._client.aclose()
 
+    # ---- the one path to another replica ---------------------------------------------------
+
+    async def send(
+        self, url: str, method: str, target: str, headers: list[tuple[str, str]], body: bytes
+    ) -> httpx.Response:
+        """`method target` on the replica at `url`, marked as passed on by this one; the
+        answer's head, its body still to be read (streamed). A holder that cannot be
+        reached, or whose heartbeat stops while it is asked, is a 503 (`AgentUnavailable`).
+
+        Every request one replica makes of another goes this way: a whole HTTP request
+        passed to the holder (`forward`) and the small questions (`call`: remote ACP's
+        prompts, cancels and answers, the task stream's, permission listings)."""
+        marked = [*headers, (FORWARDED_BY, self.replica.boot_id)]
+        upstream = self.client.build_request(method, f"{url}{target}", headers=marked, content=body)
+        try:
+            return await self._unless_silent(self.client.send(upstream, stream=True), url)
+        except httpx.TransportError as exc:
+            raise _unreachable(url, exc, self.retry_seconds) from None
+
     # ---- a whole request --------------------------------------------------------------------
 
-    async def answer(self, request: Request, exc: HeldElsewhere) -> Response:
-        """The answer to a request whose conversation `exc` says is held elsewhere."""
+    async def pass_on(self, request: Request, owner_url: str) -> Response:
+        """The answer to a request whose conversation another live replica holds: passed
+        to it (or, with `cross_replica = "redirect"`, the client sent there)."""
         if self.redirect:
-            exc.headers["Location"] = exc.location(request)
-            return exc.response()
-        if FORWARDED_BY in request.headers:
+            return _redirect(request, owner_url)
+        if FORWARDED_BY in request.headers:  # moved while it was on its way: no ping-pong
             return _moved(1.0).response()
         try:
-            return await self.forward(request, exc.owner_url, exc.retry_after)
+            return await self.forward(request, owner_url)
         except ApiError as refusal:
             return refusal.response()
 
-    async def forward(self, request: Request, owner_url: str, retry_after: float = 1.0) -> Response:
+    async def forward(self, request: Request, owner_url: str) -> Response:
         """`request` sent to `owner_url` as it came, its answer streamed back."""
-        body = await request.body()  # read (and kept) by the route before it found out
         query = f"?{request.url.query}" if request.url.query else ""
-        upstream_request = self.client.build_request(
-            request.method,
-            f"{owner_url}{request.url.path}{query}",
-            headers=self._headers(request),
-            content=body,
-        )
         log.debug("passing %s %s to %s", request.method, request.url.path, owner_url)
-        try:
-            sending = self.client.send(upstream_request, stream=True)
-            upstream = await self._unless_silent(sending, owner_url)
-        except httpx.TransportError as exc:
-            raise _unreachable(owner_url, exc, retry_after) from None
+        upstream = await self.send(
+            owner_url,
+            request.method,
+            f"{request.url.path}{query}",
+            self._headers(request),
+            await request.body(),  # the raw bytes, as the client sent them
+        )
         return StreamingResponse(
             self._relay(upstream, owner_url),
             status_code=upstream.status_code,
@@ -181,7 +200,6 @@ class Peers:
         return [
             *headers,
             *_session_cookie(request).items(),
-            (FORWARDED_BY, self.replica.boot_id),
             ("x-forwarded-for", client),
             ("x-forwarded-host", request.headers.get("host", "")),
             ("x-forwarded-proto", request.url.scheme),
@@ -192,13 +210,21 @@ class Peers:
     async def call(
         self, url: str, method: str, path: str, who: Mapping[str, str], json: Any = None
     ) -> httpx.Response:
-        """`method path` on the replica at `url`, as the caller whose `credentials` are
-        `who` (its key, and the web UI's mark when it is the UI asking)."""
-        headers = {**who, FORWARDED_BY: self.replica.boot_id}
+        """`method path` on the replica at `url`, as the caller whose credentials are
+        `who` (its key, and the web UI's mark when it is the UI asking); read whole."""
+        headers = list(who.items())
+        body = b""
+        if json is not None:
+            headers.append(("content-type", "application/json"))
+            body = _encode(json)
+        reply = await self.send(url, method, path, headers, body)
         try:
-            return await self.client.request(method, f"{url}{path}", headers=headers, json=json)
+            await self._unless_silent(reply.aread(), url)
         except httpx.TransportError as exc:
-            raise _unreachable(url, exc) from None
+            raise _unreachable(url, exc, self.retry_seconds) from None
+        finally:
+            await reply.aclose()
+        return reply
 
     async def each(
         self, method: str, path: str, conn: HTTPConnection, json: Any = None
@@ -254,6 +280,18 @@ def _unreachable(url: str, exc: Exception, retry_after: float = 1.0) -> AgentUna
         f"({type(exc).__name__}); try again, at the latest once its lease expires",
         code="conversation_elsewhere",
         headers={"Retry-After": str(max(1, math.ceil(retry_after)))},
+    )
+
+
+def _redirect(request: Request, owner_url: str) -> Response:
+    """A 307 to the holder: the method and body are kept (the client must send its
+    credentials again: HTTP clients drop them on a redirect to another origin)."""
+    query = f"?{request.url.query}" if request.url.query else ""
+    message = f"this conversation is live on another replica ({owner_url}); follow the redirect"
+    return JSONResponse(
+        error_body(message, "conversation_elsewhere", code="conversation_elsewhere"),
+        status_code=307,
+        headers={"Location": f"{owner_url}{request.url.path}{query}"},
     )
 
 

@@ -11,10 +11,13 @@ part:
   killed replica was producing reads `failed` within about a lease, never
   `in_progress` forever; its leases have expired by then, so its conversations go to
   the next replica a request reaches;
+* `holder_url(conv)` before any route runs (holders.py): where another live replica
+  holds the conversation, so the request is passed there untouched;
 * `claim(conv)` before a turn: the lease is ours (free, expired or already ours), or
-  the request is redirected to the replica that holds it (`HeldElsewhere`, a 307). When
-  the lease comes back to us after another replica held it (a new token), what we kept
-  of the conversation is stale: it is read again and its session reopened;
+  refused (`TakenElsewhere`, 503 with Retry-After: another replica took it since the
+  holder step looked). When the lease comes back to us after another replica held it
+  (a new token), what we kept of the conversation is stale: it is read again and its
+  session reopened;
 * `holds(conv)` before a turn's result is recorded: a replica that lost its lease (it
   stalled past the expiry and another took over) does not write over the new owner;
 * wake-ups: when the hub stores frames it tells the others (`notify_tasks`), and a
@@ -35,7 +38,7 @@ from collections.abc import Iterator
 from typing import Any, NoReturn, TypeVar
 
 from agentao.gateway.config import GatewayConfig, Limits
-from agentao.gateway.errors import AgentUnavailable, HeldElsewhere
+from agentao.gateway.errors import AgentUnavailable, TakenElsewhere
 from agentao.gateway.recovery import Recovery
 from agentao.store.cluster import Claim, Cluster, Member
 
@@ -123,7 +126,7 @@ class Replica:
 
     async def claim(self, conversation_id: str, held_token: int | None) -> tuple[int, bool]:
         """Take the conversation's lease: (our token, whether what we kept of it is stale).
-        Raises `HeldElsewhere` while another live replica holds it."""
+        Raises `TakenElsewhere` while another live replica holds it."""
         if not self.shared:
             return 1, False
         claim = await self._claim(conversation_id)
@@ -138,11 +141,12 @@ class Replica:
         return await self.cluster.claim(conversation_id, self.boot_id, self.limits.lease_seconds)
 
     def _refuse(self, claim: Claim) -> NoReturn:
-        """Send the client to the holder; or, when the holder has gone quiet (dead, most
-        likely, on another machine), ask it to come back when the lease is free."""
+        """Ask the client to send it again (the holder step then passes it on); or, when
+        the holder has gone quiet (dead, most likely, on another machine), to come back
+        when the lease is free."""
         silent = claim.owner_silent_for > SILENT_BEATS * self.limits.heartbeat_seconds
         if claim.owner_url and not silent:
-            raise HeldElsewhere(claim.owner_url, claim.expires_in)
+            raise TakenElsewhere(claim.owner_url)
         wait = max(1, math.ceil(claim.expires_in))
         state = "stopped answering" if silent else "gave no address"
         raise AgentUnavailable(
@@ -183,14 +187,20 @@ class Replica:
 
     async def holder_url(self, conversation_id: str) -> str | None:
         """Where the conversation is live, when another replica holds it and answers its
-        heartbeat; None when it is free (or ours, or its holder's lease ran out)."""
+        heartbeat; None when it is free (or ours, or its holder's lease ran out, or its
+        holder is dead here and now: a process of this machine that is gone)."""
         if not self.shared:
             return None
         held = await self.cluster.holder(conversation_id)
         quiet = SILENT_BEATS * self.limits.heartbeat_seconds
         if held is None or held.owner == self.boot_id or held.expires_in <= 0:
             return None
-        return held.owner_url if held.owner_silent_for <= quiet else None
+        if held.owner_silent_for > quiet:
+            return None  # the claim says when to come back (`_refuse`)
+        if await self.recovery.settle_if_dead(held.owner):
+            await self.cluster.leave(held.owner)  # as `claim` does: no need to wait
+            return None
+        return held.owner_url
 
     # ---- other replicas' task frames ------------------------------------------------------
 

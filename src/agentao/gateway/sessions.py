@@ -18,12 +18,18 @@ starts:
 
 Permission requests from every agent process come to `permission()`, which
 finds the session's running turn and lets it decide under its policy.
+
+Ownership. Only `Conversations` changes a conversation's record or live state (a
+rename, a session started over, a new conversation's session parameters): routes ask
+it by name (tests/gateway/test_ownership.py reads the gateway's source for any other
+writer).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -56,6 +62,12 @@ LEASE_LOST = (
     "stopped renewing its lease); the turn's result was not kept"
 )
 CONVERSATION_PREFIX = "conv_"  # every conversation id starts so (and no other id does)
+
+
+def keyed_conversation_id(owner: str, key: str) -> str:
+    """The conversation a caller's own explicit key names (Chat Completions' session key):
+    the same id on every replica, so the holder step finds it before any route runs."""
+    return CONVERSATION_PREFIX + hashlib.sha256(f"{owner}\0{key}".encode()).hexdigest()[:32]
 
 
 @dataclass(slots=True)
@@ -166,13 +178,24 @@ class Conversations:
         return self._remember(record)
 
     async def create(
-        self, owner: str, agent: str, source: str, conversation_id: str | None = None
+        self,
+        owner: str,
+        agent: str,
+        source: str,
+        conversation_id: str | None = None,
+        *,
+        session_id: str | None = None,
+        session_params: dict[str, Any] | None = None,
     ) -> LiveConversation:
+        """A new conversation; `session_id`: an agent session opened elsewhere that it
+        carries from the start; `session_params`: where that session is opened (remote ACP)."""
         record = Conversation(
             id=conversation_id or CONVERSATION_PREFIX + uuid.uuid4().hex,
             owner=owner,
             agent=agent,
             source=source,
+            session_id=session_id,
+            session_params=session_params,
         )
         self.pool(agent)
         self.hub.save_conversation(record)  # written with (and before) its first task
@@ -403,6 +426,13 @@ class Conversations:
             if conv.turn is turn:
                 conv.reserved = False
 
+    def start_over(self, conv: LiveConversation) -> None:
+        """Forget the conversation's agent session (the agent could not load it): its next
+        turn opens a new one, to which the caller sends the whole transcript."""
+        if conv.session is not None:
+            self._by_session.pop(conv.session.id, None)
+        conv.record.session_id, conv.session, conv.model = None, None, None
+
     # ---- idle conversations ---------------------------------------------------------------
 
     async def sweep(self, idle_seconds: float) -> int:
@@ -484,4 +514,5 @@ __all__ = [
     "LiveConversation",
     "SessionLost",
     "TurnRequest",
+    "keyed_conversation_id",
 ]

@@ -45,7 +45,7 @@ from agentao.client.files import LocalFiles
 from agentao.client.remote import SESSION_SCOPED  # their replies go to the session's stream
 from agentao.gateway.auth import Principal, owns
 from agentao.gateway.config import McpUrlPolicy
-from agentao.gateway.errors import ApiError, HeldElsewhere
+from agentao.gateway.errors import ApiError, TakenElsewhere
 from agentao.gateway.peers import Peers
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.remote.connection import INIT_SCOPE, Connection, Connections
@@ -291,7 +291,7 @@ class RemoteAcp:
         if method == "session/prompt":
             try:
                 return await self._prompt(connection, relay, params)
-            except HeldElsewhere:  # another replica took it over (we stalled past the lease)
+            except TakenElsewhere:  # another replica took it over (we stalled past the lease)
                 far = await self._move_away(relay)
                 return await self._far_call(connection, far, method, params)
         if method == "session/close":
@@ -310,8 +310,9 @@ class RemoteAcp:
         pool = self.conversations.pool(connection.agent)
         params = await self._checked_servers(params)
         where = session_params(connection.principal, pool.spec, params)
-        conv = await self.conversations.create(connection.principal.name, connection.agent, "acp")
-        conv.record.session_params = where.stored()
+        conv = await self.conversations.create(
+            connection.principal.name, connection.agent, "acp", session_params=where.stored()
+        )
         session = await self.conversations.bind(conv)
         relay = self.relays.relay(conv)
         # What the agent sent while opening it (its commands, say), before anyone watched:
@@ -334,7 +335,7 @@ class RemoteAcp:
         conv = await self._conversation_of(connection, session_id, params)
         try:
             session = await self.conversations.bind(conv)
-        except HeldElsewhere:  # live on another replica: served from the store, driven there
+        except TakenElsewhere:  # live on another replica: served from the store, driven there
             await self.far.session(conv).attach(connection, replay)
             return {"sessionId": session_id}
         session.drain()  # folded into the view already; the watchers have their own
@@ -356,13 +357,14 @@ class RemoteAcp:
         if conv is not None and owns(principal, conv.record.owner):
             return conv
         if conv is None and principal.name == "local":  # the agent's own, opened elsewhere
-            pool = convs.pool(connection.agent)
-            conv = await convs.create(principal.name, connection.agent, "acp")
-            conv.record.session_id = session_id
-            conv.record.session_params = session_params(
-                connection.principal, pool.spec, params
-            ).stored()
-            return conv
+            where = session_params(principal, convs.pool(connection.agent).spec, params)
+            return await convs.create(
+                principal.name,
+                connection.agent,
+                "acp",
+                session_id=session_id,
+                session_params=where.stored(),
+            )
         raise SessionNotFound(session_id)
 
     async def _list(self, connection: Connection) -> dict[str, Any]:
