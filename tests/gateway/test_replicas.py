@@ -408,6 +408,23 @@ def test_a_chat_session_key_reaches_its_conversation_from_any_replica(
     ]
 
 
+def test_a_chat_without_a_key_is_passed_to_the_holder_once_its_transcript_names_it(
+    replicas: Replicas,
+) -> None:
+    a, b = replicas.start(), replicas.start()
+    messages: list[Any] = [{"role": "user", "content": "hello"}]
+    one = a.openai().chat.completions.create(model="agentao", messages=messages)
+    messages += [
+        {"role": "assistant", "content": one.choices[0].message.content},
+        {"role": "user", "content": "and then?"},
+    ]
+    # No key: B finds the conversation by the transcript's hash, then A (the holder) runs
+    # the turn on the same agent session, which says its second answer.
+    two = b.openai().chat.completions.create(model="agentao", messages=messages)
+    assert two.choices[0].message.content == "Answer two."
+    assert "passing POST /v1/chat/completions to " + a.url in "".join(b.lines)
+
+
 def test_a_watcher_on_one_replica_follows_a_turn_on_another(replicas: Replicas) -> None:
     a, b = replicas.start(), replicas.start()
     slow = {"agent": "agentao", "prompt": "slow"}
