@@ -3,7 +3,7 @@
 A leaf of `client/` (it imports only the schema), so the gateway's OpenAI mapping, the
 session view (`view.py`) and whatever else shows a content block to a person read it the
 same way: text as is, a link as a Markdown link, an embedded text resource as its text,
-anything else as a short marker naming its kind. A block a newer agent invented (an
+anything else as a short marker naming its kind (`prompt_text`: a prompt's blocks). A block a newer agent invented (an
 `UnknownVariant`, kept whole by the lenient decoder) is named by its `type` too.
 """
 
@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
+from agentao.protocol import schema
+from agentao.protocol.decode import decode_lenient
 from agentao.protocol.schema import UnknownVariant
 
 _TAGS: dict[type, str] = {}  # schema class -> its tag (`type`), looked up once per class
@@ -50,8 +54,24 @@ def tool_output_text(content: Any) -> str:
     return "".join(content_text(item.content) for item in content or () if _is_content(item))
 
 
+def prompt_text(blocks: Any) -> str:
+    """A prompt's content blocks (wire dicts or schema structs) as one text."""
+    return "".join(content_text(typed_block(b)) for b in blocks or ())
+
+
+def typed_block(block: Any) -> Any:
+    """A content block as a schema struct (a wire dict is decoded once, here; one this
+    schema cannot read stays whole, as an UnknownVariant)."""
+    if not isinstance(block, dict):
+        return block
+    try:
+        return decode_lenient(schema.ContentBlock, block)
+    except (msgspec.ValidationError, TypeError):
+        return UnknownVariant(block, "type")
+
+
 def _is_content(item: Any) -> bool:
     return block_type(item) == "content"
 
 
-__all__ = ["block_type", "content_text", "tool_output_text"]
+__all__ = ["block_type", "content_text", "prompt_text", "tool_output_text", "typed_block"]

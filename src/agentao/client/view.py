@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from agentao.client.content import block_type, content_text, tool_output_text
+from agentao.client.content import block_type, content_text, prompt_text, tool_output_text
 from agentao.client.events import TEXT_KINDS, ToolCallState, Update
 from agentao.protocol import schema
 from agentao.protocol.decode import decode_lenient, to_builtins
@@ -254,7 +254,7 @@ class SessionView:
 
     def prompted(self, blocks: list[Any]) -> None:
         """The user's own prompt (agents do not echo it; a reader shows it all the same)."""
-        text = "".join(content_text(_typed_block(b)) for b in blocks)
+        text = prompt_text(blocks)
         if text:
             self.entries.append(Message("user", [text]))
 
@@ -329,16 +329,6 @@ def tool_item(tool: ToolCallState) -> dict[str, Any]:
 
 
 _REPLAY_KINDS = {role: kind for kind, role in ROLES.items()}
-
-
-def _typed_block(block: Any) -> Any:
-    """A prompt content block as a schema struct (a dict is decoded once, here)."""
-    if not isinstance(block, dict):
-        return block
-    try:
-        return decode_lenient(schema.ContentBlock, block)
-    except (msgspec.ValidationError, TypeError):
-        return schema.UnknownVariant(block, "type")
 
 
 __all__ = [
