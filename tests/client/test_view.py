@@ -11,6 +11,8 @@ import pytest
 from agentao.client.events import ToolCallState
 from agentao.client.state import SessionState
 from agentao.client.view import DiffView, Message, PlanEntry, ToolCallEntry, tool_summary
+from agentao.protocol import schema
+from agentao.protocol.decode import decode_lenient
 
 TRANSCRIPTS = sorted(
     (Path(__file__).parents[1] / "data" / "real-agent-transcripts").glob("*.jsonl")
@@ -23,15 +25,24 @@ def received(path: Path) -> list[dict[str, Any]]:
     return [entry["msg"] for entry in lines if entry["dir"] == "recv"]
 
 
+def decoded(update: dict[str, Any]) -> Any:
+    """An update as the connection hands it over: decoded once (None: a kind unknown)."""
+    value = decode_lenient(schema.SessionUpdate, update)
+    return None if isinstance(value, schema.UnknownVariant) else value
+
+
+def apply(state: SessionState, update: dict[str, Any]) -> None:
+    state.apply(update["sessionUpdate"], decoded(update), update)
+
+
 def fold(messages: list[dict[str, Any]]) -> SessionState:
     """Feed every update and permission request to one session's state, as the client does."""
     state = SessionState("s", max_backlog=10_000)
     for msg in messages:
         if msg.get("method") == "session/update":
-            update = msg["params"]["update"]
-            state.apply(update["sessionUpdate"], None, update)
+            apply(state, msg["params"]["update"])
         elif msg.get("method") == "session/request_permission":
-            state.upsert_tool_call(msg["params"]["toolCall"], announced=False)
+            state.upsert_tool_call(msg["params"]["toolCall"])
     return state
 
 
@@ -59,7 +70,7 @@ def test_a_real_agents_session_folds_to_what_it_sent(path: Path) -> None:
     assert view.commands
     usage = [u for u in updates if u["sessionUpdate"] == "usage_update"]
     if usage:
-        assert view.usage == {k: v for k, v in usage[-1].items() if k != "sessionUpdate"}
+        assert view.usage == decoded(usage[-1])
 
 
 def test_chunks_of_one_kind_join_and_kinds_alternate() -> None:
@@ -71,26 +82,19 @@ def test_chunks_of_one_kind_join_and_kinds_alternate() -> None:
         ("agent_message_chunk", "Hello"),
         ("agent_message_chunk", " there"),
     ]:
-        state.apply(kind, None, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
-    state.apply(
-        "plan", None, {"sessionUpdate": "plan", "entries": [{"content": "x", "status": "pending"}]}
-    )
+        apply(state, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+    entry = {"content": "x", "status": "pending", "priority": "low"}
+    apply(state, {"sessionUpdate": "plan", "entries": [entry]})
     entries = state.view.entries
     shown = [(e.role, e.text) for e in entries[:3] if isinstance(e, Message)]
     assert shown == [("user", "hi"), ("thought", "let me think"), ("agent", "Hello there")]
-    assert isinstance(entries[3], PlanEntry) and state.view.plan[0]["content"] == "x"
+    assert isinstance(entries[3], PlanEntry) and state.view.plan[0].content == "x"
 
 
 def test_a_tool_call_seen_first_in_a_permission_request_takes_its_place() -> None:
     state = SessionState("s", 100)
-    state.upsert_tool_call(
-        {"toolCallId": "t", "title": "Run ls", "kind": "execute"}, announced=False
-    )
-    state.apply(
-        "tool_call_update",
-        None,
-        {"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "completed"},
-    )
+    state.upsert_tool_call({"toolCallId": "t", "title": "Run ls", "kind": "execute"})
+    apply(state, {"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "completed"})
     assert state.view.entries == [ToolCallEntry("t")]
     assert (
         state.view.tool_calls["t"].title == "Run ls"
@@ -112,9 +116,11 @@ def test_a_tool_call_seen_first_in_a_permission_request_takes_its_place() -> Non
     ],
 )
 def test_one_diff_algorithm(old: str | None, new: str, summary: str, lines: list[str]) -> None:
-    diff = DiffView.of({"type": "diff", "path": "/w/f.txt", "oldText": old, "newText": new})
+    wire = {"type": "diff", "path": "/w/f.txt", "oldText": old, "newText": new}
+    diff = DiffView.of(decode_lenient(schema.ToolCallContent, wire))
     assert diff is not None and diff.summary() == summary and diff.lines() == lines
-    assert DiffView.of({"type": "content"}) is None
+    text = {"type": "content", "content": {"type": "text", "text": "x"}}
+    assert DiffView.of(decode_lenient(schema.ToolCallContent, text)) is None
 
 
 def test_tool_summary() -> None:
@@ -127,10 +133,14 @@ def test_tool_summary() -> None:
             {"type": "diff", "path": "/w/a", "oldText": None, "newText": "1\n"},
         ],
     }
-    parts = tool_summary(ToolCallState("t", raw))
+    parts = tool_summary(tool_state(raw))
     assert parts == ["exit 2", "created /w/a (+1 -0)", "x" * 59 + "…"]
-    running = ToolCallState("t", {**raw, "status": "in_progress", "rawOutput": None, "content": []})
+    running = tool_state({**raw, "status": "in_progress", "rawOutput": None, "content": []})
     assert tool_summary(running) == []
+
+
+def tool_state(wire: dict[str, Any]) -> ToolCallState:
+    return ToolCallState(wire["toolCallId"], decode_lenient(schema.ToolCall, {"title": "", **wire}))
 
 
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.stem for p in TRANSCRIPTS])
@@ -140,7 +150,7 @@ def test_a_replay_folds_back_into_the_same_view(path: Path) -> None:
     original.prompted([{"type": "text", "text": "and then?"}])
     again = SessionState("s", 10_000)
     for update in original.replay():
-        again.apply(update["sessionUpdate"], None, update)
+        apply(again, update)
 
     def shown(view: Any) -> list[tuple[str, str]]:
         out = []

@@ -83,7 +83,7 @@ async def test_a_tool_turn(agent, workspace):
     )
     write = next(s for s in session.tool_calls.values() if s.kind == "edit")
     assert write.status == "completed"
-    assert write.content[0]["type"] == "diff" and write.content[0]["newText"] == "one\n"
+    assert write.content[0].new_text == "one\n"  # typed: a DiffToolCallContent
     shell = next(s for s in session.tool_calls.values() if s.kind == "execute")
     assert shell.status == "completed" and shell.raw["rawOutput"]["exitCode"] == 0
     # The agent's permission request, then its command in our terminal (put to the policy too).

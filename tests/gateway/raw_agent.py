@@ -8,6 +8,10 @@ an update of a kind no schema knows, and a `PromptResponse.usage` (the unstable
 schema's token counts). It takes images and has no `loadSession`. Used to check that the gateway
 passes an agent's updates through untouched and reports real usage.
 
+A prompt saying "steps" first runs one tool call updated three times (pending, then
+in_progress with a diff, then completed with output; vendor fields on two of them), a
+plan and a usage update: what a session view folds.
+
 A prompt saying "edit" first asks permission for an edit, showing its diff in the request (as
 agents that show a change before making it do), and the answer names the option chosen.
 """
@@ -55,6 +59,45 @@ EDIT_OPTIONS = [
 ]
 
 
+STEPS_CALL = "call-steps-1"
+STEPS_PLAN = [
+    {"content": "Edit the notes", "priority": "high", "status": "completed"},
+    {"content": "Say so", "priority": "low", "status": "pending"},
+]
+STEPS_OUTPUT = "edited 1 line"
+
+
+def run_steps(session_id: str) -> None:
+    diff = EDIT["content"]
+    output = {"type": "content", "content": {"type": "text", "text": STEPS_OUTPUT}}
+    for body in (
+        {
+            "sessionUpdate": "tool_call",
+            "toolCallId": STEPS_CALL,
+            "title": "Edit notes.txt",
+            "kind": "edit",
+            "status": "pending",
+            "x_vendor": {"step": 1},
+        },
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": STEPS_CALL,
+            "status": "in_progress",
+            "content": diff,
+        },
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": STEPS_CALL,
+            "status": "completed",
+            "content": [*diff, output],
+            "x_vendor": {"step": 3},
+        },
+        {"sessionUpdate": "plan", "entries": STEPS_PLAN},
+        {"sessionUpdate": "usage_update", "used": 5000, "size": 100000},
+    ):
+        update(session_id, body)
+
+
 def ask_to_edit(session_id: str, lines: Iterator[str]) -> str:
     """Ask the client for permission to edit; the option it chose (or its outcome)."""
     send(
@@ -91,6 +134,8 @@ def main() -> None:
             session_id = message["params"]["sessionId"]
             kinds = ",".join(block["type"] for block in message["params"]["prompt"])
             said = "raw says hi"
+            if any("steps" in block.get("text", "") for block in message["params"]["prompt"]):
+                run_steps(session_id)
             if any("edit" in block.get("text", "") for block in message["params"]["prompt"]):
                 said = f"raw was told {ask_to_edit(session_id, lines)}"
             text = {"type": "text", "text": f"{said} ({kinds})"}

@@ -413,6 +413,41 @@ def test_a_permission_card_shows_the_diff_the_agent_sent(
     page.context.close()
 
 
+def test_the_browser_shows_the_view_folded_in_python(
+    browser: Browser, gateway_factory: Callable[..., LiveGateway], tmp_path: Path
+) -> None:
+    """One tool call sent three times (pending, in_progress with a diff, completed with
+    output), a plan and usage: the page draws exactly the items the gateway folded."""
+    raw = AgentSpec("raw", (sys.executable, str(RAW_AGENT)), cwd=str(tmp_path))
+    gw = gateway_factory(agents=(raw,))
+    page = open_page(browser, gw.url, viewport=DESKTOP)
+    send(page, "steps please")
+    turn = last_turn(page)
+    conversation = page.evaluate("location.hash.slice(1)")
+    with gw.http() as http:
+        items = http.get(f"/v1/conversations/{conversation}/view").json()["items"]
+    (tool,) = [item for item in items if item["kind"] == "tool_call"]
+    plan = next(item for item in items if item["id"] == "plan")
+    drawn = turn.locator(".tool")
+    assert drawn.count() == 1  # three updates, one tool call
+    assert drawn.get_attribute("data-status") == tool["status"] == "completed"
+    assert drawn.locator(".title").inner_text() == tool["title"]
+    assert drawn.locator(".kind").inner_text() == tool["toolKind"]
+    (diff,) = tool["diffs"]
+    assert drawn.locator(".diff .path").inner_text() == diff["path"]
+    shown = drawn.locator(".diff .del, .diff .add, .diff .ctx").all_text_contents()
+    assert shown == [f"{line[0]} {line[1:]}" for line in diff["lines"] if line[0] in "-+ "]
+    assert drawn.locator(".body > pre").inner_text() == tool["output"]
+    assert page.locator("#plan-entries li").all_inner_texts() == [
+        e["content"] for e in plan["entries"]
+    ]
+    assert page.locator("#usage-text").inner_text() == "5.0k / 100k tokens (5%)"
+    page.reload()  # drawn again from GET /view: the same
+    page.wait_for_selector("body[data-ready='true']")
+    assert page.locator(".turn .tool[data-status='completed']").count() == 1
+    page.context.close()
+
+
 def test_sessions_are_searched_renamed_and_deleted(page: Page, web_gateway: LiveGateway) -> None:
     zebra = start_task(web_gateway, "plan the zebra crossing")
     start_task(web_gateway, "count the okapis")

@@ -6,13 +6,14 @@ import { ModelPicker } from "./models.js";
 import { desk } from "./permissions.js";
 import { SessionList } from "./sessions.js";
 import { TaskStream } from "./stream.js";
-import { sessionEvents, TurnView } from "./turn.js";
+import { ConversationView, sessionEvents } from "./turn.js";
 import { showUsage } from "./usage.js";
 
 const state = {
   conversation: null, // the conversation the next prompt continues
   stream: null, // the running task's stream
   opening: null, // the session being loaded (a newer click wins)
+  view: new ConversationView(), // the open conversation's turns
 };
 
 const models = new ModelPicker(() => newChat());
@@ -56,15 +57,15 @@ function clearLog() {
   state.stream = null;
   setRunning(false);
   $("log").replaceChildren();
+  state.view = new ConversationView();
   desk.shownInTurn.clear();
   renderPlan([]);
   showUsage(null);
 }
 
-function watch(taskId, view, afterSeq = 0) {
+function watch(taskId) {
   setRunning(true);
-  const stream = new TaskStream(taskId, view, {
-    afterSeq,
+  const stream = new TaskStream(taskId, state.view, {
     onStatus: setStatus,
     onEnd: () => {
       if (state.stream !== stream) return;
@@ -83,7 +84,8 @@ async function submit(event) {
   if (!prompt || state.stream) return;
   $("prompt").value = "";
   $("empty").hidden = true;
-  const view = new TurnView(prompt);
+  const conversation = state.view;
+  const view = conversation.started(prompt);
   try {
     const task = await api("/v1/tasks", {
       method: "POST",
@@ -95,7 +97,8 @@ async function submit(event) {
       }),
     });
     setConversation(task.conversation_id);
-    watch(task.id, view);
+    conversation.adopt(task.id, view);
+    watch(task.id);
     sessions.load(); // a new conversation shows in the list at once
   } catch (error) {
     view.end(error.message, "error");
@@ -109,18 +112,10 @@ async function openSession(conv) {
   models.setAgent(conv.agent);
   closeSidebar();
   $("empty").hidden = true;
-  const tasks = await api(`/v1/conversations/${conv.id}/tasks`);
-  for (const task of tasks.data) {
-    const events = await api(`/v1/tasks/${task.id}/events`);
-    if (state.opening !== token) return; // another session was clicked meanwhile
-    const view = new TurnView(task.prompt);
-    let last = 0;
-    for (const frame of events.data) {
-      view.frame(frame);
-      last = frame.seq;
-    }
-    if (task.status === "running" && !view.ended) watch(task.id, view, last);
-  }
+  const view = await api(`/v1/conversations/${conv.id}/view`);
+  if (state.opening !== token) return; // another session was clicked meanwhile
+  state.view.render(view.items);
+  for (const taskId of view.running) if (!state.view.turn(taskId).ended) watch(taskId);
   $("log").scrollTop = $("log").scrollHeight;
 }
 

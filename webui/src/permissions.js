@@ -24,8 +24,9 @@ export class AskCard {
     this.root = el("div", "permission");
     this.root.dataset.requestId = ask.requestId;
     this.root.append(el("div", "ask-title", `Permission needed: ${ask.title || "a tool call"}`));
-    if (ask.kind) this.root.append(el("span", "kind", ask.kind));
-    this.root.append(renderIntent(ask.toolCall || {}));
+    const kind = ask.toolKind || ask.kind; // a view item's, or the listing's
+    if (kind) this.root.append(el("span", "kind", kind));
+    this.root.append(renderIntent(ask.tool)); // folded by the gateway (`views.py`)
     this.buttons = el("div", "buttons");
     for (const option of ask.options || []) this.buttons.append(this.choice(option));
     this.clock = el("span", "countdown");

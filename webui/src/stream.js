@@ -1,14 +1,15 @@
-// A task's stream over a WebSocket: stored frames first, then live ones; a dropped stream
-// is picked up again after the last frame seen (`after_seq`).
+// A task's view over a WebSocket: the items each of its frames changed, from its first
+// frame, then live ones (`WS /v1/tasks/{id}/view`). They are upserts by id, so a dropped
+// stream is simply opened again and drawn again.
 import { api, subprotocols } from "./api.js";
 
 const RECONNECT_MS = 500; // wait before opening a dropped stream again
 
 export class TaskStream {
-  constructor(taskId, view, { afterSeq = 0, onEnd = () => {}, onStatus = () => {} } = {}) {
+  constructor(taskId, conversation, { onEnd = () => {}, onStatus = () => {} } = {}) {
     this.taskId = taskId;
-    this.view = view;
-    this.last = afterSeq;
+    this.conversation = conversation;
+    this.view = conversation.turn(taskId);
     this.onEnd = onEnd;
     this.onStatus = onStatus;
     this.ws = null;
@@ -18,17 +19,14 @@ export class TaskStream {
 
   open() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    const query = new URLSearchParams({ after_seq: String(this.last) });
-    const url = `${scheme}://${location.host}/v1/tasks/${this.taskId}/stream?${query}`;
+    const url = `${scheme}://${location.host}/v1/tasks/${this.taskId}/view`;
     const ws = new WebSocket(url, subprotocols());
     let opened = false;
     this.ws = ws;
     ws.onopen = () => { opened = true; };
     ws.onmessage = (message) => {
       const frame = JSON.parse(message.data);
-      if (frame.type === "ping" || frame.type === "error" || frame.seq <= this.last) return;
-      this.last = frame.seq;
-      this.view.frame(frame);
+      if (frame.type === "view") this.conversation.render(frame.items);
     };
     ws.onclose = () => this.dropped(ws, opened);
   }

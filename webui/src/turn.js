@@ -1,66 +1,113 @@
-// One turn, drawn from its task-stream frames in order (live, or stored ones replayed).
+// A conversation's turns, drawn from the view items the gateway folded (`views.py`): each
+// item has an id and the turn it belongs to; a later item with the same id replaces what
+// was drawn for it. Nothing is merged or computed here.
 import { $, el } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { AskCard, desk } from "./permissions.js";
-import { blockText, ToolView } from "./tools.js";
+import { ToolView } from "./tools.js";
 import { stopWords, turnUsage } from "./words.js";
 
-// What the rest of the page learns from a turn: the context meter and the plan. (A new
+// What the rest of the page learns from the view: the context meter and the plan. (A new
 // title needs nothing here: the session list is read again when a turn ends, and the
 // gateway decides whose title it shows.)
 export const sessionEvents = { usage() {}, plan() {} };
 
+export class ConversationView {
+  constructor(log = $("log")) {
+    this.log = log;
+    this.turns = new Map(); // task id -> TurnView
+  }
+
+  // A turn started here: drawn at once, known by its task id once the gateway answers.
+  started(prompt) {
+    return new TurnView(prompt, this.log);
+  }
+
+  adopt(taskId, turn) {
+    turn.root.dataset.taskId = taskId;
+    this.turns.set(taskId, turn);
+  }
+
+  turn(taskId) {
+    let turn = this.turns.get(taskId);
+    if (!turn) {
+      turn = new TurnView("", this.log);
+      this.adopt(taskId, turn);
+    }
+    return turn;
+  }
+
+  render(items) {
+    for (const item of items) {
+      if (item.id === "plan") sessionEvents.plan(item.entries);
+      else if (item.id === "usage") sessionEvents.usage(item.usage);
+      else if (item.turn) this.turn(item.turn).item(item);
+    }
+  }
+}
+
 export class TurnView {
-  constructor(prompt, log = $("log")) {
+  constructor(prompt, log) {
     this.root = el("div", "turn");
     this.root.dataset.state = "running";
-    this.root.append(el("div", "user", prompt));
+    this.user = el("div", "user", prompt);
+    this.root.append(this.user);
     this.assistant = el("div", "assistant");
     this.root.append(this.assistant);
-    this.text = null; // {node, raw, pending}: the answer's text run being appended to
-    this.thought = null; // the thought run being appended to
-    this.tools = new Map();
-    this.asks = new Map();
+    this.nodes = new Map(); // item id -> what draws it
     this.unrendered = new Set(); // text runs waiting for their animation frame
     this.ended = false;
     log.append(this.root);
   }
 
-  frame(f) {
-    if (f.type === "task-started") this.root.dataset.taskId = f.taskId;
-    else if (f.type === "task-running") this.update(f.update || {}, f.toolCall);
-    else if (f.type === "permission-request") this.ask(f);
-    else if (f.type === "permission-response") this.answered(f);
-    else if (f.type === "task-ended") this.end(stopWords(f.stopReason), "ended", f.stopReason, f.usage);
-    else if (f.type === "task-error") this.end((f.error && f.error.message) || "error", "error");
-  }
-
-  update(u, merged) {
-    switch (u.sessionUpdate) {
-      case "agent_message_chunk": return this.appendText(blockText(u.content));
-      case "agent_thought_chunk": return this.appendThought(blockText(u.content));
-      case "tool_call": // the gateway sends the call merged by id: shown as it now is
-      case "tool_call_update": return this.tool(merged || u);
-      case "plan": return sessionEvents.plan(u.entries);
-      case "usage_update": return sessionEvents.usage(u);
-      default: return undefined;
+  item(item) {
+    switch (item.kind) {
+      case "turn": return this.turnItem(item);
+      case "message": return this.message(item);
+      case "tool_call": return this.tool(item);
+      case "permission": return this.ask(item);
+      case "decision": return this.decision(item);
+      default: return undefined; // plans show beside the log, notices nowhere yet
     }
   }
 
-  appendText(t) {
-    if (!this.text) {
-      t = t.replace(/^\n+/, ""); // a new block needs no leading paragraph break
-      if (!t) return;
-      this.text = { node: el("div", "text markdown"), raw: "", pending: false };
-      this.assistant.append(this.text.node);
-      this.thought = null;
+  turnItem(item) {
+    if (item.prompt && !this.user.textContent) this.user.textContent = item.prompt;
+    if (this.ended || item.state === "running") return;
+    if (item.state === "error") this.end(item.error || "error", "error");
+    else this.end(stopWords(item.stopReason), "ended", item.stopReason, item.usage);
+  }
+
+  message(item) {
+    if (item.role === "user") return; // the prompt is drawn already
+    let run = this.nodes.get(item.id);
+    if (!run) {
+      run = item.role === "thought" ? this.thoughtRun() : this.textRun();
+      this.nodes.set(item.id, run);
     }
-    this.text.raw += t;
-    this.renderSoon(this.text);
+    run.raw = "append" in item ? run.raw + item.append : item.text;
+    if (run.thought) run.node.textContent = run.raw;
+    else this.renderSoon(run);
+  }
+
+  textRun() {
+    const run = { node: el("div", "text markdown"), raw: "", pending: false };
+    this.assistant.append(run.node);
+    return run;
+  }
+
+  thoughtRun() {
+    const details = el("details", "thought");
+    details.append(el("summary", "", "Thinking"));
+    const node = el("div");
+    details.append(node);
+    this.assistant.append(details);
+    return { node, raw: "", thought: true };
   }
 
   // Markdown is drawn once per animation frame, however many chunks came in it, and at
-  // once when the turn ends: an ended turn shows all of its answer.
+  // once when the turn ends: an ended turn shows all of its answer. (A leading paragraph
+  // break is the agent's separator from what came before: a new block needs none.)
   renderSoon(run) {
     if (run.pending) return;
     run.pending = true;
@@ -72,53 +119,41 @@ export class TurnView {
     if (!run.pending) return; // drawn already, when the turn ended
     run.pending = false;
     this.unrendered.delete(run);
-    renderMarkdown(run.node, run.raw);
+    renderMarkdown(run.node, run.raw.replace(/^\n+/, ""));
   }
 
-  appendThought(t) {
-    if (!this.thought) {
-      const details = el("details", "thought");
-      details.append(el("summary", "", "Thinking"));
-      this.thought = el("div");
-      details.append(this.thought);
-      this.assistant.append(details);
-      this.text = null;
-    }
-    this.thought.textContent += t;
-  }
-
-  tool(call) {
-    let view = this.tools.get(call.toolCallId);
+  tool(item) {
+    let view = this.nodes.get(item.id);
     if (!view) {
       view = new ToolView();
       this.assistant.append(view.root);
-      this.tools.set(call.toolCallId, view);
-      this.text = null;
-      this.thought = null;
+      this.nodes.set(item.id, view);
     }
-    view.show(call);
+    view.show(item);
   }
 
-  ask(f) {
-    const card = new AskCard(f);
-    this.asks.set(f.requestId, card);
-    this.assistant.append(card.root);
-    this.text = null;
-    desk.shownInTurn.add(f.requestId);
-    desk.render();
+  ask(item) {
+    let card = this.nodes.get(item.id);
+    if (!card) {
+      card = new AskCard(item);
+      this.nodes.set(item.id, card);
+      this.assistant.append(card.root);
+      desk.shownInTurn.add(item.requestId);
+      desk.render();
+    }
+    if (item.decision && !card.root.dataset.decision) {
+      card.decided(item.decision);
+      desk.answered(item.requestId);
+    }
   }
 
-  answered(f) {
-    const card = f.requestId ? this.asks.get(f.requestId) : null;
-    if (card) {
-      card.decided(f);
-      desk.answered(f.requestId);
-      return;
-    }
-    // Decided by the policy, without asking: one line says so, and why.
-    const verdict = f.approved ? "Allowed" : "Rejected";
-    const line = el("div", "decision", `${verdict}: ${f.title}${f.reason ? ` (${f.reason})` : ""}`);
-    line.dataset.decision = f.approved ? "approved" : "rejected";
+  // Decided by the policy, without asking: one line says so, and why.
+  decision(item) {
+    if (this.nodes.has(item.id)) return;
+    const verdict = item.approved ? "Allowed" : "Rejected";
+    const line = el("div", "decision", `${verdict}: ${item.title}${item.reason ? ` (${item.reason})` : ""}`);
+    line.dataset.decision = item.approved ? "approved" : "rejected";
+    this.nodes.set(item.id, line);
     this.assistant.append(line);
   }
 
@@ -128,7 +163,7 @@ export class TurnView {
     this.ended = true;
     this.root.dataset.state = cls;
     if (stopReason) this.root.dataset.stopReason = stopReason;
-    for (const card of this.asks.values()) card.disable();
+    for (const node of this.nodes.values()) if (node instanceof AskCard) node.disable();
     if (text) this.root.append(el("div", cls === "error" ? "error" : "ended", text));
     if (usage) this.root.append(el("div", "turn-usage", turnUsage(usage)));
   }

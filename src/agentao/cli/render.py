@@ -45,8 +45,9 @@ class ConsoleView:
     def turn_started(self) -> None:
         """The prompt is sent (the terminal view starts its spinner here)."""
 
-    def end_note(self, end: TurnEnd, context: dict[str, Any] | None) -> None:
-        """The turn's token usage, and the context meter where the agent reports one."""
+    def end_note(self, end: TurnEnd, context: Any) -> None:
+        """The turn's token usage, and the context meter (a `schema.UsageUpdate`) where
+        the agent reports one."""
         line = usage_line(end.usage, context)
         if line:
             self.info(line)
@@ -86,9 +87,9 @@ class ConsoleView:
         elif kind in ("tool_call", "tool_call_update") and update.tool_call is not None:
             self._tool(update.tool_call)
         elif kind == "plan":
-            self._plan(update.raw.get("entries"))
-        elif kind == "current_mode_update":
-            self._line(f"[dim]mode: {update.raw.get('currentModeId')}[/]")
+            self._plan(update.value.entries if update.value is not None else [])
+        elif kind == "current_mode_update" and update.value is not None:
+            self._line(f"[dim]mode: {update.value.current_mode_id}[/]")
 
     def _write(self, text: str, stream: str, style: str | None = None) -> None:
         if self._live_tool is not None or self._stream != stream:
@@ -137,10 +138,9 @@ class ConsoleView:
         from rich.markup import escape
 
         lines = ["[bold]Plan[/]"]
-        for entry in entries if isinstance(entries, list) else ():
-            if isinstance(entry, dict):
-                box = _PLAN.get(str(entry.get("status")), "[ ]")
-                lines.append(f"  {escape(box)} {escape(str(entry.get('content', '')))}")
+        for entry in entries:
+            box = _PLAN.get(entry.status, "[ ]")
+            lines.append(f"  {escape(box)} {escape(entry.content)}")
         self._line("\n".join(lines))
 
     def _permission(self, decision: PermissionDecision) -> None:
@@ -178,12 +178,12 @@ class ConsoleView:
         self._stream = None
 
 
-def usage_line(usage: Any, context: dict[str, Any] | None) -> str:
+def usage_line(usage: Any, context: Any) -> str:
     """`tokens: 1,234 in · 56 out · context 12,345 / 128,000 (10%)`, or "" with neither."""
     parts = []
     if usage is not None:
         parts.append(f"tokens: {usage.input_tokens:,} in · {usage.output_tokens:,} out")
-    used, size = (context or {}).get("used"), (context or {}).get("size")
+    used, size = getattr(context, "used", None), getattr(context, "size", None)
     if isinstance(used, int) and isinstance(size, int) and size > 0:
         parts.append(f"context {used:,} / {size:,} ({used * 100 // size}%)")
     return " · ".join(parts)
@@ -208,7 +208,7 @@ class JsonView:
     def turn_started(self) -> None:
         return None
 
-    def end_note(self, end: TurnEnd, context: dict[str, Any] | None) -> None:
+    def end_note(self, end: TurnEnd, context: Any) -> None:
         return None  # usage is in the "end" object already
 
     def started(self, client: Any, session: Any) -> None:

@@ -3,11 +3,13 @@
 Immutable msgspec Structs (cheap to create: one per update on the hot path).
 
 `Update.value` is the generated schema struct for the update (e.g.
-`schema.AgentMessageChunk`, `schema.ToolCall`, `schema.Plan`), decoded
-leniently; `Update.raw` is the update object exactly as the agent sent it, so
-unknown kinds and fields stay available. Tool calls are upserts by id: every
-`tool_call` / `tool_call_update` also carries the merged `ToolCallState`
-after it was applied.
+`schema.AgentMessageChunk`, `schema.ToolCall`, `schema.Plan`), decoded once,
+leniently, at the edge; every reader that interprets an update reads it. `Update.raw`
+is the update object exactly as the agent sent it, kept only as an opaque
+pass-through for the relays that promise it unchanged (the task stream, remote ACP
+clients, the opt-in `x_acp` extension): nothing folds or reads it. Tool calls are
+upserts by id: every `tool_call` / `tool_call_update` also carries the merged
+`ToolCallState` after it was applied (typed too; merged in `view.py`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from typing import Any
 
 import msgspec
 
+from agentao.client.content import block_type
 from agentao.client.permissions import PermissionRequest
+from agentao.protocol import schema
+from agentao.protocol.decode import to_builtins
 
 TEXT_KINDS = frozenset({"agent_message_chunk", "agent_thought_chunk", "user_message_chunk"})
 
@@ -25,28 +30,29 @@ class ToolCallState(msgspec.Struct, frozen=True):
     """A tool call as known so far: every field the agent sent, latest value wins."""
 
     tool_call_id: str
-    raw: dict[str, Any]  # merged wire fields (camelCase), `sessionUpdate` removed
-    call: Any = None  # schema.ToolCall decoded from `raw` (None if undecodable)
+    call: schema.ToolCall  # merged from every typed update that named this id
 
     @property
     def title(self) -> str:
-        title = self.raw.get("title")
-        return title if isinstance(title, str) else ""
+        return self.call.title
 
     @property
     def kind(self) -> str:
-        kind = self.raw.get("kind")
-        return kind if isinstance(kind, str) else "other"
+        return self.call.kind or "other"
 
     @property
     def status(self) -> str:
-        status = self.raw.get("status")
-        return status if isinstance(status, str) else "pending"
+        return self.call.status or "pending"
 
     @property
     def content(self) -> list[Any]:
-        content = self.raw.get("content")
-        return content if isinstance(content, list) else []
+        """The typed `ToolCallContent` items (content, diff, terminal)."""
+        return self.call.content or []
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The merged call as wire JSON (known fields; made on demand, not held)."""
+        return to_builtins(self.call)
 
 
 class Update(msgspec.Struct, frozen=True):
@@ -55,19 +61,16 @@ class Update(msgspec.Struct, frozen=True):
     session_id: str
     kind: str  # the `sessionUpdate` tag, e.g. "agent_message_chunk" (unknown kinds too)
     value: Any  # the typed schema struct; None when the kind is unknown or undecodable
-    raw: dict[str, Any]  # the `update` object as received
+    raw: dict[str, Any]  # the `update` object as received: pass it on, never read it
     tool_call: ToolCallState | None = None  # merged state, for tool_call / tool_call_update
 
     @property
     def text(self) -> str | None:
         """The text of a message/thought chunk (None for other kinds or non-text content)."""
-        if self.kind not in TEXT_KINDS:
+        if self.kind not in TEXT_KINDS or self.value is None:
             return None
-        content = self.raw.get("content")
-        if isinstance(content, dict) and content.get("type") == "text":
-            text = content.get("text")
-            return text if isinstance(text, str) else None
-        return None
+        content = self.value.content
+        return content.text if block_type(content) == "text" else None
 
 
 class PermissionDecision(msgspec.Struct, frozen=True):

@@ -128,7 +128,7 @@ class ClientSide:
         raw = params_of(message)
         st = self.state(_session_of(params, raw))
         tool_raw = raw.get("toolCall") if isinstance(raw.get("toolCall"), dict) else {}
-        tool = st.upsert_tool_call(tool_raw, announced=False)  # logs one never announced
+        tool = st.upsert_tool_call(tool_raw)  # logs one never announced
         request = PermissionRequest(
             st.session_id,
             tool.tool_call_id if tool else "",

@@ -20,6 +20,7 @@ from agentao.client.events import Event, ToolCallState, Update
 from agentao.client.state import SessionState
 from agentao.client.turn import Turn
 from agentao.client.view import SessionView
+from agentao.protocol import schema
 
 Prompt = str | Sequence[Any]  # text, or content blocks (dicts or schema structs)
 OnClose = Callable[[str], Awaitable[None]]  # (session id) -> the client forgets it
@@ -63,8 +64,8 @@ class Session:
         return self.state.view
 
     @property
-    def plan(self) -> list[dict[str, Any]]:
-        """The latest plan's entries (wire dicts: content, priority, status)."""
+    def plan(self) -> list[schema.PlanEntry]:
+        """The latest plan's entries (typed: content, priority, status)."""
         return self.state.view.plan
 
     @property

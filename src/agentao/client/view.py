@@ -1,18 +1,24 @@
-"""A session as a reader sees it: the one place an ACP update is translated.
+"""A session as a reader sees it: the one place an ACP update is folded.
 
 Theory of operation. Agents stream a session as small updates: text in chunks, a tool
 call announced once and then patched by id (`tool_call_update` carries only what
 changed), a plan replaced whole, usage and title on the side. Every reader wants the
 same folded picture: the terminal renderer, the gateway's OpenAI mapping, its task
 stream and web UI. So the client folds each update once, here, and readers take the
-result:
+result. The fold reads only typed values (the schema structs the connection decoded
+once, at the edge); the raw update is never looked at:
 
-* `SessionView.apply(update)` folds one `Update` into `entries` (the conversation in
-  order: user and agent messages with consecutive chunks joined, thoughts, tool calls,
-  plans, notices) and the session's `title`, `mode`, `commands`, `usage`.
-* A tool call is a `ToolCallState` (events.py), merged by id from every update and
-  permission request that named it; `tool_summary` and `DiffView` read its diffs,
-  output and exit code the same way for everyone (one diff algorithm: difflib's).
+* `SessionView.fold(session_id, kind, value, raw)` merges a tool call by id, folds the
+  update into `entries` (the conversation in order: user and agent messages with
+  consecutive chunks joined, thoughts, tool calls, plans, notices) and the session's
+  `title`, `mode`, `commands`, `usage`, and returns the `Update` event for the stream.
+* A tool call is a `ToolCallState` (events.py) holding a `schema.ToolCall` merged by id
+  from every update and permission request that named it (`merge_tool_call`);
+  `tool_summary` and `DiffView` read its diffs, output and exit code the same way for
+  everyone (one diff algorithm: difflib's), and content becomes text through
+  `content.content_text` only.
+* `items()` is the view as keyed, JSON-ready items (`{"id", "kind", ...}`): what the
+  gateway sends the web UI, which renders them by id and folds nothing.
 
 Nothing here does I/O or knows about the gateway or the terminal.
 """
@@ -20,10 +26,18 @@ Nothing here does I/O or knows about the gateway or the terminal.
 from __future__ import annotations
 
 import difflib
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
+from agentao.client.content import block_type, content_text, prompt_text, tool_output_text
 from agentao.client.events import TEXT_KINDS, ToolCallState, Update
+from agentao.protocol import schema
+from agentao.protocol.decode import decode_lenient, to_builtins
+
+log = logging.getLogger("agentao.client")
 
 # Text chunk kinds -> the role of the message they build.
 ROLES = {
@@ -31,7 +45,12 @@ ROLES = {
     "agent_message_chunk": "agent",
     "agent_thought_chunk": "thought",
 }
+TOOL_KINDS = frozenset({"tool_call", "tool_call_update"})
 SUMMARY_LINE_CHARS = 60  # the first line of a tool's output shown in a one-line summary
+# The fields a later update of a tool call may change (all but its id).
+_PATCHABLE = tuple(
+    f.name for f in msgspec.structs.fields(schema.ToolCall) if f.name != "tool_call_id"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,15 +63,10 @@ class DiffView:
 
     @classmethod
     def of(cls, item: Any) -> DiffView | None:
-        """From a `diff` tool-call content item (wire dict); None for anything else."""
-        if not isinstance(item, dict) or item.get("type") != "diff":
+        """From a typed `diff` tool-call content item; None for anything else."""
+        if block_type(item) != "diff":
             return None
-        old = item.get("oldText")
-        return cls(
-            str(item.get("path", "")),
-            old if isinstance(old, str) else None,
-            str(item.get("newText") or ""),
-        )
+        return cls(item.path, item.old_text, item.new_text)
 
     @property
     def created(self) -> bool:
@@ -76,6 +90,10 @@ class DiffView:
         added, removed = self.counts()
         return f"{'created' if self.created else 'edited'} {self.path} (+{added} -{removed})"
 
+    def item(self) -> dict[str, Any]:
+        """JSON for a reader that draws it: the path, and the diff's lines."""
+        return {"path": self.path, "created": self.created, "lines": self.lines()}
+
 
 def diffs(tool: ToolCallState) -> list[DiffView]:
     return [d for d in map(DiffView.of, tool.content) if d is not None]
@@ -83,18 +101,12 @@ def diffs(tool: ToolCallState) -> list[DiffView]:
 
 def output_text(tool: ToolCallState) -> str:
     """The text a tool call returned (its `content` items), joined."""
-    parts = []
-    for item in tool.content:
-        if isinstance(item, dict) and item.get("type") == "content":
-            block = item.get("content")
-            if isinstance(block, dict) and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-    return "".join(parts)
+    return tool_output_text(tool.content)
 
 
 def exit_code(tool: ToolCallState) -> int | None:
     """A shell command's exit code, where the agent reports one (`rawOutput.exitCode`)."""
-    raw = tool.raw.get("rawOutput")
+    raw = tool.call.raw_output
     code = raw.get("exitCode") if isinstance(raw, dict) else None
     return code if isinstance(code, int) and not isinstance(code, bool) else None
 
@@ -111,6 +123,28 @@ def tool_summary(tool: ToolCallState) -> list[str]:
     if tool.status in ("completed", "failed") and (line := first_line(output_text(tool))):
         parts.append(line)
     return parts
+
+
+def merge_tool_call(old: ToolCallState | None, value: Any) -> ToolCallState:
+    """A tool call after `value` (a typed `ToolCall` or `ToolCallUpdate`): every field it
+    sent replaces the one known so far; a field it left out (None) stays."""
+    changes = {name: v for name in _PATCHABLE if (v := getattr(value, name, None)) is not None}
+    if old is None:
+        changes.setdefault("title", "")
+        call = schema.ToolCall(tool_call_id=value.tool_call_id, **changes)
+    else:
+        call = msgspec.structs.replace(old.call, **changes) if changes else old.call
+    return ToolCallState(value.tool_call_id, call)
+
+
+def tool_call_of(wire: Any) -> Any:
+    """A permission request's `toolCall` (wire JSON) as a typed `ToolCallUpdate`, decoded
+    once; None when it names no tool call."""
+    try:
+        return decode_lenient(schema.ToolCallUpdate, wire)
+    except (msgspec.ValidationError, TypeError):
+        log.warning("a permission request's toolCall does not decode: ignored")
+        return None
 
 
 # ---- the session ---------------------------------------------------------------------
@@ -138,7 +172,7 @@ class ToolCallEntry:
 
 @dataclass(slots=True)
 class PlanEntry:
-    entries: list[dict[str, Any]]
+    entries: list[schema.PlanEntry]
 
 
 @dataclass(slots=True)
@@ -156,28 +190,36 @@ class SessionView:
 
     entries: list[Entry] = field(default_factory=list)
     tool_calls: dict[str, ToolCallState] = field(default_factory=dict)
-    plan: list[dict[str, Any]] = field(default_factory=list)
+    plan: list[schema.PlanEntry] = field(default_factory=list)
     mode: str | None = None
     title: str | None = None
-    commands: list[dict[str, Any]] = field(default_factory=list)
-    usage: dict[str, Any] | None = None  # the latest `usage_update` (used, size, cost)
+    commands: list[schema.AvailableCommand] = field(default_factory=list)
+    usage: schema.UsageUpdate | None = None  # the latest `usage_update` (used, size, cost)
+
+    def fold(self, session_id: str, kind: str, value: Any, raw: dict[str, Any]) -> Update:
+        """Fold one decoded update in (`value` None: unknown or undecodable, changes
+        nothing) and return it as the stream's event; `raw` only rides along."""
+        tool_call = None
+        if kind in TOOL_KINDS and value is not None:
+            tool_call = self.upsert_tool_call(value, announced=kind == "tool_call")
+        update = Update(session_id, kind, value, raw, tool_call)
+        self.apply(update)
+        return update
 
     def apply(self, update: Update) -> None:
-        """Fold one update in (an unknown kind changes nothing)."""
-        kind, raw = update.kind, update.raw
+        """Fold one update whose tool call, if any, is merged already (`fold`)."""
+        kind, value = update.kind, update.value
+        if value is None or kind in TOOL_KINDS:
+            return
         if kind in TEXT_KINDS:
-            self._text(ROLES[kind], update.text or "")
-        elif update.tool_call is not None:
-            self.put_tool_call(update.tool_call)
+            self._text(ROLES[kind], content_text(value.content))
         elif kind == "plan":
-            self.plan = _dicts(raw.get("entries"))
+            self.plan = list(value.entries)
             self.entries.append(PlanEntry(self.plan))
         elif kind == "notice":
-            self.entries.append(
-                NoticeEntry(str(raw.get("title", "")), str(raw.get("description") or ""))
-            )
+            self.entries.append(NoticeEntry(value.title, value.description or ""))
         else:
-            self._side(kind, raw)
+            self._side(kind, value)
 
     def _text(self, role: str, text: str) -> None:
         last = self.entries[-1] if self.entries else None
@@ -186,25 +228,33 @@ class SessionView:
         elif text:
             self.entries.append(Message(role, [text]))
 
-    def put_tool_call(self, tool: ToolCallState) -> None:
-        """A tool call's latest merged state; the first one takes its place in `entries`."""
-        if tool.tool_call_id not in self.tool_calls:
-            self.entries.append(ToolCallEntry(tool.tool_call_id))
-        self.tool_calls[tool.tool_call_id] = tool
+    def upsert_tool_call(self, value: Any, *, announced: bool) -> ToolCallState:
+        """Merge a typed `ToolCall`/`ToolCallUpdate` by id; the first sight of an id takes
+        its place in `entries`."""
+        old = self.tool_calls.get(value.tool_call_id)
+        if old is None and not announced:
+            log.info("tool call %s updated before it was announced; adding it", value.tool_call_id)
+        elif old is not None and announced:
+            log.info("tool call %s announced twice; merging", value.tool_call_id)
+        state = merge_tool_call(old, value)
+        if old is None:
+            self.entries.append(ToolCallEntry(state.tool_call_id))
+        self.tool_calls[state.tool_call_id] = state
+        return state
 
-    def _side(self, kind: str, raw: dict[str, Any]) -> None:
-        if kind == "current_mode_update" and isinstance(raw.get("currentModeId"), str):
-            self.mode = raw["currentModeId"]
-        elif kind == "session_info_update" and isinstance(raw.get("title"), str):
-            self.title = raw["title"]
+    def _side(self, kind: str, value: Any) -> None:
+        if kind == "current_mode_update":
+            self.mode = value.current_mode_id
+        elif kind == "session_info_update" and isinstance(value.title, str):
+            self.title = value.title
         elif kind == "available_commands_update":
-            self.commands = _dicts(raw.get("availableCommands"))
+            self.commands = list(value.available_commands)
         elif kind == "usage_update":
-            self.usage = {k: v for k, v in raw.items() if k != "sessionUpdate"}
+            self.usage = value
 
     def prompted(self, blocks: list[Any]) -> None:
         """The user's own prompt (agents do not echo it; a reader shows it all the same)."""
-        text = "".join(_block_text(b) for b in blocks)
+        text = prompt_text(blocks)
         if text:
             self.entries.append(Message("user", [text]))
 
@@ -222,7 +272,7 @@ class SessionView:
                 tool = self.tool_calls[entry.tool_call_id]
                 updates.append({**tool.raw, "sessionUpdate": "tool_call"})
             elif isinstance(entry, PlanEntry):
-                updates.append({"sessionUpdate": "plan", "entries": entry.entries})
+                updates.append({"sessionUpdate": "plan", "entries": to_builtins(entry.entries)})
             else:
                 notice = {"sessionUpdate": "notice", "severity": "info", "title": entry.title}
                 updates.append(
@@ -230,28 +280,55 @@ class SessionView:
                 )
         return updates
 
+    def items(self) -> list[dict[str, Any]]:
+        """Every entry as a keyed item (`entry_item`), in order."""
+        return [self.entry_item(i) for i in range(len(self.entries))]
+
+    def entry_item(self, index: int) -> dict[str, Any]:
+        """Entry `index` as JSON a reader draws without folding: id `e<index>` (stable: the
+        entries only grow), its kind, and what it shows. A tool call's diffs come as
+        lines, its output as text; a plan as its entries."""
+        entry, key = self.entries[index], f"e{index}"
+        if isinstance(entry, Message):
+            return {"id": key, "kind": "message", "role": entry.role, "text": entry.text}
+        if isinstance(entry, ToolCallEntry):
+            return {"id": key, **tool_item(self.tool_calls[entry.tool_call_id])}
+        if isinstance(entry, PlanEntry):
+            return {"id": key, "kind": "plan", "entries": to_builtins(entry.entries)}
+        return {"id": key, "kind": "notice", "title": entry.title, "text": entry.description}
+
+    def side_items(self) -> list[dict[str, Any]]:
+        """The session-wide items: the latest plan and usage (ids `plan`, `usage`)."""
+        usage = to_builtins(self.usage) if self.usage is not None else None
+        return [
+            {"id": "plan", "kind": "plan", "entries": to_builtins(self.plan)},
+            {"id": "usage", "kind": "usage", "usage": usage},
+        ]
+
     @property
     def text(self) -> str:
         """Every agent message so far, joined."""
         return "".join(e.text for e in self.entries if isinstance(e, Message) and e.role == "agent")
 
 
+def tool_item(tool: ToolCallState) -> dict[str, Any]:
+    """A tool call as a reader shows it: title, kind, status, diffs, output, command."""
+    raw_input = tool.call.raw_input
+    return {
+        "kind": "tool_call",
+        "toolCallId": tool.tool_call_id,
+        "title": tool.title,
+        "toolKind": tool.kind,
+        "status": tool.status,
+        "diffs": [d.item() for d in diffs(tool)],
+        "output": output_text(tool),
+        "terminals": [c.terminal_id for c in tool.content if block_type(c) == "terminal"],
+        "input": raw_input if isinstance(raw_input, dict) else {},
+        "exitCode": exit_code(tool),
+    }
+
+
 _REPLAY_KINDS = {role: kind for kind, role in ROLES.items()}
-
-
-def _block_text(block: Any) -> str:
-    """A prompt content block as text (a dict or a schema struct): text, or a link."""
-    get = block.get if isinstance(block, dict) else lambda k: getattr(block, k, None)
-    kind = get("type")
-    if kind == "text":
-        return str(get("text") or "")
-    if kind == "resource_link":
-        return f"[{get('name')}]({get('uri')})"
-    return f"[{kind}]" if kind else ""
-
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 __all__ = [
@@ -265,6 +342,9 @@ __all__ = [
     "diffs",
     "exit_code",
     "first_line",
+    "merge_tool_call",
     "output_text",
+    "tool_call_of",
+    "tool_item",
     "tool_summary",
 ]

@@ -5,6 +5,7 @@
     POST   /v1/conversations/{id}  {title}    rename (the agent's later titles keep off it)
     DELETE /v1/conversations/{id}             with its tasks, frames and responses; 409 mid-turn
     GET    /v1/conversations/{id}/tasks       its turns, oldest first
+    GET    /v1/conversations/{id}/view        its turns folded into keyed items (`views.py`)
 
 Only the owner sees a conversation (another key's is a 404, as everywhere), and only
 conversations of agents the key may use. Titles are short and never raw JSON (`titles.py`).
@@ -24,6 +25,8 @@ from agentao.gateway.identifiers import check_id
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import LiveConversation
 from agentao.gateway.titles import short_title
+from agentao.gateway.views import conversation_frames, fold
+from agentao.store.gateway import IN_FLIGHT_TASK
 from agentao.store.gateway_records import Conversation
 
 router = APIRouter()
@@ -85,6 +88,17 @@ async def conversation_tasks(conversation_id: str, request: Request) -> Any:
         for t in tasks
     ]
     return {"object": "list", "data": data}
+
+
+@router.get("/v1/conversations/{conversation_id}/view")
+async def conversation_view(conversation_id: str, request: Request) -> Any:
+    """What the web UI draws: the conversation's stored frames folded once (`views.py`)."""
+    gw: Gateway = request.app.state.gateway
+    await _owned(gw, gw.principal(request), conversation_id)
+    tasks = await gw.store.list_tasks(conversation_id)
+    view = fold(await conversation_frames(gw.store, [t.id for t in tasks]))
+    running = [t.id for t in tasks if t.status == IN_FLIGHT_TASK]
+    return {"object": "view", "items": view.items(), "running": running}
 
 
 def conversation_json(c: Conversation, limits: Limits) -> dict[str, Any]:

@@ -8,8 +8,9 @@ at hand for the opt-in `x_acp` extension. `TurnMapper.feed()` turns one turn's
 updates, one at a time, into `Delta`s. It folds nothing itself: a tool call comes
 merged by id with everything said of it before (`Update.tool_call`, from the
 client's session model), and its diffs and output are read the way every reader
-reads them (`agentao.client.view`); the mapper only remembers which status of each
-call it already told.
+reads them (`agentao.client.view`), content becomes text the one way
+(`agentao.client.content.content_text`); the mapper only remembers which status of
+each call it already told.
 
 Stop reasons and usage are mapped by the small functions at the bottom, one
 table per API.
@@ -23,10 +24,10 @@ from typing import Any
 import msgspec
 
 from agentao.client import ToolCallState, Update
+from agentao.client.content import content_text
 from agentao.client.view import diffs, first_line, output_text
 
 READ_KINDS = frozenset({"read", "search", "think"})
-_TAGS: dict[type, str] = {}  # schema class -> its tag (`type`), looked up once per update
 _PLAN_MARK = {"completed": "x", "in_progress": "~"}
 _TOOL_KINDS = frozenset({"tool_call", "tool_call_update"})
 FAILURE_CHARS = 200  # of a failed tool's first output line, told in the reasoning
@@ -130,31 +131,6 @@ class TurnMapper:
 
 
 # ---- content helpers -----------------------------------------------------------------
-
-
-def block_type(block: Any) -> str:
-    cls = type(block)
-    tag = _TAGS.get(cls)
-    if tag is None:  # once per schema class (a tagged Struct), else read from the object
-        tag = getattr(getattr(cls, "__struct_config__", None), "tag", None)
-        if tag is None:
-            return str(getattr(block, "type", ""))
-        tag = _TAGS[cls] = str(tag)
-    return tag
-
-
-def content_text(block: Any) -> str:
-    """A ContentBlock as text: text as is, anything else as a short marker."""
-    kind = block_type(block)
-    if kind == "text":
-        return block.text
-    if kind == "resource_link":
-        return f"[{block.name}]({block.uri})"
-    if kind == "resource":
-        return getattr(block.resource, "text", None) or f"[resource {block.resource.uri}]"
-    if kind in ("image", "audio"):
-        return f"[{kind}]"
-    return ""
 
 
 def plan_text(entries: Any) -> str:
@@ -267,7 +243,6 @@ __all__ = [
     "TokenUsage",
     "TurnMapper",
     "chat_finish_reason",
-    "content_text",
     "estimate_usage",
     "plan_text",
     "response_status",

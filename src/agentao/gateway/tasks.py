@@ -14,6 +14,9 @@ A frame is sent only once it is stored. When the store fails during a turn, the
 watchers get a last `task-error` with code `store_failed` and *no* seq (nothing
 stored it), and the turn is stopped.
 
+`WS /v1/tasks/{id}/view` is the same watch for the web UI: each frame, from the
+first, arrives as the view items it changed (`views.py`: folded once, in Python).
+
 `WS /v1/tasks/{id}/stream?after_seq=N` first sends every stored frame with
 `seq > N`, then live ones, and closes after `task-ended` / `task-error`. With API
 keys, the handshake carries `Authorization` or offers the key as a subprotocol
@@ -29,6 +32,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -57,6 +61,7 @@ from agentao.gateway.reasons import Channel
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import TurnRequest
 from agentao.gateway.tasklog import STORE_FAILED, TERMINAL, UNSTORED, wire_frame
+from agentao.gateway.views import ConversationView, tool_view
 from agentao.store.gateway import IN_FLIGHT_TASK
 from agentao.store.gateway_records import TaskEvent, TaskRecord
 
@@ -208,7 +213,9 @@ async def pending_permissions(request: Request) -> Any:
     for ask in gw.desk.pending(principal):
         task = await gw.store.get_task(ask.task_id)
         conversation = task.conversation_id if task is not None else None
-        data.append({"taskId": ask.task_id, "conversationId": conversation, **ask.frame()})
+        frame = ask.frame()
+        tool = tool_view(frame["toolCall"])  # folded here: the web UI's card draws it
+        data.append({"taskId": ask.task_id, "conversationId": conversation, **frame, "tool": tool})
     async for reply in gw.peers.each("GET", "/v1/permissions", request):
         if reply.status_code == 200:
             data.extend(reply.json()["data"])
@@ -270,11 +277,22 @@ def channel_of(request: Request) -> Channel:
 
 @router.websocket("/v1/tasks/{task_id}/stream")
 async def stream_task(websocket: WebSocket, task_id: str) -> None:
+    await _watch(websocket, task_id, None)
+
+
+@router.websocket("/v1/tasks/{task_id}/view")
+async def view_task(websocket: WebSocket, task_id: str) -> None:
+    """The same frames, from the first, each sent as the view items it changed
+    (`views.py`): what the web UI renders."""
+    await _watch(websocket, task_id, ConversationView())
+
+
+async def _watch(websocket: WebSocket, task_id: str, view: ConversationView | None) -> None:
     gw: Gateway = websocket.app.state.gateway
     try:
         principal = gw.principal(websocket)
         await _task(gw, principal, task_id)
-        after = _after_seq(websocket.query_params.get("after_seq"))
+        after = 0 if view is not None else _after_seq(websocket.query_params.get("after_seq"))
     except ApiError as exc:  # refused with the error's status and body
         await exc.send(websocket.scope, websocket.receive, websocket.send)
         return
@@ -282,8 +300,9 @@ async def stream_task(websocket: WebSocket, task_id: str) -> None:
     offered = websocket.scope.get("subprotocols", ())
     await websocket.accept(subprotocol=WS_PROTOCOL if WS_PROTOCOL in offered else None)
     reader = asyncio.get_running_loop().create_task(_read(websocket, gw, principal, task_id))
+    send = _sender(websocket, view)
     try:
-        await _send_frames(websocket, gw, task_id, after)
+        await _send_frames(websocket, gw, task_id, after, send)
         await websocket.close(code=1000)
     except (WebSocketDisconnect, RuntimeError):
         pass  # the watcher left; it can come back with after_seq
@@ -293,6 +312,25 @@ async def stream_task(websocket: WebSocket, task_id: str) -> None:
             await reader
 
 
+Send = Callable[[TaskEvent], Awaitable[None]]
+
+
+def _sender(websocket: WebSocket, view: ConversationView | None) -> Send:
+    """Each frame as it is (the task stream), or as the view items it changed."""
+
+    async def frame(event: TaskEvent) -> None:
+        await websocket.send_json(wire_frame(event))
+
+    async def items(event: TaskEvent) -> None:
+        changed = view.feed(event) if view is not None else []
+        message: dict[str, Any] = {"type": "view", "items": changed}
+        if event.seq != UNSTORED:
+            message["seq"] = event.seq
+        await websocket.send_json(message)
+
+    return frame if view is None else items
+
+
 def _after_seq(value: str | None) -> int:
     try:
         return int(value or 0)
@@ -300,24 +338,26 @@ def _after_seq(value: str | None) -> int:
         raise BadRequest("after_seq must be an integer", param="after_seq") from None
 
 
-async def _send_frames(websocket: WebSocket, gw: Gateway, task_id: str, after: int) -> None:
+async def _send_frames(
+    websocket: WebSocket, gw: Gateway, task_id: str, after: int, send: Send
+) -> None:
     task_log = gw.hub.get(task_id)
     queue = task_log.subscribe() if task_log is not None else None
     try:
         last = after
         for event in await gw.store.events_after(task_id, after):
-            await websocket.send_json(event.frame())
+            await send(event)
             last = event.seq
             if event.type in TERMINAL:
                 return
         if queue is None:  # not running here: ended, or running on another replica
-            await _follow_elsewhere(websocket, gw, task_id, last)
+            await _follow_elsewhere(websocket, gw, task_id, last, send)
             return
         while True:
             event = await _next(queue, websocket, gw.limits.ping_interval_seconds)
             if event is None or UNSTORED < event.seq <= last:
                 continue
-            await websocket.send_json(wire_frame(event))
+            await send(event)
             last = event.seq
             if event.type in TERMINAL:
                 return
@@ -326,7 +366,9 @@ async def _send_frames(websocket: WebSocket, gw: Gateway, task_id: str, after: i
             task_log.unsubscribe(queue)
 
 
-async def _follow_elsewhere(websocket: WebSocket, gw: Gateway, task_id: str, last: int) -> None:
+async def _follow_elsewhere(
+    websocket: WebSocket, gw: Gateway, task_id: str, last: int, send: Send
+) -> None:
     """A task another replica runs: its frames from the store each time that replica
     says it stored some (and at each keep-alive, in case a wake-up was lost), until its
     terminal frame, or its row says it is over."""
@@ -337,7 +379,7 @@ async def _follow_elsewhere(websocket: WebSocket, gw: Gateway, task_id: str, las
             stored.clear()  # before reading: a wake-up during the read is kept
             task = await gw.store.get_task(task_id)  # before the frames: see below
             for event in await gw.store.events_after(task_id, last):
-                await websocket.send_json(event.frame())
+                await send(event)
                 last = event.seq
                 if event.type in TERMINAL:
                     return

@@ -1,0 +1,234 @@
+"""A conversation as the web UI shows it: its stored frames folded once, in Python.
+
+Theory of operation. The task log stores each turn's frames (`tasks.py`); the ACP
+updates among them are folded by the client's one fold (`agentao.client.view`), and
+the gateway's own frames (a turn's start and end, permission questions and answers)
+become items beside them. A reader gets keyed items, each `{"id", "kind", "turn", ...}`:
+
+    turn        prompt, state (running | ended | error), stopReason, usage, error
+    message     role (user | agent | thought), text  (live: `append`, the new text only)
+    tool_call   title, toolKind, status, diffs [{path, created, lines}], output, input
+    plan        entries                      notice    title, text
+    permission  requestId, title, toolKind, tool (as tool_call), options, deadline, decision
+    decision    approved, title, reason      (a policy's answer, nobody asked)
+    plan/usage  with ids `plan` and `usage`: the session's latest, outside any turn
+
+`GET /v1/conversations/{id}/view` answers every item; `WS /v1/tasks/{id}/view` sends
+`{"type": "view", "seq", "items": [...]}` for each stored frame of a turn, from its
+first, then live ones: upserts by id, so a page that reconnects just renders again.
+Nothing here reads the raw update past decoding it once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from agentao.client.content import prompt_text
+from agentao.client.events import TEXT_KINDS
+from agentao.client.view import (
+    Message,
+    SessionView,
+    ToolCallEntry,
+    merge_tool_call,
+    tool_call_of,
+    tool_item,
+)
+from agentao.protocol import schema
+from agentao.protocol.decode import decode_lenient
+from agentao.store.gateway import GatewayStore
+from agentao.store.gateway_records import TaskEvent
+
+Item = dict[str, Any]
+_SIDE_KINDS = {"plan": "plan", "usage_update": "usage"}
+
+
+class ConversationView:
+    """The items of a conversation's turns, folded from their frames in order."""
+
+    def __init__(self) -> None:
+        self.session = SessionView()
+        self.turns: dict[str, Item] = {}  # task id -> its turn item
+        self.asks: dict[str, Item] = {}  # request id -> its permission item
+        self.order: list[str] = []  # item ids in the order first seen
+        self.extra: dict[str, Item] = {}  # turn, permission and decision items by id
+        self.entry_turn: list[str] = []  # entry index -> the turn it appeared in
+        self.turn = ""  # the task whose frames are being folded
+
+    def feed(self, event: TaskEvent) -> list[Item]:
+        """Fold one frame; the items it changed."""
+        self.turn = event.task_id
+        payload = event.payload
+        if event.type == "task-running":
+            return self._update(payload.get("update"))
+        if event.type == "task-started":
+            prompt = payload.get("prompt")
+            text = prompt_text(prompt) if isinstance(prompt, list) else ""
+            return [self._turn(prompt=text, state="running")]
+        if event.type == "task-ended":
+            return [self._ended(payload)]
+        if event.type == "task-error":
+            error = payload.get("error") or {}
+            return [self._turn(state="error", error=str(error.get("message") or "error"))]
+        if event.type == "permission-request":
+            return self._asked(payload)
+        if event.type == "permission-response":
+            return [self._answered(event.seq, payload)]
+        return []
+
+    def items(self) -> list[Item]:
+        """Every item, in order, then the session-wide plan and usage."""
+        return [self._item(key) for key in self.order] + self.session.side_items()
+
+    # ---- ACP updates: the client's fold ---------------------------------------------
+
+    def _update(self, raw: Any) -> list[Item]:
+        value = _decoded(raw)
+        if value is None:
+            return []
+        kind = type(value).__struct_config__.tag  # the `sessionUpdate` tag, as decoded
+        entries = len(self.session.entries)
+        last = self.session.entries[-1] if entries else None
+        before = len(last.chunks) if isinstance(last, Message) else 0
+        update = self.session.fold("", kind, value, raw)
+        changed = self._new_entries(entries)
+        if update.tool_call is not None:
+            changed.append(self._tool(update.tool_call.tool_call_id))
+        elif (
+            kind in TEXT_KINDS
+            and isinstance(last, Message)
+            and len(self.session.entries) == entries
+        ):
+            changed.append(self._appended(entries - 1, last, before))
+        if kind in _SIDE_KINDS:
+            changed += [s for s in self.session.side_items() if s["id"] == _SIDE_KINDS[kind]]
+        return _unique(changed)
+
+    def _new_entries(self, since: int) -> list[Item]:
+        new = []
+        for index in range(since, len(self.session.entries)):
+            self.entry_turn.append(self.turn)
+            self.order.append(f"e{index}")
+            new.append(self._item(f"e{index}"))
+        return new
+
+    def _appended(self, index: int, message: Message, before: int) -> Item:
+        text = "".join(message.chunks[before:])
+        key = f"e{index}"
+        return {"id": key, "kind": "message", "role": message.role, "turn": self._turn_of(key)} | {
+            "append": text
+        }
+
+    def _tool(self, tool_call_id: str) -> Item:
+        return self._item(self._entry_of(tool_call_id))
+
+    def _entry_of(self, tool_call_id: str) -> str:
+        for index, entry in enumerate(self.session.entries):
+            if isinstance(entry, ToolCallEntry) and entry.tool_call_id == tool_call_id:
+                return f"e{index}"
+        raise KeyError(tool_call_id)
+
+    # ---- the gateway's own frames ---------------------------------------------------
+
+    def _turn(self, **fields: Any) -> Item:
+        key = f"turn:{self.turn}"
+        item = self.extra.get(key)
+        if item is None:
+            item = self.extra[key] = {"id": key, "kind": "turn", "turn": self.turn, "prompt": ""}
+            self.order.append(key)
+        item.update(fields)
+        return dict(item)
+
+    def _ended(self, payload: dict[str, Any]) -> Item:
+        usage = payload.get("usage")
+        stop = payload.get("stopReason")
+        return self._turn(state="ended", stopReason=stop, usage=usage)
+
+    def _asked(self, payload: dict[str, Any]) -> list[Item]:
+        changed = []
+        value = tool_call_of(payload.get("toolCall"))
+        tool = None
+        if value is not None:  # the question names a tool call: it takes its place too
+            entries = len(self.session.entries)
+            tool = self.session.upsert_tool_call(value, announced=False)
+            changed += self._new_entries(entries)
+        request_id = str(payload.get("requestId"))
+        key = f"ask:{request_id}"
+        self.asks[request_id] = self.extra[key] = {
+            "id": key,
+            "kind": "permission",
+            "turn": self.turn,
+            "requestId": request_id,
+            "title": payload.get("title") or "",
+            "toolKind": payload.get("kind") or "other",
+            "tool": tool_item(tool) if tool is not None else None,
+            "options": payload.get("options") or [],
+            "deadline": payload.get("deadline"),
+            "decision": None,
+        }
+        self.order.append(key)
+        return [*changed, dict(self.extra[key])]
+
+    def _answered(self, seq: int, payload: dict[str, Any]) -> Item:
+        decision = {k: payload.get(k) for k in ("approved", "by", "reason", "optionId")}
+        ask = self.asks.get(str(payload.get("requestId")))
+        if ask is not None:
+            ask["decision"] = decision
+            return dict(ask)
+        key = f"decision:{seq}"  # decided by a policy: nobody was asked
+        item = {"id": key, "kind": "decision", "turn": self.turn, "title": payload.get("title")}
+        self.extra[key] = item | decision
+        self.order.append(key)
+        return dict(self.extra[key])
+
+    def _item(self, key: str) -> Item:
+        if key in self.extra:
+            return dict(self.extra[key])
+        return self.session.entry_item(int(key[1:])) | {"turn": self._turn_of(key)}
+
+    def _turn_of(self, key: str) -> str:
+        return self.entry_turn[int(key[1:])]
+
+
+def tool_view(wire: Any) -> Item | None:
+    """A permission question's `toolCall` (wire JSON) as a tool_call item's fields: what
+    the web UI's card draws (None when it names no tool call)."""
+    value = tool_call_of(wire)
+    return tool_item(merge_tool_call(None, value)) if value is not None else None
+
+
+async def conversation_frames(store: GatewayStore, task_ids: Iterable[str]) -> list[TaskEvent]:
+    """Every stored frame of these tasks, task after task (the one place the view reads
+    the log from the store)."""
+    frames: list[TaskEvent] = []
+    for task_id in task_ids:
+        frames += await store.events_after(task_id, 0)
+    return frames
+
+
+def fold(frames: Iterable[TaskEvent]) -> ConversationView:
+    view = ConversationView()
+    for frame in frames:
+        view.feed(frame)
+    return view
+
+
+def _decoded(raw: Any) -> Any:
+    """A stored update, decoded once (None: not an object, or a kind this schema lacks)."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        value = decode_lenient(schema.SessionUpdate, raw)
+    except Exception:  # a frame the agent garbled: shown as nothing, kept in the log
+        return None
+    return None if isinstance(value, schema.UnknownVariant) else value
+
+
+def _unique(items: list[Item]) -> list[Item]:
+    seen: dict[str, Item] = {}
+    for item in items:
+        seen[item["id"]] = item
+    return list(seen.values())
+
+
+__all__ = ["ConversationView", "Item", "conversation_frames", "fold", "tool_view"]
