@@ -236,3 +236,25 @@ def test_a_running_task_is_cancelled_over_http(shared_gateway: LiveGateway) -> N
         again = http.post(f"/v1/tasks/{task['id']}/cancel")
         assert again.status_code == 400 and "is ended" in again.json()["error"]["message"]
         assert http.post("/v1/tasks/task_nope/cancel").status_code == 404
+
+
+def test_a_task_turn_is_not_mapped_for_an_openai_consumer(shared_gateway: LiveGateway) -> None:
+    """A task's readers read its log: nothing maps its updates for an OpenAI consumer it
+    does not have. A Chat Completions turn, the control, is mapped for its consumer."""
+    gw = shared_gateway
+    task = start_task(gw, "brief please")
+    with connect(gw.ws_url(task["stream_url"])) as ws:
+        seen = frames(ws)
+    said = [f["update"] for f in seen if f["type"] == "task-running"]
+    assert "".join(u["content"]["text"] for u in said if "content" in u) == "tock " * 40
+    conv = gw.run(gw.gateway.conversations.get(task["conversation_id"]))
+    assert conv.turn.mapper.full_text == ""
+
+    answer = gw.openai().chat.completions.create(
+        model="agentao", messages=[{"role": "user", "content": "brief please"}]
+    )
+    assert answer.choices[0].message.content == "tock " * 40
+    with gw.http() as http:
+        newest = http.get("/v1/conversations").json()["data"][0]["id"]
+    chat = gw.run(gw.gateway.conversations.get(newest))
+    assert chat.turn.mapper.full_text == "tock " * 40

@@ -109,6 +109,11 @@ class KeyedLocks:
                 self._locks[key] = (lock, users - 1)
 
 
+# The sources whose turns an OpenAI consumer reads item by item (`GatewayTurn.items`);
+# the others' readers read the log.
+CONSUMED_SOURCES = frozenset({"chat", "responses"})
+
+
 @dataclass(frozen=True, slots=True)
 class TurnRequest:
     """What to send and under which rules."""
@@ -380,6 +385,7 @@ class Conversations:
             self.limits.permission_deadline_seconds,
             self.desk,
             request.inline_reasoning,
+            consumed=request.source in CONSUMED_SOURCES,
         )
         turn = GatewayTurn(session, request.prompt, task_log, context, self._ended)
         conv.turn = turn

@@ -113,7 +113,6 @@ async def start_task(request: Request) -> Any:
         conv,
         TurnRequest(blocks, title or "(prompt)", principal.name, policy, choice.model, "task"),
     )
-    turn.detach()  # nobody consumes it here: watchers read the log
     await turn.log.stored.wait()  # so that any replica finds it by the id we answer with
     if turn.log.failure is not None:  # no id to answer with: nobody could read it back
         raise StoreFailed(turn.log.failure.payload["error"]["message"], code=STORE_FAILED)

@@ -3,8 +3,10 @@
 Theory of operation. An HTTP handler or a task-stream request starts a
 `GatewayTurn`; the turn drives the client's `session.prompt()` in a task of its
 own, so the HTTP side can vanish at any moment without cancelling the iteration
-half-way. Every item goes two ways: onto the task log (persisted, for watchers)
-and into the inbox of the one consumer that started it (`items()`). The inbox
+half-way. Every item goes onto the task log (persisted, for its readers); a turn
+that an OpenAI route started (`TurnContext.consumed`) also maps it for that one
+consumer and puts it into its inbox (`items()`); the task stream's and remote ACP's
+turns have neither, their readers read the log. The inbox
 watches the log like any other reader: an item is released to the consumer only
 once its frame is stored, so an OpenAI client never sees what a reconnecting
 watcher could not read back.
@@ -80,6 +82,9 @@ class TurnContext:
     deadline_seconds: float
     desk: PermissionDesk
     inline_reasoning: bool = False  # reasoning written into the text, seed-style prefixes
+    # An OpenAI consumer reads the turn's items (Chat Completions, Responses). Without
+    # one (the task stream, remote ACP: readers of the log), nothing is mapped for it.
+    consumed: bool = True
 
 
 class _Inbox:
@@ -146,8 +151,9 @@ class GatewayTurn:
         self.context = context
         self.mapper = TurnMapper(inline=context.inline_reasoning)
         self._on_finish = on_finish
-        self._inbox: _Inbox | None = _Inbox()
-        task_log.watch(self._inbox)
+        self._inbox: _Inbox | None = _Inbox() if context.consumed else None
+        if self._inbox is not None:
+            task_log.watch(self._inbox)
         self._client_turn: Any = None
         self._task: asyncio.Task[None] | None = None
         self.cancelling = False
@@ -267,12 +273,15 @@ class GatewayTurn:
     async def _consume(self) -> TurnEnd:
         end = None
         emit, feed, hold = self.log.emit, self.mapper.feed, self._hold  # once per update
+        consumed = self.context.consumed
         async for event in self._client_turn:
             if isinstance(event, Update):
                 frame = {"update": event.raw}
                 if event.tool_call is not None:  # merged by id: readers need not fold
                     frame["toolCall"] = event.tool_call.raw
-                hold(emit("task-running", frame).seq, Step(event, feed(event)))
+                seq = emit("task-running", frame).seq
+                if consumed:
+                    hold(seq, Step(event, feed(event)))
             elif isinstance(event, TurnEnd):
                 end = event
         if end is None:

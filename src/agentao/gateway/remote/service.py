@@ -411,7 +411,6 @@ class RemoteAcp:
             source="acp",
         )
         turn = await self.conversations.begin(relay.conv, request)
-        turn.detach()  # the watchers have the updates; nobody reads the OpenAI-side items
         relay.prompter = connection
         try:
             result = await turn.wait()
