@@ -343,8 +343,9 @@ class Conversations:
         self, conv: LiveConversation, session: Session, request: TurnRequest
     ) -> GatewayTurn:
         task_id = "task_" + uuid.uuid4().hex
-        # The log writes the task's row before its first frame, off the critical path.
-        task_log = self.hub.open(
+        # The log writes the task's row before its first frame, off the critical path;
+        # it numbers the frames on from the conversation's log (one read of the store).
+        task_log = await self.hub.open(
             TaskRecord(task_id, conv.id, "running", prompt=request.title[:2000])
         )
         if conv.record.title is None:

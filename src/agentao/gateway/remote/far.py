@@ -88,7 +88,7 @@ class FarSession:
         seen: dict[str, int] = {}
         open_questions: dict[str, dict[str, Any]] = {}
         for task in await self.store.list_tasks(self.conv.id):
-            events = await self.store.events_after(task.id, 0)
+            events = await self.store.task_events(task.id, 0)
             if replay:
                 self._replay(connection, task.prompt, events)
             seen[task.id] = events[-1].seq if events else 0
@@ -158,7 +158,7 @@ class FarSession:
             task = await self.store.get_task(task_id)  # before its frames: see tasks.py
             if task is None:
                 continue
-            for event in await self.store.events_after(task_id, self._position.get(task_id, 0)):
+            for event in await self.store.task_events(task_id, self._position.get(task_id, 0)):
                 self._position[task_id] = event.seq
                 self._deliver(event)
             if task.status == IN_FLIGHT_TASK:
