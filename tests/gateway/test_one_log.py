@@ -7,10 +7,12 @@ WebSocket; the hub's conversation watch on a real SQLite store.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+import websockets
 from websockets.sync.client import connect
 
 from agentao.gateway.batches import WriterBackoff
@@ -18,6 +20,7 @@ from agentao.gateway.config import ConfigError, Limits, config_from_dict
 from agentao.gateway.tasklog import TaskHub
 from agentao.store.gateway import open_gateway_store
 from agentao.store.gateway_records import Conversation, TaskEvent, TaskRecord
+from tests.gateway.acp_peers import RawPeer, reply_to, until
 from tests.gateway.conftest import SHARED_ON_EACH_STORE, LiveGateway
 from tests.gateway.test_tasks import frames, start_task
 
@@ -123,3 +126,135 @@ def test_log_retention_is_a_named_setting_that_keeps_everything_by_default() -> 
     assert config_from_dict({"limits": {"log_retention_days": 30}}).limits.log_retention_days == 30
     with pytest.raises(ConfigError, match="log_retention_days"):
         config_from_dict({"limits": {"log_retention_days": -1}})
+
+
+# ---- remote ACP clients read the log -----------------------------------------------------
+
+
+async def _send(socket: Any, request_id: int, method: str, params: dict[str, Any]) -> None:
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    await socket.send(json.dumps(message))
+
+
+async def _until(
+    socket: Any, done: Any, seen: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Messages from `socket` until one for which `done(message)` holds (kept in `seen`)."""
+    while True:
+        message = json.loads(await asyncio.wait_for(socket.recv(), GUARD_SECONDS))
+        if seen is not None:
+            seen.append(message)
+        if done(message):
+            return message
+
+
+async def _remote_client(gw: LiveGateway) -> Any:
+    socket = await websockets.connect(f"ws://127.0.0.1:{gw.port}/acp")
+    await _send(socket, 1, "initialize", {"protocolVersion": 1})
+    await _until(socket, lambda m: m.get("id") == 1)
+    return socket
+
+
+def _updates(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m["params"]["update"] for m in messages if m.get("method") == "session/update"]
+
+
+def _stored(gw: LiveGateway, sql: str) -> list[Any]:
+    return gw.run(gw.gateway.store.db.read(lambda c: c.execute(sql).fetchall()))
+
+
+async def test_an_update_two_remote_clients_watch_is_stored_once(
+    gateway_factory: Any, tmp_path: Path
+) -> None:
+    gw = gateway_factory(store=tmp_path / "gw.sqlite3")  # SQLite: its rows are counted
+    first, second = await _remote_client(gw), await _remote_client(gw)
+    try:
+        sid, seen_first, seen_second = await _a_turn_two_clients_watch(gw, first, second)
+        # Read while the connections are open (closing one deletes its messages).
+        await gw.gateway.remote.connections.hub.flush()
+        rows = [dict(r) for r in _stored(gw, "SELECT * FROM gw_acp_messages")]
+    finally:
+        await first.close()
+        await second.close()
+    conversation = gw.gateway.conversations.live_session(sid).id
+    log = gw.run(gw.gateway.store.events_after(conversation, 0))
+    logged = [e.payload["update"] for e in log if e.type == "task-running"]
+    # Both clients saw the turn's updates, in the log's order...
+    assert logged and _updates(seen_first)[-len(logged) :] == logged
+    assert _updates(seen_second)[-len(logged) :] == logged
+    # ...and the store holds each once: in the log, and for each client a reference to
+    # it with no body; no copy of a logged update among the stored messages.
+    bodies = [bytes(r["body"]) for r in rows]
+    stored_updates = [
+        json.dumps(u, sort_keys=True) for u in _updates([json.loads(b) for b in bodies if b])
+    ]
+    assert not {json.dumps(u, sort_keys=True) for u in logged} & set(stored_updates)
+    references = [r for r in rows if r.get("log_conversation") == conversation]
+    assert len(references) == 2 * len(logged) and not any(r["body"] for r in references)
+
+
+async def _a_turn_two_clients_watch(
+    gw: LiveGateway, first: Any, second: Any
+) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+    """`first` opens a session and `second` loads it; `first` prompts a turn with a tool
+    call and a permission question, and approves it: what each client got."""
+    cwd = gw.config.agents[0].cwd
+    await _send(first, 2, "session/new", {"cwd": cwd, "mcpServers": []})
+    sid = (await _until(first, lambda m: m.get("id") == 2))["result"]["sessionId"]
+    await _send(second, 2, "session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+    await _until(second, lambda m: m.get("id") == 2)
+    prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "write the file"}]}
+    await _send(first, 3, "session/prompt", prompt)
+    seen_first: list[dict[str, Any]] = []
+    asked = await _until(
+        first, lambda m: m.get("method") == "session/request_permission", seen_first
+    )
+    allow = next(o for o in asked["params"]["options"] if o["kind"] == "allow_once")
+    outcome = {"outcome": "selected", "optionId": allow["optionId"]}
+    await first.send(
+        json.dumps({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": outcome}})
+    )
+    done = await _until(first, lambda m: m.get("id") == 3, seen_first)
+    assert done["result"]["stopReason"] == "end_turn"
+    seen_second: list[dict[str, Any]] = []
+    last = _updates(seen_first)[-1]
+    await _until(second, lambda m: _updates([m]) == [last], seen_second)
+    return sid, seen_first, seen_second
+
+
+async def test_a_client_resuming_mid_turn_gets_exactly_the_rest_from_the_log(
+    gateway_factory: Any, tmp_path: Path
+) -> None:
+    gw = gateway_factory(store=tmp_path / "gw.sqlite3")
+    peer = RawPeer(f"{gw.url}/acp")
+    try:
+        await peer.initialize()
+        cwd = gw.config.agents[0].cwd
+        request_id, _ = await peer.post("session/new", {"cwd": cwd, "mcpServers": []})
+        async with peer.stream() as events:
+            sid = (await until(events, reply_to(request_id)))[-1].message["result"]["sessionId"]
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "brief please"}]}
+        async with peer.stream(sid) as events:
+            prompted, _ = await peer.post("session/prompt", prompt, session=sid)
+            first = await until(events, lambda e: len(_updates([e.message])) and e.id >= 10)
+        # The stream dropped mid-turn; the client comes back after the last id it got.
+        async with peer.stream(sid, last_event_id=first[-1].id) as events:
+            rest = await until(events, reply_to(prompted))
+        references = _stored(
+            gw,
+            "SELECT seq FROM gw_acp_messages WHERE log_conversation IS NOT NULL "
+            f"AND connection_id = '{peer.connection_id}'",
+        )
+    finally:
+        await peer.close()
+    ids = [e.id for e in first + rest]
+    assert ids == list(range(ids[0], ids[0] + len(ids)))  # nothing missed, nothing twice
+    text = "".join(
+        u["content"]["text"]
+        for u in _updates([e.message for e in first + rest])
+        if u["sessionUpdate"] == "agent_message_chunk"
+    )
+    assert text == "tock " * 40
+    # What it got again came from the log: the turn's updates are references to it.
+    resumed = {e.id for e in rest if _updates([e.message])}
+    assert resumed and resumed <= {r[0] for r in references}
