@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import websockets
 from websockets.sync.client import connect
 
+from agentao.gateway.auth import POLICY_HEADER
 from agentao.gateway.batches import WriterBackoff
 from agentao.gateway.config import ConfigError, Limits, config_from_dict
 from agentao.gateway.tasklog import TaskHub
@@ -22,7 +25,9 @@ from agentao.store.gateway import open_gateway_store
 from agentao.store.gateway_records import Conversation, TaskEvent, TaskRecord
 from tests.gateway.acp_peers import RawPeer, reply_to, until
 from tests.gateway.conftest import SHARED_ON_EACH_STORE, LiveGateway
+from tests.gateway.test_replicas import ALICE, KEYS, WRITE_TWICE, Replicas
 from tests.gateway.test_tasks import frames, start_task
+from tests.postgres import PostgresServer
 
 GUARD_SECONDS = 20  # how long a test waits for an event before calling it lost (a hang guard)
 
@@ -258,3 +263,191 @@ async def test_a_client_resuming_mid_turn_gets_exactly_the_rest_from_the_log(
     # What it got again came from the log: the turn's updates are references to it.
     resumed = {e.id for e in rest if _updates([e.message])}
     assert resumed and resumed <= {r[0] for r in references}
+
+
+# ---- every face, the same events ------------------------------------------------------------
+
+
+@pytest.fixture
+def keyed(tmp_path: Path, postgres_server: PostgresServer) -> Iterator[Replicas]:
+    """Replicas of one gateway on one real PostgreSQL database, with API keys."""
+    group = Replicas(tmp_path, postgres_server.create_database(), server=KEYS, script=WRITE_TWICE)
+    yield group
+    group.stop()
+
+
+async def test_every_face_sees_the_same_events_of_a_turn_in_the_same_order(
+    keyed: Replicas,
+) -> None:
+    """One turn with a tool call and a permission question, started by a Chat Completions
+    stream on replica A: its stream, the task stream, a remote ACP client on A and one on
+    replica B (a far session: the store and its wake-ups) see the same updates in order."""
+    a, b = keyed.start(), keyed.start()
+    auth = {"Authorization": f"Bearer {ALICE}"}
+    at_a, at_b = await _remote_client_of(a, auth), await _remote_client_of(b, auth)
+    try:
+        cwd = str(keyed.work)
+        await _send(at_a, 2, "session/new", {"cwd": cwd, "mcpServers": []})
+        sid = (await _until(at_a, lambda m: m.get("id") == 2))["result"]["sessionId"]
+        hello = {"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]}
+        await _send(at_a, 3, "session/prompt", hello)  # a turn before: the log numbers on
+        await _until(at_a, lambda m: m.get("id") == 3)
+        await _send(at_b, 2, "session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+        await _until(at_b, lambda m: m.get("id") == 2)
+        conversation = _conversation_of(keyed.store_url, sid)
+        chat = asyncio.ensure_future(_chat_stream(a, auth, conversation))
+        seen_a: list[dict[str, Any]] = []
+        asked = await _until(
+            at_a, lambda m: m.get("method") == "session/request_permission", seen_a
+        )
+        allow = next(o for o in asked["params"]["options"] if o["kind"] == "allow_once")
+        outcome = {"outcome": "selected", "optionId": allow["optionId"]}
+        await at_a.send(
+            json.dumps({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": outcome}})
+        )
+        chat_text, task_id = await asyncio.wait_for(chat, GUARD_SECONDS)
+        task_frames = await _task_stream(a, auth, task_id)
+        assert task_frames[0]["seq"] > 1  # one log: numbered on after the turn before
+        logged = [f["update"] for f in task_frames if f["type"] == "task-running"]
+        seen_b: list[dict[str, Any]] = []
+        await _until(at_a, lambda m: _updates([m]) == logged[-1:], seen_a)
+        await _until(at_b, lambda m: _updates([m]) == logged[-1:], seen_b)
+        references = _references(keyed.store_url, conversation)  # while A and B are open
+    finally:
+        await at_a.close()
+        await at_b.close()
+    asked_b = [m for m in seen_b if m.get("method") == "session/request_permission"]
+    # The task stream: the turn, numbered on after the turn before it, in the log's order.
+    log = _log_of(keyed.store_url, conversation)
+    assert [f["seq"] for f in task_frames] == list(
+        range(len(log) - len(task_frames) + 1, len(log) + 1)
+    )
+    assert task_frames[0]["seq"] > 1 and [f["seq"] for f in task_frames] == log[-len(task_frames) :]
+    kinds = [f["type"] for f in task_frames]
+    assert kinds[0] == "task-started" and kinds[-1] == "task-ended"
+    assert "permission-request" in kinds and "permission-response" in kinds
+    assert any(u["sessionUpdate"] == "tool_call" for u in logged)
+    # Both remote clients: the same updates in the same order, the same question.
+    assert _updates(seen_a)[-len(logged) :] == logged
+    assert _updates(seen_b)[-len(logged) :] == logged
+    question = next(f for f in task_frames if f["type"] == "permission-request")
+    assert asked["params"]["toolCall"] == question["toolCall"]
+    assert [m["params"]["toolCall"] for m in asked_b] == [question["toolCall"]]
+    # Each remote client's messages of the turn are the log's own frames, by their seq.
+    running = [f["seq"] for f in task_frames if f["type"] == "task-running"]
+    assert len(references) == 2
+    assert all(seqs[-len(running) :] == running for seqs in references.values())
+    # The Chat Completions stream: the agent's text, as the log has it.
+    said = [u["content"]["text"] for u in logged if u["sessionUpdate"] == "agent_message_chunk"]
+    assert chat_text == "".join(said) == "Wrote one.txt."
+
+
+async def _remote_client_of(replica: Any, auth: dict[str, str]) -> Any:
+    ws_url = replica.url.replace("http://", "ws://") + "/acp"
+    socket = await websockets.connect(ws_url, additional_headers=auth)
+    await _send(socket, 1, "initialize", {"protocolVersion": 1})
+    await _until(socket, lambda m: m.get("id") == 1)
+    return socket
+
+
+def _conversation_of(store_url: str, session_id: str) -> str:
+    import psycopg
+
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT id FROM gw_conversations WHERE session_id = %s", (session_id,)
+        ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def _log_of(store_url: str, conversation: str) -> list[int]:
+    """The seqs of the conversation's log, as stored."""
+    import psycopg
+
+    from agentao.store.gateway_records import decode_frames
+
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT frames FROM gw_log_frames WHERE conversation_id = %s ORDER BY first_seq",
+            (conversation,),
+        ).fetchall()
+    return [e.seq for row in rows for e in decode_frames(bytes(row[0]))]
+
+
+def _references(store_url: str, conversation: str) -> dict[str, list[int]]:
+    """Each remote connection's messages that are frames of the log: their log seqs."""
+    import psycopg
+
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT connection_id, log_seq FROM gw_acp_messages WHERE log_conversation = %s "
+            "ORDER BY connection_id, seq",
+            (conversation,),
+        ).fetchall()
+    out: dict[str, list[int]] = {}
+    for connection_id, seq in rows:
+        out.setdefault(connection_id, []).append(seq)
+    return out
+
+
+async def _chat_stream(replica: Any, auth: dict[str, str], conversation: str) -> tuple[str, str]:
+    """A streamed Chat Completions turn on `conversation`: its text, and its task id."""
+    body = {"model": "agentao", "stream": True, "messages": [{"role": "user", "content": "write"}]}
+    headers = {**auth, "X-Session-Id": conversation, POLICY_HEADER: "ask"}
+    async with (
+        httpx.AsyncClient(timeout=GUARD_SECONDS) as http,
+        http.stream("POST", f"{replica.url}/v1/chat/completions", json=body, headers=headers) as r,
+    ):
+        assert r.status_code == 200
+        text = []
+        async for line in r.aiter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[6:])
+            for choice in chunk.get("choices", []):
+                text.append(choice["delta"].get("content") or "")
+        return "".join(text), r.headers["x-task-id"]
+
+
+async def _task_stream(replica: Any, auth: dict[str, str], task_id: str) -> list[dict[str, Any]]:
+    ws_url = replica.url.replace("http://", "ws://") + f"/v1/tasks/{task_id}/stream"
+    async with websockets.connect(ws_url, additional_headers=auth) as socket:
+        return [
+            frame async for message in socket if (frame := json.loads(message))["type"] != "ping"
+        ]
+
+
+async def test_a_stale_writer_cannot_write_into_a_log_another_numbered_on(
+    tmp_path: Path,
+) -> None:
+    """A replica that stalled past its lease numbers on from what it knew: the store
+    refuses those seqs (the new holder wrote them), its readers get `store_failed`, and
+    its task's row still records why it stopped."""
+    store = open_gateway_store(tmp_path / "gateway.sqlite3")
+    await store.create_conversation(Conversation("conv_1", "local", "agentao", "task"))
+    stale = TaskHub(store, "boot_a", backoff=WriterBackoff(0, 0))
+    holder = TaskHub(store, "boot_b", backoff=WriterBackoff(0, 0))
+    old = await stale.open(TaskRecord("task_a", "conv_1", "running"))
+    watcher = old.subscribe()
+    old.emit("task-started", {})
+    await stale.flush()
+    new = await holder.open(TaskRecord("task_b", "conv_1", "running"))  # numbers on: 2
+    new.emit("task-started", {})
+    await holder.flush()
+    old.emit("task-running", {"update": {"late": True}})  # seq 2 again: refused
+    stale.end(old, "error", "lease lost")
+    await asyncio.wait_for(old.closed.wait(), GUARD_SECONDS)
+    await stale.flush()
+    got = [watcher.get_nowait() for _ in range(watcher.qsize())]
+    assert [e.type for e in got] == ["task-started", "task-error"]
+    assert got[-1].payload["error"]["code"] == "store_failed"
+    assert [(e.task_id, e.seq) for e in await store.events_after("conv_1", 0)] == [
+        ("task_a", 1),
+        ("task_b", 2),
+    ]
+    row = await store.get_task("task_a")
+    assert (row.status, row.error) == ("error", "lease lost")
+    stale.close()
+    holder.close()
+    await store.close()

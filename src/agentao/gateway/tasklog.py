@@ -20,7 +20,7 @@ conversation's (`TaskHub.watch_conversation`: every frame of its log, whichever 
 A watcher that subscribes and then reads the store for `seq > after_seq`
 (`store.task_events` / `store.events_after`) sees every frame exactly once: a frame
 delivered before it subscribed is already in the store, and one found in both places
-is skipped by its seq (see `tasks.py`, `remote/reader.py`).
+is skipped by its seq (see `tasks.py`; `remote/relay.py` watches a conversation).
 `ping` frames are not part of the log (no seq, never stored): the WebSocket
 sends them itself while it waits.
 
@@ -29,6 +29,10 @@ fails it for any other reason, see `batches.py`), none of its frames is delivere
 task with something in that batch *fails*: its watchers (and its conversation's) get one last `task-error` frame
 with code `store_failed` and no seq (it is not part of the log: nothing stored it), its
 later frames are dropped, and `failed` is set so the turn is cancelled (`turns.py`).
+A task's end that was in such a batch is queued once more without the frames: when the
+frames were what the store refused -- a seq another replica already wrote, because this
+one stalled past its lease and the conversation moved on without it -- the task's row
+still says why it stopped, and the other replica's log keeps its own frames.
 """
 
 from __future__ import annotations
@@ -171,6 +175,7 @@ class TaskHub:
         self._last_seq: dict[str, int] = {}
         self._open_tasks: dict[str, int] = {}  # conversation -> its tasks not yet closed
         self._readers: dict[str, set[Watcher]] = {}  # conversation -> who watches its log
+        self._retried: set[str] = set()  # tasks whose end is written again, once (`_fail`)
         self._writer = BatchWriter(_Batch, self._write, self._fail, backoff)
 
     async def open(self, record: TaskRecord) -> TaskLog:
@@ -274,8 +279,9 @@ class TaskHub:
                 self._tell_readers(task_log.conversation_id, frame)
             if task_log.finished.is_set():
                 del self._logs[frame.task_id]
-        for task_log, _record in batch.ended:
+        for task_log, record in batch.ended:
             task_log.closed.set()
+            self._retried.discard(record.id)
         ids = {f.task_id for f in batch.frames} | {r.id for _log, r in batch.ended}
         woken = sorted((i, self._conversation_of.get(i, "")) for i in ids)
         for _log, record in batch.ended:
@@ -296,10 +302,18 @@ class TaskHub:
             task_log = self._logs.pop(task_id, None)
             if task_log is not None:
                 self._failed(task_log, error)
+        retry = [(t, r) for t, r in batch.ended if batch.frames and r.id not in self._retried]
         for task_log, record in batch.ended:
             self._failed(task_log, error)
+            if (task_log, record) in retry:
+                continue
+            self._retried.discard(record.id)
             task_log.closed.set()
             self._closed(record.id)
+        if retry:  # its end (why the task stopped) is written without the frames
+            self._retried.update(r.id for _t, r in retry)
+            self._writer.batch.ended.extend(retry)
+            self._writer.kick()
 
     def _failed(self, task_log: TaskLog, error: dict[str, Any]) -> None:
         failure = task_log.fail(error)
