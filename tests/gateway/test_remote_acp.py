@@ -192,7 +192,10 @@ async def _sent_to(gw: LiveGateway, peer: SdkPeer) -> list[dict[str, Any]]:
     client has no handler for `$/cancel_request`, so it is read from the store)."""
     connection_id = peer.transport._connection_id
     while True:
-        stored = gw.run(gw.gateway.store.remote.messages_after(connection_id, 0, None))
+        # As a reader reads them back: an agent update is stored as a reference to the
+        # conversation's log, and rebuilt from it.
+        hub = gw.gateway.remote.connections.hub
+        stored = gw.run(hub.stored_after(connection_id, 0, None))
         sent = [json.loads(m.body) for m in stored]
         if any(m.get("method") == "$/cancel_request" for m in sent):
             return sent

@@ -714,7 +714,9 @@ def _withdrawn(store_url: str, peer: SdkPeer) -> bool:
 
     with psycopg.connect(store_url, autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT body FROM gw_acp_messages WHERE connection_id = %s",
+            # (An agent update is stored as a reference to the log, with no body.)
+            "SELECT body FROM gw_acp_messages WHERE connection_id = %s "
+            "AND log_conversation IS NULL",
             (peer.transport._connection_id,),
         ).fetchall()
     return any(json.loads(bytes(r[0])).get("method") == "$/cancel_request" for r in rows)

@@ -46,7 +46,8 @@ READ_ONLY = (
 @pytest.fixture
 async def store(tmp_path: Path) -> Any:
     opened = open_gateway_store(tmp_path / "gateway.sqlite3")
-    await opened.create_conversation(Conversation("conv_1", "local", "agentao", "task"))
+    for conversation_id in ("conv_1", "conv_2"):
+        await opened.create_conversation(Conversation(conversation_id, "local", "agentao", "task"))
     yield opened
     await opened.close()
 
@@ -55,8 +56,10 @@ async def _next(queue: asyncio.Queue[TaskEvent]) -> TaskEvent:
     return await asyncio.wait_for(queue.get(), GUARD_SECONDS)
 
 
-async def _open_task(hub: TaskHub, task_id: str) -> tuple[Any, asyncio.Queue[TaskEvent]]:
-    task_log = hub.open(TaskRecord(task_id, "conv_1", "running"))
+async def _open_task(
+    hub: TaskHub, task_id: str, conversation_id: str = "conv_1"
+) -> tuple[Any, asyncio.Queue[TaskEvent]]:
+    task_log = await hub.open(TaskRecord(task_id, conversation_id, "running"))
     watcher = task_log.subscribe()
     await asyncio.wait_for(task_log.stored.wait(), GUARD_SECONDS)
     return task_log, watcher
@@ -80,7 +83,7 @@ async def test_a_frame_the_store_refused_is_never_delivered(store: SqliteGateway
     task_log.emit("task-running", {"update": {"n": 3}})
     await hub.flush()
     assert watcher.empty()
-    assert [e.seq for e in await store.events_after("task_a", 0)] == [1]
+    assert [e.seq for e in await store.task_events("task_a", 0)] == [1]
     hub.close()
 
 
@@ -104,7 +107,8 @@ async def test_a_writer_whose_batch_raises_logs_it_and_writes_the_next(
         assert failed.type == "task-error" and failed.payload["error"]["code"] == STORE_FAILED
         assert "RuntimeError: boom in the writer" in failed.payload["error"]["message"]
 
-        second, second_watcher = await _open_task(hub, "task_b")  # the writer lives on
+        # The writer lives on (a task of another conversation: its log starts at 1).
+        second, second_watcher = await _open_task(hub, "task_b", "conv_2")
         second.emit("task-running", {"update": {"n": 1}})
         second.emit("task-ended", {"stopReason": "end_turn"})
         assert [(await _next(second_watcher)).seq for _ in range(2)] == [1, 2]
@@ -182,7 +186,7 @@ def test_every_reader_of_a_turn_gets_the_store_failure_and_nothing_unstored(
     assert [f["type"] for f in stored][-1] == "permission-request"  # the answer was not stored
     assert all("seq" in f for f in stored)
     if breakable.kind == "sqlite":  # still readable: what was sent is what is stored
-        in_store = gw.run(gw.gateway.store.events_after(task_id, 0))
+        in_store = gw.run(gw.gateway.store.task_events(task_id, 0))
         assert [e.frame() for e in in_store] == stored
 
     # The Chat Completions stream of that turn: an error with the same code, and no text

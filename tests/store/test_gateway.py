@@ -61,7 +61,7 @@ async def test_task_events_in_order_after_a_seq(store) -> None:
     ]
     await store.append_events(events[:3], tasks=[TaskRecord("t1", "c1", "running", prompt="hi")])
     await store.append_events(events[3:])
-    after = await store.events_after("t1", 2)
+    after = await store.task_events("t1", 2)
     assert [e.seq for e in after] == [3, 4, 5]
     assert after[0].frame() == {"seq": 3, "type": "task-running", "at": 3.0, "update": {"n": 3}}
     with pytest.raises(Exception, match=r"(?i)unique"):
@@ -76,6 +76,46 @@ async def test_task_events_in_order_after_a_seq(store) -> None:
     assert [t.id for t in await store.list_tasks("c1")] == ["t1"]
 
 
+async def test_one_log_per_conversation_numbered_across_its_tasks(store) -> None:
+    await store.create_conversation(Conversation("c1", "local", "agentao", "task"))
+    await store.create_conversation(Conversation("c2", "local", "agentao", "task"))
+    first = [TaskEvent("t1", n, "task-running", float(n), {"n": n}) for n in (1, 2, 3)]
+    second = [TaskEvent("t2", n, "task-running", float(n), {"n": n}) for n in (4, 5)]
+    other = [TaskEvent("t3", 1, "task-started", 1.0, {})]
+    tasks = [TaskRecord("t1", "c1", "running"), TaskRecord("t3", "c2", "running")]
+    await store.append_events(first + other, tasks=tasks)
+    await store.append_events(second, tasks=[TaskRecord("t2", "c1", "running")])
+    log = await store.events_after("c1", 2)  # across its tasks, nothing of another's
+    assert [(e.task_id, e.seq) for e in log] == [("t1", 3), ("t2", 4), ("t2", 5)]
+    assert [e.seq for e in await store.task_events("t2", 0)] == [4, 5]
+    assert [e.seq for e in await store.task_events("t1", 1)] == [2, 3]
+    assert (await store.last_seq("c1"), await store.last_seq("c2")) == (5, 1)
+    assert await store.last_seq("c9") == 0
+    with pytest.raises(Exception, match=r"(?i)null"):  # no task row: no conversation
+        await store.append_events([TaskEvent("t_unknown", 6, "task-running", 6.0, {})])
+    assert [e.seq for e in await store.events_after("c1", 0)] == [1, 2, 3, 4, 5]
+
+
+async def test_the_log_of_conversations_idle_since_a_time_is_pruned(store) -> None:
+    for conv_id, updated in (("old", 10.0), ("running", 10.0), ("new", 100.0)):
+        conv = Conversation(conv_id, "local", "agentao", "task", created_at=1.0)
+        conv.updated_at = updated
+        await store.create_conversation(conv)
+    tasks = [
+        TaskRecord("t_old", "old", "ended"),
+        TaskRecord("t_running", "running", "running"),
+        TaskRecord("t_new", "new", "ended"),
+    ]
+    frames = [TaskEvent(t.id, 1, "task-started", 1.0, {}) for t in tasks]
+    await store.append_events(frames, tasks=tasks)  # (their conversations not saved again)
+    assert await store.prune_log(50.0) == 1  # the running one's log stays, the new one's too
+    assert await store.events_after("old", 0) == []
+    assert [e.seq for e in await store.events_after("running", 0)] == [1]
+    assert await store.get_task("t_old") is not None  # rows stay, only frames go
+    assert [e.seq for e in await store.events_after("new", 0)] == [1]
+    assert await store.prune_log(5.0) == 0  # nothing that old: nothing pruned
+
+
 async def test_conversations_rows_and_frames_in_one_write(store) -> None:
     conv = Conversation("c9", "local", "agentao", "chat")
     task = TaskRecord("t9", "c9", "running")
@@ -85,7 +125,7 @@ async def test_conversations_rows_and_frames_in_one_write(store) -> None:
     await store.append_events([], conversations=[conv])  # an upsert
     again = await store.get_conversation("c9")
     assert (again.title, again.session_id) == ("hello", "s9")
-    assert [e.seq for e in await store.events_after("t9", 0)] == [1]
+    assert [e.seq for e in await store.events_after("c9", 0)] == [1]
 
 
 async def test_a_transcript_lookup_is_one_query_whatever_the_number_of_hashes(store) -> None:
@@ -132,7 +172,7 @@ async def test_rows_in_flight_are_settled_once(store) -> None:
     assert (await store.get_response("r2")).status == "in_progress"  # another owner's
     task = await store.get_task("t1")
     assert (task.status, task.error) == ("error", "gone") and task.ended_at is not None
-    assert [(e.seq, e.type) for e in await store.events_after("t1", 0)] == [
+    assert [(e.seq, e.type) for e in await store.task_events("t1", 0)] == [
         (1, "task-started"),
         (2, "task-error"),
     ]
@@ -156,8 +196,10 @@ async def test_rows_from_before_owners_and_batched_frames_migrate(tmp_path) -> N
             "INSERT INTO gw_conversations VALUES ('c1','local','agentao',NULL,NULL,'chat',1,1,0,NULL);"
             "INSERT INTO gw_responses VALUES ('r1','c1',0,'in_progress',1,'{}');"
             "INSERT INTO gw_tasks VALUES ('t1','c1','running',1,NULL,'');"
+            "INSERT INTO gw_tasks VALUES ('t0','c1','ended',0.5,NULL,'');"
             "INSERT INTO gw_task_events VALUES ('t1',1,'task-started',1795477115.1160305,'{}');"
             """INSERT INTO gw_task_events VALUES ('t1',2,'task-running',2.5,'{"update":{"a":"é"}}');"""
+            "INSERT INTO gw_task_events VALUES ('t0',1,'task-ended',0.75,'{}');"
         )
     )
     db.close()
@@ -165,12 +207,16 @@ async def test_rows_from_before_owners_and_batched_frames_migrate(tmp_path) -> N
     responses, tasks = await store.in_flight([None])
     assert [r.id for r in responses] == ["r1"] and [t.id for t in tasks] == ["t1"]
     assert responses[0].boot_id is None
-    assert await store.events_after("t1", 0) == [  # frames move to rows of batches
-        TaskEvent("t1", 1, "task-started", 1795477115.1160305, {}),
-        TaskEvent("t1", 2, "task-running", 2.5, {"update": {"a": "é"}}),
+    # Frames moved to rows of batches, then into the conversation's log, renumbered in
+    # the order their tasks were created (t0 first).
+    assert await store.events_after("c1", 0) == [
+        TaskEvent("t0", 1, "task-ended", 0.75, {}),
+        TaskEvent("t1", 2, "task-started", 1795477115.1160305, {}),
+        TaskEvent("t1", 3, "task-running", 2.5, {"update": {"a": "é"}}),
     ]
-    await store.append_events([TaskEvent("t1", 3, "task-ended", 3.0, {})])
-    assert [e.seq for e in await store.events_after("t1", 1)] == [2, 3]
+    assert await store.last_seq("c1") == 3
+    await store.append_events([TaskEvent("t1", 4, "task-ended", 3.0, {})])
+    assert [e.seq for e in await store.task_events("t1", 2)] == [3, 4]
     await store.close()
 
 

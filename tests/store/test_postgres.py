@@ -12,6 +12,7 @@ from agentao.store.gateway import open_store
 from agentao.store.postgres import PG_GATEWAY_SCHEMA
 from agentao.store.postgres_db import migrate
 from agentao.store.postgres_remote import PG_REMOTE_SCHEMA
+from agentao.store.sqlite import Schema
 from agentao.store.target import StoreUnavailable, shown
 
 SCHEMAS = (PG_GATEWAY_SCHEMA, PG_REMOTE_SCHEMA)
@@ -55,6 +56,42 @@ async def test_two_stores_opening_one_database_together(pg_url: str) -> None:
     assert await stores[0].boots() == await stores[1].boots() == []
     for s in stores:
         await s.close()
+
+
+async def test_frames_numbered_per_task_migrate_into_one_log_per_conversation(
+    pg_url: str,
+) -> None:
+    before = Schema("gateway", PG_GATEWAY_SCHEMA.migrations[:12])  # per-task gw_task_frames
+    assert "gw_task_frames" in before.migrations[-1]
+    with psycopg.connect(pg_url) as conn:
+        migrate(conn, [before])
+        conn.execute(
+            "INSERT INTO gw_conversations (id, owner, agent, source, created_at, updated_at) "
+            "VALUES ('c1', 'local', 'agentao', 'task', 1, 1)"
+        )
+        conn.execute(
+            "INSERT INTO gw_tasks (id, conversation_id, status, created_at) VALUES "
+            "('t1', 'c1', 'running', 2), ('t0', 'c1', 'ended', 1)"
+        )
+        conn.execute(
+            "INSERT INTO gw_task_frames VALUES ('t1', 1, 2, %s), ('t0', 1, 1, %s)",
+            (
+                b'[["t1",1,"task-started",1795477115.1160305,{}],'
+                b'["t1",2,"task-running",2.5,{"update":{"b":1,"a":"\\u00e9"}}]]',
+                b'[["t0",1,"task-ended",0.75,{}]]',
+            ),
+        )
+    store = open_store(pg_url)
+    assert [(e.task_id, e.seq, e.type, e.at) for e in await store.events_after("c1", 0)] == [
+        ("t0", 1, "task-ended", 0.75),
+        ("t1", 2, "task-started", 1795477115.1160305),
+        ("t1", 3, "task-running", 2.5),
+    ]
+    running = (await store.task_events("t1", 2))[0]
+    assert list(running.payload["update"]) == ["b", "a"]  # its text kept as written
+    assert running.payload["update"]["a"] == "é"
+    assert await store.last_seq("c1") == 3
+    await store.close()
 
 
 def _closed_port() -> int:

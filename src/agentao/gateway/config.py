@@ -159,6 +159,9 @@ class Limits:
     # up to the max, then writes on (gateway/batches.py).
     writer_backoff_seconds: float = 0.05
     max_writer_backoff_seconds: float = 2.0
+    # A conversation's log (every frame of its turns) is kept this many days after its last
+    # update, then pruned (its row, tasks and responses stay); 0 keeps every log for good.
+    log_retention_days: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -454,6 +457,8 @@ def _limits(table: dict[str, Any], where: str) -> Limits:
             f"{where}: [limits] writer_backoff_seconds must be at least 0 and at most "
             "max_writer_backoff_seconds"
         )
+    if limits.log_retention_days < 0:
+        raise ConfigError(f"{where}: [limits] log_retention_days must be 0 (keep) or more")
     if not 0 < limits.heartbeat_seconds < limits.lease_seconds:
         raise ConfigError(
             f"{where}: [limits] heartbeat_seconds must be above 0 and below lease_seconds "

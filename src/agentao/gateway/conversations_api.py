@@ -96,7 +96,7 @@ async def conversation_view(conversation_id: str, request: Request) -> Any:
     gw: Gateway = request.app.state.gateway
     await _owned(gw, gw.principal(request), conversation_id)
     tasks = await gw.store.list_tasks(conversation_id)
-    view = fold(await conversation_frames(gw.store, [t.id for t in tasks]))
+    view = fold(await conversation_frames(gw.store, conversation_id))
     running = [t.id for t in tasks if t.status == IN_FLIGHT_TASK]
     return {"object": "view", "items": view.items(), "running": running}
 

@@ -148,10 +148,11 @@ class PermissionDesk:
         *,
         task_id: str | None = None,
         channel: reasons.Channel = "http",
+        reason: str = "",
     ) -> None:
         """A human's answer (None: reject), from the owner of the question's task (and,
-        given `task_id`, on that task's stream), through `channel`. Raises AnswerRejected
-        when it does not fit."""
+        given `task_id`, on that task's stream), through `channel`, with the `reason` they
+        gave (a remote ACP client's `_meta`). Raises AnswerRejected when it does not fit."""
         ask = self._pending.get(request_id)
         if ask is None or not owns(principal, ask.owner) or task_id not in (None, ask.task_id):
             raise UnknownRequest(f"no open permission request {request_id!r}")
@@ -161,7 +162,9 @@ class PermissionDesk:
             raise AnswerRejected(f"{option_id!r} is not one of the options offered")
         if not ask.future.done():
             chosen = next((o for o in ask.request.options if o.option_id == option_id), None)
-            ask.future.set_result(PermissionAnswer(option_id, reasons.by_person(chosen, channel)))
+            said = f" ({reason})" if reason else ""
+            why = reasons.by_person(chosen, channel) + said
+            ask.future.set_result(PermissionAnswer(option_id, why))
 
     def pending(self, principal: Principal) -> list[PendingAsk]:
         return [a for a in self._pending.values() if owns(principal, a.owner)]

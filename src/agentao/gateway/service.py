@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -41,6 +42,7 @@ from agentao.store.paths import ensure_state_dir
 
 T = TypeVar("T")
 log = logging.getLogger("agentao.gateway")
+LOG_SWEEP_SECONDS = 3600.0  # how often logs past `log_retention_days` are pruned
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,8 @@ class Gateway:
         if self.limits.session_idle_seconds > 0:
             self.background.add(loop.create_task(self._sweep()))
         self.background.add(loop.create_task(self._sweep_remote()))
+        if self.limits.log_retention_days > 0:
+            self.background.add(loop.create_task(self._sweep_logs()))
 
     async def _sweep(self) -> None:
         idle = self.limits.session_idle_seconds
@@ -122,6 +126,17 @@ class Gateway:
     async def _sweep_remote(self) -> None:
         period = min(60.0, self.limits.remote_idle_seconds / 4)
         await _every(period, self.remote.sweep, "idle remote ACP connections")
+
+    async def _sweep_logs(self) -> None:
+        await _every(LOG_SWEEP_SECONDS, self.prune_logs, "conversation logs past retention")
+
+    async def prune_logs(self) -> int:
+        """Delete the logs of conversations idle longer than `log_retention_days` (0:
+        none, ever); how many rows of frames went."""
+        if self.limits.log_retention_days <= 0:
+            return 0
+        cutoff = time.time() - self.limits.log_retention_days * 86400
+        return await self.store.prune_log(cutoff)
 
     async def end_streams(self) -> None:
         """The server stops: end the streams that would never end by themselves."""

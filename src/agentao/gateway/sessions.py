@@ -46,7 +46,7 @@ from agentao.gateway.errors import (
     SessionBusy,
     SessionLost,
 )
-from agentao.gateway.permissions import Asker, PermissionDesk
+from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool, SessionParams
 from agentao.gateway.reasons import OUTSIDE_TURN
 from agentao.gateway.replicas import Replica
@@ -79,8 +79,8 @@ class LiveConversation:
     turn: GatewayTurn | None = None
     reserved: bool = False
     last_used: float = 0.0  # loop time of the last turn's start or end
-    attached: set[str] = field(default_factory=set)  # remote connections watching it
-    remote_ask: Asker | None = None  # its watchers, asked the agent's questions too
+    # Remote connections watching it (changed only by `Conversations.attach`/`detach`).
+    attached: set[str] = field(default_factory=set)
     lease: int | None = None  # our fencing token, while this replica holds it (replicas.py)
 
     @property
@@ -371,8 +371,9 @@ class Conversations:
         self, conv: LiveConversation, session: Session, request: TurnRequest
     ) -> GatewayTurn:
         task_id = "task_" + uuid.uuid4().hex
-        # The log writes the task's row before its first frame, off the critical path.
-        task_log = self.hub.open(
+        # The log writes the task's row before its first frame, off the critical path;
+        # it numbers the frames on from the conversation's log (one read of the store).
+        task_log = await self.hub.open(
             TaskRecord(task_id, conv.id, "running", prompt=request.title[:2000])
         )
         if conv.record.title is None:
@@ -511,7 +512,16 @@ class Conversations:
             log.info("permission request outside a turn (session %s): rejected", request.session_id)
             option = choose(request.options, allow=False, remember=False)
             return PermissionAnswer(option, OUTSIDE_TURN)
-        return await turn.decide(request, conv.remote_ask)
+        return await turn.decide(request)
+
+    # ---- remote watchers ------------------------------------------------------------------
+
+    def attach(self, conv: LiveConversation, watcher: str) -> None:
+        """A remote connection watches `conv` (an idle sweep leaves it open meanwhile)."""
+        conv.attached.add(watcher)
+
+    def detach(self, conv: LiveConversation, watcher: str) -> None:
+        conv.attached.discard(watcher)
 
 
 __all__ = [

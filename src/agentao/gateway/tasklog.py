@@ -1,7 +1,13 @@
-"""Task frames: numbered when emitted, persisted, and only then sent to watchers.
+"""A conversation's log: frames numbered when emitted, persisted, only then sent to watchers.
 
-Theory of operation. `TaskLog.emit()` is synchronous: it numbers the frame
-(seq 1, 2, ...) and hands it to the hub, so a turn never waits for the disk.
+Theory of operation. A conversation has one log: the frames of all its tasks (turns),
+numbered per *conversation* (seq 1, 2, ... across its tasks). `TaskHub.open()` opens a
+task's `TaskLog`, numbering on from the conversation's last stored seq (read from the
+store when no task of the conversation is open here: one indexed read per turn, which
+also finds what another replica, or a settled dead gateway, appended meanwhile; one
+turn at a time per conversation, so nobody else numbers it while it is open here).
+`TaskLog.emit()` is synchronous: it numbers the frame and hands it to the hub, so a
+turn never waits for the disk.
 The hub has one writer (`batches.BatchWriter`) for every task at once: it takes
 whatever conversation rows, task rows, new response rows, frames and ended tasks are
 waiting (a `_Batch`), stores them in one transaction, and only then gives each
@@ -9,17 +15,24 @@ frame to the watchers of its task, in order. Under load that is one commit for
 many frames and many turns' ends, instead of one per frame or per turn. Every task and response row it writes names this
 gateway process as its owner (`boot_id`, see `boots.py`).
 
-A watcher that subscribes and then reads the store for `seq > after_seq` sees
-every frame exactly once: a frame delivered before it subscribed is already in
-the store, and one found in both places is skipped by its seq (see `tasks.py`).
+Two kinds of watcher: a task's (`TaskLog.watch`: its frames only) and a
+conversation's (`TaskHub.watch_conversation`: every frame of its log, whichever task).
+A watcher that subscribes and then reads the store for `seq > after_seq`
+(`store.task_events` / `store.events_after`) sees every frame exactly once: a frame
+delivered before it subscribed is already in the store, and one found in both places
+is skipped by its seq (see `tasks.py`; `remote/relay.py` watches a conversation).
 `ping` frames are not part of the log (no seq, never stored): the WebSocket
 sends them itself while it waits.
 
 Stored before sent, under failure too. When a batch cannot be stored (or the writer
 fails it for any other reason, see `batches.py`), none of its frames is delivered. Each
-task with something in that batch *fails*: its watchers get one last `task-error` frame
+task with something in that batch *fails*: its watchers (and its conversation's) get one last `task-error` frame
 with code `store_failed` and no seq (it is not part of the log: nothing stored it), its
 later frames are dropped, and `failed` is set so the turn is cancelled (`turns.py`).
+A task's end that was in such a batch is queued once more without the frames: when the
+frames were what the store refused -- a seq another replica already wrote, because this
+one stalled past its lease and the conversation moved on without it -- the task's row
+still says why it stopped, and the other replica's log keeps its own frames.
 """
 
 from __future__ import annotations
@@ -57,10 +70,10 @@ def wire_frame(event: TaskEvent) -> dict[str, Any]:
 class TaskLog:
     """The frames of one running task, and who is watching them."""
 
-    def __init__(self, task_id: str, hub: TaskHub) -> None:
+    def __init__(self, task_id: str, conversation_id: str, hub: TaskHub) -> None:
         self.task_id = task_id
+        self.conversation_id = conversation_id
         self._hub = hub
-        self._seq = 0
         self._watchers: set[Watcher] = set()
         self.stored = asyncio.Event()  # the task's row is in the store (or failed: `failure`)
         self.finished = asyncio.Event()  # the terminal frame is stored and delivered
@@ -75,8 +88,8 @@ class TaskLog:
             return TaskEvent(self.task_id, UNSTORED, type_, time.time(), payload)
         if self.finished.is_set():
             raise RuntimeError(f"task {self.task_id} has ended; {type_} not emitted")
-        self._seq += 1
-        event = TaskEvent(self.task_id, self._seq, type_, time.time(), payload)
+        seq = self._hub.number(self.conversation_id)
+        event = TaskEvent(self.task_id, seq, type_, time.time(), payload)
         self._hub.queue(event)
         return event
 
@@ -106,11 +119,12 @@ class TaskLog:
         if event.type in TERMINAL:
             self.finished.set()
 
-    def fail(self, error: dict[str, Any]) -> None:
+    def fail(self, error: dict[str, Any]) -> TaskEvent | None:
         """A batch of this task was not stored: its watchers get `error` as a `task-error`
-        with no seq, and the task takes no more frames (idempotent)."""
+        with no seq, and the task takes no more frames; that frame (None: failed or
+        finished already)."""
         if self.failure is not None or self.finished.is_set():
-            return
+            return None
         self.failure = TaskEvent(
             self.task_id, UNSTORED, "task-error", time.time(), {"error": error}
         )
@@ -119,6 +133,7 @@ class TaskLog:
         self.stored.set()  # nobody waits on a row that will not come
         self.failed.set()
         self.finished.set()
+        return self.failure
 
     def close(self) -> None:
         self.stored.set()
@@ -156,16 +171,61 @@ class TaskHub:
         self._stored = stored
         self._conversation_of: dict[str, str] = {}  # task id -> its conversation
         self._logs: dict[str, TaskLog] = {}
+        # Conversation -> its last seq numbered, while one of its tasks is open here.
+        self._last_seq: dict[str, int] = {}
+        self._open_tasks: dict[str, int] = {}  # conversation -> its tasks not yet closed
+        self._readers: dict[str, set[Watcher]] = {}  # conversation -> who watches its log
+        self._retried: set[str] = set()  # tasks whose end is written again, once (`_fail`)
         self._writer = BatchWriter(_Batch, self._write, self._fail, backoff)
 
-    def open(self, record: TaskRecord) -> TaskLog:
-        """A log for a new task; its row is written before its first frame."""
-        task_log = self._logs[record.id] = TaskLog(record.id, self)
-        self._conversation_of[record.id] = record.conversation_id
+    async def open(self, record: TaskRecord) -> TaskLog:
+        """A log for a new task of `record.conversation_id`, numbering on from that
+        conversation's last stored seq; its row is written before its first frame."""
+        conversation_id = record.conversation_id
+        if conversation_id not in self._last_seq:
+            last = await self.store.last_seq(conversation_id)
+            self._last_seq.setdefault(conversation_id, last)
+        self._open_tasks[conversation_id] = self._open_tasks.get(conversation_id, 0) + 1
+        task_log = self._logs[record.id] = TaskLog(record.id, conversation_id, self)
+        self._conversation_of[record.id] = conversation_id
         record.boot_id = self.boot_id
         self._writer.batch.rows.append(record)
         self._writer.kick()
         return task_log
+
+    def number(self, conversation_id: str) -> int:
+        """The next seq of an open conversation's log."""
+        seq = self._last_seq[conversation_id] = self._last_seq[conversation_id] + 1
+        return seq
+
+    def _closed(self, task_id: str) -> None:
+        """A task is over (its end stored, or failed): its conversation's numbering is
+        forgotten once none of its tasks is open here (the store knows where it ends)."""
+        conversation_id = self._conversation_of.pop(task_id, None)
+        if conversation_id is None:
+            return
+        left = self._open_tasks.get(conversation_id, 1) - 1
+        if left > 0:
+            self._open_tasks[conversation_id] = left
+            return
+        self._open_tasks.pop(conversation_id, None)
+        self._last_seq.pop(conversation_id, None)
+
+    def watch_conversation(self, conversation_id: str, watcher: Watcher) -> None:
+        """Give `watcher` every frame of the conversation's log from now on, once stored,
+        in order (a store failure's `task-error` too, with no seq)."""
+        self._readers.setdefault(conversation_id, set()).add(watcher)
+
+    def unwatch_conversation(self, conversation_id: str, watcher: Watcher) -> None:
+        readers = self._readers.get(conversation_id)
+        if readers is not None:
+            readers.discard(watcher)
+            if not readers:
+                del self._readers[conversation_id]
+
+    def _tell_readers(self, conversation_id: str, event: TaskEvent) -> None:
+        for watcher in tuple(self._readers.get(conversation_id, ())):
+            watcher.put_nowait(event)
 
     def end(self, task_log: TaskLog, status: str, error: str | None = None) -> None:
         """Queue the task's end (its status, and why if it failed); `task_log.closed` is
@@ -215,14 +275,17 @@ class TaskHub:
             if task_log is None:
                 continue
             task_log.deliver(frame)
+            if self._readers:
+                self._tell_readers(task_log.conversation_id, frame)
             if task_log.finished.is_set():
                 del self._logs[frame.task_id]
-        for task_log, _record in batch.ended:
+        for task_log, record in batch.ended:
             task_log.closed.set()
+            self._retried.discard(record.id)
         ids = {f.task_id for f in batch.frames} | {r.id for _log, r in batch.ended}
         woken = sorted((i, self._conversation_of.get(i, "")) for i in ids)
         for _log, record in batch.ended:
-            self._conversation_of.pop(record.id, None)
+            self._closed(record.id)
         if self._stored is not None and woken:
             await self._stored(woken)
 
@@ -238,11 +301,24 @@ class TaskHub:
         for task_id in ids:
             task_log = self._logs.pop(task_id, None)
             if task_log is not None:
-                task_log.fail(error)
+                self._failed(task_log, error)
+        retry = [(t, r) for t, r in batch.ended if batch.frames and r.id not in self._retried]
         for task_log, record in batch.ended:
-            task_log.fail(error)
+            self._failed(task_log, error)
+            if (task_log, record) in retry:
+                continue
+            self._retried.discard(record.id)
             task_log.closed.set()
-            self._conversation_of.pop(record.id, None)
+            self._closed(record.id)
+        if retry:  # its end (why the task stopped) is written without the frames
+            self._retried.update(r.id for _t, r in retry)
+            self._writer.batch.ended.extend(retry)
+            self._writer.kick()
+
+    def _failed(self, task_log: TaskLog, error: dict[str, Any]) -> None:
+        failure = task_log.fail(error)
+        if failure is not None:
+            self._tell_readers(task_log.conversation_id, failure)
 
     def close(self) -> None:
         """Stop the writer (shutdown); frames not yet stored are lost."""

@@ -1,6 +1,9 @@
 """The task stream: start a turn (`POST /v1/tasks`), watch it over a WebSocket, answer it.
 
-Frames (JSON objects, one per WebSocket message), each with `seq`, `type`, `at`:
+Frames (JSON objects, one per WebSocket message), each with `seq`, `type`, `at`. A
+task's frames are part of its conversation's log (`tasklog.py`): `seq` is the
+conversation's number: a later turn's first frame follows the earlier turn's last
+(one turn runs at a time, so one task's frames are a contiguous run of the log).
 
     task-started         taskId, conversationId, agent, sessionId, source, prompt
     task-running         update: the ACP update exactly as the agent sent it (unknown fields too)
@@ -17,8 +20,9 @@ stored it), and the turn is stopped.
 `WS /v1/tasks/{id}/view` is the same watch for the web UI: each frame, from the
 first, arrives as the view items it changed (`views.py`: folded once, in Python).
 
-`WS /v1/tasks/{id}/stream?after_seq=N` first sends every stored frame with
-`seq > N`, then live ones, and closes after `task-ended` / `task-error`. With API
+`WS /v1/tasks/{id}/stream?after_seq=N` first sends every stored frame of this task
+with `seq > N` (a seq of the conversation's log), then live ones, and closes after
+`task-ended` / `task-error`. With API
 keys, the handshake carries `Authorization` or offers the key as a subprotocol
 (see `auth.py`); a refused one gets the error's HTTP status and body. A
 watcher may send `{"type": "permission-response", "requestId", "optionId"}`
@@ -199,7 +203,7 @@ async def task_events(task_id: str, request: Request, after_seq: int = 0) -> Any
     """The stored frames (for a page that renders a past turn without a WebSocket)."""
     gw: Gateway = request.app.state.gateway
     await _task(gw, gw.principal(request), task_id)
-    events = await gw.store.events_after(task_id, after_seq)
+    events = await gw.store.task_events(task_id, after_seq)
     return {"object": "list", "data": [e.frame() for e in events]}
 
 
@@ -344,7 +348,7 @@ async def _send_frames(
     queue = task_log.subscribe() if task_log is not None else None
     try:
         last = after
-        for event in await gw.store.events_after(task_id, after):
+        for event in await gw.store.task_events(task_id, after):
             await send(event)
             last = event.seq
             if event.type in TERMINAL:
@@ -377,7 +381,7 @@ async def _follow_elsewhere(
         while True:
             stored.clear()  # before reading: a wake-up during the read is kept
             task = await gw.store.get_task(task_id)  # before the frames: see below
-            for event in await gw.store.events_after(task_id, last):
+            for event in await gw.store.task_events(task_id, last):
                 await send(event)
                 last = event.seq
                 if event.type in TERMINAL:

@@ -197,13 +197,10 @@ def tool_view(wire: Any) -> Item | None:
     return tool_item(merge_tool_call(None, value)) if value is not None else None
 
 
-async def conversation_frames(store: GatewayStore, task_ids: Iterable[str]) -> list[TaskEvent]:
-    """Every stored frame of these tasks, task after task (the one place the view reads
+async def conversation_frames(store: GatewayStore, conversation_id: str) -> list[TaskEvent]:
+    """The conversation's whole stored log, in its order (the one place the view reads
     the log from the store)."""
-    frames: list[TaskEvent] = []
-    for task_id in task_ids:
-        frames += await store.events_after(task_id, 0)
-    return frames
+    return await store.events_after(conversation_id, 0)
 
 
 def fold(frames: Iterable[TaskEvent]) -> ConversationView:

@@ -6,10 +6,19 @@ key's name) and, for Chat Completions clients that send no session key, a hash
 of the transcript as of its last answer (`transcript_hash`), so the next request
 can be matched by its prefix. A *response* row maps a Responses API id to its
 conversation and turn, which is what makes `previous_response_id` survive a
-gateway restart. A *task* is one turn; its *events* are the task-stream frames,
-numbered per task from 1, written before any watcher sees them. They are stored a
-batch to a row (`gw_task_frames`: the task, the first and last seq, the frames as
-one JSON array): a 5,000-chunk answer is a handful of inserts, not 5,000.
+gateway restart. A *task* is one turn. A conversation has *one log*: the frames of
+all its tasks (each turn's start with its prompt, every agent update, permission
+questions and answers, the turn's end with usage, errors), numbered per
+*conversation* from 1 across its tasks, written before any reader sees them. Readers
+read it by that number: `events_after(conversation_id, seq)` for the whole log,
+`task_events(task_id, seq)` for one task's frames (the same numbers: a task's seqs
+are increasing, not contiguous). Frames are stored a batch to a row (`gw_log_frames`:
+the conversation, the first and last seq, the task, the frames as one JSON array): a
+5,000-chunk answer is a handful of inserts, not 5,000. A row's conversation is its
+task's, looked up as the row is written (a frame of an unknown task is an error).
+
+Retention (`prune_log`): the log frames of conversations not updated since a time and
+with no task running are deleted (their rows, tasks and responses stay).
 
 Each response and task row in flight names the *boot* that runs it: one row of
 `gw_boots` per gateway process (a random id, its host, pid and the pid's start
@@ -35,6 +44,10 @@ from agentao.store.cluster import Cluster, SoloCluster
 from agentao.store.gateway_records import (
     IN_FLIGHT_RESPONSE,
     IN_FLIGHT_TASK,
+    INSERT_LOG_FRAMES,
+    LAST_SEQ,
+    LAST_SEQ_OF_TASK,
+    PRUNE_LOG,
     Boot,
     Conversation,
     ResponseRecord,
@@ -141,6 +154,31 @@ GATEWAY_SCHEMA = Schema(
         # mcpServers}; NULL: the agent's configured cwd), and finding one by its session id.
         "ALTER TABLE gw_conversations ADD COLUMN session_params TEXT",
         "CREATE INDEX gw_conversations_by_session ON gw_conversations(agent, session_id)",
+        # One log per conversation: the frames of all its tasks, numbered per conversation.
+        # The frames of before (numbered per task) are renumbered in the order their
+        # tasks were created, one row per frame.
+        """CREATE TABLE gw_log_frames (
+            conversation_id TEXT NOT NULL REFERENCES gw_conversations(id) ON DELETE CASCADE,
+            first_seq INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            task_id TEXT NOT NULL REFERENCES gw_tasks(id) ON DELETE CASCADE,
+            frames BLOB NOT NULL,
+            PRIMARY KEY (conversation_id, first_seq)
+        )""",
+        """INSERT INTO gw_log_frames (conversation_id, first_seq, last_seq, task_id, frames)
+        SELECT conversation_id, n, n, task_id, '[[' || json_quote(task_id) || ',' || n || ','
+            || json_quote(type) || ',' || printf('%!.17g', at) || ',' || payload || ']]'
+        FROM (
+            SELECT t.conversation_id, f.task_id,
+                json_extract(j.value, '$[2]') AS type, json_extract(j.value, '$[3]') AS at,
+                json_extract(j.value, '$[4]') AS payload,
+                ROW_NUMBER() OVER (PARTITION BY t.conversation_id
+                    ORDER BY t.created_at, t.rowid, json_extract(j.value, '$[1]')) AS n
+            FROM gw_task_frames f JOIN gw_tasks t ON t.id = f.task_id,
+                json_each(CAST(f.frames AS TEXT)) j
+        )""",
+        "DROP TABLE gw_task_frames",
+        "CREATE INDEX gw_log_frames_by_task ON gw_log_frames(task_id, first_seq)",
     ),
 )
 # Who titled a conversation ("prompt", "agent" or "person"; NULL: a row from before, titled
@@ -177,7 +215,10 @@ class GatewayStore(Protocol):
         responses: Sequence[ResponseRecord] = (),
         ended: Sequence[TaskRecord] = (),
     ) -> None: ...
-    async def events_after(self, task_id: str, after_seq: int) -> list[TaskEvent]: ...
+    async def events_after(self, conversation_id: str, after_seq: int) -> list[TaskEvent]: ...
+    async def task_events(self, task_id: str, after_seq: int) -> list[TaskEvent]: ...
+    async def last_seq(self, conversation_id: str) -> int: ...
+    async def prune_log(self, updated_before: float) -> int: ...
     async def register_boot(self, boot: Boot) -> None: ...
     async def boots(self) -> list[Boot]: ...
     async def in_flight(
@@ -359,15 +400,38 @@ class SqliteGatewayStore:
 
         await self.db.transaction(append)
 
-    async def events_after(self, task_id: str, after_seq: int) -> list[TaskEvent]:
+    async def events_after(self, conversation_id: str, after_seq: int) -> list[TaskEvent]:
+        """The conversation's log after `after_seq`, in order (every task's frames)."""
+        return await self._frames("conversation_id", conversation_id, after_seq)
+
+    async def task_events(self, task_id: str, after_seq: int) -> list[TaskEvent]:
+        """One task's frames after `after_seq` (a seq of its conversation's log)."""
+        return await self._frames("task_id", task_id, after_seq)
+
+    async def _frames(self, column: str, key: str, after_seq: int) -> list[TaskEvent]:
         rows = await self.db.read(
             lambda c: c.execute(
-                "SELECT frames FROM gw_task_frames WHERE task_id = ? AND last_seq > ? "
+                f"SELECT frames FROM gw_log_frames WHERE {column} = ? AND last_seq > ? "
                 "ORDER BY first_seq",
-                (task_id, after_seq),
+                (key, after_seq),
             ).fetchall()
         )
         return [e for row in rows for e in decode_frames(row[0]) if e.seq > after_seq]
+
+    async def last_seq(self, conversation_id: str) -> int:
+        """The seq of the conversation's last stored frame (0: none)."""
+        row = await self.db.read(
+            lambda c: c.execute(LAST_SEQ.replace("%s", "?"), (conversation_id,)).fetchone()
+        )
+        return int(row[0])
+
+    async def prune_log(self, updated_before: float) -> int:
+        """Delete the log frames of conversations not updated since `updated_before` and
+        with no task running; how many rows of frames went."""
+        cursor = await self.db.call(
+            lambda c: c.execute(PRUNE_LOG.replace("%s", "?"), (updated_before, IN_FLIGHT_TASK))
+        )
+        return cursor.rowcount
 
     # ---- owners of rows in flight -----------------------------------------------------
 
@@ -463,9 +527,8 @@ def _find_by_transcript(
     return (conversation_from_row(best), best["transcript_hash"]) if best else None
 
 
-_INSERT_FRAMES = (
-    "INSERT INTO gw_task_frames (task_id, first_seq, last_seq, frames) VALUES (?, ?, ?, ?)"
-)
+_INSERT_FRAMES = INSERT_LOG_FRAMES.replace("%s", "?")
+_LAST_SEQ_OF_TASK = LAST_SEQ_OF_TASK.replace("%s", "?")
 
 
 _INSERT_RESPONSE = (
@@ -513,9 +576,7 @@ def _settle(conn: sqlite3.Connection, s: Settlement, now: float) -> None:
         ).rowcount
         if settled and t.id in s.frames:
             kind, payload = s.frames[t.id]
-            last = conn.execute(
-                "SELECT COALESCE(MAX(last_seq), 0) FROM gw_task_frames WHERE task_id = ?", (t.id,)
-            ).fetchone()[0]
+            last = conn.execute(_LAST_SEQ_OF_TASK, (t.id,)).fetchone()[0]
             conn.executemany(
                 _INSERT_FRAMES, frame_rows([TaskEvent(t.id, last + 1, kind, now, payload)])
             )

@@ -20,6 +20,24 @@ Row = Mapping[str, Any]
 IN_FLIGHT_RESPONSE = "in_progress"
 IN_FLIGHT_TASK = "running"
 
+# The conversation log's statements, the same on both stores (SQLite's `?` for `%s`).
+# A row's conversation is its task's: a frame of a task with no row is refused
+# (conversation_id NOT NULL), never stored where no reader finds it.
+INSERT_LOG_FRAMES = (
+    "INSERT INTO gw_log_frames (conversation_id, first_seq, last_seq, task_id, frames) "
+    "VALUES ((SELECT conversation_id FROM gw_tasks WHERE id = %s), %s, %s, %s, %s)"
+)
+LAST_SEQ = "SELECT COALESCE(MAX(last_seq), 0) AS last FROM gw_log_frames WHERE conversation_id = %s"
+LAST_SEQ_OF_TASK = (  # the last seq of the log of this task's conversation
+    "SELECT COALESCE(MAX(last_seq), 0) AS last FROM gw_log_frames WHERE conversation_id = "
+    "(SELECT conversation_id FROM gw_tasks WHERE id = %s)"
+)
+PRUNE_LOG = (
+    "DELETE FROM gw_log_frames WHERE conversation_id IN (SELECT c.id FROM gw_conversations c "
+    "WHERE c.updated_at < %s AND NOT EXISTS (SELECT 1 FROM gw_tasks t "
+    "WHERE t.conversation_id = c.id AND t.status = %s))"
+)
+
 
 @dataclass(slots=True)
 class Conversation:
@@ -125,12 +143,13 @@ def json_value(value: Any) -> Any:
     return decode_json(value) if isinstance(value, str | bytes) else value
 
 
-def frame_rows(events: Sequence[TaskEvent]) -> list[tuple[str, int, int, bytes]]:
-    """One row per task: its frames of this batch, in order, as one JSON array."""
+def frame_rows(events: Sequence[TaskEvent]) -> list[tuple[str, int, int, str, bytes]]:
+    """One row per task of the batch, its frames in order as one JSON array, for
+    `INSERT_LOG_FRAMES`: (task, first seq, last seq, task, frames)."""
     by_task: dict[str, list[TaskEvent]] = {}
     for event in events:
         by_task.setdefault(event.task_id, []).append(event)
-    return [(task, f[0].seq, f[-1].seq, encode_json(f)) for task, f in by_task.items()]
+    return [(task, f[0].seq, f[-1].seq, task, encode_json(f)) for task, f in by_task.items()]
 
 
 def escape_like(text: str) -> str:
@@ -230,8 +249,12 @@ def task_from_row(row: Row) -> TaskRecord:
 
 
 __all__ = [
+    "INSERT_LOG_FRAMES",
     "IN_FLIGHT_RESPONSE",
     "IN_FLIGHT_TASK",
+    "LAST_SEQ",
+    "LAST_SEQ_OF_TASK",
+    "PRUNE_LOG",
     "Boot",
     "Conversation",
     "ResponseRecord",

@@ -15,7 +15,8 @@ and remote messages are BYTEA, encoded once by msgspec and returned as they went
 PostgreSQL has no rowid, so tasks carry an identity column `n` for their order.
 
 The migrations start afresh (this database never held the older SQLite layouts); the
-indexes match the SQLite ones.
+indexes match the SQLite ones. The conversation log (`gw_log_frames`) replaced the
+per-task frames (`gw_task_frames`) by a migration that renumbers them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from typing import Any
 from agentao.store.gateway_records import (
     IN_FLIGHT_RESPONSE,
     IN_FLIGHT_TASK,
+    INSERT_LOG_FRAMES,
+    LAST_SEQ,
+    LAST_SEQ_OF_TASK,
+    PRUNE_LOG,
     Boot,
     Conversation,
     ResponseRecord,
@@ -116,6 +121,31 @@ PG_GATEWAY_SCHEMA = Schema(
             frames BYTEA NOT NULL,
             PRIMARY KEY (task_id, first_seq)
         )""",
+        # One log per conversation (see store/gateway.py): the frames of before, numbered
+        # per task, renumbered in the order their tasks were created, one row per frame
+        # (JSON, not JSONB: the text of each frame is kept as written).
+        """CREATE TABLE gw_log_frames (
+            conversation_id TEXT NOT NULL REFERENCES gw_conversations(id) ON DELETE CASCADE,
+            first_seq BIGINT NOT NULL,
+            last_seq BIGINT NOT NULL,
+            task_id TEXT NOT NULL REFERENCES gw_tasks(id) ON DELETE CASCADE,
+            frames BYTEA NOT NULL,
+            PRIMARY KEY (conversation_id, first_seq)
+        )""",
+        """INSERT INTO gw_log_frames (conversation_id, first_seq, last_seq, task_id, frames)
+        SELECT conversation_id, n, n, task_id, convert_to('[[' || to_json(task_id)::text || ','
+            || n || ',' || (e->2)::text || ',' || (e->3)::text || ',' || (e->4)::text || ']]',
+            'UTF8')
+        FROM (
+            SELECT t.conversation_id, f.task_id, x.e, ROW_NUMBER() OVER (
+                PARTITION BY t.conversation_id ORDER BY t.created_at, t.n, f.first_seq, x.i
+            ) AS n
+            FROM gw_task_frames f JOIN gw_tasks t ON t.id = f.task_id
+            CROSS JOIN LATERAL json_array_elements(convert_from(f.frames, 'UTF8')::json)
+                WITH ORDINALITY AS x(e, i)
+        ) AS numbered""",
+        "DROP TABLE gw_task_frames",
+        "CREATE INDEX gw_log_frames_by_task ON gw_log_frames(task_id, first_seq)",
     ),
 )
 
@@ -141,9 +171,7 @@ _INSERT_TASK = (
     "INSERT INTO gw_tasks (id, conversation_id, status, created_at, prompt, boot_id) "
     "VALUES (%s, %s, %s, %s, %s, %s)"
 )
-_INSERT_FRAMES = (
-    "INSERT INTO gw_task_frames (task_id, first_seq, last_seq, frames) VALUES (%s, %s, %s, %s)"
-)
+_INSERT_FRAMES = INSERT_LOG_FRAMES
 _INSERT_BOOT = (
     "INSERT INTO gw_boots (id, host, machine_boot, pid_ns, pid, pid_start, started_at) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s)"
@@ -294,13 +322,26 @@ class PostgresGatewayStore:
 
         await self.db.transaction(append)
 
-    async def events_after(self, task_id: str, after_seq: int) -> list[TaskEvent]:
+    async def events_after(self, conversation_id: str, after_seq: int) -> list[TaskEvent]:
+        return await self._frames("conversation_id", conversation_id, after_seq)
+
+    async def task_events(self, task_id: str, after_seq: int) -> list[TaskEvent]:
+        return await self._frames("task_id", task_id, after_seq)
+
+    async def _frames(self, column: str, key: str, after_seq: int) -> list[TaskEvent]:
         rows = await self.db.fetchall(
-            "SELECT frames FROM gw_task_frames WHERE task_id = %s AND last_seq > %s "
+            f"SELECT frames FROM gw_log_frames WHERE {column} = %s AND last_seq > %s "
             "ORDER BY first_seq",
-            (task_id, after_seq),
+            (key, after_seq),
         )
         return [e for row in rows for e in decode_frames(row["frames"]) if e.seq > after_seq]
+
+    async def last_seq(self, conversation_id: str) -> int:
+        row = await self.db.fetchone(LAST_SEQ, (conversation_id,))
+        return int(row["last"]) if row else 0
+
+    async def prune_log(self, updated_before: float) -> int:
+        return await self.db.execute(PRUNE_LOG, (updated_before, IN_FLIGHT_TASK))
 
     # ---- owners of rows in flight -----------------------------------------------------
 
@@ -379,10 +420,7 @@ async def _settle(tx: PgTransaction, s: Settlement, now: float) -> None:
 async def _append_last_frame(
     tx: PgTransaction, task_id: str, frame: tuple[str, dict[str, Any]], now: float
 ) -> None:
-    row: Row | None = await tx.fetchone(
-        "SELECT COALESCE(MAX(last_seq), 0) AS last FROM gw_task_frames WHERE task_id = %s",
-        (task_id,),
-    )
+    row: Row | None = await tx.fetchone(LAST_SEQ_OF_TASK, (task_id,))
     last = int(row["last"]) if row else 0
     kind, payload = frame
     await tx.executemany(

@@ -1,7 +1,8 @@
 """Remote ACP connections and their numbered messages on PostgreSQL (see store/remote.py).
 
 The same two tables as on SQLite: a connection's capabilities are JSONB, a message's
-body BYTEA (the JSON-RPC message exactly as it was sent), numbered per connection.
+body BYTEA (the JSON-RPC message exactly as it was sent, or empty for a reference to a
+conversation log's frame), numbered per connection.
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ from typing import Any
 import msgspec
 
 from agentao.store.postgres_db import PgDatabase, PgTransaction
-from agentao.store.remote import RemoteConnection, RemoteMessage, connection_from_row
+from agentao.store.remote import (
+    INSERT_MESSAGE,
+    MESSAGES_AFTER,
+    RemoteConnection,
+    RemoteMessage,
+    connection_from_row,
+    message_from_row,
+)
 from agentao.store.sqlite import Schema
 
 PG_REMOTE_SCHEMA = Schema(
@@ -36,6 +44,9 @@ PG_REMOTE_SCHEMA = Schema(
             PRIMARY KEY (connection_id, seq)
         )""",
         "CREATE INDEX gw_acp_connections_by_seen ON gw_acp_connections(seen_at)",
+        # A message that is a conversation log's frame: a reference to it, no body.
+        "ALTER TABLE gw_acp_messages ADD COLUMN log_conversation TEXT",
+        "ALTER TABLE gw_acp_messages ADD COLUMN log_seq BIGINT",
     ),
 )
 _encode = msgspec.json.Encoder().encode
@@ -80,15 +91,11 @@ class PostgresRemoteStore:
         self, messages: Sequence[RemoteMessage], seen: Sequence[tuple[str, float]] = ()
     ) -> None:
         """Messages, and when their connections were last seen, in one transaction."""
-        rows = [(m.connection_id, m.seq, m.scope, m.body) for m in messages]
+        rows = [m.row() for m in messages]
         seen_rows = [(at, cid) for cid, at in seen]
 
         async def append(tx: PgTransaction) -> None:
-            await tx.executemany(
-                "INSERT INTO gw_acp_messages (connection_id, seq, scope, body) "
-                "VALUES (%s, %s, %s, %s)",
-                rows,
-            )
+            await tx.executemany(INSERT_MESSAGE, rows)
             await tx.executemany(
                 "UPDATE gw_acp_connections SET seen_at = %s WHERE id = %s", seen_rows
             )
@@ -98,18 +105,13 @@ class PostgresRemoteStore:
     async def messages_after(
         self, connection_id: str, after_seq: int, scope: str | None
     ) -> list[RemoteMessage]:
-        sql = (
-            "SELECT connection_id, seq, scope, body FROM gw_acp_messages "
-            "WHERE connection_id = %s AND seq > %s"
-        )
+        sql = MESSAGES_AFTER
         args: tuple[Any, ...] = (connection_id, after_seq)
         if scope is not None:
             sql += " AND scope = %s"
             args += (scope,)
         rows = await self.db.fetchall(sql + " ORDER BY seq", args)
-        return [
-            RemoteMessage(r["connection_id"], r["seq"], r["scope"], bytes(r["body"])) for r in rows
-        ]
+        return [message_from_row(r) for r in rows]
 
     async def delete_connection(self, connection_id: str) -> None:
         await self.db.execute("DELETE FROM gw_acp_connections WHERE id = %s", (connection_id,))

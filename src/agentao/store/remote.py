@@ -9,6 +9,13 @@ to ('' for the connection's own, else a session id). A client that reconnects wi
 `Last-Event-ID: N` (or `after_seq=N`) gets the messages after N of that stream again,
 from here: exactly what it missed, in order.
 
+A message that is an event of a conversation's log (an agent update of a turn) is not
+stored again: its row holds the connection's number, its scope and a *reference*
+(`log_conversation`, `log_seq`) to the frame in the log, and an empty body; the reader
+rebuilds the message from that frame (`gateway/remote/connection.py`). So an agent
+update is stored once, whichever clients watch it, and each client's numbering stays
+its own.
+
 The tables live beside the gateway's in the same database (`open_gateway_store`), so a
 shared database (PostgreSQL, next) serves both.
 """
@@ -46,9 +53,21 @@ REMOTE_SCHEMA = Schema(
             PRIMARY KEY (connection_id, seq)
         )""",
         "CREATE INDEX gw_acp_connections_by_seen ON gw_acp_connections(seen_at)",
+        # A message that is a conversation log's frame: a reference to it, no body.
+        "ALTER TABLE gw_acp_messages ADD COLUMN log_conversation TEXT",
+        "ALTER TABLE gw_acp_messages ADD COLUMN log_seq INTEGER",
     ),
 )
 _encode = msgspec.json.Encoder().encode
+# The same on both stores (SQLite's `?` for `%s`).
+INSERT_MESSAGE = (
+    "INSERT INTO gw_acp_messages (connection_id, seq, scope, body, log_conversation, log_seq) "
+    "VALUES (%s, %s, %s, %s, %s, %s)"
+)
+MESSAGES_AFTER = (
+    "SELECT connection_id, seq, scope, body, log_conversation, log_seq FROM gw_acp_messages "
+    "WHERE connection_id = %s AND seq > %s"
+)
 
 
 @dataclass(slots=True)
@@ -72,7 +91,28 @@ class RemoteMessage:
     connection_id: str
     seq: int
     scope: str  # "" (the connection's stream) or a session id
-    body: bytes  # the JSON-RPC message, encoded once, as sent
+    body: bytes  # the JSON-RPC message, encoded once, as sent (stored empty for a reference)
+    # A frame of a conversation's log this message carries (stored as a reference only).
+    log_conversation: str | None = None
+    log_seq: int = 0
+
+    def row(self) -> tuple[str, int, str, bytes, str | None, int | None]:
+        """(connection_id, seq, scope, body, log_conversation, log_seq) as stored."""
+        if self.log_conversation is None:
+            return (self.connection_id, self.seq, self.scope, self.body, None, None)
+        return (self.connection_id, self.seq, self.scope, b"", self.log_conversation, self.log_seq)
+
+
+def message_from_row(row: Row) -> RemoteMessage:
+    """A stored message (a reference's body is empty: see the module docstring)."""
+    return RemoteMessage(
+        row["connection_id"],
+        row["seq"],
+        row["scope"],
+        bytes(row["body"]),
+        row["log_conversation"],
+        row["log_seq"] or 0,
+    )
 
 
 class RemoteStore(Protocol):
@@ -123,13 +163,10 @@ class SqliteRemoteStore:
         self, messages: Sequence[RemoteMessage], seen: Sequence[tuple[str, float]] = ()
     ) -> None:
         """Messages, and when their connections were last seen, in one transaction."""
-        rows = [(m.connection_id, m.seq, m.scope, m.body) for m in messages]
+        rows = [m.row() for m in messages]
 
         def append(c: sqlite3.Connection) -> None:
-            c.executemany(
-                "INSERT INTO gw_acp_messages (connection_id, seq, scope, body) VALUES (?, ?, ?, ?)",
-                rows,
-            )
+            c.executemany(INSERT_MESSAGE.replace("%s", "?"), rows)
             c.executemany(
                 "UPDATE gw_acp_connections SET seen_at = ? WHERE id = ?",
                 [(at, cid) for cid, at in seen],
@@ -141,13 +178,13 @@ class SqliteRemoteStore:
         self, connection_id: str, after_seq: int, scope: str | None
     ) -> list[RemoteMessage]:
         """A stream's messages after `after_seq` (scope None: every stream, a WebSocket)."""
-        sql = "SELECT connection_id, seq, scope, body FROM gw_acp_messages WHERE connection_id = ? AND seq > ?"
+        sql = MESSAGES_AFTER.replace("%s", "?")
         args: tuple[Any, ...] = (connection_id, after_seq)
         if scope is not None:
             sql += " AND scope = ?"
             args += (scope,)
         rows = await self.db.read(lambda c: c.execute(sql + " ORDER BY seq", args).fetchall())
-        return [RemoteMessage(r[0], r[1], r[2], bytes(r[3])) for r in rows]
+        return [message_from_row(r) for r in rows]
 
     async def delete_connection(self, connection_id: str) -> None:
         await self.db.call(
@@ -178,10 +215,13 @@ def connection_from_row(row: Row) -> RemoteConnection:
 
 
 __all__ = [
+    "INSERT_MESSAGE",
+    "MESSAGES_AFTER",
     "REMOTE_SCHEMA",
     "RemoteConnection",
     "RemoteMessage",
     "RemoteStore",
     "SqliteRemoteStore",
     "connection_from_row",
+    "message_from_row",
 ]

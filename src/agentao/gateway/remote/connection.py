@@ -9,6 +9,14 @@ WebSocket that reads every scope). So what a reader got is always stored, and a
 reader that reconnects with `Last-Event-ID` / `after_seq` reads the rest from the
 store: nothing missed, nothing twice (a message found in both is skipped by seq).
 
+An agent update of a turn is an event of its conversation's log (`tasklog.py`), which
+stores it once: `send_logged()` numbers it on the connection like any message, but the
+hub stores only a reference to the log's frame (`store/remote.py`), and a reader that
+reads it back from the store gets it rebuilt from that frame (`RemoteHub.stored_after`).
+The connection's numbering, and so resumption, is the same for both kinds: the cursor
+of a stream (`Last-Event-ID`, `after_seq`, a WebSocket's frame number) is the
+connection's seq; the log's seq travels in the reference.
+
 A message's *scope* is its stream: "" for the connection's own (replies to
 connection-wide requests, `session/new` and `session/load` results and the history a
 load replays), a session id for a session's (its updates, the agent's questions about
@@ -33,7 +41,7 @@ import itertools
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +52,7 @@ from agentao.gateway.batches import BatchWriter, WriterBackoff, describe
 from agentao.gateway.config import Limits
 from agentao.gateway.errors import NotFound, TooManyConnections
 from agentao.protocol.connection import Connection as Wire
+from agentao.store.gateway_records import TaskEvent
 from agentao.store.remote import RemoteConnection, RemoteMessage, RemoteStore
 
 _encode = msgspec.json.Encoder().encode
@@ -53,6 +62,8 @@ INIT_SCOPE = "$initialize"
 STORE_FAILED = "store_failed"  # data.code of the error a connection's readers get
 INTERNAL_ERROR = -32603  # JSON-RPC: the gateway could not do its part
 UNSTORED = 0  # the seq of a message no store holds: a store failure's error
+# A conversation's log after a seq (the store's `events_after`).
+LogReader = Callable[[str, int], Awaitable[list[TaskEvent]]]
 
 
 class RemoteRequestError(Exception):
@@ -114,6 +125,16 @@ class Connection:
         self.seq += 1
         self.hub.queue(self, RemoteMessage(self.id, self.seq, scope, body))
 
+    def send_logged(self, conversation_id: str, event: TaskEvent, scope: str) -> None:
+        """A `task-running` frame of a conversation's log, as the `session/update` of the
+        session `scope`: stored as a reference to the frame (see the module docstring)."""
+        if self.closed.is_set():
+            return
+        self.seq += 1
+        body = session_update_body(scope, event)
+        message = RemoteMessage(self.id, self.seq, scope, body, conversation_id, event.seq)
+        self.hub.queue(self, message)
+
     def reply(self, request_id: Any, result: Any, scope: str = "") -> None:
         self.send({"jsonrpc": "2.0", "id": request_id, "result": result}, scope)
 
@@ -165,7 +186,7 @@ class Connection:
                 yield self.failure
                 return
             last = after if after is not None else self.handed_out.get(scope, 0)
-            for message in await self.hub.store.messages_after(self.id, last, scope):
+            for message in await self.hub.stored_after(self.id, last, scope):
                 last = self._hand_out(scope, message)
                 yield message
             while not self.closed.is_set():
@@ -224,9 +245,32 @@ class _Batch:
 class RemoteHub:
     """The store writer for every connection's messages (see the module docstring)."""
 
-    def __init__(self, store: RemoteStore, backoff: WriterBackoff | None = None) -> None:
+    def __init__(
+        self, store: RemoteStore, log: LogReader, backoff: WriterBackoff | None = None
+    ) -> None:
         self.store = store
+        self._log = log  # the conversations' logs, by (conversation id, after seq)
         self._writer = BatchWriter(_Batch, self._write, self._fail, backoff)
+
+    async def stored_after(
+        self, connection_id: str, after: int, scope: str | None
+    ) -> list[RemoteMessage]:
+        """A connection's stored messages after `after`, each reference to a log's frame
+        rebuilt from it (one read of each conversation's log). A frame the log no longer
+        holds (pruned past its retention) is left out."""
+        messages = await self.store.messages_after(connection_id, after, scope)
+        firsts: dict[str, int] = {}
+        for m in messages:
+            if m.log_conversation is not None:
+                first = firsts.get(m.log_conversation, m.log_seq)
+                firsts[m.log_conversation] = min(first, m.log_seq)
+        if not firsts:
+            return messages
+        frames: dict[tuple[str, int], TaskEvent] = {}
+        for conversation_id, first in firsts.items():
+            for event in await self._log(conversation_id, first - 1):
+                frames[conversation_id, event.seq] = event
+        return [rebuilt for m in messages if (rebuilt := _rebuilt(m, frames)) is not None]
 
     def queue(self, connection: Connection, message: RemoteMessage) -> None:
         self._writer.batch.messages.append((connection, message))
@@ -252,14 +296,39 @@ class RemoteHub:
         self._writer.close()
 
 
+def session_update_body(session_id: str, event: TaskEvent) -> bytes:
+    """The `session/update` a `task-running` frame of the log is, for session `session_id`."""
+    params = {"sessionId": session_id, "update": event.payload["update"]}
+    return _encode({"jsonrpc": "2.0", "method": "session/update", "params": params})
+
+
+def _rebuilt(
+    message: RemoteMessage, frames: dict[tuple[str, int], TaskEvent]
+) -> RemoteMessage | None:
+    if message.log_conversation is None:
+        return message
+    event = frames.get((message.log_conversation, message.log_seq))
+    if event is None:
+        return None
+    body = session_update_body(message.scope, event)
+    return RemoteMessage(
+        message.connection_id,
+        message.seq,
+        message.scope,
+        body,
+        message.log_conversation,
+        message.log_seq,
+    )
+
+
 class Connections:
     """The remote connections of this gateway process, by id."""
 
-    def __init__(self, store: RemoteStore, limits: Limits, boot_id: str) -> None:
+    def __init__(self, store: RemoteStore, log: LogReader, limits: Limits, boot_id: str) -> None:
         self.store = store
         self.limits = limits
         self.boot_id = boot_id
-        self.hub = RemoteHub(store, WriterBackoff.of(limits))
+        self.hub = RemoteHub(store, log, WriterBackoff.of(limits))
         self._live: dict[str, Connection] = {}
 
     @staticmethod
@@ -362,6 +431,8 @@ __all__ = [
     "UNSTORED",
     "Connection",
     "Connections",
+    "LogReader",
     "RemoteHub",
     "RemoteRequestError",
+    "session_update_body",
 ]

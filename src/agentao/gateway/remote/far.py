@@ -10,7 +10,8 @@ shared store and passes what the client does to the holder:
   session id only (the agent's modes and models are the holder's to say);
 * every update of every turn on the conversation, whoever started it and on whichever
   replica, reaches the client live: the holder stores its task frames and wakes the
-  others (`Replica.follow_conversation`); frames are read from the store, each once;
+  others (`Replica.follow_conversation`); frames are read from the store, each once,
+  and stored for the client as references to the log's frames, not again;
 * a permission question in those frames goes to the attached clients (the first answer
   wins, as for a local session), and the answer to the holder's desk
   (`POST /v1/permissions/{id}` there, with the client's own key); an answer given
@@ -88,7 +89,7 @@ class FarSession:
         seen: dict[str, int] = {}
         open_questions: dict[str, dict[str, Any]] = {}
         for task in await self.store.list_tasks(self.conv.id):
-            events = await self.store.events_after(task.id, 0)
+            events = await self.store.task_events(task.id, 0)
             if replay:
                 self._replay(connection, task.prompt, events)
             seen[task.id] = events[-1].seq if events else 0
@@ -158,7 +159,7 @@ class FarSession:
             task = await self.store.get_task(task_id)  # before its frames: see tasks.py
             if task is None:
                 continue
-            for event in await self.store.events_after(task_id, self._position.get(task_id, 0)):
+            for event in await self.store.task_events(task_id, self._position.get(task_id, 0)):
                 self._position[task_id] = event.seq
                 self._deliver(event)
             if task.status == IN_FLIGHT_TASK:
@@ -170,10 +171,9 @@ class FarSession:
                 self._end(TaskEvent(task_id, 0, "task-error", 0.0, {"error": error}))
 
     def _deliver(self, event: TaskEvent) -> None:
-        if event.type == "task-running":
-            params = {"sessionId": self.session_id, "update": event.payload["update"]}
+        if event.type == "task-running":  # stored for each client as a reference only
             for connection in self._unseen(event):
-                connection.notify("session/update", params, self.session_id)
+                connection.send_logged(self.conv.id, event, self.session_id)
         elif event.type == "permission-request":
             self._ask(event.payload)
         elif event.type == "permission-response":

@@ -1,19 +1,25 @@
 """A live session's remote watchers: every update to each of them, the agent's questions too.
 
 Theory of operation. Several remote clients may watch one live session (each its own
-`Connection`). A `SessionRelay` holds them for one conversation and watches the
-conversation's agent session (`Session.watch`): every update, whoever started the
-turn (a remote client, the OpenAI API, the web UI), goes to every attached
-connection, in the agent's order. When the conversation gets a new agent session (a
-reload after the agent process died), the relay watches the new one
-(`Conversations.on_bound`).
+`Connection`). A `SessionRelay` holds them for one conversation and reads the
+conversation's log (`TaskHub.watch_conversation`): every agent update of every turn,
+whoever started it (a remote client, the OpenAI API, the web UI), reaches each
+attached connection as the log stored it, in the log's order, and is stored for the
+connection as a reference to the log's frame, not again (`Connection.send_logged`).
+What the agent sends while no turn runs (a mode change's update, late updates of a
+cancelled turn) is in no log: the relay also watches the agent session
+(`Session.watch`) and passes those on as messages of their own. When the conversation
+gets a new agent session (a reload after the agent process died), the relay watches
+the new one (`Conversations.on_bound`).
 
 What the agent asks of its client about a watched session goes to its watchers:
-* a permission request to *all* of them (and to one that attaches while it is open):
-  the first answer wins -- theirs or a person's at the gateway's desk -- and the
-  question is withdrawn from the others (`$/cancel_request`), so a tool runs at most
-  once;
-* `_agentao.cn/ask_user` likewise;
+* a permission request, as its `permission-request` frame comes in the log (so after
+  the updates before it), to *all* of them (and to one that attaches while it is
+  open): the first answer goes to the gateway's desk (`PermissionDesk.answer`), where
+  the first answer wins -- theirs or a person's -- and the `permission-response` frame
+  that records it withdraws the question from the others (`$/cancel_request`), so a
+  tool runs at most once;
+* `_agentao.cn/ask_user` to all of them too, the first answer winning (it is in no log);
 * `fs/read_text_file` / `fs/write_text_file` to the watcher that advertised the
   capability (the one that started the running turn first), else served here as for
   any gateway session (`LocalFiles`, confined to the session's directories).
@@ -27,23 +33,47 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from agentao.client import PermissionAnswer, PermissionRequest, Session, Update
+from agentao.client import Session, Update
 from agentao.client.files import FileHandler, Workspace
 from agentao.client.serving import ASK_USER_UNAVAILABLE
+from agentao.gateway.permissions import AnswerRejected, UnknownRequest
 from agentao.gateway.remote.connection import Connection, RemoteRequestError
 from agentao.gateway.sessions import Conversations, LiveConversation
+from agentao.gateway.tasklog import UNSTORED
 from agentao.protocol import meta
 from agentao.protocol.errors import AcpError, PeerError
+from agentao.store.gateway_records import TaskEvent
 
 log = logging.getLogger("agentao.gateway")
 ASK_USER_METHOD = "_agentao.cn/ask_user"
 
 
+def _chosen(result: Any) -> tuple[str | None, str]:
+    """The option a client's `session/request_permission` result chose (None: it
+    cancelled), and the reason it gave (`_meta`), if any."""
+    outcome = result.get("outcome") if isinstance(result, dict) else None
+    option = None
+    if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
+        chosen = outcome.get("optionId")
+        option = chosen if isinstance(chosen, str) else None
+    extra = result.get("_meta") if isinstance(result, dict) else None
+    reason = extra.get(meta.REASON, "") if isinstance(extra, dict) else ""
+    return option, str(reason)
+
+
 class SessionRelay:
     """One conversation's remote watchers (see the module docstring)."""
 
-    def __init__(self, conv: LiveConversation, forget: Callable[[SessionRelay], None]) -> None:
+    def __init__(
+        self,
+        conv: LiveConversation,
+        conversations: Conversations,
+        forget: Callable[[SessionRelay], None],
+    ) -> None:
         self.conv = conv
+        self.conversations = conversations
+        self.hub = conversations.hub  # its log, read from the first attach to the last detach
+        self._asked: dict[str, Question] = {}  # the log's open permission requests, by id
         self.forget = forget  # called when nobody watches and nothing is asked any more
         self.connections: dict[str, Connection] = {}
         self.prompter: Connection | None = None  # who started the running turn, if remote
@@ -58,10 +88,11 @@ class SessionRelay:
 
     def attach(self, connection: Connection) -> None:
         """`connection` watches from now on, and is asked what is still open."""
+        if not self.connections:
+            self.hub.watch_conversation(self.conv.id, self)
         self.connections[connection.id] = connection
         connection.sessions.add(self.session_id)
-        self.conv.attached.add(connection.id)
-        self.conv.remote_ask = self.ask
+        self.conversations.attach(self.conv, connection.id)
         if self.conv.session is not None:
             self.watch(self.conv.session)
         for question in self.questions:
@@ -71,13 +102,13 @@ class SessionRelay:
         """Forget `connection` (its questions are no longer waited for)."""
         self.connections.pop(connection.id, None)
         connection.sessions.discard(self.session_id)
-        self.conv.attached.discard(connection.id)
+        self.conversations.detach(self.conv, connection.id)
         if self.prompter is connection:
             self.prompter = None
         for question in self.questions:
             question.drop(connection)
         if not self.connections:
-            self.conv.remote_ask = None
+            self.hub.unwatch_conversation(self.conv.id, self)
             self.stop()
 
     def watch(self, session: Session) -> None:
@@ -91,28 +122,66 @@ class SessionRelay:
             self._unwatch()
         self._watched = self._unwatch = None
 
+    def put_nowait(self, event: TaskEvent) -> None:
+        """A frame of the conversation's log, stored: a turn's update goes to every
+        watcher (as a reference to the frame), a permission request is asked of them,
+        and its answer, whoever gave it, withdraws it."""
+        if event.seq == UNSTORED:
+            return
+        if event.type == "task-running":
+            for connection in tuple(self.connections.values()):
+                connection.send_logged(self.conv.id, event, self.session_id)
+        elif event.type == "permission-request":
+            self._ask_from_log(event.payload)
+        elif event.type == "permission-response":
+            question = self._asked.pop(str(event.payload.get("requestId")), None)
+            if question is not None:
+                self._close_question(question)
+
+    def _ask_from_log(self, frame: dict[str, Any]) -> None:
+        request_id = str(frame.get("requestId"))
+        params = {
+            "sessionId": self.session_id,
+            "toolCall": frame.get("toolCall"),
+            "options": frame.get("options"),
+        }
+        question = Question("session/request_permission", params, self.session_id)
+        self._asked[request_id] = question
+        self.questions.add(question)
+        for connection in self.connections.values():
+            question.offer(connection)
+        question.answer.add_done_callback(lambda done: self._to_desk(request_id, question, done))
+
+    def _to_desk(self, request_id: str, question: Question, done: asyncio.Future[Any]) -> None:
+        """A watcher answered first: the answer goes to the desk (which records it in the
+        log; that frame withdraws the question from the others)."""
+        if done.cancelled() or done.result() is None or question.answered_by is None:
+            return  # withdrawn, or nobody could answer: the desk and its deadline decide
+        option, reason = _chosen(done.result())
+        try:
+            self.conversations.desk.answer(
+                request_id, option, question.answered_by.principal, channel="acp", reason=reason
+            )
+        except (UnknownRequest, AnswerRejected) as exc:  # answered at the desk first
+            log.info("a remote client's permission answer came too late: %s", exc)
+
+    def _close_question(self, question: Question) -> None:
+        question.withdraw()
+        self.questions.discard(question)
+        if not (self.connections or self.questions):
+            self.forget(self)
+
     def _update(self, update: Update) -> None:
+        """An update straight from the agent session: passed on only while no turn runs
+        (a turn's updates come through its log, `put_nowait`)."""
+        turn = self.conv.turn
+        if turn is not None and not turn.done.is_set():
+            return
         params = {"sessionId": self.session_id, "update": update.raw}
         for connection in tuple(self.connections.values()):
             connection.notify("session/update", params, self.session_id)
 
     # ---- the agent's questions -----------------------------------------------------------
-
-    async def ask(self, request: PermissionRequest) -> PermissionAnswer | None:
-        """The first watcher's answer (the question is withdrawn from the others); None when
-        every watcher failed to answer."""
-        options = [
-            {"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in request.options
-        ]
-        params = {"sessionId": self.session_id, "toolCall": request.tool_call, "options": options}
-        result = await self._first("session/request_permission", params)
-        outcome = result.get("outcome") if isinstance(result, dict) else None
-        if not isinstance(outcome, dict):
-            return None
-        option = outcome.get("optionId") if outcome.get("outcome") == "selected" else None
-        extra = result.get("_meta")
-        reason = extra.get(meta.REASON, "") if isinstance(extra, dict) else ""
-        return PermissionAnswer(option if isinstance(option, str) else None, str(reason))
 
     async def ask_user(self, question: str) -> str:
         result = await self._first(
@@ -152,13 +221,16 @@ class Question:
     def __init__(self, method: str, params: dict[str, Any], scope: str) -> None:
         self.method, self.params, self.scope = method, params, scope
         self.answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.answered_by: Connection | None = None  # whose answer `answer` holds
         self._asking: dict[str, asyncio.Task[Any]] = {}
+        self._connections: dict[str, Connection] = {}
 
     def offer(self, connection: Connection) -> None:
         if self.answer.done() or connection.id in self._asking:
             return
         task = asyncio.ensure_future(connection.request(self.method, self.params, self.scope))
         self._asking[connection.id] = task
+        self._connections[connection.id] = connection
         task.add_done_callback(self._answered)
 
     def drop(self, connection: Connection) -> None:
@@ -171,6 +243,10 @@ class Question:
         if self.answer.done() or task.cancelled():
             return
         if task.exception() is None:
+            by = next(
+                (c for i, c in self._connections.items() if self._asking.get(i) is task), None
+            )
+            self.answered_by = by
             self.answer.set_result(task.result())
             return
         log.info("%s: a remote client answered %r", self.method, task.exception())
@@ -197,7 +273,7 @@ class SessionRelays:
     def relay(self, conv: LiveConversation) -> SessionRelay:
         relay = self._relays.get(conv.id)
         if relay is None:
-            relay = self._relays[conv.id] = SessionRelay(conv, self._forget)
+            relay = self._relays[conv.id] = SessionRelay(conv, self.conversations, self._forget)
         return relay
 
     def find(self, session_id: str) -> SessionRelay | None:

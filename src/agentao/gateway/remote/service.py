@@ -98,7 +98,7 @@ class RemoteAcp:
         self.mcp = mcp
         self.store = store
         self.limits = limits = conversations.limits
-        self.connections = Connections(store.remote, limits, replica.boot_id)
+        self.connections = Connections(store.remote, store.events_after, limits, replica.boot_id)
         self.relays = SessionRelays(conversations, LocalFiles(), limits.permission_deadline_seconds)
         self.far = FarSessions(store, replica, peers, limits)  # sessions live on other replicas
         for pool in conversations.pools.values():  # the agents' questions reach the clients
