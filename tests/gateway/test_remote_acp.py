@@ -371,6 +371,38 @@ async def test_a_pending_permission_is_offered_again_to_a_client_that_comes_back
         await second.close()
 
 
+async def test_a_question_asked_before_any_client_watched_is_asked_of_one_that_attaches(
+    remote_gateway: LiveGateway,
+) -> None:
+    """A task asks while no remote client watches its session: a client that loads the
+    session then is asked it, and its answer reaches the agent."""
+    gw = remote_gateway
+    first = await SdkPeer.connect(acp_url(gw))
+    await first.initialize()
+    sid = (await first.conn.new_session(cwd=work(gw), mcp_servers=[])).session_id
+    await first.close()
+    conv = gw.run(gw.gateway.conversations.by_session("agentao", sid))
+    body = {"agent": "agentao", "prompt": "please write", "conversation_id": conv.id}
+    with gw.http() as http:
+        task = http.post("/v1/tasks", json={**body, "permission_policy": "ask"}).json()
+    headers = {"Authorization": f"Bearer {gw.local_token}"} if gw.local_token else {}
+    async with websockets.connect(gw.ws_url(task["stream_url"]), additional_headers=headers) as ws:
+        async for message in ws:  # the question is open at the desk, and nobody watches
+            if json.loads(message)["type"] == "permission-request":
+                break
+
+    late = await SdkPeer.connect(acp_url(gw))
+    try:
+        await late.initialize()
+        await late.conn.load_session(session_id=sid, cwd=work(gw), mcp_servers=[])
+        await asyncio.wait_for(late.got_question.wait(), 10)
+        assert [c.title for c in late.asked] == ["Write hello.txt"]
+        await asyncio.wait_for(_text_appears(late, sid, "Wrote hello.txt."), 10)
+        assert (Path(work(gw)) / "hello.txt").read_text() == "hi\n"
+    finally:
+        await late.close()
+
+
 # ---- who may do what -------------------------------------------------------------------
 
 

@@ -18,7 +18,6 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agentao.client.permissions import (
@@ -64,11 +63,6 @@ class PendingAsk:
         }
 
 
-# Asks the question elsewhere too (the remote ACP clients watching the session): their
-# answer, or None when none of them gave one (the desk's humans and deadline decide).
-Asker = Callable[[PermissionRequest], Awaitable[PermissionAnswer | None]]
-
-
 class AnswerRejected(ValueError):
     """A human answer that does not fit the question (unknown id or option)."""
 
@@ -91,17 +85,17 @@ class PermissionDesk:
         *,
         owner: str,
         deadline_seconds: float,
-        elsewhere: Asker | None = None,
     ) -> PermissionAnswer:
         """The option id to answer with (None: `cancelled`), and why. Under "ask" the first
-        answer wins: a human's at the desk, or one from `elsewhere`."""
+        answer at the desk wins: a person's over HTTP or the task stream, or a remote ACP
+        client's (its relay answers here, `remote/relay.py`)."""
         if policy != "ask":
             allow = reasons.policy_allows(policy, request.kind)
             option = choose(request.options, allow=allow, remember=False)
             answer = PermissionAnswer(option, reasons.by_policy(policy, request.kind, allow))
             _record(task_log, request, answer, by="policy", request_id=None)
             return answer
-        return await self._ask(request, task_log, owner, deadline_seconds, elsewhere)
+        return await self._ask(request, task_log, owner, deadline_seconds)
 
     async def _ask(
         self,
@@ -109,7 +103,6 @@ class PermissionDesk:
         task_log: TaskLog,
         owner: str,
         seconds: float,
-        elsewhere: Asker | None,
     ) -> PermissionAnswer:
         future: asyncio.Future[PermissionAnswer] = asyncio.get_running_loop().create_future()
         ask = PendingAsk(
@@ -122,7 +115,6 @@ class PermissionDesk:
         )
         self._pending[ask.id] = ask
         task_log.emit("permission-request", ask.frame())
-        remote = _forward(elsewhere, request, future) if elsewhere is not None else None
         by: reasons.Decider = "human"
         try:
             answer = await asyncio.wait_for(asyncio.shield(future), seconds)
@@ -135,8 +127,6 @@ class PermissionDesk:
             raise
         finally:
             self._pending.pop(ask.id, None)
-            if remote is not None:  # withdrawn from the remote clients that did not answer
-                remote.cancel()
         _record(task_log, request, answer, by=by, request_id=ask.id)
         return answer
 
@@ -169,26 +159,9 @@ class PermissionDesk:
     def pending(self, principal: Principal) -> list[PendingAsk]:
         return [a for a in self._pending.values() if owns(principal, a.owner)]
 
-
-def _forward(
-    elsewhere: Asker, request: PermissionRequest, future: asyncio.Future[PermissionAnswer]
-) -> asyncio.Task[None]:
-    """Ask `elsewhere` too; its answer, if it gives one first, settles `future`."""
-
-    async def relay() -> None:
-        try:
-            answer = await elsewhere(request)
-        except Exception:  # nobody there could answer: the desk and its deadline decide
-            log.exception("asking the remote clients failed")
-            return
-        if answer is not None and not future.done():
-            chosen = next((o for o in request.options if o.option_id == answer.option_id), None)
-            said = f" ({answer.reason})" if answer.reason else ""
-            future.set_result(
-                PermissionAnswer(answer.option_id, reasons.by_person(chosen, "acp") + said)
-            )
-
-    return asyncio.get_running_loop().create_task(relay())
+    def open_for(self, task_id: str) -> list[PendingAsk]:
+        """The questions of one task still open (for a watcher that comes late)."""
+        return [a for a in self._pending.values() if a.task_id == task_id]
 
 
 def _record(
@@ -219,4 +192,4 @@ def _record(
     )
 
 
-__all__ = ["AnswerRejected", "Asker", "PendingAsk", "PermissionDesk", "UnknownRequest"]
+__all__ = ["AnswerRejected", "PendingAsk", "PermissionDesk", "UnknownRequest"]

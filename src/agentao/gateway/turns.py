@@ -47,7 +47,7 @@ from agentao.client import (
 from agentao.client.permissions import PermissionAnswer
 from agentao.gateway.config import Policy
 from agentao.gateway.mapping import Delta, TurnMapper
-from agentao.gateway.permissions import Asker, PermissionDesk
+from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.tasklog import UNSTORED, TaskLog
 from agentao.protocol.decode import to_builtins
 from agentao.store.gateway_records import TaskEvent
@@ -208,11 +208,8 @@ class GatewayTurn:
         assert self.result is not None
         return self.result
 
-    async def decide(
-        self, request: PermissionRequest, elsewhere: Asker | None = None
-    ) -> PermissionAnswer:
-        """Answer a permission request of this turn under its policy, saying why; under
-        "ask", `elsewhere` (the session's remote clients) is asked too."""
+    async def decide(self, request: PermissionRequest) -> PermissionAnswer:
+        """Answer a permission request of this turn under its policy, saying why."""
         ctx = self.context
         return await ctx.desk.decide(
             ctx.policy,
@@ -220,7 +217,6 @@ class GatewayTurn:
             self.log,
             owner=ctx.owner,
             deadline_seconds=ctx.deadline_seconds,
-            elsewhere=elsewhere,
         )
 
     # ---- the run ----------------------------------------------------------------------

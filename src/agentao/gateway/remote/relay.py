@@ -95,8 +95,19 @@ class SessionRelay:
         self.conversations.attach(self.conv, connection.id)
         if self.conv.session is not None:
             self.watch(self.conv.session)
+        self._ask_what_is_open()
         for question in self.questions:
             question.offer(connection)
+
+    def _ask_what_is_open(self) -> None:
+        """The running turn's questions still open at the desk, asked before anyone here
+        watched the log: asked now (one the log brings later is not asked twice)."""
+        turn = self.conv.turn
+        if turn is None or turn.done.is_set():
+            return
+        for ask in self.conversations.desk.open_for(turn.id):
+            if ask.id not in self._asked:
+                self._ask_from_log(ask.frame())
 
     def detach(self, connection: Connection) -> None:
         """Forget `connection` (its questions are no longer waited for)."""
@@ -140,6 +151,8 @@ class SessionRelay:
 
     def _ask_from_log(self, frame: dict[str, Any]) -> None:
         request_id = str(frame.get("requestId"))
+        if request_id in self._asked:  # asked already, from the desk (`attach`)
+            return
         params = {
             "sessionId": self.session_id,
             "toolCall": frame.get("toolCall"),
