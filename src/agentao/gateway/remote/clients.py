@@ -13,6 +13,9 @@ An agent update of a turn is an event of its conversation's log (`tasklog.py`), 
 stores it once: `send_logged()` numbers it on the connection like any message, but the
 hub stores only a reference to the log's frame (`store/remote.py`), and a reader that
 reads it back from the store gets it rebuilt from that frame (`RemoteHub.stored_after`).
+A load's replay of a session's history is such references too (a `task-started`
+frame replays as its prompt, `logged_update`), on the connection's own stream: there
+the scope names no session, so the session is the conversation's (`LogReader`).
 The connection's numbering, and so resumption, is the same for both kinds: the cursor
 of a stream (`Last-Event-ID`, `after_seq`, a WebSocket's frame number) is the
 connection's seq; the log's seq travels in the reference.
