@@ -17,6 +17,7 @@ import pytest
 import websockets
 from websockets.sync.client import connect
 
+from agentao.client import AgentCommand, Client
 from agentao.gateway.auth import POLICY_HEADER
 from agentao.gateway.batches import WriterBackoff
 from agentao.gateway.config import ConfigError, Limits, config_from_dict
@@ -263,6 +264,172 @@ async def test_a_client_resuming_mid_turn_gets_exactly_the_rest_from_the_log(
     # What it got again came from the log: the turn's updates are references to it.
     resumed = {e.id for e in rest if _updates([e.message])}
     assert resumed and resumed <= {r[0] for r in references}
+
+
+async def test_a_load_replays_the_log_as_references_to_its_frames(
+    gateway_factory: Any, tmp_path: Path
+) -> None:
+    """A client that loads a session this gateway opened gets its history from the log:
+    each turn's prompt, then every update the live clients got, in order, each stored
+    for it as a reference to the log's frame (no body), and rebuilt from the log when
+    read again."""
+    gw = gateway_factory(store=tmp_path / "gw.sqlite3")  # SQLite: its rows are read
+    first, second = await _remote_client(gw), await _remote_client(gw)
+    late = await _remote_client(gw)
+    try:
+        sid, seen_first, _ = await _a_turn_two_clients_watch(gw, first, second)
+        cwd = gw.config.agents[0].cwd
+        await _send(late, 2, "session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+        replayed: list[dict[str, Any]] = []
+        await _until(late, lambda m: m.get("id") == 2, replayed)
+        await gw.gateway.remote.connections.hub.flush()
+        rows = [dict(r) for r in _stored(gw, "SELECT * FROM gw_acp_messages WHERE scope = ''")]
+        references = [r for r in rows if r["log_conversation"] is not None]
+        hub = gw.gateway.remote.connections.hub
+        again = await hub.stored_after(references[0]["connection_id"], 0, "") if references else []
+    finally:
+        for socket in (first, second, late):
+            await socket.close()
+    conversation = gw.gateway.conversations.live_session(sid).id
+    log = gw.run(gw.gateway.store.events_after(conversation, 0))
+    logged = [e.payload["update"] for e in log if e.type == "task-running"]
+    said = {
+        "sessionUpdate": "user_message_chunk",
+        "content": {"type": "text", "text": "write the file"},
+    }
+    # The same updates the live clients got, after the turn's prompt...
+    assert _updates(replayed) == [said, *logged] and _updates(seen_first)[-len(logged) :] == logged
+    # ...each a reference to the log's frame, with no body: nothing copied.
+    assert len(references) == len(logged) + 1 and not any(r["body"] for r in references)
+    assert {r["log_conversation"] for r in references} == {conversation}
+    # Read again from the store (a reconnect), they are rebuilt from the log as sent.
+    assert _updates([json.loads(m.body) for m in again]) == [said, *logged]
+    assert all(json.loads(m.body)["params"]["sessionId"] == sid for m in again if m.log_seq)
+
+
+async def test_a_session_opened_elsewhere_is_replayed_from_the_agent_s_history(
+    gateway_factory: Any, tmp_path: Path
+) -> None:
+    """Control: a session our agent opened outside the gateway has turns the log never
+    saw; its load replays the agent's own history, as before."""
+    gw = gateway_factory(store=tmp_path / "gw.sqlite3")
+    spec = gw.config.agents[0]
+    async with Client(AgentCommand(spec.command, env=dict(spec.env))) as direct:
+        session = await direct.new_session(spec.cwd)
+        async for _event in session.prompt("hello"):
+            pass
+    client = await _remote_client(gw)
+    try:
+        params = {"sessionId": session.id, "cwd": spec.cwd, "mcpServers": []}
+        await _send(client, 2, "session/load", params)
+        replayed: list[dict[str, Any]] = []
+        reply = await _until(client, lambda m: m.get("id") == 2, replayed)
+        await gw.gateway.remote.connections.hub.flush()
+        references = _stored(
+            gw, "SELECT seq FROM gw_acp_messages WHERE log_conversation IS NOT NULL"
+        )
+    finally:
+        await client.close()
+    assert reply["result"]["sessionId"] == session.id
+    kinds = [(u["sessionUpdate"], u.get("content", {}).get("text")) for u in _updates(replayed)]
+    assert ("user_message_chunk", "hello") in kinds and (
+        "agent_message_chunk",
+        "Answer one.",
+    ) in kinds
+    assert references == []  # the log holds none of it: the agent's replay, as messages
+
+
+# ---- a session live on another replica ------------------------------------------------------
+
+
+@pytest.fixture
+def held_on_a(gateway_factory: Any, pg_url: str) -> tuple[LiveGateway, LiveGateway]:
+    """Two gateways on one real PostgreSQL database, in this process (so a test can
+    count what one of them does): A and B."""
+    return gateway_factory(store=pg_url), gateway_factory(store=pg_url)
+
+
+async def _a_turn_held_on(a: LiveGateway) -> tuple[Any, str]:
+    """A client of `a` that opened a session there and ran a turn on it (A holds it)."""
+    client = await _remote_client(a)
+    cwd = a.config.agents[0].cwd
+    await _send(client, 2, "session/new", {"cwd": cwd, "mcpServers": []})
+    sid = (await _until(client, lambda m: m.get("id") == 2))["result"]["sessionId"]
+    hello = {"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]}
+    await _send(client, 3, "session/prompt", hello)
+    await _until(client, lambda m: m.get("id") == 3)
+    return client, sid
+
+
+async def test_a_load_of_a_session_held_elsewhere_asks_who_holds_it_not_the_lease(
+    held_on_a: tuple[LiveGateway, LiveGateway],
+) -> None:
+    """B attaches to the session A holds as a far session after asking the store who
+    holds it; it never tries to take A's lease (no refusal used to choose the path)."""
+    a, b = held_on_a
+    at_a, sid = await _a_turn_held_on(a)
+    claims: list[str] = []
+    replica = b.gateway.replica
+    claim = replica.claim
+
+    async def counted(conversation_id: str, held_token: int | None) -> tuple[int, bool]:
+        claims.append(conversation_id)  # the real claim still runs
+        return await claim(conversation_id, held_token)
+
+    replica.claim = counted
+    at_b = await _remote_client(b)
+    try:
+        cwd = b.config.agents[0].cwd
+        await _send(at_b, 2, "session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+        replayed: list[dict[str, Any]] = []
+        reply = await _until(at_b, lambda m: m.get("id") == 2, replayed)
+    finally:
+        await at_a.close()
+        await at_b.close()
+    assert reply["result"] == {"sessionId": sid}  # a far session: the holder's agent
+    texts = [u["content"]["text"] for u in _updates(replayed) if "content" in u]
+    assert texts[0] == "hello" and "Answer one." in "".join(texts)
+    assert claims == []
+
+
+async def test_a_far_session_s_load_replays_the_log_as_references_to_its_frames(
+    held_on_a: tuple[LiveGateway, LiveGateway],
+) -> None:
+    a, b = held_on_a
+    at_a, sid = await _a_turn_held_on(a)
+    at_b = await _remote_client(b)
+    try:
+        cwd = b.config.agents[0].cwd
+        await _send(at_b, 2, "session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+        replayed: list[dict[str, Any]] = []
+        await _until(at_b, lambda m: m.get("id") == 2, replayed)
+        await b.gateway.remote.connections.hub.flush()
+        conversation = _conversation_of(a.store, sid)
+        references = _references(a.store, conversation)  # while both are open
+        bodies = _bodies(a.store)
+    finally:
+        await at_a.close()
+        await at_b.close()
+    log = b.run(b.gateway.store.events_after(conversation, 0))
+    logged = [e.payload["update"] for e in log if e.type == "task-running"]
+    said = {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hello"}}
+    assert _updates(replayed) == [said, *logged]
+    # B's client's replay is references to the log (A's client got the turn live so).
+    replay = [e.seq for e in log if e.type in ("task-started", "task-running")]
+    assert replay in references.values()
+    logged_bodies = {json.dumps(u, sort_keys=True) for u in logged}
+    assert not logged_bodies & {json.dumps(u, sort_keys=True) for u in _updates(bodies)}
+
+
+def _bodies(store_url: str) -> list[dict[str, Any]]:
+    """Every remote message stored with a body of its own."""
+    import psycopg
+
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT body FROM gw_acp_messages WHERE log_conversation IS NULL"
+        ).fetchall()
+    return [json.loads(bytes(r[0])) for r in rows if r[0]]
 
 
 # ---- every face, the same events ------------------------------------------------------------

@@ -339,3 +339,19 @@ async def _first_task_ending(gw: LiveGateway, sid: str) -> str:
     ended = [f for f in frames if f["type"] == "task-ended"]
     assert len(ended) == 1, frames
     return ended[0]["stopReason"]
+
+
+def test_one_connection_class_in_the_codebase() -> None:
+    """The protocol's `Connection` is the only one; a remote client is a `RemoteClient`."""
+    import ast
+    from pathlib import Path
+
+    import agentao
+
+    named = [
+        str(path.relative_to(Path(agentao.__file__).parent))
+        for path in Path(agentao.__file__).parent.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef) and node.name == "Connection"
+    ]
+    assert named == ["protocol/connection.py"]

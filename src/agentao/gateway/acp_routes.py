@@ -45,11 +45,11 @@ from agentao.client.remote import CONNECTION_HEADER, SESSION_HEADER, SESSION_SCO
 from agentao.gateway.auth import WS_PROTOCOL, Principal
 from agentao.gateway.errors import ApiError, BadRequest, NotAcceptable, NotFound, NotImplementedApi
 from agentao.gateway.peers import credentials
-from agentao.gateway.remote.connection import (
+from agentao.gateway.remote.clients import (
     STORE_FAILED,
     UNSTORED,
-    Connection,
-    Connections,
+    RemoteClient,
+    RemoteClients,
 )
 from agentao.gateway.remote.service import RemoteAcp
 from agentao.gateway.service import Gateway, check_json
@@ -164,7 +164,7 @@ async def _stream(request: Request, agent: str) -> Response:
 
 
 async def _events(
-    connection: Connection, scope: str, after: int | None, keepalive: float
+    connection: RemoteClient, scope: str, after: int | None, keepalive: float
 ) -> AsyncIterator[bytes]:
     async for message in connection.stream(scope, after, keepalive):
         if message is None:
@@ -205,7 +205,7 @@ async def _socket(websocket: WebSocket, agent: str) -> None:
     except ApiError as exc:  # refused with the error's status and body
         await exc.send(websocket.scope, websocket.receive, websocket.send)
         return
-    connection_id = resumed.id if resumed is not None else Connections.new_id()
+    connection_id = resumed.id if resumed is not None else RemoteClients.new_id()
     offered = websocket.scope.get("subprotocols", ())
     await websocket.accept(
         subprotocol=WS_PROTOCOL if WS_PROTOCOL in offered else None,
@@ -235,7 +235,7 @@ async def _socket(websocket: WebSocket, agent: str) -> None:
 
 
 async def _write(
-    websocket: WebSocket, connection: Connection, after: int | None, keepalive: float
+    websocket: WebSocket, connection: RemoteClient, after: int | None, keepalive: float
 ) -> None:
     try:
         async for message in connection.stream(None, after, keepalive):
@@ -251,7 +251,7 @@ async def _write(
 
 async def _open_socket(
     websocket: WebSocket, remote: RemoteAcp, principal: Principal, agent: str, connection_id: str
-) -> Connection | None:
+) -> RemoteClient | None:
     """A new connection once the socket sends `initialize`; None if it left first. Frames
     before it are answered as the stdio agent answers them before `initialize` (those
     replies carry no number: the `initialize` reply is message 1)."""
@@ -289,7 +289,7 @@ async def _open_socket(
         return connection
 
 
-async def _read(websocket: WebSocket, remote: RemoteAcp, connection: Connection) -> bool:
+async def _read(websocket: WebSocket, remote: RemoteAcp, connection: RemoteClient) -> bool:
     """Pass the client's frames on; whether it said goodbye (close code 1000: done, so
     the connection is closed; any other end is a drop it may come back from)."""
     limit = remote.limits.max_request_bytes
@@ -311,7 +311,7 @@ async def _read(websocket: WebSocket, remote: RemoteAcp, connection: Connection)
         remote.receive_text(connection, text)
 
 
-def _resumed(websocket: WebSocket, remote: RemoteAcp, principal: Principal) -> Connection | None:
+def _resumed(websocket: WebSocket, remote: RemoteAcp, principal: Principal) -> RemoteClient | None:
     connection_id = websocket.headers.get(CONNECTION_HEADER) or websocket.query_params.get(
         "connection_id"
     )
@@ -353,7 +353,7 @@ def _is_initialize(message: dict[str, Any] | bytes) -> bool:
     return isinstance(message, dict) and message.get("method") == "initialize" and "id" in message
 
 
-def _connection(remote: RemoteAcp, request: Request, principal: Principal) -> Connection:
+def _connection(remote: RemoteAcp, request: Request, principal: Principal) -> RemoteClient:
     connection_id = request.headers.get(CONNECTION_HEADER)
     if not connection_id:
         raise BadRequest(

@@ -12,7 +12,7 @@ from here: exactly what it missed, in order.
 A message that is an event of a conversation's log (an agent update of a turn) is not
 stored again: its row holds the connection's number, its scope and a *reference*
 (`log_conversation`, `log_seq`) to the frame in the log, and an empty body; the reader
-rebuilds the message from that frame (`gateway/remote/connection.py`). So an agent
+rebuilds the message from that frame (`gateway/remote/clients.py`). So an agent
 update is stored once, whichever clients watch it, and each client's numbering stays
 its own.
 

@@ -1,7 +1,9 @@
 """Remote ACP: every configured agent as an ACP endpoint over HTTP and WebSocket.
 
-`connection.py` numbers and stores what each remote client is sent; `relay.py` fans a
-live session out to the clients watching it and routes the agent's questions to them;
-`service.py` answers what a client asks, method by method. The wire (HTTP + SSE and
-WebSocket routes) is `gateway/acp_routes.py`, beside the other routes, above the service.
+`clients.py` numbers and stores what each remote client is sent; `reader.py` reads a
+conversation's log for the remote clients that watch it, once for here and far;
+`relay.py` is that reader for a session live here (and routes the agent's questions
+to its clients), `far.py` for one live on another replica; `service.py` answers what
+a client asks, method by method. The wire (HTTP + SSE and WebSocket routes) is
+`gateway/acp_routes.py`, beside the other routes, above the service.
 """

@@ -1,24 +1,23 @@
-"""A live session's remote watchers: every update to each of them, the agent's questions too.
+"""A live session's remote watchers here: its log as the hub delivers it, the agent's questions.
 
 Theory of operation. Several remote clients may watch one live session (each its own
-`Connection`). A `SessionRelay` holds them for one conversation and reads the
-conversation's log (`TaskHub.watch_conversation`): every agent update of every turn,
-whoever started it (a remote client, the OpenAI API, the web UI), reaches each
-attached connection as the log stored it, in the log's order, and is stored for the
-connection as a reference to the log's frame, not again (`Connection.send_logged`).
+`RemoteClient`). A `SessionRelay` holds them for one conversation running on this
+replica: a `ConversationReader` (reader.py: what the log's frames mean to remote
+clients, written once for here and for other replicas) whose frames are the hub's
+delivery of the conversation's stored frames (`TaskHub.watch_conversation`), and whose
+answers to permission requests go to this gateway's desk (`PermissionDesk.answer`),
+where the first answer wins -- a client's or a person's. A `session/load` replays the
+history from the log, as references to its frames, when the log holds all of it (a
+conversation this gateway opened); a session opened elsewhere, whose earlier turns the
+log never saw, is replayed from the agent's own history.
+
 What the agent sends while no turn runs (a mode change's update, late updates of a
 cancelled turn) is in no log: the relay also watches the agent session
 (`Session.watch`) and passes those on as messages of their own. When the conversation
 gets a new agent session (a reload after the agent process died), the relay watches
 the new one (`Conversations.on_bound`).
 
-What the agent asks of its client about a watched session goes to its watchers:
-* a permission request, as its `permission-request` frame comes in the log (so after
-  the updates before it), to *all* of them (and to one that attaches while it is
-  open): the first answer goes to the gateway's desk (`PermissionDesk.answer`), where
-  the first answer wins -- theirs or a person's -- and the `permission-response` frame
-  that records it withdraws the question from the others (`$/cancel_request`), so a
-  tool runs at most once;
+The agent's other questions about a watched session:
 * `_agentao.cn/ask_user` to all of them too, the first answer winning (it is in no log);
 * `fs/read_text_file` / `fs/write_text_file` to the watcher that advertised the
   capability (the one that started the running turn first), else served here as for
@@ -36,11 +35,11 @@ from typing import Any
 from agentao.client import Session, Update
 from agentao.client.files import FileHandler, Workspace
 from agentao.client.serving import ASK_USER_UNAVAILABLE
+from agentao.client.view import Message
 from agentao.gateway.permissions import AnswerRejected, UnknownRequest
-from agentao.gateway.remote.connection import Connection, RemoteRequestError
+from agentao.gateway.remote.clients import RemoteClient, RemoteRequestError
+from agentao.gateway.remote.reader import ConversationReader, Question
 from agentao.gateway.sessions import Conversations, LiveConversation
-from agentao.gateway.tasklog import UNSTORED
-from agentao.protocol import meta
 from agentao.protocol.errors import AcpError, PeerError
 from agentao.store.gateway_records import TaskEvent
 
@@ -48,21 +47,9 @@ log = logging.getLogger("agentao.gateway")
 ASK_USER_METHOD = "_agentao.cn/ask_user"
 
 
-def _chosen(result: Any) -> tuple[str | None, str]:
-    """The option a client's `session/request_permission` result chose (None: it
-    cancelled), and the reason it gave (`_meta`), if any."""
-    outcome = result.get("outcome") if isinstance(result, dict) else None
-    option = None
-    if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
-        chosen = outcome.get("optionId")
-        option = chosen if isinstance(chosen, str) else None
-    extra = result.get("_meta") if isinstance(result, dict) else None
-    reason = extra.get(meta.REASON, "") if isinstance(extra, dict) else ""
-    return option, str(reason)
-
-
-class SessionRelay:
-    """One conversation's remote watchers (see the module docstring)."""
+class SessionRelay(ConversationReader):
+    """One conversation's remote watchers here, where it runs (see the module docstring):
+    the log as the hub delivers its stored frames, answers to the desk."""
 
     def __init__(
         self,
@@ -70,57 +57,79 @@ class SessionRelay:
         conversations: Conversations,
         forget: Callable[[SessionRelay], None],
     ) -> None:
-        self.conv = conv
+        super().__init__(conv)
         self.conversations = conversations
         self.hub = conversations.hub  # its log, read from the first attach to the last detach
-        self._asked: dict[str, Question] = {}  # the log's open permission requests, by id
         self.forget = forget  # called when nobody watches and nothing is asked any more
-        self.connections: dict[str, Connection] = {}
-        self.prompter: Connection | None = None  # who started the running turn, if remote
-        self.questions: set[Question] = set()  # the agent's, open
+        self.prompter: RemoteClient | None = None  # who started the running turn, if remote
+        self._listening = False
         self._watched: Session | None = None
         self._unwatch: Callable[[], None] | None = None
 
-    @property
-    def session_id(self) -> str:
-        assert self.conv.record.session_id is not None
-        return self.conv.record.session_id
+    # ---- the reader's source and sink ----------------------------------------------------
 
-    def attach(self, connection: Connection) -> None:
-        """`connection` watches from now on, and is asked what is still open."""
-        if not self.connections:
+    def put_nowait(self, event: TaskEvent) -> None:
+        """A stored frame of the conversation's log, from the hub."""
+        self.read(event)
+
+    def _listen(self) -> None:
+        if not self._listening:
             self.hub.watch_conversation(self.conv.id, self)
-        self.connections[connection.id] = connection
-        connection.sessions.add(self.session_id)
-        self.conversations.attach(self.conv, connection.id)
-        if self.conv.session is not None:
-            self.watch(self.conv.session)
-        self._ask_what_is_open()
-        for question in self.questions:
-            question.offer(connection)
+            self._listening = True
 
-    def _ask_what_is_open(self) -> None:
+    def _unlisten(self) -> None:
+        if self._listening:
+            self.hub.unwatch_conversation(self.conv.id, self)
+            self._listening = False
+        self.stop()
+
+    async def _history(self, replay: bool) -> list[TaskEvent] | None:
+        """The log, for a replay (a client that only attaches starts at what comes next)."""
+        return await self.hub.store.events_after(self.conv.id, 0) if replay else None
+
+    def _replay(self, client: RemoteClient, history: list[TaskEvent] | None) -> None:
+        """From the log when it holds the session's whole history (a conversation this
+        gateway opened: one turn in the log for each prompt the agent's history holds);
+        else (a session opened elsewhere, a log past its retention) the agent's own."""
+        session = self.conv.session
+        if session is None or (history is not None and _whole(history, session)):
+            super()._replay(client, history)
+            return
+        for update in session.view.replay():
+            params = {"sessionId": self.session_id, "update": update}
+            client.notify("session/update", params)  # the connection's stream, as a reply
+
+    def _answer(self, request_id: str, option: str | None, reason: str, by: RemoteClient) -> None:
+        try:
+            self.conversations.desk.answer(
+                request_id, option, by.principal, channel="acp", reason=reason
+            )
+        except (UnknownRequest, AnswerRejected) as exc:  # answered at the desk first
+            log.info("a remote client's permission answer came too late: %s", exc)
+
+    def _open_requests(self, history: list[TaskEvent] | None) -> list[dict[str, Any]]:
         """The running turn's questions still open at the desk, asked before anyone here
-        watched the log: asked now (one the log brings later is not asked twice)."""
+        watched the log (one the log brings later is not asked twice)."""
         turn = self.conv.turn
         if turn is None or turn.done.is_set():
-            return
-        for ask in self.conversations.desk.open_for(turn.id):
-            if ask.id not in self._asked:
-                self._ask_from_log(ask.frame())
+            return []
+        return [ask.frame() for ask in self.conversations.desk.open_for(turn.id)]
 
-    def detach(self, connection: Connection) -> None:
-        """Forget `connection` (its questions are no longer waited for)."""
-        self.connections.pop(connection.id, None)
-        connection.sessions.discard(self.session_id)
-        self.conversations.detach(self.conv, connection.id)
-        if self.prompter is connection:
+    def _attached(self, client: RemoteClient, last: int) -> None:
+        self.conversations.attach(self.conv, client.id)
+        if self.conv.session is not None:
+            self.watch(self.conv.session)
+
+    def _detached(self, client: RemoteClient) -> None:
+        self.conversations.detach(self.conv, client.id)
+        if self.prompter is client:
             self.prompter = None
-        for question in self.questions:
-            question.drop(connection)
-        if not self.connections:
-            self.hub.unwatch_conversation(self.conv.id, self)
-            self.stop()
+
+    def _closed(self) -> None:
+        if not (self.watched or self.questions):
+            self.forget(self)
+
+    # ---- what the agent sends outside turns ----------------------------------------------
 
     def watch(self, session: Session) -> None:
         if session is self._watched:
@@ -133,66 +142,15 @@ class SessionRelay:
             self._unwatch()
         self._watched = self._unwatch = None
 
-    def put_nowait(self, event: TaskEvent) -> None:
-        """A frame of the conversation's log, stored: a turn's update goes to every
-        watcher (as a reference to the frame), a permission request is asked of them,
-        and its answer, whoever gave it, withdraws it."""
-        if event.seq == UNSTORED:
-            return
-        if event.type == "task-running":
-            for connection in tuple(self.connections.values()):
-                connection.send_logged(self.conv.id, event, self.session_id)
-        elif event.type == "permission-request":
-            self._ask_from_log(event.payload)
-        elif event.type == "permission-response":
-            question = self._asked.pop(str(event.payload.get("requestId")), None)
-            if question is not None:
-                self._close_question(question)
-
-    def _ask_from_log(self, frame: dict[str, Any]) -> None:
-        request_id = str(frame.get("requestId"))
-        if request_id in self._asked:  # asked already, from the desk (`attach`)
-            return
-        params = {
-            "sessionId": self.session_id,
-            "toolCall": frame.get("toolCall"),
-            "options": frame.get("options"),
-        }
-        question = Question("session/request_permission", params, self.session_id)
-        self._asked[request_id] = question
-        self.questions.add(question)
-        for connection in self.connections.values():
-            question.offer(connection)
-        question.answer.add_done_callback(lambda done: self._to_desk(request_id, question, done))
-
-    def _to_desk(self, request_id: str, question: Question, done: asyncio.Future[Any]) -> None:
-        """A watcher answered first: the answer goes to the desk (which records it in the
-        log; that frame withdraws the question from the others)."""
-        if done.cancelled() or done.result() is None or question.answered_by is None:
-            return  # withdrawn, or nobody could answer: the desk and its deadline decide
-        option, reason = _chosen(done.result())
-        try:
-            self.conversations.desk.answer(
-                request_id, option, question.answered_by.principal, channel="acp", reason=reason
-            )
-        except (UnknownRequest, AnswerRejected) as exc:  # answered at the desk first
-            log.info("a remote client's permission answer came too late: %s", exc)
-
-    def _close_question(self, question: Question) -> None:
-        question.withdraw()
-        self.questions.discard(question)
-        if not (self.connections or self.questions):
-            self.forget(self)
-
     def _update(self, update: Update) -> None:
         """An update straight from the agent session: passed on only while no turn runs
-        (a turn's updates come through its log, `put_nowait`)."""
+        (a turn's updates come through its log, `read`)."""
         turn = self.conv.turn
         if turn is not None and not turn.done.is_set():
             return
         params = {"sessionId": self.session_id, "update": update.raw}
-        for connection in tuple(self.connections.values()):
-            connection.notify("session/update", params, self.session_id)
+        for client in tuple(self.clients.values()):
+            client.notify("session/update", params, self.session_id)
 
     # ---- the agent's questions -----------------------------------------------------------
 
@@ -208,67 +166,26 @@ class SessionRelay:
         question = Question(method, params, self.session_id)
         self.questions.add(question)
         try:
-            for connection in self.connections.values():
-                question.offer(connection)
+            for client in tuple(self.clients.values()):
+                question.offer(client)
             return await question.answer
         finally:
-            self.questions.discard(question)
-            question.withdraw()
-            if not (self.connections or self.questions):
-                self.forget(self)
+            self._close(question)
 
-    def reader_for(self, capability: str) -> Connection | None:
+    def reader_for(self, capability: str) -> RemoteClient | None:
         """The watcher to serve a file request: the prompter first, then any that can."""
-        candidates = [self.prompter, *self.connections.values()]
+        candidates = [self.prompter, *self.clients.values()]
         return next((c for c in candidates if c is not None and c.supports(capability)), None)
 
 
-class Question:
-    """One question of the agent, open to a session's watchers until one answers.
-
-    Each watcher gets it as its own request; the first good answer settles `answer`, and
-    `withdraw()` takes it back from the rest (`$/cancel_request`). When every watcher
-    asked answered with an error, `answer` is None; one that left is just not waited for.
-    """
-
-    def __init__(self, method: str, params: dict[str, Any], scope: str) -> None:
-        self.method, self.params, self.scope = method, params, scope
-        self.answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.answered_by: Connection | None = None  # whose answer `answer` holds
-        self._asking: dict[str, asyncio.Task[Any]] = {}
-        self._connections: dict[str, Connection] = {}
-
-    def offer(self, connection: Connection) -> None:
-        if self.answer.done() or connection.id in self._asking:
-            return
-        task = asyncio.ensure_future(connection.request(self.method, self.params, self.scope))
-        self._asking[connection.id] = task
-        self._connections[connection.id] = connection
-        task.add_done_callback(self._answered)
-
-    def drop(self, connection: Connection) -> None:
-        """`connection` left: no longer asked (one that attaches later still is)."""
-        task = self._asking.pop(connection.id, None)
-        if task is not None:
-            task.cancel()
-
-    def _answered(self, task: asyncio.Task[Any]) -> None:
-        if self.answer.done() or task.cancelled():
-            return
-        if task.exception() is None:
-            by = next(
-                (c for i, c in self._connections.items() if self._asking.get(i) is task), None
-            )
-            self.answered_by = by
-            self.answer.set_result(task.result())
-            return
-        log.info("%s: a remote client answered %r", self.method, task.exception())
-        if all(t.done() for t in self._asking.values()):
-            self.answer.set_result(None)
-
-    def withdraw(self) -> None:
-        for task in self._asking.values():
-            task.cancel()
+def _whole(history: list[TaskEvent], session: Session) -> bool:
+    """Whether the log holds the session's whole history: as many turns as the agent's
+    history has prompts (a session opened elsewhere has prompts the log never saw)."""
+    turns = sum(1 for event in history if event.type == "task-started")
+    prompts = sum(
+        1 for entry in session.view.entries if isinstance(entry, Message) and entry.role == "user"
+    )
+    return turns == prompts
 
 
 class SessionRelays:
@@ -293,15 +210,15 @@ class SessionRelays:
         conv = self.conversations.live_session(session_id)
         return self._relays.get(conv.id) if conv is not None else None
 
-    def detach(self, relay: SessionRelay, connection: Connection) -> None:
+    def detach(self, relay: SessionRelay, connection: RemoteClient) -> None:
         relay.detach(connection)
         # A relay nobody watches is kept while the agent's question is open, so that a
         # client that comes back (or another) is asked it.
-        if not (relay.connections or relay.questions):
+        if not (relay.watched or relay.questions):
             self._forget(relay)
 
-    def detach_all(self, connection: Connection) -> None:
-        for relay in [r for r in self._relays.values() if connection.id in r.connections]:
+    def detach_all(self, connection: RemoteClient) -> None:
+        for relay in [r for r in self._relays.values() if connection.id in r.clients]:
             self.detach(relay, connection)
 
     def _forget(self, relay: SessionRelay) -> None:
@@ -345,12 +262,12 @@ class SessionRelays:
         params = {"sessionId": ws.session_id, "path": path, "content": content}
         await _forwarded(connection, "fs/write_text_file", params, ws.session_id)
 
-    def _file_reader(self, session_id: str, capability: str) -> Connection | None:
+    def _file_reader(self, session_id: str, capability: str) -> RemoteClient | None:
         relay = self.find(session_id)
         return relay.reader_for(capability) if relay is not None else None
 
 
-async def _forwarded(connection: Connection, method: str, params: Any, scope: str) -> Any:
+async def _forwarded(connection: RemoteClient, method: str, params: Any, scope: str) -> Any:
     """A request to the remote client, its error passed to the agent as the client said it."""
     try:
         return await connection.request(method, params, scope)
@@ -369,4 +286,4 @@ class _ClientSaid(AcpError):
         self.code = code  # type: ignore[misc]
 
 
-__all__ = ["ASK_USER_METHOD", "Question", "SessionRelay", "SessionRelays"]
+__all__ = ["ASK_USER_METHOD", "SessionRelay", "SessionRelays"]

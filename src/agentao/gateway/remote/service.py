@@ -48,7 +48,7 @@ from agentao.gateway.config import McpUrlPolicy
 from agentao.gateway.errors import ApiError, TakenElsewhere
 from agentao.gateway.peers import Peers
 from agentao.gateway.pool import AgentPool
-from agentao.gateway.remote.connection import INIT_SCOPE, Connection, Connections
+from agentao.gateway.remote.clients import INIT_SCOPE, RemoteClient, RemoteClients
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
 from agentao.gateway.remote.limits import check_change, remote_policy, session_params
 from agentao.gateway.remote.mcp_urls import checked_mcp_servers
@@ -97,8 +97,9 @@ class RemoteAcp:
         self.conversations = conversations
         self.mcp = mcp
         self.store = store
+        self.replica = replica
         self.limits = limits = conversations.limits
-        self.connections = Connections(store.remote, store.events_after, limits, replica.boot_id)
+        self.connections = RemoteClients(store.remote, store, limits, replica.boot_id)
         self.relays = SessionRelays(conversations, LocalFiles(), limits.permission_deadline_seconds)
         self.far = FarSessions(store, replica, peers, limits)  # sessions live on other replicas
         for pool in conversations.pools.values():  # the agents' questions reach the clients
@@ -127,7 +128,7 @@ class RemoteAcp:
         transport: str,
         handshake: tuple[Wire, Request],
         connection_id: str | None = None,
-    ) -> tuple[Connection, bytes]:
+    ) -> tuple[RemoteClient, bytes]:
         """A new connection from its `initialize` request (as `first_message` gave it); the
         reply to it, which is also the connection's first message."""
         wire, request = handshake
@@ -156,7 +157,7 @@ class RemoteAcp:
         principal.check_agent(agent)
         return pool
 
-    async def close(self, connection: Connection) -> None:
+    async def close(self, connection: RemoteClient) -> None:
         """The client is gone: detach it (never touching another client's turn)."""
         self.relays.detach_all(connection)
         self.far.detach_all(connection)
@@ -179,11 +180,11 @@ class RemoteAcp:
 
     # ---- receiving -------------------------------------------------------------------------
 
-    def receive_text(self, connection: Connection, text: str) -> None:
+    def receive_text(self, connection: RemoteClient, text: str) -> None:
         """One WebSocket frame."""
         self.receive(connection, text.encode())
 
-    def receive(self, connection: Connection, message: dict[str, Any] | bytes) -> None:
+    def receive(self, connection: RemoteClient, message: dict[str, Any] | bytes) -> None:
         """One message from the client (a POST body, a WebSocket frame): a reply to one of
         our requests, else read by its protocol connection as on stdio."""
         if isinstance(message, bytes):
@@ -206,7 +207,7 @@ class RemoteAcp:
             wire.receive(message) if isinstance(message, bytes) else wire.receive_message(message)
         )
 
-    def _on_notification(self, connection: Connection, event: Notification) -> None:
+    def _on_notification(self, connection: RemoteClient, event: Notification) -> None:
         if event.method == "$/cancel_request":
             self._cancel_request(connection, event.params.request_id)
         elif event.method == "session/cancel":
@@ -214,7 +215,7 @@ class RemoteAcp:
         else:
             log.debug("remote notification %s ignored", event.method)
 
-    def _on_request(self, connection: Connection, request: Request) -> None:
+    def _on_request(self, connection: RemoteClient, request: Request) -> None:
         if request.method == "session/cancel":  # sent as a request: it gets its answer too
             self._cancel(connection, request.params.session_id)
             connection.reply(request.id, {}, _scope(request.method, params_of(request.message)))
@@ -224,7 +225,7 @@ class RemoteAcp:
         self._serving[key] = task
         task.add_done_callback(lambda t: self._served(connection, request, t))
 
-    def _served(self, connection: Connection, request: Request, task: asyncio.Task[None]) -> None:
+    def _served(self, connection: RemoteClient, request: Request, task: asyncio.Task[None]) -> None:
         """A request's task ended; one the client cancelled is answered -32800 here, so
         even a task cancelled before it first ran gets its reply."""
         key = (connection.id, request.id)
@@ -236,7 +237,7 @@ class RemoteAcp:
             scope = _scope(request.method, params_of(request.message))
             connection.reply_error(request.id, RequestCancelled().to_wire(), scope)
 
-    def _cancel_request(self, connection: Connection, request_id: RequestId) -> None:
+    def _cancel_request(self, connection: RemoteClient, request_id: RequestId) -> None:
         """`$/cancel_request`: the client's running request ends, answered -32800 (an
         unknown or finished one is ignored, as on stdio)."""
         key = (connection.id, request_id)
@@ -253,7 +254,7 @@ class RemoteAcp:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _serve(self, connection: Connection, request: Request) -> None:
+    async def _serve(self, connection: RemoteClient, request: Request) -> None:
         method, params = request.method, params_of(request.message)
         scope = _scope(method, params)
         try:
@@ -273,7 +274,7 @@ class RemoteAcp:
         else:
             connection.reply(request.id, result, scope)
 
-    async def _call(self, connection: Connection, method: str, params: dict[str, Any]) -> Any:
+    async def _call(self, connection: RemoteClient, method: str, params: dict[str, Any]) -> Any:
         if method == "session/new":
             return await self._new(connection, params)
         if method in ("session/load", "session/resume"):
@@ -289,9 +290,12 @@ class RemoteAcp:
             return await self._far_call(connection, far, method, params)
         relay = self._attached(connection, params)
         if method == "session/prompt":
+            if await self._held_elsewhere(relay.conv):  # another replica took it over
+                far = await self._move_away(relay)
+                return await self._far_call(connection, far, method, params)
             try:
                 return await self._prompt(connection, relay, params)
-            except TakenElsewhere:  # another replica took it over (we stalled past the lease)
+            except TakenElsewhere:  # taken between that look and the claim: followed there
                 far = await self._move_away(relay)
                 return await self._far_call(connection, far, method, params)
         if method == "session/close":
@@ -306,7 +310,7 @@ class RemoteAcp:
 
     # ---- sessions --------------------------------------------------------------------------
 
-    async def _new(self, connection: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    async def _new(self, connection: RemoteClient, params: dict[str, Any]) -> dict[str, Any]:
         pool = self.conversations.pool(connection.agent)
         params = await self._checked_servers(params)
         where = session_params(connection.principal, pool.spec, params)
@@ -320,11 +324,11 @@ class RemoteAcp:
         for update in session.drain():
             if isinstance(update, Update):
                 connection.notify("session/update", _update(session.id, update.raw))
-        relay.attach(connection)
+        await relay.attach(connection, replay=False)
         return {**to_builtins(session.response), "sessionId": session.id}
 
     async def _reopen(
-        self, connection: Connection, params: dict[str, Any], *, replay: bool
+        self, connection: RemoteClient, params: dict[str, Any], *, replay: bool
     ) -> dict[str, Any]:
         session_id = params.get("sessionId")
         if not isinstance(session_id, str):
@@ -333,24 +337,23 @@ class RemoteAcp:
             )
         params = await self._checked_servers(params)
         conv = await self._conversation_of(connection, session_id, params)
+        if await self._held_elsewhere(conv):  # served from the store, driven there
+            return await self._attach_far(connection, conv, replay)
         try:
             session = await self.conversations.bind(conv)
-        except TakenElsewhere:  # live on another replica: served from the store, driven there
-            await self.far.session(conv).attach(connection, replay)
-            return {"sessionId": session_id}
+        except TakenElsewhere:  # taken between that look and the claim
+            return await self._attach_far(connection, conv, replay)
         session.drain()  # folded into the view already; the watchers have their own
-        relay = self.relays.relay(conv)
-        if replay:  # the history, to this client only, before the reply (as from an agent)
-            for update in session.view.replay():
-                connection.notify("session/update", _update(session_id, update))
-        relay.attach(connection)
+        # The history, with `replay`, to this client only, before the reply (as from an
+        # agent): from the log when it holds it all (relay.py).
+        await self.relays.relay(conv).attach(connection, replay)
         result = {k: v for k, v in to_builtins(session.response).items() if k != "sessionId"}
         # The official SDK's client opens a session's stream when a message names the
         # session: the reply says which, so the rest reaches it there.
         return {**result, "sessionId": session_id}
 
     async def _conversation_of(
-        self, connection: Connection, session_id: str, params: dict[str, Any]
+        self, connection: RemoteClient, session_id: str, params: dict[str, Any]
     ) -> LiveConversation:
         convs, principal = self.conversations, connection.principal
         conv = await convs.by_session(connection.agent, session_id)
@@ -367,7 +370,7 @@ class RemoteAcp:
             )
         raise SessionNotFound(session_id)
 
-    async def _list(self, connection: Connection) -> dict[str, Any]:
+    async def _list(self, connection: RemoteClient) -> dict[str, Any]:
         limit = self.limits.conversations_listed
         records = await self.store.list_conversations(connection.principal.name, limit)
         sessions = [
@@ -383,10 +386,10 @@ class RemoteAcp:
         ]
         return {"sessions": sessions}
 
-    def _attached(self, connection: Connection, params: dict[str, Any]) -> SessionRelay:
+    def _attached(self, connection: RemoteClient, params: dict[str, Any]) -> SessionRelay:
         session_id = params.get("sessionId")
         relay = self.relays.find(session_id) if isinstance(session_id, str) else None
-        if relay is None or connection.id not in relay.connections:
+        if relay is None or connection.id not in relay.clients:
             raise SessionNotFound(str(session_id))
         return relay
 
@@ -400,7 +403,7 @@ class RemoteAcp:
     # ---- turns -----------------------------------------------------------------------------
 
     async def _prompt(
-        self, connection: Connection, relay: SessionRelay, params: dict[str, Any]
+        self, connection: RemoteClient, relay: SessionRelay, params: dict[str, Any]
     ) -> dict[str, Any]:
         prompt = _prompt_of(params)
         request = TurnRequest(
@@ -427,7 +430,7 @@ class RemoteAcp:
         return result.raw or {"stopReason": result.stop_reason}
 
     async def _far_call(
-        self, connection: Connection, far: FarSession, method: str, params: dict[str, Any]
+        self, connection: RemoteClient, far: FarSession, method: str, params: dict[str, Any]
     ) -> Any:
         if method == "session/close":
             self.far.detach(far, connection)
@@ -448,20 +451,32 @@ class RemoteAcp:
             pass
         await self.conversations.bind(far.conv)
         relay = self.relays.relay(far.conv)
-        for watcher in list(far.connections.values()):
+        for watcher in list(far.clients.values()):
             self.far.detach(far, watcher)
-            relay.attach(watcher)
+            await relay.attach(watcher, replay=False)
         return await self._prompt(connection, relay, params)
+
+    async def _held_elsewhere(self, conv: LiveConversation) -> bool:
+        """Whether another live replica holds the conversation (asked before claiming it,
+        so that claiming is refused only in a race: see `_reopen`, `_call`)."""
+        return await self.replica.holder_url(conv.id) is not None
+
+    async def _attach_far(
+        self, connection: RemoteClient, conv: LiveConversation, replay: bool
+    ) -> dict[str, Any]:
+        """A session live on another replica: served from the store, driven there."""
+        await self.far.session(conv).attach(connection, replay)
+        return {"sessionId": conv.record.session_id}
 
     async def _move_away(self, relay: SessionRelay) -> FarSession:
         """A session another replica holds now: its watchers here follow it there."""
         far = self.far.session(relay.conv)
-        for watcher in list(relay.connections.values()):
+        for watcher in list(relay.clients.values()):
             self.relays.detach(relay, watcher)
             await far.attach(watcher, replay=False)
         return far
 
-    def _cancel(self, connection: Connection, session_id: str) -> None:
+    def _cancel(self, connection: RemoteClient, session_id: str) -> None:
         """`session/cancel`: the session's running turn ends, its prompt answered
         `cancelled` (a session this connection is not attached to is ignored)."""
         far = self.far.find(session_id, connection)
@@ -469,7 +484,7 @@ class RemoteAcp:
             self._spawn(far.cancel())
             return
         relay = self.relays.find(session_id)
-        if relay is not None and connection.id in relay.connections:
+        if relay is not None and connection.id in relay.clients:
             turn = relay.conv.turn
             if turn is not None and not turn.done.is_set():
                 turn.cancel()

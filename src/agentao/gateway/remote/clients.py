@@ -2,7 +2,7 @@
 
 Theory of operation. Whatever the gateway sends a remote client -- replies, the
 updates of the sessions it watches, the agent's questions -- goes through
-`Connection.send()`, which numbers it (`seq`, per connection, from 1) and hands it
+`RemoteClient.send()`, which numbers it (`seq`, per connection, from 1) and hands it
 to the `RemoteHub`. The hub stores a batch of messages in one transaction and only
 then delivers each to the connection's readers (an SSE stream of its scope, or a
 WebSocket that reads every scope). So what a reader got is always stored, and a
@@ -13,6 +13,9 @@ An agent update of a turn is an event of its conversation's log (`tasklog.py`), 
 stores it once: `send_logged()` numbers it on the connection like any message, but the
 hub stores only a reference to the log's frame (`store/remote.py`), and a reader that
 reads it back from the store gets it rebuilt from that frame (`RemoteHub.stored_after`).
+A load's replay of a session's history is such references too (a `task-started`
+frame replays as its prompt, `logged_update`), on the connection's own stream: there
+the scope names no session, so the session is the conversation's (`LogReader`).
 The connection's numbering, and so resumption, is the same for both kinds: the cursor
 of a stream (`Last-Event-ID`, `after_seq`, a WebSocket's frame number) is the
 connection's seq; the log's seq travels in the reference.
@@ -28,7 +31,7 @@ A stream opened without a position starts after what that stream already handed 
 `Last-Event-ID` / `after_seq` it starts after that number.
 
 A batch the store refuses is never delivered. Each connection with a message in it
-*fails* (`Connection.fail`): its readers get one JSON-RPC error with `id: null` and
+*fails* (`RemoteClient.fail`): its readers get one JSON-RPC error with `id: null` and
 `data.code` `store_failed` (not numbered: no store holds it), then their streams end;
 a WebSocket closes with 1011. The connection is gone (its requests are withdrawn): a
 client sends `initialize` again, and `session/load` finds what was stored.
@@ -41,18 +44,19 @@ import itertools
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
+from agentao.client.content import prompt_text
 from agentao.gateway.auth import Principal, owns
 from agentao.gateway.batches import BatchWriter, WriterBackoff, describe
 from agentao.gateway.config import Limits
 from agentao.gateway.errors import NotFound, TooManyConnections
 from agentao.protocol.connection import Connection as Wire
-from agentao.store.gateway_records import TaskEvent
+from agentao.store.gateway_records import Conversation, TaskEvent
 from agentao.store.remote import RemoteConnection, RemoteMessage, RemoteStore
 
 _encode = msgspec.json.Encoder().encode
@@ -62,8 +66,13 @@ INIT_SCOPE = "$initialize"
 STORE_FAILED = "store_failed"  # data.code of the error a connection's readers get
 INTERNAL_ERROR = -32603  # JSON-RPC: the gateway could not do its part
 UNSTORED = 0  # the seq of a message no store holds: a store failure's error
-# A conversation's log after a seq (the store's `events_after`).
-LogReader = Callable[[str, int], Awaitable[list[TaskEvent]]]
+
+
+class LogReader(Protocol):
+    """The conversations' logs, and whose session each is (the gateway's store)."""
+
+    async def events_after(self, conversation_id: str, after_seq: int) -> list[TaskEvent]: ...
+    async def get_conversation(self, conversation_id: str) -> Conversation | None: ...
 
 
 class RemoteRequestError(Exception):
@@ -74,7 +83,7 @@ class RemoteRequestError(Exception):
         self.error = error
 
 
-class Connection:
+class RemoteClient:
     """A remote client's connection, live in this gateway process. `wire` is its protocol
     connection (agentao.protocol): what it sends is read by the same rules as on stdio."""
 
@@ -125,13 +134,18 @@ class Connection:
         self.seq += 1
         self.hub.queue(self, RemoteMessage(self.id, self.seq, scope, body))
 
-    def send_logged(self, conversation_id: str, event: TaskEvent, scope: str) -> None:
-        """A `task-running` frame of a conversation's log, as the `session/update` of the
-        session `scope`: stored as a reference to the frame (see the module docstring)."""
+    def send_logged(
+        self, conversation_id: str, event: TaskEvent, session_id: str, scope: str | None = None
+    ) -> None:
+        """A frame of a conversation's log (a `task-running` frame; a `task-started` one,
+        replayed as its prompt), as a `session/update` of session `session_id`, on the
+        stream `scope` (default: the session's): stored as a reference to the frame (see
+        the module docstring)."""
         if self.closed.is_set():
             return
+        scope = session_id if scope is None else scope
         self.seq += 1
-        body = session_update_body(scope, event)
+        body = session_update_body(session_id, event)
         message = RemoteMessage(self.id, self.seq, scope, body, conversation_id, event.seq)
         self.hub.queue(self, message)
 
@@ -239,7 +253,7 @@ class Connection:
 
 @dataclass(slots=True)
 class _Batch:
-    messages: list[tuple[Connection, RemoteMessage]] = field(default_factory=list)
+    messages: list[tuple[RemoteClient, RemoteMessage]] = field(default_factory=list)
 
 
 class RemoteHub:
@@ -249,7 +263,7 @@ class RemoteHub:
         self, store: RemoteStore, log: LogReader, backoff: WriterBackoff | None = None
     ) -> None:
         self.store = store
-        self._log = log  # the conversations' logs, by (conversation id, after seq)
+        self._log = log
         self._writer = BatchWriter(_Batch, self._write, self._fail, backoff)
 
     async def stored_after(
@@ -268,11 +282,24 @@ class RemoteHub:
             return messages
         frames: dict[tuple[str, int], TaskEvent] = {}
         for conversation_id, first in firsts.items():
-            for event in await self._log(conversation_id, first - 1):
+            for event in await self._log.events_after(conversation_id, first - 1):
                 frames[conversation_id, event.seq] = event
-        return [rebuilt for m in messages if (rebuilt := _rebuilt(m, frames)) is not None]
+        sessions = await self._sessions_of(messages)
+        return [rebuilt for m in messages if (rebuilt := _rebuilt(m, frames, sessions)) is not None]
 
-    def queue(self, connection: Connection, message: RemoteMessage) -> None:
+    async def _sessions_of(self, messages: list[RemoteMessage]) -> dict[str, str]:
+        """The session of each conversation a reference on the connection's own stream
+        refers to (a load's replay: its scope does not name the session)."""
+        sessions: dict[str, str] = {}
+        for conversation_id in {m.log_conversation for m in messages if m.scope == ""}:
+            if conversation_id is None:
+                continue
+            record = await self._log.get_conversation(conversation_id)
+            if record is not None and record.session_id is not None:
+                sessions[conversation_id] = record.session_id
+        return sessions
+
+    def queue(self, connection: RemoteClient, message: RemoteMessage) -> None:
         self._writer.batch.messages.append((connection, message))
         self._writer.kick()
 
@@ -297,20 +324,32 @@ class RemoteHub:
 
 
 def session_update_body(session_id: str, event: TaskEvent) -> bytes:
-    """The `session/update` a `task-running` frame of the log is, for session `session_id`."""
-    params = {"sessionId": session_id, "update": event.payload["update"]}
+    """The `session/update` a frame of the log is, for session `session_id`: a
+    `task-running` frame's update, or a `task-started` frame's prompt (a replay's)."""
+    params = {"sessionId": session_id, "update": logged_update(event)}
     return _encode({"jsonrpc": "2.0", "method": "session/update", "params": params})
 
 
+def logged_update(event: TaskEvent) -> Any:
+    """The ACP update a `task-running` frame carries, or the `user_message_chunk` a
+    `task-started` frame's prompt replays as (agents do not echo prompts)."""
+    if event.type != "task-started":
+        return event.payload["update"]
+    prompt = event.payload.get("prompt")
+    text = prompt_text(prompt) if isinstance(prompt, list) else str(prompt or "")
+    return {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}
+
+
 def _rebuilt(
-    message: RemoteMessage, frames: dict[tuple[str, int], TaskEvent]
+    message: RemoteMessage, frames: dict[tuple[str, int], TaskEvent], sessions: dict[str, str]
 ) -> RemoteMessage | None:
     if message.log_conversation is None:
         return message
     event = frames.get((message.log_conversation, message.log_seq))
-    if event is None:
+    session_id = message.scope or sessions.get(message.log_conversation)
+    if event is None or session_id is None:
         return None
-    body = session_update_body(message.scope, event)
+    body = session_update_body(session_id, event)
     return RemoteMessage(
         message.connection_id,
         message.seq,
@@ -321,7 +360,7 @@ def _rebuilt(
     )
 
 
-class Connections:
+class RemoteClients:
     """The remote connections of this gateway process, by id."""
 
     def __init__(self, store: RemoteStore, log: LogReader, limits: Limits, boot_id: str) -> None:
@@ -329,7 +368,7 @@ class Connections:
         self.limits = limits
         self.boot_id = boot_id
         self.hub = RemoteHub(store, log, WriterBackoff.of(limits))
-        self._live: dict[str, Connection] = {}
+        self._live: dict[str, RemoteClient] = {}
 
     @staticmethod
     def new_id() -> str:
@@ -343,7 +382,7 @@ class Connections:
         capabilities: dict[str, Any],
         wire: Wire,
         connection_id: str | None = None,
-    ) -> Connection:
+    ) -> RemoteClient:
         mine = [c for c in self._live.values() if c.principal.name == principal.name]
         if len(mine) >= self.limits.remote_connections_per_key:
             raise TooManyConnections(
@@ -364,10 +403,10 @@ class Connections:
             now,
         )
         await self.store.put_connection(record)
-        connection = self._live[record.id] = Connection(record, principal, self.hub, wire)
+        connection = self._live[record.id] = RemoteClient(record, principal, self.hub, wire)
         return connection
 
-    def get(self, connection_id: str | None, principal: Principal) -> Connection:
+    def get(self, connection_id: str | None, principal: Principal) -> RemoteClient:
         """The caller's live connection (404 for anything else: not ours, gone, unknown)."""
         connection = self._live.get(connection_id or "")
         if connection is not None and connection.failure is not None:  # the store failed it
@@ -382,7 +421,7 @@ class Connections:
         connection.last_active = time.monotonic()
         return connection
 
-    def all(self) -> list[Connection]:
+    def all(self) -> list[RemoteClient]:
         return list(self._live.values())
 
     async def close_all(self) -> None:
@@ -392,7 +431,7 @@ class Connections:
         self._live.clear()
         await self.hub.flush()
 
-    async def close(self, connection: Connection) -> None:
+    async def close(self, connection: RemoteClient) -> None:
         connection.close()
         self._live.pop(connection.id, None)
         await self.hub.flush()
@@ -410,7 +449,7 @@ class Connections:
             await self.store.delete_connection(connection_id)
         return len(stale)
 
-    def unread_beyond_limit(self, principal: Principal) -> list[Connection]:
+    def unread_beyond_limit(self, principal: Principal) -> list[RemoteClient]:
         """The key's connections to close so that one more fits its limit: those nobody
         reads (dropped, perhaps never coming back), least recently active first."""
         mine = [c for c in self._live.values() if c.principal.name == principal.name]
@@ -418,8 +457,8 @@ class Connections:
         unread = sorted((c for c in mine if not c.readers), key=lambda c: c.last_active)
         return unread[: max(excess, 0)]
 
-    def idle(self) -> list[Connection]:
-        """Connections nobody reads and nobody wrote to for `remote_idle_seconds`."""
+    def idle(self) -> list[RemoteClient]:
+        """Clients nobody reads and nobody wrote to for `remote_idle_seconds`."""
         cutoff = time.monotonic() - self.limits.remote_idle_seconds
         return [c for c in self._live.values() if not c.readers and c.last_active < cutoff]
 
@@ -429,10 +468,11 @@ __all__ = [
     "INIT_SCOPE",
     "STORE_FAILED",
     "UNSTORED",
-    "Connection",
-    "Connections",
     "LogReader",
+    "RemoteClient",
+    "RemoteClients",
     "RemoteHub",
     "RemoteRequestError",
+    "logged_update",
     "session_update_body",
 ]
