@@ -33,6 +33,7 @@ from agentao.gateway.config import AgentSpec, ApiKey, Limits
 from tests.fakes import sdk_agent
 from tests.gateway.acp_peers import RawPeer, SdkPeer, chunk_text, reply_to, until
 from tests.gateway.conftest import ON_EACH_STORE, LiveGateway, scripted_spec
+from tests.waiting import until as wait_until
 
 pytestmark = pytest.mark.timeout(90)
 SLOW_TEXT = "tick " * 150
@@ -87,12 +88,21 @@ async def test_the_sdk_client_initializes_prompts_cancels_and_loads(
     finally:
         await peer.close()
 
-    # A second client loads the session: its history arrives before the reply.
+    # A second client loads the session and gets its history (sent before the reply:
+    # test_one_log.py reads the wire; the SDK runs each notification's handler in a task
+    # of its own, which may run after the reply resolved, so that is waited for here).
     other = await SdkPeer.connect(acp_url(gw, scheme))
     try:
         await other.initialize()
         loaded = await other.conn.load_session(session_id=sid, cwd=work(gw), mcp_servers=[])
         assert loaded is not None
+        await wait_until(
+            lambda: (
+                other.kinds().count("user_message_chunk") == 2
+                and other.texts(sid).startswith("Answer one.tick")
+            ),
+            "the replayed history",
+        )
         replayed = other.kinds()
         assert replayed.count("user_message_chunk") == 2  # both prompts, as the user sent them
         assert other.texts(sid).startswith("Answer one.tick")

@@ -43,6 +43,7 @@ import msgspec
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 
+from agentao.client.content import prompt_text
 from agentao.gateway.auth import (
     CLIENT_HEADER,
     WEB_CLIENT,
@@ -112,7 +113,7 @@ async def start_task(request: Request) -> Any:
             raise BadRequest(f"the conversation belongs to {conv.record.agent!r}", param="agent")
     else:
         conv = await gw.conversations.create(principal.name, choice.agent, "task")
-    title = " ".join(b["text"] for b in blocks if b["type"] == "text").strip()
+    title = prompt_text(blocks).strip()
     turn = await gw.conversations.begin(
         conv,
         TurnRequest(blocks, title or "(prompt)", principal.name, policy, choice.model, "task"),

@@ -41,6 +41,7 @@ from typing import Any
 import msgspec
 
 from agentao.client import ClientError, TurnEnd, Update
+from agentao.client.content import prompt_text
 from agentao.client.files import LocalFiles
 from agentao.client.remote import SESSION_SCOPED  # their replies go to the session's stream
 from agentao.gateway.auth import Principal, owns
@@ -408,7 +409,7 @@ class RemoteAcp:
         prompt = _prompt_of(params)
         request = TurnRequest(
             prompt=prompt,
-            title=_prompt_text(prompt),
+            title=prompt_text(prompt) or "(no text)",
             owner=connection.principal.name,
             policy=remote_policy(connection.principal),
             source="acp",
@@ -523,11 +524,6 @@ def _scope_of(message: Any) -> str:
 def _scope(method: str, params: dict[str, Any]) -> str:
     session_id = params.get("sessionId")
     return session_id if method in SESSION_SCOPED and isinstance(session_id, str) else ""
-
-
-def _prompt_text(blocks: list[dict[str, Any]]) -> str:
-    text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-    return text or "(no text)"
 
 
 def _iso(timestamp: float) -> str:
