@@ -161,6 +161,15 @@ async def _remote_client(gw: LiveGateway) -> Any:
     return socket
 
 
+async def _allow_once(socket: Any, asked: dict[str, Any]) -> None:
+    """Answer a `session/request_permission` with its allow_once option."""
+    allow = next(o for o in asked["params"]["options"] if o["kind"] == "allow_once")
+    outcome = {"outcome": "selected", "optionId": allow["optionId"]}
+    await socket.send(
+        json.dumps({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": outcome}})
+    )
+
+
 def _updates(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [m["params"]["update"] for m in messages if m.get("method") == "session/update"]
 
@@ -215,11 +224,7 @@ async def _a_turn_two_clients_watch(
     asked = await _until(
         first, lambda m: m.get("method") == "session/request_permission", seen_first
     )
-    allow = next(o for o in asked["params"]["options"] if o["kind"] == "allow_once")
-    outcome = {"outcome": "selected", "optionId": allow["optionId"]}
-    await first.send(
-        json.dumps({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": outcome}})
-    )
+    await _allow_once(first, asked)
     done = await _until(first, lambda m: m.get("id") == 3, seen_first)
     assert done["result"]["stopReason"] == "end_turn"
     seen_second: list[dict[str, Any]] = []
@@ -467,11 +472,7 @@ async def test_every_face_sees_the_same_events_of_a_turn_in_the_same_order(
         asked = await _until(
             at_a, lambda m: m.get("method") == "session/request_permission", seen_a
         )
-        allow = next(o for o in asked["params"]["options"] if o["kind"] == "allow_once")
-        outcome = {"outcome": "selected", "optionId": allow["optionId"]}
-        await at_a.send(
-            json.dumps({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": outcome}})
-        )
+        await _allow_once(at_a, asked)
         chat_text, task_id = await asyncio.wait_for(chat, GUARD_SECONDS)
         task_frames = await _task_stream(a, auth, task_id)
         assert task_frames[0]["seq"] > 1  # one log: numbered on after the turn before
