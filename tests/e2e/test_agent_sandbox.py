@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import uuid
@@ -182,3 +183,25 @@ async def test_git_in_a_hostile_repository_runs_nothing_it_names(
     assert not marker.exists()  # it ran nothing the repository named …
     assert permission_titles(agent) == []  # … though it ran unasked …
     assert "+hello" in tool_output(agent, sid, "s1")  # … and showed the commit
+
+
+async def test_the_sandbox_probe_runs_before_any_session_is_asked_for(
+    sandbox: Sandbox, tmp_path: Path, ws: Path
+) -> None:
+    """Once `initialize` is answered the agent probes the sandbox in the background, so
+    the first `session/new` does not pay for it on a client's clock. A `bwrap` first on
+    PATH notes each run and hands over to the real one."""
+    from tests.waiting import until
+
+    bin_dir, noted = tmp_path / "bin", tmp_path / "bwrap-ran"
+    bin_dir.mkdir()
+    real = shutil.which("bwrap")
+    assert real is not None
+    fake = bin_dir / "bwrap"
+    fake.write_text(f'#!/bin/sh\necho ran >> "{noted}"\nexec "{real}" "$@"\n')
+    fake.chmod(0o755)
+    env = scripted_env(tmp_path, [{"text": "hi"}], PATH=f"{bin_dir}:{os.environ['PATH']}")
+    async with running(env) as agent:
+        await until(noted.exists, "the sandbox probe, with no session asked for")
+        sid = await agent.new_session(ws)  # control: sessions work, on the probe's answer
+        assert (await agent.prompt(sid, "hello"))["result"]["stopReason"] == "end_turn"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import uuid
@@ -69,6 +70,19 @@ def test_sessions_are_spread_across_processes(gateway_factory) -> None:
     with gw.http() as http:
         health = http.get("/healthz").json()
     assert health["status"] == "ok" and health["agents"]["agentao"]["live"] == 2
+
+
+def test_sessions_opened_at_once_are_spread_across_processes(gateway_factory) -> None:
+    """Sessions opened together (a burst of new conversations) go to different
+    processes: a session being opened counts for its process before the agent answers."""
+    gw = gateway_factory(processes=2)
+    pool = gw.gateway.pools["agentao"]
+
+    async def open_four() -> None:
+        await asyncio.gather(*(pool.new_session(None, "all") for _ in range(4)))
+
+    gw.run(open_four())
+    assert [len(w.sessions) for w in pool.workers] == [2, 2]
 
 
 def test_an_agent_that_cannot_start_is_a_503(gateway_factory, tmp_path) -> None:

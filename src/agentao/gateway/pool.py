@@ -13,7 +13,9 @@ process). A monitor task waits for that process to exit; then the worker is
 marked dead at once (its in-flight turns already fail inside the client with
 AgentDisconnected) and restarted after a back-off that doubles on every failed
 start and resets once a process has lived `STABLE_SECONDS`. Sessions are opened
-on the live worker hosting the fewest; a request that finds no live worker waits
+on the live worker hosting the fewest, counting those it is opening (`Worker.load`:
+a burst of new conversations is spread, not heaped on one process while the first
+answers are awaited); a request that finds no live worker waits
 up to `Limits.start_timeout_seconds` for one, then gets a 503.
 
 The gateway never answers the agent's calls itself: files go through the
@@ -28,7 +30,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -109,6 +111,9 @@ class Worker:
         self.command = command
         self.client: Client | None = None
         self.sessions: set[str] = set()
+        # Sessions asked of the agent and not yet answered: they count toward its load,
+        # or a burst of new conversations would all pick the same process.
+        self.opening = 0
         self._monitor: asyncio.Task[None] | None = None
         self._backoff = pool.limits.restart_backoff_seconds
         self._closing = False
@@ -120,6 +125,20 @@ class Worker:
     @property
     def name(self) -> str:
         return f"{self.pool.spec.name}[{self.ceiling}:{self.index}]"
+
+    @property
+    def load(self) -> int:
+        """The sessions it hosts and those it is opening."""
+        return len(self.sessions) + self.opening
+
+    @contextlib.contextmanager
+    def opening_one(self) -> Iterator[None]:
+        """Count a session being opened here while the agent answers."""
+        self.opening += 1
+        try:
+            yield
+        finally:
+            self.opening -= 1
 
     async def start(self) -> None:
         """Start the process (retrying with back-off until it works or the pool closes)."""
@@ -312,7 +331,7 @@ class AgentPool:
         while True:
             live = [w for w in group if w.alive]
             if live:
-                return min(live, key=lambda w: len(w.sessions))
+                return min(live, key=lambda w: w.load)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AgentUnavailable(
@@ -329,10 +348,11 @@ class AgentPool:
         worker = await self._worker(ceiling)
         assert worker.client is not None
         p = params or SessionParams()
-        session = await worker.client.new_session(
-            p.cwd or self.spec.cwd, additional_dirs=p.additional_dirs, mcp_servers=p.mcp_servers
-        )
-        worker.sessions.add(session.id)
+        with worker.opening_one():
+            session = await worker.client.new_session(
+                p.cwd or self.spec.cwd, additional_dirs=p.additional_dirs, mcp_servers=p.mcp_servers
+            )
+            worker.sessions.add(session.id)
         self.learn_models(session.response)
         await self._hold_mode(session, self.spec.rules(ceiling), fresh=True)
         return session
@@ -346,14 +366,15 @@ class AgentPool:
         worker = await self._worker(ceiling)
         assert worker.client is not None
         p = params or SessionParams()
-        session = await worker.client.load_session(
-            session_id,
-            p.cwd or self.spec.cwd,
-            additional_dirs=p.additional_dirs,
-            mcp_servers=p.mcp_servers,
-        )
-        session.drain()
-        worker.sessions.add(session.id)
+        with worker.opening_one():
+            session = await worker.client.load_session(
+                session_id,
+                p.cwd or self.spec.cwd,
+                additional_dirs=p.additional_dirs,
+                mcp_servers=p.mcp_servers,
+            )
+            session.drain()
+            worker.sessions.add(session.id)
         await self._hold_mode(session, self.spec.rules(ceiling), fresh=False)
         return session
 

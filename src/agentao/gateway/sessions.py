@@ -82,6 +82,10 @@ class LiveConversation:
     # Remote connections watching it (changed only by `Conversations.attach`/`detach`).
     attached: set[str] = field(default_factory=set)
     lease: int | None = None  # our fencing token, while this replica holds it (replicas.py)
+    # Where its log ends (the seq of its last stored frame), while nobody else can have
+    # written it since we learnt it: created here, or held since our last task on it ended
+    # with every frame stored. None: ask the store (`TaskHub.open`).
+    log_seq: int | None = None
 
     @property
     def id(self) -> str:
@@ -204,7 +208,9 @@ class Conversations:
         )
         self.pool(agent)
         self.hub.save_conversation(record)  # written with (and before) its first task
-        return self._remember(record)
+        live = self._remember(record)
+        live.log_seq = 0  # new: its log is empty (a replica's first claim forgets this)
+        return live
 
     def _remember(self, record: Conversation) -> LiveConversation:
         live = self._live.get(record.id)
@@ -280,8 +286,11 @@ class Conversations:
         """Hold the conversation's lease (or be sent to the replica that does); if another
         replica held it since we last did, what we kept of it is stale: read it again."""
         async with self._leasing.hold(conv.id):
-            token, stale = await self.replica.claim(conv.id, conv.lease)
+            held = conv.lease
+            token, stale = await self.replica.claim(conv.id, held)
             conv.lease = token
+            if stale or (held is None and self.replica.shared):
+                conv.log_seq = None  # another replica may have written its log meanwhile
             if not stale:
                 return
             record = await self.store.get_conversation(conv.id)
@@ -373,8 +382,9 @@ class Conversations:
         task_id = "task_" + uuid.uuid4().hex
         # The log writes the task's row before its first frame, off the critical path;
         # it numbers the frames on from the conversation's log (one read of the store).
+        log_end, conv.log_seq = conv.log_seq, None  # known again once this task ends well
         task_log = await self.hub.open(
-            TaskRecord(task_id, conv.id, "running", prompt=request.title[:2000])
+            TaskRecord(task_id, conv.id, "running", prompt=request.title[:2000]), log_end
         )
         if conv.record.title is None:
             conv.record.title = short_title(request.title, self.limits.title_chars) or None
@@ -428,6 +438,8 @@ class Conversations:
             else:
                 self.hub.end(turn.log, "error", getattr(turn.result, "message", None))
             await turn.log.closed.wait()
+            if not fenced and turn.log.failure is None:  # every frame of it is stored
+                conv.log_seq = turn.log.last_seq
         finally:
             conv.last_used = asyncio.get_running_loop().time()
             if conv.turn is turn:

@@ -2,10 +2,13 @@
 
 Theory of operation. A conversation has one log: the frames of all its tasks (turns),
 numbered per *conversation* (seq 1, 2, ... across its tasks). `TaskHub.open()` opens a
-task's `TaskLog`, numbering on from the conversation's last stored seq (read from the
-store when no task of the conversation is open here: one indexed read per turn, which
-also finds what another replica, or a settled dead gateway, appended meanwhile; one
-turn at a time per conversation, so nobody else numbers it while it is open here).
+task's `TaskLog`, numbering on from the conversation's last stored seq: when no task of
+the conversation is open here, the caller says where its log ends if it knows (it created
+the conversation, or held it since its last task here ended, all of it stored: see
+`sessions.py`, `LiveConversation.log_seq`), else it is read from the store (one indexed
+read, which also finds what another replica, or a settled dead gateway, appended
+meanwhile); one turn at a time per conversation, so nobody else numbers it while it is
+open here.
 `TaskLog.emit()` is synchronous: it numbers the frame and hands it to the hub, so a
 turn never waits for the disk.
 The hub has one writer (`batches.BatchWriter`) for every task at once: it takes
@@ -80,6 +83,7 @@ class TaskLog:
         self.closed = asyncio.Event()  # the task's row says how it ended (see `TaskHub.end`)
         self.failed = asyncio.Event()  # a batch of this task could not be stored
         self.failure: TaskEvent | None = None  # then: the `task-error` its watchers got
+        self.last_seq = 0  # the seq of its last frame numbered (its log ends there once stored)
 
     def emit(self, type_: str, payload: dict[str, Any]) -> TaskEvent:
         """Number a frame and queue it for the store, then the watchers. Once the store
@@ -88,7 +92,7 @@ class TaskLog:
             return TaskEvent(self.task_id, UNSTORED, type_, time.time(), payload)
         if self.finished.is_set():
             raise RuntimeError(f"task {self.task_id} has ended; {type_} not emitted")
-        seq = self._hub.number(self.conversation_id)
+        seq = self.last_seq = self._hub.number(self.conversation_id)
         event = TaskEvent(self.task_id, seq, type_, time.time(), payload)
         self._hub.queue(event)
         return event
@@ -178,12 +182,14 @@ class TaskHub:
         self._retried: set[str] = set()  # tasks whose end is written again, once (`_fail`)
         self._writer = BatchWriter(_Batch, self._write, self._fail, backoff)
 
-    async def open(self, record: TaskRecord) -> TaskLog:
+    async def open(self, record: TaskRecord, log_end: int | None = None) -> TaskLog:
         """A log for a new task of `record.conversation_id`, numbering on from that
-        conversation's last stored seq; its row is written before its first frame."""
+        conversation's last stored seq: `log_end` when the caller knows it (it held the
+        conversation since its last task here ended, or created it), else read from the
+        store. Its row is written before its first frame."""
         conversation_id = record.conversation_id
         if conversation_id not in self._last_seq:
-            last = await self.store.last_seq(conversation_id)
+            last = await self.store.last_seq(conversation_id) if log_end is None else log_end
             self._last_seq.setdefault(conversation_id, last)
         self._open_tasks[conversation_id] = self._open_tasks.get(conversation_id, 0) + 1
         task_log = self._logs[record.id] = TaskLog(record.id, conversation_id, self)

@@ -64,6 +64,7 @@ class AcpAgent:
         self._background: set[asyncio.Task[Any]] = set()
         self.extensions = {SET_MODEL_METHOD: self.set_model}
         self.sandbox = Sandbox(settings.sandbox)
+        self._probing: asyncio.Future[Any] | None = None  # the sandbox probe, once started
         self.models = ModelDirectory(settings.models_timeout)
 
     @property
@@ -262,11 +263,23 @@ class AcpAgent:
         await live.emit(live.usage())
         await live.send(session_info(live))
 
+    def warm(self) -> None:
+        """Once `initialize` is answered: run the one-off sandbox probe and import what
+        every session's tools need, in the background, so the first session/new finds
+        them done instead of paying for them (tens of ms) on a client's clock."""
+        self._probing = asyncio.ensure_future(asyncio.to_thread(self.sandbox.status))
+        task = asyncio.ensure_future(asyncio.to_thread(_import_session_modules))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     async def _probe_sandbox(self) -> None:
-        """Run the one-off sandbox probe (a subprocess) off the event loop; once known, the
-        answer costs nothing (no thread hop per session/new)."""
-        if self.sandbox.known is None:
-            await asyncio.to_thread(self.sandbox.status)
+        """Run the one-off sandbox probe (a subprocess) off the event loop, once; once
+        known, the answer costs nothing (no thread hop per session/new)."""
+        if self.sandbox.known is not None:
+            return
+        if self._probing is None:
+            self._probing = asyncio.ensure_future(asyncio.to_thread(self.sandbox.status))
+        await asyncio.shield(self._probing)
 
     async def _load(self, session_id: str) -> tuple[AgentSession, dict[str, Any]]:
         try:
@@ -351,6 +364,14 @@ class AcpAgent:
         )
         for task in list(self._background):
             task.cancel()
+
+
+def _import_session_modules() -> None:
+    """What every session loads on first use (the built-in tools and their local
+    environment), imported ahead of it; the import lock makes a race with a session
+    opening meanwhile harmless."""
+    import agentao.agent.local_env
+    import agentao.agent.tools.registry  # noqa: F401
 
 
 def _file_catalog() -> Catalog | None:

@@ -1,4 +1,8 @@
-"""The agent's event loop: the endpoint over stdio, the store, and an orderly shutdown."""
+"""The agent's event loop: the endpoint over stdio, the store, and an orderly shutdown.
+
+Once it runs (`initialize` is answered), the agent warms up in the background: the
+one-off sandbox probe and the imports every session needs (`AcpAgent.warm`), so the
+first `session/new` does not pay for them."""
 
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ async def serve(
         reader, writer = await open_stdio()
         log.info("agentao ACP agent ready (state in %s)", home)
         coalescing = CoalescingWriter(writer)
+        agent.warm()
         await endpoint.run(PrefixedReader(leftover, reader, agent.cancel_all), coalescing)
     finally:
         await agent.shutdown()
