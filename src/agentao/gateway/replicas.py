@@ -67,7 +67,7 @@ class Replica:
         self.recovery = recovery
         self.limits = limits
         self._followers: dict[str, set[asyncio.Event]] = {}  # by task id
-        self._conversations: dict[str, set[Woken]] = {}  # by conversation id
+        self._conversations: dict[str, set[asyncio.Event]] = {}  # by conversation id
         self._tasks: list[asyncio.Task[None]] = []
         self._members: list[Member] = []
         self._members_read_at = -math.inf
@@ -211,10 +211,11 @@ class Replica:
             yield event
 
     @contextlib.contextmanager
-    def follow_conversation(self, conversation_id: str) -> Iterator[Woken]:
-        """Which of the conversation's tasks got frames stored, on any replica."""
-        with self._following(self._conversations, conversation_id, Woken()) as woken:
-            yield woken
+    def follow_conversation(self, conversation_id: str) -> Iterator[asyncio.Event]:
+        """An event set whenever any replica stores frames of the conversation's log (its
+        reader then reads the log after its one position)."""
+        with self._following(self._conversations, conversation_id, asyncio.Event()) as event:
+            yield event
 
     @staticmethod
     @contextlib.contextmanager
@@ -231,9 +232,8 @@ class Replica:
     def _wake(self, task_id: str, conversation_id: str) -> None:
         for event in self._followers.get(task_id, ()):
             event.set()
-        for woken in self._conversations.get(conversation_id, ()):
-            woken.tasks.add(task_id)
-            woken.set()
+        for event in self._conversations.get(conversation_id, ()):
+            event.set()
 
     async def stored(self, tasks: list[tuple[str, str]]) -> None:
         """Frames of these (task, conversation) were stored here: wake the other replicas."""
@@ -244,12 +244,4 @@ class Replica:
                 log.exception("could not wake the other replicas")
 
 
-class Woken(asyncio.Event):
-    """Set when a task of the followed conversation got frames; `tasks` says which."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tasks: set[str] = set()
-
-
-__all__ = ["Replica", "Woken", "advertised_url"]
+__all__ = ["Replica", "advertised_url"]

@@ -101,8 +101,7 @@ class FarSession(ConversationReader):
     async def _watch(self) -> None:
         with self.replica.follow_conversation(self.conv.id) as woken:
             while True:
-                woken.tasks.clear()  # cleared before reading: a wake-up meanwhile is kept
-                woken.clear()
+                woken.clear()  # cleared before reading: a wake-up meanwhile is kept
                 try:
                     await self._read()
                     await asyncio.wait_for(woken.wait(), self.limits.ping_interval_seconds)
