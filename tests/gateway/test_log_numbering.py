@@ -9,6 +9,8 @@ import threading
 
 import pytest
 
+from agentao.store.gateway_records import TaskRecord
+
 LAST_SEQ_READ = "max(last_seq)"
 
 
@@ -74,3 +76,22 @@ def test_a_conversation_forgotten_here_reads_its_log_end_again(gateway_factory) 
     seqs = log_seqs(gw, conversation_id)
     assert seqs[: len(before)] == before
     assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > len(before)
+
+
+@pytest.mark.parametrize("gateway_store", ["postgres"], indirect=True)
+def test_on_a_shared_store_a_turn_numbers_after_a_frame_another_writer_appended(
+    gateway_factory,
+) -> None:
+    """On a shared store another replica may append to a log this one holds (settling a
+    dead replica's task writes its last frame): the next turn numbers on after it."""
+    gw = gateway_factory()
+    conversation_id = chat(gw, "shared", "one")
+    store = gw.gateway.store
+    dead = TaskRecord("task_dead", conversation_id, "running")
+    gw.run(store.append_events([], tasks=[dead]))  # a task a vanished replica ran
+    gw.run(store.db.execute("UPDATE gw_tasks SET boot_id = 'boot_gone' WHERE id = 'task_dead'"))
+    assert gw.run(gw.gateway.recovery.settle_boot("boot_gone", "it went away")) == 1
+    chat(gw, "shared", "two")
+    log = gw.run(store.events_after(conversation_id, 0))
+    assert [e.seq for e in log] == list(range(1, len(log) + 1))
+    assert [e.task_id for e in log].count("task_dead") == 1  # its last frame, in the middle

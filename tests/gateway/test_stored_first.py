@@ -87,6 +87,36 @@ async def test_a_frame_the_store_refused_is_never_delivered(store: SqliteGateway
     hub.close()
 
 
+async def test_frames_queued_behind_a_refused_batch_are_not_stored(
+    store: SqliteGatewayStore,
+) -> None:
+    """A batch of a task is refused while the task's next frame waits for the next batch:
+    that frame is not stored either (stored, it would number on past a gap)."""
+    hub = TaskHub(store, "boot_1", backoff=WriterBackoff(0, 0))
+    task_log, watcher = await _open_task(hub, "task_a")
+    task_log.emit("task-running", {"update": {"n": 1}})
+    await hub.flush()
+    writing, refuse = asyncio.Event(), asyncio.Event()
+    append = store.append_events
+
+    async def refused_once(*args: Any, **kwargs: Any) -> None:
+        store.append_events = append  # type: ignore[method-assign]
+        writing.set()
+        await refuse.wait()
+        raise RuntimeError("the store refused this batch")
+
+    store.append_events = refused_once  # type: ignore[method-assign]
+    task_log.emit("task-running", {"update": {"n": 2}})
+    await asyncio.wait_for(writing.wait(), GUARD_SECONDS)
+    task_log.emit("task-running", {"update": {"n": 3}})  # queued behind the batch of 2
+    refuse.set()
+    assert (await _next(watcher)).seq == 1
+    assert (await _next(watcher)).payload["error"]["code"] == STORE_FAILED
+    await hub.flush()
+    assert [e.seq for e in await store.task_events("task_a", 0)] == [1]
+    hub.close()
+
+
 async def test_a_writer_whose_batch_raises_logs_it_and_writes_the_next(
     store: SqliteGatewayStore, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -9,7 +9,8 @@ import psycopg
 import pytest
 
 from agentao.store.gateway import open_store
-from agentao.store.postgres import PG_GATEWAY_SCHEMA
+from agentao.store.gateway_records import Conversation, TaskEvent, TaskRecord
+from agentao.store.postgres import PG_GATEWAY_SCHEMA, LogNotHeld
 from agentao.store.postgres_db import migrate
 from agentao.store.postgres_remote import PG_REMOTE_SCHEMA
 from agentao.store.sqlite import Schema
@@ -119,3 +120,22 @@ def test_urls_are_shown_without_their_password() -> None:
         "postgresql://[redacted]@h:5/d?sslmode=require"
     )
     assert shown("/var/lib/agentao/gateway.sqlite3") == "/var/lib/agentao/gateway.sqlite3"
+
+
+async def test_a_replica_that_lost_the_lease_cannot_write_into_the_log(pg_url: str) -> None:
+    """A replica that stalled past its lease and woke up (its task's boot) is refused
+    frames into the conversation's log once another holds the lease; the holder writes."""
+    store = open_store(pg_url)
+    try:
+        await store.create_conversation(Conversation("c1", "local", "agentao", "task"))
+        stale, holder = TaskRecord("t_a", "c1", "running"), TaskRecord("t_b", "c1", "running")
+        stale.boot_id, holder.boot_id = "boot_a", "boot_b"
+        await store.append_events([TaskEvent("t_a", 1, "task-started", 1.0, {})], tasks=[stale])
+        assert (await store.cluster.claim("c1", "boot_b", 30.0)).granted
+        with pytest.raises(LogNotHeld):
+            await store.append_events([TaskEvent("t_a", 2, "task-running", 2.0, {})])
+        await store.append_events([TaskEvent("t_b", 2, "task-started", 2.0, {})], tasks=[holder])
+        log = await store.events_after("c1", 0)
+        assert [(e.task_id, e.seq) for e in log] == [("t_a", 1), ("t_b", 2)]
+    finally:
+        await store.close()

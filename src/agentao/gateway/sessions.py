@@ -84,7 +84,8 @@ class LiveConversation:
     lease: int | None = None  # our fencing token, while this replica holds it (replicas.py)
     # Where its log ends (the seq of its last stored frame), while nobody else can have
     # written it since we learnt it: created here, or held since our last task on it ended
-    # with every frame stored. None: ask the store (`TaskHub.open`).
+    # with every frame stored, on a store no other replica writes. None: ask the store
+    # (`TaskHub.open`).
     log_seq: int | None = None
 
     @property
@@ -289,8 +290,8 @@ class Conversations:
             held = conv.lease
             token, stale = await self.replica.claim(conv.id, held)
             conv.lease = token
-            if stale or (held is None and self.replica.shared):
-                conv.log_seq = None  # another replica may have written its log meanwhile
+            if self.replica.shared:  # others write logs too: where one ends is the store's
+                conv.log_seq = None  # (a replica that settles a dead one's task, say)
             if not stale:
                 return
             record = await self.store.get_conversation(conv.id)

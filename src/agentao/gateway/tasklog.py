@@ -308,6 +308,10 @@ class TaskHub:
             task_log = self._logs.pop(task_id, None)
             if task_log is not None:
                 self._failed(task_log, error)
+        # Their frames already queued for the next batch go too: stored after the refused
+        # ones, they would leave a gap and number on past what was refused.
+        pending = self._writer.batch
+        pending.frames = [f for f in pending.frames if f.task_id not in ids]
         retry = [(t, r) for t, r in batch.ended if batch.frames and r.id not in self._retried]
         for task_log, record in batch.ended:
             self._failed(task_log, error)

@@ -172,10 +172,25 @@ _INSERT_TASK = (
     "VALUES (%s, %s, %s, %s, %s, %s)"
 )
 _INSERT_FRAMES = INSERT_LOG_FRAMES
+# A turn's frames, written only while no other replica holds the conversation's lease
+# (gw_leases, postgres_cluster.py): a replica that stalled past its lease and woke up
+# must not number frames into a log its successor writes on. Params: (first seq, last
+# seq, frames, task).
+_INSERT_HELD_FRAMES = (
+    "INSERT INTO gw_log_frames (conversation_id, first_seq, last_seq, task_id, frames) "
+    "SELECT t.conversation_id, %s, %s, t.id, %s FROM gw_tasks t WHERE t.id = %s "
+    "AND NOT EXISTS (SELECT 1 FROM gw_leases l "
+    "WHERE l.conversation_id = t.conversation_id AND l.boot_id <> t.boot_id)"
+)
 _INSERT_BOOT = (
     "INSERT INTO gw_boots (id, host, machine_boot, pid_ns, pid, pid_start, started_at) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s)"
 )
+
+
+class LogNotHeld(RuntimeError):
+    """A batch named a task whose conversation another replica holds (or no task): none of
+    it is stored."""
 
 
 class PostgresGatewayStore:
@@ -308,14 +323,18 @@ class PostgresGatewayStore:
         upserts = [_conversation_row(c) for c in conversations]
         new = [new_task_row(t) for t in tasks]
         started = [response_row(r) for r in responses]
-        rows = frame_rows(events)
+        rows = [(first, last, frames, task) for task, first, last, _, frames in frame_rows(events)]
         ends = [task_end_row(t) for t in ended]
 
         async def append(tx: PgTransaction) -> None:
             await tx.executemany(_UPSERT_CONVERSATION, upserts)
             await tx.executemany(_INSERT_TASK, new)
             await tx.executemany(_INSERT_RESPONSE + " ON CONFLICT (id) DO NOTHING", started)
-            await tx.executemany(_INSERT_FRAMES, rows)
+            if await tx.executemany(_INSERT_HELD_FRAMES, rows) != len(rows):
+                raise LogNotHeld(
+                    "frames refused: another replica holds the conversation now, or the "
+                    "task is unknown"
+                )
             await tx.executemany(
                 "UPDATE gw_tasks SET status = %s, ended_at = %s, error = %s WHERE id = %s", ends
             )
@@ -441,4 +460,4 @@ def open_postgres_store(
     return PostgresGatewayStore(db, url)
 
 
-__all__ = ["PG_GATEWAY_SCHEMA", "PostgresGatewayStore", "open_postgres_store"]
+__all__ = ["PG_GATEWAY_SCHEMA", "LogNotHeld", "PostgresGatewayStore", "open_postgres_store"]

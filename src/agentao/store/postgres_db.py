@@ -67,12 +67,15 @@ class PgTransaction:
         cursor = await self._conn.execute(sql, args)
         return cursor.rowcount
 
-    async def executemany(self, sql: str, rows: Sequence[Params]) -> None:
-        if rows:  # nothing to send: no round trip
-            if self._trace:
-                self._trace(sql)
-            async with self._conn.cursor() as cursor:
-                await cursor.executemany(sql, rows)
+    async def executemany(self, sql: str, rows: Sequence[Params]) -> int:
+        """Run `sql` once per row; the number of rows it changed in all."""
+        if not rows:  # nothing to send: no round trip
+            return 0
+        if self._trace:
+            self._trace(sql)
+        async with self._conn.cursor() as cursor:
+            await cursor.executemany(sql, rows)
+            return cursor.rowcount
 
     async def fetchone(self, sql: str, args: Params = ()) -> dict[str, Any] | None:
         if self._trace:
