@@ -51,14 +51,20 @@ def sandbox() -> Sandbox:
 def postgres_server() -> Iterator[PostgresServer]:
     """A real PostgreSQL cluster on 127.0.0.1 for the whole session (see tests/postgres.py).
     Skipped only where PostgreSQL is not installed, except in CI (`.ci/run` installs it)."""
+    server = PostgresServer.start(postgres_bindir())
+    yield server
+    server.stop()
+
+
+def postgres_bindir() -> Path:
+    """Where initdb and pg_ctl are; without them the test is skipped, or fails in CI
+    (`.ci/run` installs PostgreSQL)."""
     bindir = find_bindir()
     if bindir is None:
         if os.environ.get("CI"):
             pytest.fail("CI must be able to run PostgreSQL: initdb/pg_ctl not found")
         pytest.skip("PostgreSQL is not installed here (no initdb/pg_ctl)")
-    server = PostgresServer.start(bindir)
-    yield server
-    server.stop()
+    return bindir
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +29,9 @@ from agentao.gateway.config import Limits
 from agentao.gateway.tasklog import STORE_FAILED, TaskHub, wire_frame
 from agentao.store.gateway import SqliteGatewayStore, open_gateway_store
 from agentao.store.gateway_records import Conversation, TaskEvent, TaskRecord
+from tests.conftest import postgres_bindir
 from tests.gateway.conftest import LiveGateway
-from tests.postgres import PostgresServer, find_bindir
+from tests.postgres import PostgresServer
 
 pytestmark = pytest.mark.timeout(120)
 GUARD_SECONDS = 20  # how long a test waits for an event before calling it lost (a hang guard)
@@ -171,12 +171,7 @@ def breakable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Breaka
     if request.param == "sqlite":
         yield BreakableStore(str(tmp_path / "gateway.sqlite3"), "sqlite", _sqlite_read_only)
         return
-    bindir = find_bindir()
-    if bindir is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI must be able to run PostgreSQL: initdb/pg_ctl not found")
-        pytest.skip("PostgreSQL is not installed here (no initdb/pg_ctl)")
-    server = PostgresServer.start(bindir)  # a cluster of its own: this test stops it
+    server = PostgresServer.start(postgres_bindir())  # a cluster of its own: this test stops it
     try:
         yield BreakableStore(server.create_database(), "postgres", lambda _gw: server.halt())
     finally:
