@@ -65,14 +65,18 @@ class PostgresServer:
             user = pwd.getpwnam(UNPRIVILEGED_USER)
             os.chown(root, user.pw_uid, user.pw_gid)
         server = cls(bindir, root, _free_port())
-        data, log = str(root / "data"), str(root / "log")
+        data = str(root / "data")
         server._run(
             "initdb", "-D", data, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-sync"
         )
-        options = f"-k {root} -h 127.0.0.1 -p {server.port} -F"
-        timeout = str(START_TIMEOUT_SECONDS)
-        server._run("pg_ctl", "-D", data, "-l", log, "-w", "-t", timeout, "-o", options, "start")
+        server._start()
         return server
+
+    def _start(self) -> None:
+        data, log = str(self.root / "data"), str(self.root / "log")
+        options = f"-k {self.root} -h 127.0.0.1 -p {self.port} -F"
+        timeout = str(START_TIMEOUT_SECONDS)
+        self._run("pg_ctl", "-D", data, "-l", log, "-w", "-t", timeout, "-o", options, "start")
 
     def _run(self, tool: str, *args: str, check: bool = True) -> None:
         command = [str(self.bindir / tool), *args]
@@ -101,6 +105,11 @@ class PostgresServer:
         its directory stays until `stop`."""
         self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop")
         self._halted = True
+
+    def restart(self) -> None:
+        """Start a halted server again, on the same port, with what it had stored."""
+        self._start()
+        self._halted = False
 
     def stop(self) -> None:
         if not self._halted:

@@ -312,6 +312,9 @@ class ServedGateway:
     so the keyless gateway's local token). Without keys, `token` is that token, read from
     the state directory as `agentao run` reads it, and the helpers send it."""
 
+    this_test: list[ServedGateway] = []  # started by the running test: its log if it fails
+    LOG_LINES_ON_FAILURE = 300
+
     def __init__(self, tmp: Path, config_text: str, home: Path | None = None) -> None:
         self.home = home or tmp / "home"
         config = tmp / "gateway.toml"
@@ -326,6 +329,7 @@ class ServedGateway:
             command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
         )
         self.lines: list[str] = []
+        ServedGateway.this_test.append(self)
         self._seen = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
         self.wait_for_line("Application startup complete")
@@ -438,6 +442,23 @@ ceiling = "all"
     )
     yield served
     served.stop()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    ServedGateway.this_test.clear()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test's report carries the logs of the gateway processes it started: a
+    failure seen once in CI can be read, not only guessed at."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    for served in ServedGateway.this_test:
+        tail = "".join(served.lines[-ServedGateway.LOG_LINES_ON_FAILURE :])
+        report.sections.append((f"agentao serve on port {served.port}: its last lines", tail))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

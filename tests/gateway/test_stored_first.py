@@ -160,20 +160,31 @@ class BreakableStore:
     target: str  # a SQLite file or a PostgreSQL URL
     kind: str
     halt: Callable[[LiveGateway], None]
+    mend: Callable[[LiveGateway], None]  # the store takes writes again
 
 
 def _sqlite_read_only(gw: LiveGateway) -> None:
     gw.run(gw.gateway.store.db.call(lambda c: c.execute(READ_ONLY)))
 
 
+def _sqlite_writable(gw: LiveGateway) -> None:
+    gw.run(gw.gateway.store.db.call(lambda c: c.execute("PRAGMA query_only = 0")))
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def breakable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BreakableStore]:
     if request.param == "sqlite":
-        yield BreakableStore(str(tmp_path / "gateway.sqlite3"), "sqlite", _sqlite_read_only)
+        target = str(tmp_path / "gateway.sqlite3")
+        yield BreakableStore(target, "sqlite", _sqlite_read_only, _sqlite_writable)
         return
     server = PostgresServer.start(postgres_bindir())  # a cluster of its own: this test stops it
     try:
-        yield BreakableStore(server.create_database(), "postgres", lambda _gw: server.halt())
+        yield BreakableStore(
+            server.create_database(),
+            "postgres",
+            lambda _gw: server.halt(),
+            lambda _gw: server.restart(),
+        )
     finally:
         server.stop()
 
@@ -225,6 +236,31 @@ def test_every_reader_of_a_turn_gets_the_store_failure_and_nothing_unstored(
         if "choices" in json.loads(e)
     )
     assert "Wrote hello.txt" not in text
+
+
+def test_a_conversation_whose_turn_the_store_failed_takes_turns_once_it_is_back(
+    gateway_factory: Any, breakable: BreakableStore
+) -> None:
+    """The turn that failed releases its conversation whatever the store answers as it
+    ends (on PostgreSQL, its lease cannot be checked either): once the store is back, the
+    conversation's next request is served, not told "busy" for good."""
+    gw = _failing_gateway(gateway_factory, breakable)
+    keyed = {"model": "agentao", "x_session_id": "kept-through-an-outage"}
+    ask = {POLICY_HEADER: "ask"}
+    with gw.http() as http:
+        body = {**keyed, "stream": True, "messages": [_said("write the file")]}
+        with http.stream("POST", "/v1/chat/completions", json=body, headers=ask) as chat:
+            with connect(gw.ws_url(f"/v1/tasks/{chat.headers['x-task-id']}/stream")) as ws:
+                _watch_and_approve(ws, lambda: breakable.halt(gw))
+            assert STORE_FAILED in chat.read().decode()
+        breakable.mend(gw)
+        answer = http.post("/v1/chat/completions", json={**keyed, "messages": [_said("hello")]})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["choices"][0]["message"]["content"]
+
+
+def _said(text: str) -> dict[str, str]:
+    return {"role": "user", "content": text}
 
 
 def _watch_and_approve(ws: Any, break_store: Callable[[], None]) -> list[dict[str, Any]]:

@@ -52,7 +52,7 @@ from agentao.gateway.reasons import OUTSIDE_TURN
 from agentao.gateway.replicas import Replica
 from agentao.gateway.tasklog import TaskHub
 from agentao.gateway.titles import short_title
-from agentao.gateway.turns import GatewayTurn, TurnContext
+from agentao.gateway.turns import GatewayTurn, TurnContext, TurnFailed
 from agentao.store.gateway import GatewayStore
 from agentao.store.gateway_records import Conversation, TaskRecord
 
@@ -60,6 +60,11 @@ log = logging.getLogger("agentao.gateway")
 LEASE_LOST = (
     "another gateway replica took this conversation over while the turn ran (this one "
     "stopped renewing its lease); the turn's result was not kept"
+)
+LEASE_LOST_CODE = "lease_lost"  # the code of a turn whose result was not kept
+LEASE_UNKNOWN = (
+    "the store could not say whether this gateway replica still held the conversation "
+    "when the turn ended; the turn's result was not kept"
 )
 CONVERSATION_PREFIX = "conv_"  # every conversation id starts so (and no other id does)
 
@@ -416,35 +421,48 @@ class Conversations:
 
     async def _ended(self, turn: GatewayTurn) -> None:
         conv, _turn, request = self._running.pop(turn.id)
-        ok = isinstance(turn.result, TurnEnd)
-        fenced = not await self.replica.holds(conv.id, conv.lease)
-        if fenced:  # another replica took the conversation over: its record is not ours
-            log.error("conversation %s: lease lost during a turn; its result is not kept", conv.id)
-            ok, conv.lease = False, None
         try:
-            if ok:
-                conv.record.turn_count += 1
-                self._take_agent_title(conv, turn)
-                answered = request.transcript_after
-                digest = answered(turn) if answered is not None else None
-                if digest is not None:
-                    old_hash, conv.record.transcript_hash = conv.record.transcript_hash, digest
-                    self._index(conv, old_hash)
-            # Stored with the next batch of frames, not a transaction of its own.
-            if ok:
-                self.hub.save_conversation(conv.record)
-                self.hub.end(turn.log, "ended")
-            elif fenced:
-                self.hub.end(turn.log, "error", LEASE_LOST)
-            else:
-                self.hub.end(turn.log, "error", getattr(turn.result, "message", None))
-            await turn.log.closed.wait()
-            if not fenced and turn.log.failure is None:  # every frame of it is stored
-                conv.log_seq = turn.log.last_seq
-        finally:
+            await self._keep(conv, turn, request)
+        finally:  # whatever failed above, the conversation is not left busy for good
             conv.last_used = asyncio.get_running_loop().time()
             if conv.turn is turn:
                 conv.reserved = False
+
+    async def _keep(self, conv: LiveConversation, turn: GatewayTurn, request: TurnRequest) -> None:
+        """The turn's end in its conversation's record and log, if the lease is still ours."""
+        ok = isinstance(turn.result, TurnEnd)
+        lost = await self._lease_lost(conv)
+        if lost is not None:  # another replica may own the record now: ours is not kept
+            log.error("conversation %s: %s", conv.id, lost)
+            ok, conv.lease = False, None
+            turn.result = TurnFailed(lost, LEASE_LOST_CODE)  # its consumer is told so
+        if ok:
+            conv.record.turn_count += 1
+            self._take_agent_title(conv, turn)
+            answered = request.transcript_after
+            digest = answered(turn) if answered is not None else None
+            if digest is not None:
+                old_hash, conv.record.transcript_hash = conv.record.transcript_hash, digest
+                self._index(conv, old_hash)
+            # Stored with the next batch of frames, not a transaction of its own.
+            self.hub.save_conversation(conv.record)
+            self.hub.end(turn.log, "ended")
+        elif lost is not None:
+            self.hub.end(turn.log, "error", lost)
+        else:
+            self.hub.end(turn.log, "error", getattr(turn.result, "message", None))
+        await turn.log.closed.wait()
+        if lost is None and turn.log.failure is None:  # every frame of it is stored
+            conv.log_seq = turn.log.last_seq
+
+    async def _lease_lost(self, conv: LiveConversation) -> str | None:
+        """Why the turn's result may not be kept (None: this replica still holds it)."""
+        try:
+            held = await self.replica.holds(conv.id, conv.lease)
+        except Exception:  # the store is away: nobody can say who owns the record now
+            log.warning("conversation %s: could not check its lease", conv.id, exc_info=True)
+            return LEASE_UNKNOWN
+        return None if held else LEASE_LOST
 
     def start_over(self, conv: LiveConversation) -> None:
         """Forget the conversation's agent session (the agent could not load it): its next

@@ -67,7 +67,9 @@ class TurnFailed:
     """The turn could not finish: the agent died, answered an error, or timed out."""
 
     message: str
-    code: str  # agent_disconnected | agent_error | agent_timeout | gateway_error | store_failed
+    # agent_disconnected | agent_error | agent_timeout | gateway_error | store_failed |
+    # lease_lost (another replica took the conversation over: the result was not kept)
+    code: str
 
 
 TurnItem = Step | TurnEnd | TurnFailed
