@@ -62,6 +62,9 @@ async def test_c7_load_replays_the_whole_history_before_answering(tmp_path, ws):
     assert result["configOptions"][0]["currentValue"] == "scripted/script"
     index = agent.received.index(reply)
     assert all(agent.received.index(m) < index for m in agent.received if turn_update(m))
+    # Nothing of the load comes after its reply, the commands included.
+    before = [m["params"]["update"]["sessionUpdate"] for m in agent.received[:index] if _update(m)]
+    assert "available_commands_update" in before
     kinds = [u["sessionUpdate"] for u in replayed]
     assert kinds[0] == "user_message_chunk"
     assert replayed[0]["content"]["text"] == "first task"
@@ -87,6 +90,10 @@ async def test_c7_load_replays_the_whole_history_before_answering(tmp_path, ws):
     # The same story as live, minus the live-only progress.
     live_final = [u for u in live if u["sessionUpdate"] == "tool_call_update"][-1]
     assert live_final == final
+
+
+def _update(message: dict) -> bool:
+    return message.get("method") == "session/update"
 
 
 async def test_c7_load_restores_mode_and_model_and_continues(tmp_path, ws):

@@ -7,7 +7,9 @@ window, switching models), `config_options.py` (the options' shapes),
 `persistence.py` (the store).
 Work a session does after it is announced (starting MCP servers, a startup
 replay) is scheduled to run after the reply, so the `session/new` result is
-on the wire before the session's first update.
+on the wire before the session's first update. A `session/load` is the other
+way round: its history, the commands and the MCP servers' notices all come
+before its reply.
 """
 
 from __future__ import annotations
@@ -118,8 +120,10 @@ class AcpAgent:
         self, params: schema.LoadSessionRequest, message: dict[str, Any]
     ) -> schema.LoadSessionResponse:
         live = await self._restore(params, params_of(message).get("mcpServers"))
+        # All of a load comes before its reply (the client knows the session's id already):
+        # clients, and the conformance kit, take the reply as "the session is caught up".
         await self._replay(live)
-        live.setup = self._after_reply(self._setup(live, replay=False))
+        await self._setup(live, replay=False)
         return schema.LoadSessionResponse(
             modes=opts.mode_state(live.agent.mode_id, live.ceiling),
             config_options=opts.model_options(live.llm, live.catalog),
