@@ -22,6 +22,7 @@ from tests.npm_peers import NpmPeers, codex_env
 
 PEER_TIMEOUT = 60  # seconds: a stuck peer fails the test instead of hanging the suite
 V1_SCHEMA = Path(__file__).resolve().parents[2] / "spec" / "acp-schema.v1.json"
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "data" / "real-agent-transcripts"
 
 READ_WITH_PERMISSION = [
     {"think": ["let me read it"]},
@@ -235,3 +236,29 @@ def test_codex_acp_streams_a_prompt_over_v2_from_the_fake_llm(
     assert updates(lines)[-1]["stopReason"] == "end_turn"
     turn = [r for r in fake_llm.requests if r.body.get("model") == fake_llm.model]
     assert [r.path for r in turn] == ["/v1/responses"]
+
+
+def test_the_ts_v2_agent_refuses_version_1(v2_peers: NpmPeers) -> None:
+    """A v2-only agent asked for version 1 answers -32022 (unsupported protocol version)."""
+    ask_v1 = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": 1, "clientCapabilities": {}}}  # fmt: skip
+    done = subprocess.run(
+        v2_peers.agent_command(), input=json.dumps(ask_v1) + "\n",
+        capture_output=True, text=True, timeout=PEER_TIMEOUT,
+    )  # fmt: skip
+    answer = json.loads(done.stdout.splitlines()[0])
+    assert answer["error"]["code"] == -32022
+    assert answer["error"]["data"] == {"requested": 1, "supported": [2]}
+
+
+def test_the_recorded_codex_v2_transcript_follows_the_v2_schema() -> None:
+    """tests/data/real-agent-transcripts/codex-acp-v2.jsonl, test data for the client and
+    the gateway, is what the schema allows (a v2 hello, a read, a permission)."""
+    path = TRANSCRIPTS / "codex-acp-v2.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+
+    assert problems(lines) == []
+    methods = {m["msg"].get("method") for m in lines}
+    assert {"initialize", "session/new", "session/prompt", "session/request_permission"} <= methods
+    assert "requires_action" in states(lines)
+    assert "/tmp/" not in path.read_text() and "127.0.0.1" not in path.read_text()
