@@ -10,6 +10,7 @@ import pytest
 
 from agentao.agent.sandbox import Sandbox
 from tests.fakes.fake_llm import FakeLLM
+from tests.npm_peers import NpmPeers, find_peers
 from tests.postgres import PostgresServer, find_bindir
 
 
@@ -71,3 +72,15 @@ def postgres_bindir() -> Path:
 def pg_url(postgres_server: PostgresServer) -> str:
     """The URL of a new, empty database of its own for this test."""
     return postgres_server.create_database()
+
+
+@pytest.fixture(scope="session")
+def v2_peers() -> NpmPeers:
+    """The real v2 peers from npm (tests/npm_peers.py): skipped where tests/peers is not
+    installed, except in CI (`.ci/run` runs `npm ci` there), where that is a failure."""
+    found = find_peers()
+    if isinstance(found, str):
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must be able to run the v2 peers: {found}")
+        pytest.skip(found)
+    return found

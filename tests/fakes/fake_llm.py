@@ -27,7 +27,9 @@ async tests and subprocesses (`agentao --acp` with `fake.env()`) can all reach i
 
 Routes: POST /v1/chat/completions (streaming SSE ending `data: [DONE]`, or one JSON body
 when `stream` is false), GET /v1/models, POST /v1/messages (Anthropic events, same replies:
-reasoning → thinking, tool calls → tool_use). Each request pops the next queued reply; with
+reasoning → thinking, tool calls → tool_use), POST /v1/responses (streamed only: OpenAI
+Responses events, tool calls → `function_call` items; tests/fakes/fake_responses.py), which
+codex, and so codex-acp, needs. Each request pops the next queued reply; with
 the queue empty the reply is the text `fake.default_text`. Tool calls stream as one delta
 with id and name, then the argument JSON in three pieces. Usage (default 10 in / 5 out) is
 sent when the client asks for it (`stream_options.include_usage`); `usage=None` omits it.
@@ -53,6 +55,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
+
+from tests.fakes.fake_responses import responses_events
 
 __all__ = ["FakeLLM", "FakeReply", "FakeToolCall", "Recorded"]
 
@@ -218,7 +222,7 @@ class FakeLLM:
             if self.advertise_window and self.window:
                 data[0]["context_length"] = self.window
             return await _json(send, 200, {"object": "list", "data": data})
-        if method != "POST" or path not in ("/v1/chat/completions", "/v1/messages"):
+        if method != "POST" or path not in _POST_ROUTES:
             return await _json(send, 404, {"error": {"message": f"no route {method} {path}"}})
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         record = Recorded(path, json.loads(raw or b"{}"), headers)
@@ -249,7 +253,7 @@ class FakeLLM:
             )
             await _json(send, 200, body, reply.headers)
         else:
-            render = _anthropic_events if anthropic else _openai_chunks
+            render = _STREAM_RENDERERS.get(path, _openai_chunks)
             events = render(reply, self.model, record.body)
             await self._stream(receive, send, reply, events, record)
             return
@@ -284,6 +288,7 @@ class FakeLLM:
         await asyncio.gather(sender, watcher, return_exceptions=True)
 
 
+_POST_ROUTES = ("/v1/chat/completions", "/v1/messages", "/v1/responses")
 _SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 
 
@@ -436,3 +441,7 @@ def _too_long(tokens: int, window: int, anthropic: bool) -> FakeReply:
         body = {"error": {"message": message, "type": "invalid_request_error",
                           "param": "messages", "code": "context_length_exceeded"}}  # fmt: skip
     return FakeReply(status=400, error=message, error_body=body)
+
+
+# The streaming renderer of each POST route (Chat Completions is the default).
+_STREAM_RENDERERS = {"/v1/messages": _anthropic_events, "/v1/responses": responses_events}
