@@ -25,6 +25,7 @@ Unions msgspec cannot dispatch (`schema.DispatchedUnion`: McpServer, AuthMethod,
 converts it with the same hook. Their errors carry both paths; `_normalize` joins them into one.
 
 `encode` and `to_builtins` write an UnknownVariant back as the raw object it was read from.
+The same functions serve every protocol version's types (v2's share v1's runtime classes).
 """
 
 from __future__ import annotations
@@ -37,13 +38,9 @@ from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import msgspec
 
-from agentao.protocol.schema import (
-    LENIENT_FIELDS,
-    UNION_DISPATCH,
-    DispatchedUnion,
-    Lenience,
-    UnknownVariant,
-)
+from agentao.protocol import schema as _v1
+from agentao.protocol.schema import DispatchedUnion, Lenience, UnknownVariant
+from agentao.protocol.v2 import schema as _v2
 
 __all__ = ["MAX_REPAIRS", "decode_lenient", "decode_strict", "encode", "to_builtins"]
 
@@ -53,6 +50,9 @@ _AT = re.compile(r" - at `(\$[^`]*)`")
 _STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]|(\[\.\.\.\])")
 _MISSING = object()
 _UNMARKED = Lenience(frozenset(), frozenset(), frozenset())
+# Every protocol version's tables, keyed by its own classes: one decoder serves v1 and v2.
+UNION_DISPATCH = {**_v1.UNION_DISPATCH, **_v2.UNION_DISPATCH}
+LENIENT_FIELDS = {**_v1.LENIENT_FIELDS, **_v2.LENIENT_FIELDS}
 
 
 def decode_strict(tp: type[T], obj: Any) -> T:
