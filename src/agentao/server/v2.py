@@ -18,14 +18,13 @@ from agentao.server.capabilities import initialize_response_v2
 
 if TYPE_CHECKING:
     from agentao.protocol.v2 import schema as v2
-    from agentao.server.agent import AcpAgent
 
 
 class AgentV2:
     """Handlers for a v2 connection, over the agent that serves v1."""
 
-    def __init__(self, agent: AcpAgent) -> None:
-        self.agent = agent
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent  # the AcpAgent serving v1 (server/agent.py imports this module)
         self.extensions: dict[str, Any] = {}  # the vendor methods are v1's until served here
 
     async def initialize(self, params: v2.InitializeRequest) -> dict[str, Any]:
