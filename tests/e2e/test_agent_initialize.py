@@ -78,13 +78,23 @@ async def test_c1_image_prompts_are_advertised_for_the_configured_model(
     assert result["agentCapabilities"]["promptCapabilities"]["image"] is image
 
 
-@pytest.mark.parametrize("version", [1, 2, 0, 65535])
-async def test_c1_protocol_version_negotiates_to_1_never_errors(env, version):
+@pytest.mark.parametrize(("version", "settled"), [(1, 1), (2, 2), (65535, 2)])
+async def test_c1_protocol_version_negotiates_to_the_highest_at_or_below(env, version, settled):
+    # Seed C.1 said "always 1"; since ACP v2 (issue 22) a client asking for 2 or more gets v2
+    # (tests/e2e/test_agent_versions.py), and one asking for 1 exactly the v1 result.
+    info = {"name": "test", "version": "1"}
     async with running(env, init=False) as agent:
         result = await agent.call(
-            "initialize", {"protocolVersion": version, "clientCapabilities": {}}
+            "initialize", {"protocolVersion": version, "clientCapabilities": {}, "info": info}
         )
-    assert result["protocolVersion"] == 1
+    assert result["protocolVersion"] == settled
+
+
+async def test_c1_protocol_version_0_is_unsupported(env):
+    # v2's rule: no version we speak is at or below 0 (seed C.1 answered 1)
+    async with running(env, init=False) as agent:
+        reply = await agent.request("initialize", {"protocolVersion": 0, "clientCapabilities": {}})
+    assert reply["error"]["code"] == -32022
 
 
 @pytest.mark.parametrize("version", [True, False, "1", 1.5, None, [1]])

@@ -6,7 +6,7 @@ offers fs, terminals and notices (so the agent's own requests are on the wire to
 session/new with a broken MCP server (a notice), modes and models, a turn that
 thinks, reads, writes, edits, runs a command after asking permission, plans and
 asks the user, reports usage; the error replies; list, close, resume, load (a
-replay), delete. Then every recorded message is checked (tests/e2e/stable_wire.py).
+replay), delete. Then every recorded message is checked (tests/schema_check.py, v1).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.agent_process import running, scripted_env
-from tests.e2e.stable_wire import problems
 from tests.e2e.test_agent_client_io import CAPS, FakeEditor
+from tests.schema_check import check_all
 
 pytestmark = pytest.mark.timeout(90)
 MCP_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
@@ -110,4 +110,4 @@ async def test_every_message_the_agent_sends_follows_the_stable_schema(tmp_path)
     methods = {m["method"] for m in agent.agent_requests}
     assert {"fs/read_text_file", "fs/write_text_file", "terminal/create"} <= methods
     assert {"session/request_permission", "_agentao.cn/ask_user"} <= methods
-    assert problems(agent.received, agent.sent) == []
+    assert check_all(agent.received, agent.sent, version=1) == []

@@ -11,7 +11,7 @@ import agentao.protocol as protocol
 def test_exported_members() -> None:
     public = {name for name in dir(protocol) if not name.startswith("_")}
     modules = {"connection", "endpoint", "errors", "framing", "lanes", "lifecycle"}
-    modules |= {"schema", "methods", "decode", "stdio", "salvage", "meta"}
+    modules |= {"schema", "methods", "decode", "stdio", "salvage", "meta", "v2", "versions"}
     assert public - modules == set(protocol.__all__)
     for name in protocol.__all__:
         assert getattr(protocol, name).__module__.startswith("agentao.protocol")

@@ -14,6 +14,8 @@ import msgspec
 import pytest
 
 from agentao.protocol import decode, methods, schema
+from agentao.protocol.v2 import methods as v2_methods
+from agentao.protocol.v2 import schema as v2_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATED = ROOT / "src/agentao/protocol"
@@ -29,13 +31,16 @@ def _structs() -> list[type[msgspec.Struct]]:
     ]
 
 
+GENERATED_FILES = ("schema.py", "methods.py", "v2/schema.py", "v2/methods.py")
+
+
 def test_generated_files_match_the_schema(tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, str(ROOT / "scripts/gen_schema.py"), "--out-dir", str(tmp_path)],
         check=True,
         cwd=ROOT,
     )
-    for name in ("schema.py", "methods.py"):
+    for name in GENERATED_FILES:
         fresh = (tmp_path / name).read_text(encoding="utf-8")
         current = (GENERATED / name).read_text(encoding="utf-8")
         assert fresh == current, (
@@ -46,7 +51,7 @@ def test_generated_files_match_the_schema(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff not installed")
 def test_generated_files_are_formatted() -> None:
-    files = [str(GENERATED / "schema.py"), str(GENERATED / "methods.py")]
+    files = [str(GENERATED / name) for name in GENERATED_FILES]
     done = subprocess.run(
         ["ruff", "format", "--check", "--isolated", "--line-length", "100", *files],
         capture_output=True,
@@ -228,3 +233,36 @@ def test_methods_with_two_specs() -> None:
     assert methods.find_method("session/new", "client", "request") is None
     assert methods.METHODS["session/new"].params is schema.NewSessionRequest
     assert methods.METHODS["session/update"].side == "client"
+
+
+# -- v2 ------------------------------------------------------------------------------------------
+
+V2_DEFS = json.loads((ROOT / "spec/acp-schema.v2.unstable.json").read_text())["$defs"]
+V2_STABLE = json.loads((ROOT / "spec/acp-schema.v2.json").read_text())["$defs"]
+
+
+def test_v2_method_table_covers_its_schemas() -> None:
+    assert {(s.method, s.side) for s in v2_methods.METHOD_SPECS} == _x_methods(V2_DEFS)
+    for spec in v2_methods.METHOD_SPECS:
+        assert isinstance(spec, methods.MethodSpec)  # one shape for every version's table
+        assert spec.stable == (spec.params.__name__ in V2_STABLE), spec
+        assert spec.params.__module__ == "agentao.protocol.v2.schema"
+    assert v2_methods.find_method("session/load", "agent", "request") is None  # gone in v2
+    assert v2_methods.find_method("session/resume", "agent", "request") is not None
+
+
+def test_v2_shares_v1_runtime_classes_and_decodes_state_update() -> None:
+    assert v2_schema.UnknownVariant is schema.UnknownVariant
+    assert v2_schema.DispatchedUnion is schema.DispatchedUnion
+    wire = {
+        "sessionId": "s1",
+        "update": {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"},
+    }
+    note = decode.decode_strict(v2_schema.UpdateSessionNotification, wire)
+    assert isinstance(note.update, v2_schema.StateUpdateSessionUpdate)
+    assert (note.update.state, note.update.stop_reason) == ("idle", "end_turn")
+    assert msgspec.json.decode(decode.encode(note)) == wire
+    odd = {"sessionId": "s1", "update": {"sessionUpdate": "_x.example/new", "n": 1}}
+    kept = decode.decode_lenient(v2_schema.UpdateSessionNotification, odd)
+    assert isinstance(kept.update, schema.UnknownVariant)
+    assert msgspec.json.decode(decode.encode(kept)) == odd

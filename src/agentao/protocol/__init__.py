@@ -1,7 +1,9 @@
 """The ACP wire: framing, JSON-RPC connection (sans-IO), asyncio endpoint, errors.
 
 Generated wire types live in `agentao.protocol.schema` and the method table in
-`agentao.protocol.methods`; import those modules directly (see docs/protocol-api.md).
+`agentao.protocol.methods` (ACP v1), `agentao.protocol.v2.schema` and `.v2.methods` (ACP v2);
+import those modules directly (see docs/protocol-api.md). `agentao.protocol.versions` says
+which versions a connection speaks and how `initialize` settles one.
 
 The asyncio endpoint is imported on first use of its names: importing asyncio costs
 more than everything else `agentao --acp` needs to answer `initialize`, and the
@@ -23,6 +25,7 @@ from agentao.protocol.errors import (
     PeerError,
     RequestCancelled,
     SessionNotFound,
+    UnsupportedVersion,
 )
 
 __all__ = [
@@ -42,6 +45,7 @@ __all__ = [
     "PeerError",
     "RequestCancelled",
     "SessionNotFound",
+    "UnsupportedVersion",
 ]
 
 _LAZY = {"Endpoint", "Limits"}  # from agentao.protocol.endpoint

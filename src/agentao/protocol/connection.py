@@ -17,6 +17,15 @@ Validation order for a line: framing (size) -> UTF-8/JSON -> envelope shape ->
 method known to this side -> lifecycle state -> params against the schema.
 Each failing step has its own code; see `errors.py`.
 
+Versions. A connection starts version-agnostic (`version` None, v1's table, where only
+`initialize` is served before the handshake). An agent-side connection built to speak more
+than v1 (`speaks=(1, 2)`) settles the version on `initialize` (`versions.py`: the requested
+`protocolVersion` read strictly first, then the highest version both speak, or -32022), and
+decodes that `initialize` and everything after it with that version's method table: a method
+the version does not have (v2's `session/load`) is -32601. One that speaks only v1 (the
+default) reads `initialize` exactly as before versions existed. A client side settles its
+version from the agent's answer with `use_version`.
+
 Every request gets exactly one reply with its own id. When the fast decoder
 refuses a line, or the line is too big to hold, `salvage.py` recovers what it
 can (the id, the damaged field) and the line goes through the same steps: a
@@ -43,6 +52,7 @@ from agentao.protocol.errors import (
     NotInitialized,
     ParseError,
     PeerError,
+    UnsupportedVersion,
 )
 from agentao.protocol.framing import Oversize
 
@@ -144,6 +154,7 @@ class Connection:
         methods: dict[str, Any] | None = None,
         *,
         lenient: bool | None = None,
+        speaks: tuple[int, ...] = (1,),
     ) -> None:
         if methods is None:
             from agentao.protocol.methods import METHODS
@@ -151,6 +162,8 @@ class Connection:
             methods = METHODS
         self.role: Role = role
         self.methods = methods
+        self.speaks = speaks  # the protocol versions this side serves (see "Versions")
+        self.version: int | None = None  # settled by `initialize`
         # Be strict with what a client sends an agent; lenient with what agents send clients.
         self.lenient = (role == "client") if lenient is None else lenient
         self.state: lifecycle.State = "new"
@@ -282,8 +295,10 @@ class Connection:
         try:
             if damage is not None:
                 raise _damaged_params(damage)
+            if method == "initialize" and self._negotiates:
+                spec = self._settle_version(raw_params)
             params = self._decode_params(spec, raw_params)
-        except InvalidParams as exc:
+        except (InvalidParams, UnsupportedVersion) as exc:
             if is_request:
                 return self._reject(reply_id, exc)
             log.warning("dropping %s with invalid params: %s", method, exc.message)
@@ -291,6 +306,28 @@ class Connection:
         if is_request:
             return Request(message["id"], method, params, message)
         return Notification(method, params, message, session_id_of(raw_params))
+
+    @property
+    def _negotiates(self) -> bool:
+        return self.role == "agent" and self.speaks != (1,)
+
+    def _settle_version(self, params: Any) -> Any:
+        """Read the version `initialize` asks for, switch to the one we answer with, and
+        return that version's `initialize` spec."""
+        from agentao.protocol import versions  # only when an initialize arrives
+
+        if params is not None and not isinstance(params, dict):
+            raise InvalidParams('Invalid params: "params" must be an object')
+        requested = versions.requested_version(params)
+        self.use_version(versions.negotiate(requested, self.speaks))
+        return self._spec_for("initialize")
+
+    def use_version(self, version: int) -> None:
+        """Speak `version` from now on: decode with its method table."""
+        from agentao.protocol import versions
+
+        self.methods = versions.method_table(version)
+        self.version = version
 
     def _spec_for(self, method: str) -> Any:
         spec = self.methods.get(method)

@@ -25,11 +25,13 @@ Unions msgspec cannot dispatch (`schema.DispatchedUnion`: McpServer, AuthMethod,
 converts it with the same hook. Their errors carry both paths; `_normalize` joins them into one.
 
 `encode` and `to_builtins` write an UnknownVariant back as the raw object it was read from.
+The same functions serve every protocol version's types (v2's share v1's runtime classes).
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import types
 import typing
 from functools import cache
@@ -37,13 +39,7 @@ from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import msgspec
 
-from agentao.protocol.schema import (
-    LENIENT_FIELDS,
-    UNION_DISPATCH,
-    DispatchedUnion,
-    Lenience,
-    UnknownVariant,
-)
+from agentao.protocol.schema import DispatchedUnion, Lenience, UnknownVariant
 
 __all__ = ["MAX_REPAIRS", "decode_lenient", "decode_strict", "encode", "to_builtins"]
 
@@ -53,6 +49,18 @@ _AT = re.compile(r" - at `(\$[^`]*)`")
 _STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]|(\[\.\.\.\])")
 _MISSING = object()
 _UNMARKED = Lenience(frozenset(), frozenset(), frozenset())
+
+
+# A type's tables live in the generated module that defines it (protocol.schema for v1,
+# protocol.v2.schema for v2): one decoder serves every version, and a v1 connection never
+# imports v2's types.
+def _union_dispatch(marker: type) -> Any:
+    return sys.modules[marker.__module__].UNION_DISPATCH[marker]  # type: ignore[attr-defined]
+
+
+def _lenience(tp: type) -> Lenience:
+    tables = getattr(sys.modules[tp.__module__], "LENIENT_FIELDS", {})
+    return tables.get(tp, _UNMARKED)  # type: ignore[no-any-return]
 
 
 def decode_strict(tp: type[T], obj: Any) -> T:
@@ -105,7 +113,7 @@ class _Dispatch(typing.NamedTuple):
 
 @cache
 def _dispatch(marker: type) -> _Dispatch:
-    spec = UNION_DISPATCH[marker]
+    spec = _union_dispatch(marker)
     by_tag = dict(spec.tagged)
     for cls in spec.untagged:
         field = _fields(cls).get(spec.tag_field or "")
@@ -274,7 +282,7 @@ def _placeholder(tp: Any) -> Any:
         options = [m for m in members if _is_struct(m)] or list(members)
         return _placeholder(min(options, key=lambda m: len(_required(m)) if _is_struct(m) else 0))
     if _is_marker(tp):
-        spec = UNION_DISPATCH[tp]
+        spec = _union_dispatch(tp)
         return _placeholder(next(iter(spec.tagged.values()), None) or spec.untagged[0])
     if _is_struct(tp):
         config = tp.__struct_config__
@@ -349,7 +357,7 @@ class _Repair:
                 field = _fields(tp).get(step)
                 if field is None or step not in node:
                     break
-                marks = LENIENT_FIELDS.get(tp, _UNMARKED)
+                marks = _lenience(tp)
                 nulled = step in marks.on_null and node[step] is None  # both modes
                 if nulled or (self.lenient and step in marks.on_error):
                     candidates.append(("reset", node, step, (*path, step), field))

@@ -13,6 +13,9 @@ the handlers are.
 * Any other request runs in its own task; its reply is written when the handler returns.
   Notifications the handler sent meanwhile were written first, because writes
   happen synchronously in call order.
+* The handler object may serve each protocol version with its own object: when it has
+  `for_version(version)`, methods are looked up on what that returns for the version
+  `initialize` settled (`Connection.version`), so a v2 client never reaches a v1 handler.
 * A notification goes on its session's lane (`lanes.py`) and is handled in
   arrival order with the other notifications of that session.
 * A response resolves the future of our request. If that request named a
@@ -105,7 +108,7 @@ class Endpoint:
         self._serving: dict[RequestId, asyncio.Task[None]] = {}
         self._cancelled: set[RequestId] = set()
         self._lanes = Lanes()
-        self._handlers: dict[str, Any] = {}
+        self._handlers: dict[tuple[int | None, str], Any] = {}  # (version, method)
         self._closed = asyncio.Event()
         self._peer_gone = False
 
@@ -285,20 +288,27 @@ class Endpoint:
         self._safe_write(data)
 
     def _find_handler(self, method: str) -> Handler | None:
-        handler = self._handlers.get(method)
+        key = (self.conn.version, method)
+        handler = self._handlers.get(key)
         if handler is None:
             found = self._lookup_handler(method)
             if found is not None:  # misses are not cached: extensions may be added later
-                handler = self._handlers[method] = _two_arguments(found)
+                handler = self._handlers[key] = _two_arguments(found)
         return handler
 
     def _lookup_handler(self, method: str) -> Any:
+        target = self._versioned_handler()
         if method.startswith("_"):
-            extensions = getattr(self.handler, "extensions", None) or {}
+            extensions = getattr(target, "extensions", None) or {}
             return extensions.get(method)
         spec = self.conn.methods.get(method)
         name = spec.python_name if spec is not None else method.replace("/", "_")
-        return getattr(self.handler, name, None)
+        return getattr(target, name, None)
+
+    def _versioned_handler(self) -> object:
+        """The object serving the connection's protocol version (see the module docstring)."""
+        for_version = getattr(self.handler, "for_version", None)
+        return self.handler if for_version is None else for_version(self.conn.version)
 
     def _safe_write(self, data: bytes) -> None:
         if self._closed.is_set():

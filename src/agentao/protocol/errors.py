@@ -11,6 +11,7 @@ Exception
 │   ├── AuthRequired             -32000
 │   ├── NotInitialized           -32002  "Server not initialized" (seed C.2/C.12)
 │   ├── SessionNotFound          -32002  same code; message and data={"sessionId"} differ
+│   ├── UnsupportedVersion       -32022  no version we speak is at or below the one asked (v2)
 │   ├── RequestCancelled         -32800  the request was cancelled ($/cancel_request)
 │   └── PeerError                (any)   an error response the *peer* sent us
 └── ConnectionClosed             local: EOF or a dead peer; pending requests fail with it
@@ -92,6 +93,19 @@ class SessionNotFound(AcpError):
         super().__init__(f"Session not found: {session_id}", {"sessionId": session_id})
 
 
+class UnsupportedVersion(AcpError):
+    """ACP v2's -32022: data is UnsupportedProtocolVersionErrorData {requested, supported}."""
+
+    code = -32022
+
+    def __init__(self, requested: int, supported: tuple[int, ...]) -> None:
+        listed = ", ".join(map(str, supported))
+        super().__init__(
+            f"Unsupported protocol version {requested}: this agent speaks {listed}",
+            {"requested": requested, "supported": list(supported)},
+        )
+
+
 class RequestCancelled(AcpError):
     code = -32800
     default_message = "Request cancelled"
@@ -126,4 +140,5 @@ __all__ = [
     "PeerError",
     "RequestCancelled",
     "SessionNotFound",
+    "UnsupportedVersion",
 ]

@@ -46,6 +46,7 @@ from agentao.server.replay import history
 from agentao.server.settings import ServerSettings
 from agentao.server.turns import prompt_message, run_prompt, session_info
 from agentao.server.updates import UpdateMapper, config_option_update
+from agentao.server.v2 import AgentV2
 
 log = logging.getLogger("agentao.server")
 
@@ -68,6 +69,16 @@ class AcpAgent:
         self.sandbox = Sandbox(settings.sandbox)
         self._probing: asyncio.Future[Any] | None = None  # the sandbox probe, once started
         self.models = ModelDirectory(settings.models_timeout)
+        self._v2: AgentV2 | None = None
+
+    def for_version(self, version: int | None) -> object:
+        """The handlers for a connection's protocol version (the endpoint asks): this object
+        for v1 (or before `initialize` settles one), the v2 surface for v2 (server/v2.py)."""
+        if version is None or version == 1:
+            return self
+        if self._v2 is None:
+            self._v2 = AgentV2(self)
+        return self._v2
 
     @property
     def factory(self) -> SessionFactory:

@@ -1,6 +1,7 @@
 """Seed C.1: what `initialize` answers. Capabilities are advertised only where they work.
 
-protocolVersion   1 (any requested version negotiates to 1; never an error)
+v1 (a client asking for version 1):
+protocolVersion   1
 agentInfo         {name "agentao", title "Agentao", version}
 authMethods       [] (credentials resolve server-side from the environment)
 loadSession       true
@@ -10,6 +11,17 @@ promptCapabilities  image: whether the configured model takes images (its catalo
 mcpCapabilities   sse true, http true (streamable HTTP; seed C.1 said no, it works now)
 sessionCapabilities  list, close, resume, delete, additionalDirectories
 _meta["_agentao.cn/extensions"]  the vendor methods, [{method, description}]
+
+v2 (a client asking for 2 or more; the connection settles the version, protocol/versions.py):
+protocolVersion   2
+info              {name "agentao", title "Agentao", version}
+capabilities      object markers, never booleans, read off the v2 handler (server/v2.py):
+                  `session` only when it serves every baseline session method (session/new,
+                  list, resume, close, prompt, cancel); inside it `prompt` (image when the
+                  model takes images, embeddedContext), `mcp` (stdio, http), `delete` and
+                  `additionalDirectories` only where served. `auth` never (no auth/* yet).
+authMethods       omitted: empty would promise no auth/login either, and we serve none yet
+_meta             none: the vendor methods are v1's until v2 serves them
 """
 
 from __future__ import annotations
@@ -81,6 +93,54 @@ def _response(image: bool) -> schema.InitializeResponse:
     )
 
 
+# v2's baseline: supplying `capabilities.session` promises every one of these.
+V2_BASELINE_SESSION_METHODS = (
+    "session/new",
+    "session/list",
+    "session/resume",
+    "session/close",
+    "session/prompt",
+    "session/cancel",
+)
+
+
+def initialize_response_v2(surface: object) -> dict[str, Any]:
+    """The v2 `initialize` result, advertising only what `surface` (the object serving a v2
+    connection, server/v2.py) has a handler for."""
+    from agentao.protocol.v2 import schema as v2
+
+    response = v2.InitializeResponse(
+        protocol_version=2,
+        info=v2.Implementation(name="agentao", title="Agentao", version=__version__),
+        capabilities=v2.AgentCapabilities(session=_session_capabilities_v2(surface)),
+    )
+    result = to_builtins(response)
+    result.setdefault("capabilities", {})  # the struct omits its {} default; say it
+    return result
+
+
+def _session_capabilities_v2(surface: object) -> Any:
+    from agentao.protocol.v2 import schema as v2
+
+    if not all(_serves(surface, m) for m in V2_BASELINE_SESSION_METHODS):
+        return None
+    marker = v2.PromptImageCapabilities() if image_prompts() else None
+    return v2.SessionCapabilities(
+        prompt=v2.PromptCapabilities(
+            image=marker, embedded_context=v2.PromptEmbeddedContextCapabilities()
+        ),
+        mcp=v2.McpCapabilities(stdio=v2.McpStdioCapabilities(), http=v2.McpHttpCapabilities()),
+        delete=v2.SessionDeleteCapabilities() if _serves(surface, "session/delete") else None,
+        additional_directories=v2.SessionAdditionalDirectoriesCapabilities(),
+    )
+
+
+def _serves(surface: object, method: str) -> bool:
+    """Whether `surface` has the handler the endpoint would call (the generated
+    python_name: `session/new` -> `session_new`)."""
+    return callable(getattr(surface, method.replace("/", "_"), None))
+
+
 def image_prompts() -> bool:
     """Whether the configured model takes images. A session switched to a model that does
     not refuses an image block (-32602) naming the model. Reads the catalog file only
@@ -106,5 +166,7 @@ __all__ = [
     "EXTENSIONS_META_KEY",
     "PROTOCOL_VERSION",
     "SUPPORTED_TRANSPORTS",
+    "V2_BASELINE_SESSION_METHODS",
     "initialize_response",
+    "initialize_response_v2",
 ]

@@ -1,7 +1,9 @@
 """`agentao --acp`: serve ACP on stdio until the client closes stdin.
 
 `initialize` is answered first, synchronously (`handshake.py`), before the
-event loop and the runtime are imported; then the endpoint serves the rest.
+event loop and the runtime are imported; then the endpoint serves the rest. The connection
+speaks ACP v1 and v2: `initialize` settles which (protocol/versions.py); a v1 client gets
+exactly the v1 result, a v2 client the v2 one (server/capabilities.py).
 Stdout carries protocol messages only; logs go to stderr and to `agent.log`
 in the state directory, never to the session's project (`logs.py`). Exit code 0 at EOF.
 """
@@ -11,16 +13,21 @@ from __future__ import annotations
 from typing import Any
 
 from agentao.protocol.connection import Connection
-from agentao.server.capabilities import initialize_response
+from agentao.protocol.versions import SUPPORTED
+from agentao.server.capabilities import initialize_response, initialize_response_v2
 from agentao.server.handshake import handshake
 
 
 def serve_stdio(resume: str | None = None) -> int:
     """Run the ACP agent on this process's stdin/stdout; `resume` as `--resume [ID]`."""
-    conn = Connection("agent")
+    conn = Connection("agent", speaks=SUPPORTED)
     client: dict[str, Any] = {}
 
     def answer(params: Any) -> dict[str, Any]:
+        if conn.version == 2:  # v2 clients have no fs/terminal for us to use
+            from agentao.server.v2 import AgentV2
+
+            return initialize_response_v2(AgentV2)
         client["capabilities"] = params.client_capabilities
         return initialize_response()
 
