@@ -1,7 +1,8 @@
 """Check any ACP message against the official schema of its protocol version (v1 or v2).
 
     problems = check(message, version=2, method="initialize")   # [] when it follows the schema
-    problems = check_all(agent.received, agent.sent, version=1)  # a whole recorded conversation
+    problems = check_all(agent.received, agent.sent, version=1)  # what one side received
+    problems = check_recording(lines, version=2)  # a recording of both directions
 
 A request or notification is validated against the `$def` whose `x-method` is its method
 (`...Request` / `...Notification`), a result against that method's `...Response`, an error
@@ -35,6 +36,13 @@ UNSUPPORTED_VERSION = -32022
 def defs(version: int) -> dict[str, Any]:
     """The stable schema's `$defs` of `version`."""
     return json.loads((SPEC / f"acp-schema.v{version}.json").read_text())["$defs"]
+
+
+@cache
+def drafted(version: int) -> dict[str, Any]:
+    """The unstable schema's `$defs`: the stable ones and the fields still in draft (v2's
+    `usage` on `idle`, say), which a peer may send; a field in neither is an error."""
+    return json.loads((SPEC / f"acp-schema.v{version}.unstable.json").read_text())["$defs"]
 
 
 @cache
@@ -75,7 +83,7 @@ def check(message: dict[str, Any], version: int, method: str | None = None) -> l
         return out if known else [*out, f"no v{version} $def for {method!r}"]
     out += validate(version, name, payload)
     if isinstance(payload, dict):
-        extra = set(payload) - _known(version, defs(version)[name])
+        extra = set(payload) - _known(version, drafted(version).get(name, defs(version)[name]))
         out += [f"root field {k!r} not in {name}" for k in sorted(extra)]
         out += _check_inner(version, name, payload)
     return out
@@ -94,6 +102,23 @@ def check_all(
     return found
 
 
+def check_recording(lines: list[dict[str, Any]], version: int) -> list[str]:
+    """Everything wrong with a recorded conversation, both directions: the JSON lines
+    `{"t", "dir": "send" | "recv", "msg"}` of tests/peers/v2_client.mjs and
+    tests/data/real-agent-transcripts. Each side numbers its own requests, so a response
+    answers a request of the other direction."""
+    asked: dict[str, dict[Any, str]] = {"send": {}, "recv": {}}
+    other = {"send": "recv", "recv": "send"}
+    found: list[str] = []
+    for n, line in enumerate(lines):
+        message, direction = line["msg"], line["dir"]
+        if "method" in message and "id" in message:
+            asked[direction][message["id"]] = message["method"]
+        method = message.get("method") or asked[other[direction]].get(message.get("id"))
+        found += [f"#{n} {direction} {method}: {p}" for p in check(message, version, method)]
+    return found
+
+
 def _check_inner(version: int, name: str, payload: dict[str, Any]) -> list[str]:
     if name == "Error" and payload.get("code") == UNSUPPORTED_VERSION and version >= 2:
         return validate(version, "UnsupportedProtocolVersionErrorData", payload.get("data"))
@@ -105,7 +130,7 @@ def _check_inner(version: int, name: str, payload: dict[str, Any]) -> list[str]:
 def _known(version: int, node: dict[str, Any]) -> set[str]:
     """Property names of a def, through `allOf` / `$ref`."""
     if "$ref" in node:
-        node = defs(version)[node["$ref"].rsplit("/", 1)[1]]
+        node = drafted(version)[node["$ref"].rsplit("/", 1)[1]]
     names = set(node.get("properties", {}))
     for part in node.get("allOf", []):
         names |= _known(version, part)
@@ -126,10 +151,10 @@ def _inner_union_fields(version: int, variant: dict[str, Any]) -> set[str]:
     """Fields of a variant that is itself a union (v2's state_update is a StateUpdate)."""
     names: set[str] = set()
     for part in variant.get("allOf", []):
-        target = defs(version)[part["$ref"].rsplit("/", 1)[1]] if "$ref" in part else part
+        target = drafted(version)[part["$ref"].rsplit("/", 1)[1]] if "$ref" in part else part
         for inner in target.get("anyOf") or target.get("oneOf") or []:
             names |= _known(version, inner)
     return names
 
 
-__all__ = ["check", "check_all", "def_for", "defs", "validate"]
+__all__ = ["check", "check_all", "check_recording", "def_for", "defs", "drafted", "validate"]

@@ -2,7 +2,7 @@
 
 The official TypeScript SDK's v2 client (`v2_client.mjs`) drives the SDK's v2 agent
 (`v2_agent.mjs`) over real pipes, and every message either side sends validates against the
-official v2 schema (tests/e2e/v2_wire.py). codex-acp 2.x answers `initialize` in version 2
+official v2 schema (tests/schema_check.py). codex-acp 2.x answers `initialize` in version 2
 and in version 1 from one install, and streams an answer from the fake LLM over v2.
 """
 
@@ -16,9 +16,9 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from tests.e2e.v2_wire import problems
 from tests.fakes.fake_llm import FakeLLM, FakeReply
 from tests.npm_peers import NpmPeers, codex_env
+from tests.schema_check import check_recording
 
 PEER_TIMEOUT = 60  # seconds: a stuck peer fails the test instead of hanging the suite
 V1_SCHEMA = Path(__file__).resolve().parents[2] / "spec" / "acp-schema.v1.json"
@@ -88,7 +88,7 @@ def test_the_ts_v2_client_drives_the_ts_v2_agent(v2_peers: NpmPeers, tmp_path: P
     lines = run_client(v2_peers, agent, "--cwd", str(tmp_path), "--prompt", "hi",
                        "--prompt", "read hello.txt", "--resume")  # fmt: skip
 
-    assert problems(lines) == []
+    assert check_recording(lines, 2) == []
     (init, _again) = result_of(lines, "initialize")
     assert init["protocolVersion"] == 2 and init["capabilities"]["session"] == {}
     first, second = result_of(lines, "session/prompt")
@@ -109,7 +109,7 @@ def test_resume_replays_the_session_in_a_second_agent_process(
     agent = scripted_agent(v2_peers, tmp_path, [{"say": ["Hel", "lo"]}])
     lines = run_client(v2_peers, agent, "--cwd", str(tmp_path), "--prompt", "hi", "--resume")
 
-    assert problems(lines) == []
+    assert check_recording(lines, 2) == []
     resumed_at = next(n for n, m in enumerate(lines) if m["msg"].get("method") == "session/resume")
     live, replay = updates(lines[:resumed_at]), updates(lines[resumed_at:])
     kept = [u for u in live if u["sessionUpdate"] != "state_update"]
@@ -121,7 +121,7 @@ def test_a_rejected_permission_fails_the_tool_call(v2_peers: NpmPeers, tmp_path:
     agent = scripted_agent(v2_peers, tmp_path, READ_WITH_PERMISSION)
     lines = run_client(v2_peers, agent, "--prompt", "read", "--permission", "reject")
 
-    assert problems(lines) == []
+    assert check_recording(lines, 2) == []
     tool = [u for u in updates(lines) if u["sessionUpdate"] == "tool_call_update"]
     assert [u["status"] for u in tool] == ["pending", "failed"]
     assert states(lines) == ["running", "requires_action", "running", "idle"]
@@ -134,7 +134,7 @@ def test_a_cancel_at_a_permission_ends_the_turn_cancelled(
     agent = scripted_agent(v2_peers, tmp_path, READ_WITH_PERMISSION)
     lines = run_client(v2_peers, agent, "--prompt", "read", "--permission", "cancel")
 
-    assert problems(lines) == []
+    assert check_recording(lines, 2) == []
     sent = [m["msg"].get("method") for m in lines if m["dir"] == "send"]
     assert "session/cancel" in sent
     tool = [u for u in updates(lines) if u["sessionUpdate"] == "tool_call_update"]
@@ -147,7 +147,7 @@ def test_the_v2_checker_catches_what_the_schema_forbids(v2_peers: NpmPeers, tmp_
     and a prompt answer without a messageId are each caught (the real wire is the control)."""
     agent = scripted_agent(v2_peers, tmp_path, [{"say": ["Hel", "lo"]}])
     lines = run_client(v2_peers, agent, "--prompt", "hi")
-    assert problems(lines) == []
+    assert check_recording(lines, 2) == []
 
     chunk_at = next(n for n, m in enumerate(lines) if "agent_message_chunk" in json.dumps(m))
     no_id, misspelt, no_ack = (copy.deepcopy(lines) for _ in range(3))
@@ -155,11 +155,11 @@ def test_the_v2_checker_catches_what_the_schema_forbids(v2_peers: NpmPeers, tmp_
     misspelt[chunk_at]["msg"]["params"]["update"]["sessionUpdate"] = "agent_mesage_chunk"
     ack_at = next(n for n, m in enumerate(lines) if "messageId" in m["msg"].get("result", {}))
     no_ack[ack_at]["msg"]["result"] = {}
-    assert len(problems(no_id)) == 1
-    assert problems(misspelt) == [
-        f"#{chunk_at} recv session/update: update kind 'agent_mesage_chunk' is not in the v2 schema"
+    assert len(check_recording(no_id, 2)) == 1
+    assert check_recording(misspelt, 2) == [
+        f"#{chunk_at} recv session/update: update kind 'agent_mesage_chunk' not in the v2 schema"
     ]
-    assert problems(no_ack) == [
+    assert check_recording(no_ack, 2) == [
         f"#{ack_at} recv session/prompt: $: 'messageId' is a required property"
     ]
 
@@ -197,9 +197,9 @@ def test_codex_acp_answers_initialize_in_version_2_and_in_version_1(
     assert v2["result"]["info"]["name"] == "@agentclientprotocol/codex-acp"
     assert v2["result"]["info"]["version"].startswith("2.")
     assert "session" in v2["result"]["capabilities"]
-    assert problems([{"dir": "send", "msg": {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+    assert check_recording([{"dir": "send", "msg": {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                       "params": {"protocolVersion": 2, "info": info}}},
-                     {"dir": "recv", "msg": v2}]) == []  # fmt: skip
+                     {"dir": "recv", "msg": v2}], 2) == []  # fmt: skip
     assert v1["result"]["protocolVersion"] == 1
     assert "agentCapabilities" in v1["result"] and "capabilities" not in v1["result"]
     defs = json.loads(V1_SCHEMA.read_text())["$defs"]
@@ -224,7 +224,7 @@ def test_codex_acp_streams_a_prompt_over_v2_from_the_fake_llm(
     lines = run_client(v2_peers, [str(v2_peers.codex_acp)], "--cwd", str(ws),
                        "--prompt", "say hello", env=env)  # fmt: skip
 
-    assert problems(lines) == []
+    assert check_recording(lines, 2) == []
     chunks = [u for u in updates(lines) if u["sessionUpdate"] == "agent_message_chunk"]
     # codex may join deltas that arrive together; the text and its one message are what hold
     assert "".join(c["content"]["text"] for c in chunks) == "Hello from the fake."
@@ -257,7 +257,7 @@ def test_the_recorded_codex_v2_transcript_follows_the_v2_schema() -> None:
     path = TRANSCRIPTS / "codex-acp-v2.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines()]
 
-    assert problems(lines) == []
+    assert check_recording(lines, 2) == []
     methods = {m["msg"].get("method") for m in lines}
     assert {"initialize", "session/new", "session/prompt", "session/request_permission"} <= methods
     assert "requires_action" in states(lines)
