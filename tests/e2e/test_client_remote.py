@@ -23,7 +23,7 @@ from agentao.client import (
     PermissionDecision,
     TurnEnd,
 )
-from agentao.client.remote import SseParser, is_agent_url
+from agentao.client.remote import HttpStreams, SseParser, connect, is_agent_url
 from tests.fakes.sdk_agent import SdkServer
 
 pytestmark = pytest.mark.timeout(60)
@@ -190,3 +190,21 @@ async def test_a_cookie_the_server_set_comes_back_on_every_request(
     assert after_initialize, requests
     for request in after_initialize:  # the POSTs and the event streams' GETs alike
         assert b"\r\ncookie: affinity=here" in request.lower(), request[:200]
+
+
+async def test_with_a_proxy_configured_the_posts_go_through_httpx(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """agentao/http1.py knows no proxies; httpx honours them."""
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    streams = await connect(AgentUrl("https://agents.example/acp"))
+    try:
+        assert isinstance(streams, HttpStreams) and streams.posts is None
+    finally:
+        await streams.close()
+    monkeypatch.delenv("HTTPS_PROXY")
+    streams = await connect(AgentUrl("https://agents.example/acp"))
+    try:
+        assert isinstance(streams, HttpStreams) and streams.posts is not None  # the control
+    finally:
+        await streams.close()
