@@ -83,6 +83,8 @@ class AcpAgent:
     @property
     def factory(self) -> SessionFactory:
         assert self.endpoint is not None, "bind the endpoint first"
+        if self._v2 is not None:  # a v2 connection: the same sessions, seen in v2
+            return self._v2.factory(self.endpoint)
         outbox = Outbox(self.endpoint, self.gate, UpdateMapper())
         return SessionFactory(
             self.endpoint, self.io, outbox, self.archive, self.settings, self.sandbox

@@ -55,8 +55,10 @@ class SessionFactory:
         archive: SessionArchive,
         settings: ServerSettings,
         sandbox: Sandbox,
+        interaction: type[ClientInteraction] = ClientInteraction,
     ) -> None:
         self.endpoint = endpoint
+        self.interaction = interaction  # the protocol version's questions (server/v2.py)
         self.io = io
         self.outbox = outbox
         self.archive = archive
@@ -82,7 +84,7 @@ class SessionFactory:
             llm=llm,
             provider=self.provider(llm),
             engine=engine,
-            interaction=ClientInteraction(self.endpoint, agent.id),
+            interaction=self.interaction(self.endpoint, agent.id),
             env=self.env(agent.id),
             make_tools=self.tools,
             outbox=self.outbox,
