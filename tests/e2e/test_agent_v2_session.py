@@ -122,3 +122,90 @@ async def test_tool_calls_are_keyed_upserts_and_a_plan_is_a_plan_update(env, ws,
 
 def _text(text: str) -> dict[str, str]:
     return {"type": "text", "text": text}
+
+
+def _shell_turn(fake_llm: Any) -> None:
+    fake_llm.reply(tool_calls=[FakeToolCall("run_shell_command", {"command": SHELL}, id="s1")])
+    fake_llm.reply(text=["after"])
+
+
+@pytest.mark.parametrize(
+    ("option", "status", "made"), [("allow", "completed", True), ("reject", "failed", False)]
+)
+async def test_a_permission_is_asked_in_v2_shape_while_the_session_requires_action(
+    env, ws, fake_llm, option, status, made
+):
+    _shell_turn(fake_llm)
+    async with running(env, init=False) as agent:
+        agent.handlers["session/request_permission"] = choose(option)
+        await v2_initialize(agent)
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        await agent.call("session/prompt", {"sessionId": sid, "prompt": [_text("run it")]})
+        end = await idle(agent, sid)
+    [request] = [m for m in agent.agent_requests if m["method"] == "session/request_permission"]
+    params = request["params"]
+    assert "toolCall" not in params  # v1's place for it
+    assert params["subject"]["type"] == "tool_call"
+    call = params["subject"]["toolCall"]
+    assert call["toolCallId"] == "s1" and call["kind"] == "execute" and SHELL in params["title"]
+    assert [o["optionId"] for o in params["options"]] == ["allow", "allow_always", "reject"]
+    assert states(agent, sid) == ["running", "requires_action", "running", "idle"]
+    asked = agent.received.index(request)
+    before = [
+        m for m in agent.received[:asked] if m.get("params", {}).get("update", {}).get("state")
+    ]
+    assert before[-1]["params"]["update"]["state"] == "requires_action"  # said before asking
+    final = [u for u in agent.updates(sid) if u.get("toolCallId") == "s1"][-1]
+    assert final["status"] == status and end["stopReason"] == "end_turn"
+    assert (ws / "made.txt").exists() is made
+    assert check_all(agent.received, agent.sent, version=2) == []
+
+
+async def test_cancel_ends_the_turn_as_idle_cancelled(env, ws, fake_llm):
+    fake_llm.hang("partial")
+    async with running(env, init=False) as agent:
+        await v2_initialize(agent)
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        await agent.call("session/prompt", {"sessionId": sid, "prompt": [_text("go")]})
+        await agent.wait_for(lambda m: _kind(m) == "agent_message_chunk")
+        await agent.notify("session/cancel", {"sessionId": sid})
+        end = await idle(agent, sid)
+        fake_llm.reply(text=["again"])  # control: the session takes the next prompt
+        await agent.call("session/prompt", {"sessionId": sid, "prompt": [_text("more")]})
+        second = await idle(agent, sid, nth=2)
+    assert end["stopReason"] == "cancelled"
+    assert second["stopReason"] == "end_turn"
+    assert check_all(agent.received, agent.sent, version=2) == []
+
+
+async def test_a_second_prompt_while_one_runs_is_refused_before_insertion(env, ws, fake_llm):
+    fake_llm.hang("partial")
+    async with running(env, init=False) as agent:
+        await v2_initialize(agent)
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        await agent.call("session/prompt", {"sessionId": sid, "prompt": [_text("go")]})
+        await agent.wait_for(lambda m: _kind(m) == "agent_message_chunk")
+        busy = await agent.request("session/prompt", {"sessionId": sid, "prompt": [_text("x")]})
+        await agent.notify("session/cancel", {"sessionId": sid})
+        await idle(agent, sid)
+    assert busy["error"]["code"] == -32600 and busy["error"]["data"]["reason"] == "busy"
+    users = [u for u in agent.updates(sid) if u["sessionUpdate"] == "user_message_chunk"]
+    assert [u["content"]["text"] for u in users] == ["go"]  # the refused one never inserted
+    assert check_all(agent.received, agent.sent, version=2) == []
+
+
+async def test_an_llm_failure_after_insertion_is_idle_with_stop_reason_error(env, ws, fake_llm):
+    fake_llm.fail(400, "the fake refuses")
+    async with running(env, init=False) as agent:
+        await v2_initialize(agent)
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        ack = await agent.call("session/prompt", {"sessionId": sid, "prompt": [_text("go")]})
+        end = await idle(agent, sid)
+    assert ack["messageId"]
+    assert end["stopReason"] == "error"
+    assert end["error"]["code"] == -32603 and "fake refuses" in end["error"]["message"]
+    assert check_all(agent.received, agent.sent, version=2) == []
+
+
+def _kind(message: dict[str, Any]) -> str | None:
+    return message.get("params", {}).get("update", {}).get("sessionUpdate")
