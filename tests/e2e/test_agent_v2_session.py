@@ -209,3 +209,96 @@ async def test_an_llm_failure_after_insertion_is_idle_with_stop_reason_error(env
 
 def _kind(message: dict[str, Any]) -> str | None:
     return message.get("params", {}).get("update", {}).get("sessionUpdate")
+
+
+async def _one_turn(env: dict[str, str], ws: Any, text: str) -> str:
+    """A v2 session with one finished turn, in its own agent process; its id."""
+    async with running(env, init=False) as agent:
+        await v2_initialize(agent)
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        await agent.call("session/prompt", {"sessionId": sid, "prompt": [_text(text)]})
+        await idle(agent, sid)
+    return sid
+
+
+async def test_resume_in_a_second_process_replays_the_history_before_its_reply(env, ws, fake_llm):
+    fake_llm.reply(text=["first answer"])
+    sid = await _one_turn(env, ws, "first question")
+    fake_llm.reply(text=["second answer"])
+    async with running(env, init=False) as agent:
+        await v2_initialize(agent)
+        listed = await agent.call("session/list", {})
+        params = {"sessionId": sid, "cwd": str(ws), "replayFrom": {"type": "start"}}
+        reply = await agent.request("session/resume", params)
+        replayed = agent.updates(sid)
+        await agent.call("session/prompt", {"sessionId": sid, "prompt": [_text("again")]})
+        end = await idle(agent, sid)
+    assert [s["sessionId"] for s in listed["sessions"]] == [sid]
+    assert [o["configId"] for o in reply["result"]["configOptions"]] == ["mode", "model"]
+    at_reply = agent.received.index(reply)
+    assert [u for u in agent.updates(sid) if u in replayed] == replayed
+    texts = [(u["sessionUpdate"], u["content"]["text"]) for u in replayed if "content" in u]
+    assert texts == [
+        ("user_message_chunk", "first question"),
+        ("agent_message_chunk", "first answer"),
+    ]
+    assert all(u["messageId"] for u in replayed if "content" in u)
+    assert all(
+        agent.received.index(m) < at_reply
+        for m in agent.received
+        if m.get("method") == "session/update" and m["params"]["update"] in replayed
+    )
+    assert end["stopReason"] == "end_turn"
+    assert "first question" in str(fake_llm.requests[-1].body)  # the model sees the history
+    assert check_all(agent.received, agent.sent, version=2) == []
+
+
+async def test_resume_without_replay_sends_no_history_and_an_unknown_cursor_is_32602(
+    env, ws, fake_llm
+):
+    fake_llm.reply(text=["answer"])
+    sid = await _one_turn(env, ws, "question")
+    async with running(env, init=False) as agent:
+        await v2_initialize(agent)
+        odd = {"sessionId": sid, "cwd": str(ws), "replayFrom": {"type": "_from_the_middle"}}
+        refused = await agent.request("session/resume", odd)
+        await agent.call("session/resume", {"sessionId": sid, "cwd": str(ws)})
+    assert refused["error"]["code"] == -32602
+    assert refused["error"]["data"]["field"] == "replayFrom"
+    assert not [u for u in agent.updates(sid) if "content" in u]
+    assert check_all(agent.received, agent.sent, version=2) == []
+
+
+async def test_close_ends_the_session(env, ws):
+    async with running(env, init=False) as agent:
+        await v2_initialize(agent)
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        closed = await agent.call("session/close", {"sessionId": sid})
+        after = await agent.request("session/prompt", {"sessionId": sid, "prompt": [_text("x")]})
+    assert closed == {}
+    assert after["error"]["code"] == -32002 and after["error"]["data"] == {"sessionId": sid}
+    assert check_all(agent.received, agent.sent, version=2) == []
+
+
+async def test_the_mode_is_a_config_option_held_to_the_ceiling(tmp_path, ws, fake_llm):
+    env = agent_env(tmp_path / "home", AGENTAO_MODE_CEILING="workspace-write", **fake_llm.env())
+    async with running(env, init=False) as agent:
+        await v2_initialize(agent)
+        new = await agent.call("session/new", {"cwd": str(ws)})
+        sid = new["sessionId"]
+        mode = {"sessionId": sid, "configId": "mode", "type": "id"}
+        ok = await agent.call("session/set_config_option", {**mode, "value": "read-only"})
+        above = await agent.request("session/set_config_option", {**mode, "value": "full-access"})
+        unknown = await agent.request("session/set_config_option", {**mode, "value": "yolo"})
+        model = new["configOptions"][1]["currentValue"]
+        same = {"sessionId": sid, "configId": "model", "type": "id", "value": model}
+        models = await agent.call("session/set_config_option", same)
+    [start] = [o for o in new["configOptions"] if o["configId"] == "mode"]
+    assert start["currentValue"] == "workspace-write"
+    assert "full-access" not in {o["value"] for o in start["options"]}  # above the ceiling
+    assert ok["configOptions"][0]["currentValue"] == "read-only"
+    assert above["error"]["code"] == -32602 and unknown["error"]["code"] == -32602
+    assert "yolo" in unknown["error"]["message"]
+    assert models["configOptions"][0]["currentValue"] == "read-only"  # unchanged by refusals
+    assert models["configOptions"][1]["currentValue"] == model
+    assert check_all(agent.received, agent.sent, version=2) == []
