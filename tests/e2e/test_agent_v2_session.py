@@ -302,3 +302,25 @@ async def test_the_mode_is_a_config_option_held_to_the_ceiling(tmp_path, ws, fak
     assert models["configOptions"][0]["currentValue"] == "read-only"  # unchanged by refusals
     assert models["configOptions"][1]["currentValue"] == model
     assert check_all(agent.received, agent.sent, version=2) == []
+
+
+async def test_auth_login_checks_the_provider_key_server_side(tmp_path, env):
+    login = {"methodId": "provider-key"}
+    async with running(env, init=False) as agent:
+        init = await v2_initialize(agent)
+        ok = await agent.call("auth/login", login)
+        odd = await agent.request("auth/login", {"methodId": "oauth"})
+        out = await agent.call("auth/logout", {})
+    assert [m["methodId"] for m in init["authMethods"]] == ["provider-key"]
+    assert init["authMethods"][0]["type"] == "agent"
+    assert ok == {} and out == {}
+    assert odd["error"]["code"] == -32602 and odd["error"]["data"] == {"field": "methodId"}
+    assert check_all(agent.received, agent.sent, version=2) == []
+    keyless = agent_env(tmp_path / "home2", LLM_PROVIDER="OPENAI")
+    async with running(keyless, init=False) as agent:
+        await v2_initialize(agent)
+        missing = await agent.request("auth/login", login)
+    assert missing["error"]["code"] == -32000
+    assert missing["error"]["data"]["variables"] == ["OPENAI_API_KEY"]
+    assert "OPENAI_API_KEY" in missing["error"]["message"]
+    assert check_all(agent.received, agent.sent, version=2) == []

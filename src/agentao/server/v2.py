@@ -24,6 +24,9 @@ session/resume    the stored session live again; `replayFrom: {type: "start"}` r
                   cursor type is -32602
 session/close, session/list, session/delete      as v1
 session/set_config_option   `mode` (a permission preset, within the ceiling) or `model`
+auth/login        method "provider-key" (type agent): checks that the configured provider's
+                  key resolves from the environment, else -32000 naming the variables; no
+                  key travels on the wire. auth/logout: nothing stored to forget, `{}`
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentao.server")
 
 MODE_CONFIG_ID = "mode"
+PROVIDER_KEY_METHOD = "provider-key"  # the one auth method: the provider key, server-side
 REPLAY_FROM_START = "start"
 # v2's value tag (`type: "id"`) and `_meta`: v1's model setter takes neither.
 V2_ONLY_SET_FIELDS = frozenset(
@@ -106,6 +110,17 @@ class V2Interaction(ClientInteraction):
 class AgentV2:
     """Handlers for a v2 connection, over the agent that serves v1."""
 
+    AUTH_METHODS: tuple[dict[str, str], ...] = (
+        {
+            "type": "agent",
+            "methodId": PROVIDER_KEY_METHOD,
+            "name": "LLM provider key",
+            "description": "The configured provider's key, from the agent's environment "
+            "(LLM_PROVIDER picks the prefix, then {PREFIX}_API_KEY): credentials never "
+            "travel over ACP. auth/login checks that it resolves, else names what to set.",
+        },
+    )
+
     def __init__(self, agent: Any) -> None:
         self.agent = agent  # the AcpAgent serving v1 (server/agent.py imports this module)
         self.extensions: dict[str, Any] = {}  # the vendor methods are v1's until served here
@@ -128,6 +143,28 @@ class AgentV2:
     def initialize_result(self) -> dict[str, Any]:
         """What `initialize` answers on v2 (also used by the stdio handshake)."""
         return initialize_response_v2(self)
+
+    # ---- auth ------------------------------------------------------------------------
+
+    async def auth_login(self, params: v2.LoginAuthRequest) -> dict[str, Any]:
+        """Honest about where the key lives: nothing is accepted over the wire (the schema
+        has no field for it, and credentials never travel on ACP); the agent checks that
+        the configured provider's key resolves, or answers -32000 naming the variables."""
+        from agentao.server.agent import _resolve_llm
+
+        if params.method_id != PROVIDER_KEY_METHOD:
+            raise InvalidParams(
+                f"Invalid params: unknown methodId {params.method_id!r} "
+                f"(only {PROVIDER_KEY_METHOD!r})",
+                {"field": "methodId"},
+            )
+        _resolve_llm(None)  # AuthRequired (-32000, data.variables) when the key is missing
+        return {}
+
+    async def auth_logout(self, params: Any) -> dict[str, Any]:
+        """Nothing to forget: agentao stores no credential of its own (the key is in the
+        environment of whoever started the agent, who alone can remove it)."""
+        return {}
 
     # ---- session lifecycle -----------------------------------------------------------
 
