@@ -20,8 +20,11 @@ V2_CLIENT = {"name": "v2-test-client", "version": "1.0.0"}
 SHELL = "touch made.txt"
 
 
-async def v2_initialize(agent: AgentProcess) -> dict[str, Any]:
-    return await agent.call("initialize", {"protocolVersion": 2, "info": V2_CLIENT})
+async def v2_initialize(
+    agent: AgentProcess, capabilities: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    params = {"protocolVersion": 2, "info": V2_CLIENT, "capabilities": capabilities or {}}
+    return await agent.call("initialize", params)
 
 
 def states(agent: AgentProcess, session: str) -> list[str]:
@@ -324,3 +327,63 @@ async def test_auth_login_checks_the_provider_key_server_side(tmp_path, env):
     assert missing["error"]["data"]["variables"] == ["OPENAI_API_KEY"]
     assert "OPENAI_API_KEY" in missing["error"]["message"]
     assert check_all(agent.received, agent.sent, version=2) == []
+
+
+async def _ask_user_turn(
+    env: dict[str, str],
+    ws: Any,
+    fake_llm: Any,
+    capabilities: dict[str, Any],
+    method: str,
+    answer: Any,
+) -> tuple[AgentProcess, dict[str, Any], str]:
+    """A turn whose model calls ask_user, the question answered by `answer`; the agent,
+    the question's request and what the tool told the model."""
+    question = {"question": "Tabs or spaces?"}
+    fake_llm.reply(tool_calls=[FakeToolCall("ask_user", question, id="q1")])
+    fake_llm.reply(text=["ok"])
+
+    async def reply(message: dict[str, Any]) -> Any:
+        return answer
+
+    async with running(env, init=False) as agent:
+        agent.handlers[method] = reply
+        await v2_initialize(agent, capabilities)
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        await agent.call("session/prompt", {"sessionId": sid, "prompt": [_text("ask")]})
+        await idle(agent, sid)
+    [asked] = [m for m in agent.agent_requests if m["method"] == method]
+    final = [u for u in agent.updates(sid) if u.get("toolCallId") == "q1"][-1]
+    assert states(agent, sid) == ["running", "requires_action", "running", "idle"]
+    return agent, asked, final["content"][0]["content"]["text"]
+
+
+FORMS = {"elicitation": {"form": {}}}
+
+
+async def test_ask_user_is_a_form_elicitation_where_the_client_takes_them(env, ws, fake_llm):
+    accepted = {"action": "accept", "content": {"answer": "spaces"}}
+    agent, asked, told = await _ask_user_turn(
+        env, ws, fake_llm, FORMS, "elicitation/create", accepted
+    )
+    params = asked["params"]
+    assert params["mode"] == "form" and params["message"] == "Tabs or spaces?"
+    assert params["requestedSchema"]["required"] == ["answer"]
+    assert told == "spaces"
+    assert check_all(agent.received, agent.sent, version=2) == []
+
+
+async def test_a_declined_elicitation_tells_the_model_the_user_is_unavailable(env, ws, fake_llm):
+    agent, _, told = await _ask_user_turn(
+        env, ws, fake_llm, FORMS, "elicitation/create", {"action": "decline"}
+    )
+    assert told == "(user unavailable)"
+    assert check_all(agent.received, agent.sent, version=2) == []
+
+
+async def test_without_elicitation_ask_user_is_the_vendor_request_as_in_v1(env, ws, fake_llm):
+    agent, asked, told = await _ask_user_turn(
+        env, ws, fake_llm, {}, "_agentao.cn/ask_user", {"answer": "tabs"}
+    )
+    assert asked["params"]["question"] == "Tabs or spaces?" and told == "tabs"
+    assert not [m for m in agent.agent_requests if m["method"] == "elicitation/create"]

@@ -96,8 +96,12 @@ class AcpAgent:
         self.accept_client(params.client_capabilities)
         return initialize_response()
 
-    def accept_client(self, caps: schema.ClientCapabilities) -> None:
-        """What the client can do: editor fs/terminal, capability-gated updates."""
+    def accept_client(self, caps: Any) -> None:
+        """What the client can do: editor fs/terminal, capability-gated updates (v1); a v2
+        client's capabilities (elicitation) go to the v2 surface."""
+        if not isinstance(caps, schema.ClientCapabilities):
+            self.for_version(2).accept_client(caps)  # type: ignore[attr-defined]
+            return
         self.io = ClientIo.from_capabilities(caps)
         self.gate = UpdateGate(caps)
 

@@ -56,13 +56,20 @@ class ClientInteraction:
         return PermissionReply(_permission_outcome(result), _reason(result))
 
     async def ask_user(self, question: str) -> str:
-        params = {"sessionId": self.session_id, "question": question}
+        method, params = self.ask_user_request(question)
         try:
-            result = await self._ask(ASK_USER_METHOD, params, result_type=None)
+            result = await self._ask(method, params, result_type=None)
         except asyncio.CancelledError:
             raise
         except (_Unanswered, ConnectionClosed):
             return ASK_USER_UNAVAILABLE
+        return self.ask_user_answer(result)
+
+    def ask_user_request(self, question: str) -> tuple[str, Any]:
+        """The request that puts `question` to the person (v2 may use an elicitation)."""
+        return ASK_USER_METHOD, {"sessionId": self.session_id, "question": question}
+
+    def ask_user_answer(self, result: Any) -> str:
         return ask_user_answer(result)
 
     def permission_params(self, call: ToolCallStarted) -> Any:

@@ -13,6 +13,7 @@ environment runs them. The system prompt is built from the session's facts
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from agentao.agent.catalog import Catalog
@@ -55,7 +56,7 @@ class SessionFactory:
         archive: SessionArchive,
         settings: ServerSettings,
         sandbox: Sandbox,
-        interaction: type[ClientInteraction] = ClientInteraction,
+        interaction: Callable[[Endpoint, str], ClientInteraction] = ClientInteraction,
     ) -> None:
         self.endpoint = endpoint
         self.interaction = interaction  # the protocol version's questions (server/v2.py)

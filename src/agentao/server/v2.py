@@ -23,6 +23,9 @@ session/resume    the stored session live again; `replayFrom: {type: "start"}` r
                   history (v1's load replay, in v2 updates) before the reply; another
                   cursor type is -32602
 session/close, session/list, session/delete      as v1
+ask_user          `elicitation/create` (a form with one string field, `answer`) when the
+                  client advertised `elicitation.form`; else `_agentao.cn/ask_user` as in v1.
+                  `requires_action` while it waits, as for a permission
 session/set_config_option   `mode` (a permission preset, within the ceiling) or `model`
 auth/login        method "provider-key" (type agent): checks that the configured provider's
                   key resolves from the environment, else -32000 naming the variables; no
@@ -36,6 +39,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from agentao.agent.events import ToolCallStarted, TurnEnded
+from agentao.agent.tools.base import ASK_USER_UNAVAILABLE
 from agentao.protocol import schema
 from agentao.protocol.connection import params_of
 from agentao.protocol.decode import decode_strict, to_builtins
@@ -57,6 +61,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentao.server")
 
 MODE_CONFIG_ID = "mode"
+ELICITATION_METHOD = "elicitation/create"
+ANSWER_FIELD = "answer"  # the one field of ask_user's form
 PROVIDER_KEY_METHOD = "provider-key"  # the one auth method: the provider key, server-side
 REPLAY_FROM_START = "start"
 # v2's value tag (`type: "id"`) and `_meta`: v1's model setter takes neither.
@@ -101,6 +107,35 @@ class V2Interaction(ClientInteraction):
             ],
         }
 
+    def __init__(self, peer: Any, session_id: str, elicit: bool = False) -> None:
+        super().__init__(peer, session_id)
+        self.elicit = elicit  # the client advertised form elicitation
+
+    def ask_user_request(self, question: str) -> tuple[str, Any]:
+        """`ask_user` as a one-field form where the client takes elicitations; else as v1
+        (the vendor request, which a client that does not know it leaves unanswered)."""
+        if not self.elicit:
+            return super().ask_user_request(question)
+        return ELICITATION_METHOD, {
+            "sessionId": self.session_id,
+            "mode": "form",
+            "message": question,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {ANSWER_FIELD: {"type": "string", "title": "Answer"}},
+                "required": [ANSWER_FIELD],
+            },
+        }
+
+    def ask_user_answer(self, result: Any) -> str:
+        if not self.elicit:
+            return super().ask_user_answer(result)
+        content = result.get("content") if isinstance(result, dict) else None
+        accepted = isinstance(result, dict) and result.get("action") == "accept"
+        answer = content.get(ANSWER_FIELD) if isinstance(content, dict) else None
+        # declined, cancelled, or no usable answer: the model hears the person is unavailable
+        return answer if accepted and isinstance(answer, str) else ASK_USER_UNAVAILABLE
+
     async def waiting(self, on_person: bool) -> None:
         state = "requires_action" if on_person else "running"
         update = {"sessionId": self.session_id, "update": state_update(state)}
@@ -125,6 +160,7 @@ class AgentV2:
         self.agent = agent  # the AcpAgent serving v1 (server/agent.py imports this module)
         self.extensions: dict[str, Any] = {}  # the vendor methods are v1's until served here
         self._outbox: V2Outbox | None = None
+        self.elicits_forms = False  # until initialize says the client takes form elicitations
 
     def factory(self, endpoint: Endpoint) -> SessionFactory:
         """The agent's session factory, wired to this connection's v2 view."""
@@ -133,12 +169,24 @@ class AgentV2:
         if self._outbox is None:
             self._outbox = V2Outbox(endpoint)
         a = self.agent
+        elicit = self.elicits_forms
+
+        def interaction(peer: Endpoint, session_id: str) -> V2Interaction:
+            return V2Interaction(peer, session_id, elicit)
+
         return SessionFactory(
-            endpoint, a.io, self._outbox, a.archive, a.settings, a.sandbox, V2Interaction
+            endpoint, a.io, self._outbox, a.archive, a.settings, a.sandbox, interaction
         )
 
     async def initialize(self, params: v2.InitializeRequest) -> dict[str, Any]:
+        self.accept_client(params.capabilities)
         return self.initialize_result()
+
+    def accept_client(self, caps: v2.ClientCapabilities) -> None:
+        """What a v2 client can do for us: form elicitation (for ask_user). The stdio
+        handshake answers `initialize` itself and hands the capabilities on here."""
+        elicitation = caps.elicitation
+        self.elicits_forms = elicitation is not None and elicitation.form is not None
 
     def initialize_result(self) -> dict[str, Any]:
         """What `initialize` answers on v2 (also used by the stdio handshake)."""
