@@ -6,6 +6,9 @@ those tasks: the endpoint then sends `$/cancel_request` for each, and the caller
 gets "cancelled" (permission) or the "(user unavailable)" sentinel (ask_user) at
 once, whether or not the client ever answers (seed C.5). The turn task itself is
 cancelled too, so a cancelled permission never lets a tool run.
+
+The protocol version's shapes are hooks (`permission_params`, `ask_user_request`,
+`ask_user_answer`, `waiting`): v1's here, v2's in server/v2.py `V2Interaction`.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ events and `TurnEnded("cancelled")`. Each event is written as a
 the wire before the result. The turn's record is committed to the store
 before the reply, so a turn the client saw end is never lost.
 
+v1 does all of this inside the prompt request (`run_prompt`). v2 answers the prompt at
+insertion, so server/v2.py uses the pieces: `claim`, `start_turn` (from here a cancel reaches
+the turn), then `finish_turn` after the reply, whose end becomes the idle `state_update`.
+
 A prompt arriving while a turn runs is refused (-32600, data.reason "busy");
 one arriving while a cancelled turn winds down waits for it (`turn_state.py`).
 What the turn runs (`Body`) is an ordinary model turn or a slash command
