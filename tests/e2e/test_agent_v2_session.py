@@ -304,6 +304,11 @@ async def test_the_mode_is_a_config_option_held_to_the_ceiling(tmp_path, ws, fak
     assert "yolo" in unknown["error"]["message"]
     assert models["configOptions"][0]["currentValue"] == "read-only"  # unchanged by refusals
     assert models["configOptions"][1]["currentValue"] == model
+    [told] = [
+        u for u in agent.updates(sid, every=True) if u["sessionUpdate"] == "config_option_update"
+    ]
+    assert [o["configId"] for o in told["configOptions"]] == ["mode", "model"]  # the whole config
+    assert told["configOptions"][0]["currentValue"] == "read-only"  # the mode change, told
     assert check_all(agent.received, agent.sent, version=2) == []
 
 

@@ -26,7 +26,9 @@ session/close, session/list, session/delete      as v1
 ask_user          `elicitation/create` (a form with one string field, `answer`) when the
                   client advertised `elicitation.form`; else `_agentao.cn/ask_user` as in v1.
                   `requires_action` while it waits, as for a permission
-session/set_config_option   `mode` (a permission preset, within the ceiling) or `model`
+session/set_config_option   `mode` (a permission preset, within the ceiling) or `model`;
+                  a mode or model changed any way (a slash command too) is sent as a
+                  `config_option_update` with the whole config
 auth/login        method "provider-key" (type agent): checks that the configured provider's
                   key resolves from the environment, else -32000 naming the variables; no
                   key travels on the wire. auth/logout: nothing stored to forget, `{}`
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentao.agent.events import ToolCallStarted, TurnEnded
@@ -47,7 +50,7 @@ from agentao.protocol.endpoint import Endpoint
 from agentao.protocol.errors import AcpError, InternalError, InvalidParams
 from agentao.server.capabilities import initialize_response_v2
 from agentao.server.config_options import MODEL_CONFIG_ID, mode_state, model_options
-from agentao.server.gates import UpdateGate
+from agentao.server.gates import UpdateGate, kind_of
 from agentao.server.interaction import PERMISSION_OPTIONS, ClientInteraction
 from agentao.server.outbox import Outbox
 from agentao.server.v2_updates import V2Mapper, new_message_id, state_update, tool_call_v2
@@ -62,6 +65,8 @@ log = logging.getLogger("agentao.server")
 
 MODE_CONFIG_ID = "mode"
 ELICITATION_METHOD = "elicitation/create"
+# v1 updates that change the config (a mode, or the model alone): v2 sends the whole config
+CONFIG_KINDS = frozenset({"current_mode_update", "config_option_update"})
 ANSWER_FIELD = "answer"  # the one field of ask_user's form
 PROVIDER_KEY_METHOD = "provider-key"  # the one auth method: the provider key, server-side
 REPLAY_FROM_START = "start"
@@ -75,8 +80,11 @@ class V2Outbox(Outbox):
     """Session updates for a v2 connection: every event and update through `V2Mapper`.
     No capability gate: v2 sends notices and compaction to every client."""
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(
+        self, endpoint: Endpoint, options_of: Callable[[str], list[dict[str, Any]] | None]
+    ) -> None:
         self.view = V2Mapper()
+        self.options_of = options_of  # a session's v2 config options (None: no such session)
         super().__init__(endpoint, UpdateGate(), self.view.v1)
 
     async def emit(self, session_id: str, event: TurnEvent, live: bool = True) -> None:
@@ -85,6 +93,10 @@ class V2Outbox(Outbox):
             await self._notify(session_id, update)
 
     async def send(self, session_id: str, update: Any, live: bool = True) -> None:
+        if kind_of(update) in CONFIG_KINDS:  # v2 has modes only among the config options
+            options = self.options_of(session_id)
+            if options is not None:
+                update = {"sessionUpdate": "config_option_update", "configOptions": options}
         wire = self.view.update(update)
         if wire is not None:
             await self._notify(session_id, wire)
@@ -167,7 +179,7 @@ class AgentV2:
         from agentao.server.opening import SessionFactory
 
         if self._outbox is None:
-            self._outbox = V2Outbox(endpoint)
+            self._outbox = V2Outbox(endpoint, self._options_of)
         a = self.agent
         elicit = self.elicits_forms
 
@@ -294,6 +306,10 @@ class AgentV2:
         else:
             await self.agent.session_set_config_option(params, {**message, "params": raw})
         return {"configOptions": config_options(live)}
+
+    def _options_of(self, session_id: str) -> list[dict[str, Any]] | None:
+        live = self.agent.sessions.find(session_id)
+        return None if live is None else config_options(live)
 
     def _view_of(self, live: LiveSession) -> V2Outbox:
         outbox = live.outbox
