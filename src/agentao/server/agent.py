@@ -80,6 +80,11 @@ class AcpAgent:
             self._v2 = AgentV2(self)
         return self._v2
 
+    def configured_llm(self) -> LlmConfig:
+        """The configured provider and model, its key resolved from the environment;
+        -32000 with `data.variables` when the key is missing (v2's auth/login asks)."""
+        return _resolve_llm(None)
+
     @property
     def factory(self) -> SessionFactory:
         assert self.endpoint is not None, "bind the endpoint first"

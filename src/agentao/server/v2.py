@@ -210,15 +210,13 @@ class AgentV2:
         """Honest about where the key lives: nothing is accepted over the wire (the schema
         has no field for it, and credentials never travel on ACP); the agent checks that
         the configured provider's key resolves, or answers -32000 naming the variables."""
-        from agentao.server.agent import _resolve_llm
-
         if params.method_id != PROVIDER_KEY_METHOD:
             raise InvalidParams(
                 f"Invalid params: unknown methodId {params.method_id!r} "
                 f"(only {PROVIDER_KEY_METHOD!r})",
                 {"field": "methodId"},
             )
-        _resolve_llm(None)  # AuthRequired (-32000, data.variables) when the key is missing
+        self.agent.configured_llm()  # AuthRequired (-32000, data.variables) when the key is missing
         return {}
 
     async def auth_logout(self, params: Any) -> dict[str, Any]:
