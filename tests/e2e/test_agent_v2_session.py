@@ -392,3 +392,20 @@ async def test_without_elicitation_ask_user_is_the_vendor_request_as_in_v1(env, 
     )
     assert asked["params"]["question"] == "Tabs or spaces?" and told == "tabs"
     assert not [m for m in agent.agent_requests if m["method"] == "elicitation/create"]
+
+
+async def test_a_prompt_refused_before_insertion_is_an_error_reply_and_inserts_nothing(env, ws):
+    image = {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
+    async with running(env, init=False) as agent:
+        await v2_initialize(agent)
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        refused = await agent.request("session/prompt", {"sessionId": sid, "prompt": [image]})
+        unknown = await agent.request(
+            "session/prompt", {"sessionId": "nope", "prompt": [_text("x")]}
+        )
+    assert refused["error"]["code"] == -32602
+    assert refused["error"]["data"]["reason"] == "images_unsupported"
+    assert unknown["error"]["code"] == -32002
+    assert states(agent, sid) == []  # nothing started, nothing inserted
+    assert not [u for u in agent.updates(sid) if u["sessionUpdate"] == "user_message_chunk"]
+    assert check_all(agent.received, agent.sent, version=2) == []
