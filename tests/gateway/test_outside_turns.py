@@ -162,6 +162,7 @@ async def test_a_note_after_a_turn_moves_where_the_next_turn_numbers_from(
         await asyncio.wait_for(first.closed.wait(), GUARD_SECONDS)
         known_end = first.last_seq  # what `LiveConversation.log_seq` held
         hub.note("c1", SESSION_UPDATE, MODE_UPDATE)
+        await hub.flush()  # stored: the hub keeps no count of the conversation now
         second = await hub.open(TaskRecord("t2", "c1", "running"), log_end=known_end)
         second.emit("task-started", {})
         await hub.flush()
