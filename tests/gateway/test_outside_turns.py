@@ -180,6 +180,31 @@ async def test_a_note_after_a_turn_moves_where_the_next_turn_numbers_from(
         await store.close()
 
 
+async def test_a_note_between_a_turn_s_answer_and_its_end_is_read_in_the_log_s_order(
+    tmp_path: Path,
+) -> None:
+    """The agent's update after the prompt's answer, before the gateway's `task-ended`,
+    in one batch with the turn's frames: numbered 2 between them, delivered and stored
+    1, 2, 3."""
+    store = open_gateway_store(tmp_path / "gw.sqlite3")
+    await store.create_conversation(Conversation("c1", "local", "agentao", "acp"))
+    hub = TaskHub(store, "boot_a")
+    reader: asyncio.Queue[TaskEvent] = asyncio.Queue()
+    hub.watch_conversation("c1", reader)
+    try:
+        task = await hub.open(TaskRecord("t1", "c1", "running"), log_end=0)
+        task.emit("task-started", {})
+        hub.note("c1", SESSION_UPDATE, MODE_UPDATE)  # the task is open: numbered at once
+        task.emit("task-ended", {"stopReason": "end_turn"})
+        await hub.flush()
+        got = [await _next(reader) for _ in range(3)]
+        assert [(e.task_id, e.seq) for e in got] == [("t1", 1), (NO_TASK, 2), ("t1", 3)]
+        assert await store.events_after("c1", 0) == got
+    finally:
+        hub.close()
+        await store.close()
+
+
 async def test_a_note_the_store_refuses_reaches_no_reader_but_its_failure(
     tmp_path: Path,
 ) -> None:
