@@ -80,6 +80,10 @@ def _the_note_between_the_turns(log: list[TaskEvent]) -> TaskEvent:
     assert len(ended) == len(started) == 2
     assert ended[0] < note.seq < started[1]
     assert [e.seq for e in log] == list(range(1, len(log) + 1))  # one numbering, no gap
+    # A turn's updates are its own, never noted too (none falls inside a turn).
+    turns = list(zip(started, ended, strict=True))
+    noted = [e.seq for e in log if e.type == SESSION_UPDATE]
+    assert not [seq for seq in noted for start, end in turns if start < seq < end]
     return note
 
 
