@@ -127,7 +127,8 @@ async def test_a_sqlite_store_of_before_keeps_its_frames_and_takes_notes(tmp_pat
             "INSERT INTO gw_tasks (id, conversation_id, status, created_at) "
             "VALUES ('t1', 'c1', 'ended', 1);"
             "INSERT INTO gw_log_frames VALUES ('c1', 1, 2, 't1', "
-            """'[["t1",1,"task-started",1.5,{}],["t1",2,"task-ended",2.5,{"stopReason":"end_turn"}]]');"""
+            """'[["t1",1,"task-started",1.5,{}],"""
+            """["t1",2,"task-ended",2.5,{"stopReason":"end_turn"}]]');"""
         )
     )
     db.close()

@@ -27,6 +27,17 @@ is skipped by its seq (see `tasks.py`; `remote/relay.py` watches a conversation)
 `ping` frames are not part of the log (no seq, never stored): the WebSocket
 sends them itself while it waits.
 
+Notes. What an agent session sends while no turn of it runs is part of the log too:
+`TaskHub.note()` appends a frame of no task (`task_id` `NO_TASK`, a `session-update`),
+numbered like any frame: on from the hub's count while a task or note of the
+conversation is open or unstored here, else from where the store says the log ends
+(read first, later notes waiting in order; a task opening meanwhile waits for it). A
+note counts as a user of the conversation's numbering until stored, and a caller's
+`log_end` known from before a note is not trusted (`open` reads the store). It is
+stored by the same writer, then given to the conversation's watchers (in seq order
+with the batch's task frames), never a task's; a note the store refuses gives them a
+`task-error` (`store_failed`, no seq) and drops the conversation's notes queued next.
+
 Stored before sent, under failure too. When a batch cannot be stored (or the writer
 fails it for any other reason, see `batches.py`), none of its frames is delivered. Each
 task with something in that batch *fails*: its watchers (and its conversation's) get one last `task-error` frame

@@ -1,9 +1,9 @@
 """A conversation as the web UI shows it: its stored frames folded once, in Python.
 
 Theory of operation. The task log stores each turn's frames (`tasks.py`), and what
-the agent sent while no turn ran (`session-update` frames of no task: a mode
-change, say, folded into the session as any update); the ACP updates among them are folded by the client's one fold (`agentao.client.view`), and
-the gateway's own frames (a turn's start and end, permission questions and answers)
+the agent sent while no turn ran (`session-update` frames of no task: a mode change,
+say); the ACP updates among them are folded by the client's one fold
+(`agentao.client.view`), and the gateway's own frames (a turn's start and end, permission questions and answers)
 become items beside them. A reader gets keyed items, each `{"id", "kind", "turn", ...}`:
 
     turn        prompt, state (running | ended | error), stopReason, usage, error
