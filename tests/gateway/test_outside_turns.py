@@ -39,15 +39,19 @@ def _mode_update(message: dict[str, Any]) -> bool:
     return any(u.get("sessionUpdate") == "current_mode_update" for u in _updates([message]))
 
 
-async def _open_and_load(gw: LiveGateway, opener: Any, loader: Any) -> str:
-    """`opener` opens a session on `gw`, `loader` (on `gw` too, or on another replica)
-    loads it: the session's id."""
+async def _open(gw: LiveGateway, opener: Any) -> str:
+    """`opener` opens a session on `gw`: its id."""
     cwd = gw.config.agents[0].cwd
     await _send(opener, 2, "session/new", {"cwd": cwd, "mcpServers": []})
-    sid = (await _until(opener, lambda m: m.get("id") == 2))["result"]["sessionId"]
+    return str((await _until(opener, lambda m: m.get("id") == 2))["result"]["sessionId"])
+
+
+async def _load(gw: LiveGateway, loader: Any, sid: str) -> None:
+    """`loader` loads session `sid` on `gw` (where it runs, or another replica)."""
+    cwd = gw.config.agents[0].cwd
     await _send(loader, 2, "session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
-    await _until(loader, lambda m: m.get("id") == 2)
-    return str(sid)
+    reply = await _until(loader, lambda m: m.get("id") == 2)
+    assert "result" in reply, reply
 
 
 async def _turn(client: Any, request_id: int, sid: str, text: str) -> None:
@@ -93,7 +97,8 @@ async def test_a_mode_change_between_turns_reaches_a_client_here_from_the_log(
     gw = gateway_factory(store=tmp_path / "gw.sqlite3")  # SQLite: its rows are read
     changer, watcher = await _remote_client(gw), await _remote_client(gw)
     try:
-        sid = await _open_and_load(gw, changer, watcher)
+        sid = await _open(gw, changer)
+        await _load(gw, watcher, sid)
         await _turn(changer, 3, sid, "one")
         await _set_mode(changer, 4, sid)
         got = await _until(watcher, _mode_update)
@@ -123,8 +128,9 @@ async def test_a_mode_change_between_turns_reaches_a_client_on_another_replica(
     a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
     at_a, at_b = await _remote_client(a), await _remote_client(b)
     try:
-        sid = await _open_and_load(a, at_a, at_b)
-        await _turn(at_a, 3, sid, "one")
+        sid = await _open(a, at_a)
+        await _turn(at_a, 3, sid, "one")  # its conversation's row is stored: B finds it
+        await _load(b, at_b, sid)
         await _set_mode(at_a, 4, sid)
         got = await _until(at_b, _mode_update)
         await _turn(at_a, 5, sid, "two")
