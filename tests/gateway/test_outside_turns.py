@@ -4,7 +4,8 @@ A remote ACP client changes the mode between two turns (`session/set_mode`): the
 agent's `current_mode_update` is appended to the log as a `session-update` frame of no
 task, numbered between the two turns' frames, and every reader gets it from there: a
 second client on the same replica, and one on another replica (a far session, reading
-the shared PostgreSQL store). Real gateways, our real agent, real stores; the hub's
+the shared PostgreSQL store), and one that comes back over HTTP/SSE from before it
+(`Last-Event-ID`). Real gateways, our real agent, real stores; the hub's
 numbering of notes on a real SQLite store.
 """
 
@@ -19,6 +20,7 @@ from agentao.gateway.tasklog import STORE_FAILED, UNSTORED, TaskHub
 from agentao.gateway.views import fold
 from agentao.store.gateway import open_gateway_store
 from agentao.store.gateway_records import Conversation, TaskEvent, TaskRecord
+from tests.gateway.acp_peers import RawPeer, reply_to, until
 from tests.gateway.conftest import LiveGateway
 from tests.gateway.test_one_log import (
     GUARD_SECONDS,
@@ -141,6 +143,44 @@ async def test_a_mode_change_between_turns_reaches_a_client_on_another_replica(
     log = b.run(b.gateway.store.events_after(conversation, 0))
     note = _the_note_between_the_turns(log)
     assert _updates([got]) == [note.payload["update"]]
+
+
+async def test_a_client_that_comes_back_gets_a_mode_change_again_from_the_log(
+    gateway_factory: Any, tmp_path: Path
+) -> None:
+    """Over HTTP with SSE: the mode change is an event of the session's stream like any
+    update; a client that resumes from before it (`Last-Event-ID`) gets it again, rebuilt
+    from the log's frame."""
+    gw = gateway_factory(store=tmp_path / "gw.sqlite3")
+    peer = RawPeer(f"{gw.url}/acp")
+    try:
+        await peer.initialize()
+        cwd = gw.config.agents[0].cwd
+        opened, _ = await peer.post("session/new", {"cwd": cwd, "mcpServers": []})
+        async with peer.stream() as events:
+            sid = (await until(events, reply_to(opened)))[-1].message["result"]["sessionId"]
+        async with peer.stream(sid) as events:
+            await peer.post("session/set_mode", {"sessionId": sid, "modeId": MODE}, session=sid)
+            live = await until(events, lambda e: _mode_update(e.message))
+        async with peer.stream(sid, last_event_id=live[-1].id - 1) as events:
+            again = await until(events, lambda e: _mode_update(e.message))
+        references = _stored(
+            gw,
+            "SELECT seq, log_seq FROM gw_acp_messages WHERE log_seq IS NOT NULL "
+            f"AND connection_id = '{peer.connection_id}'",
+        )
+    finally:
+        await peer.close()
+    assert again[0].id == live[-1].id and again[0].message == live[-1].message
+    conversation = gw.gateway.conversations.live_session(sid).id
+    log = gw.run(gw.gateway.store.events_after(conversation, 0))
+    noted = [
+        e.seq
+        for e in log
+        if e.type == SESSION_UPDATE
+        and _mode_update({"method": "session/update", "params": e.payload})
+    ]
+    assert len(noted) == 1 and (live[-1].id, noted[0]) in {tuple(r) for r in references}
 
 
 # ---- the hub: numbering a note between turns ---------------------------------------------
