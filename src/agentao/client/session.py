@@ -82,6 +82,15 @@ class Session:
         """The turn still running, if any."""
         return self._turn if self._turn is not None and not self._turn.done else None
 
+    @property
+    def answering(self) -> bool:
+        """Whether the update being received now (a watcher asks) is a turn's: one runs,
+        and the update came before its `session/prompt` answer on the wire (the answer
+        may be read before the updates ahead of it are handed over: `stream.py`); what
+        came after the answer is outside every turn."""
+        end = self.state.answered_at
+        return self.turn is not None and (end is None or self.state.stream.seq < end)
+
     def watch(self, watcher: Callable[[Update], None]) -> Callable[[], None]:
         """Call `watcher(update)` for every update of this session from now on, in the
         agent's order, whether or not a turn is reading (a gateway relays a session to

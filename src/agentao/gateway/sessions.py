@@ -12,9 +12,18 @@ starts:
    `sessionId` on a live process (after a gateway restart or an agent crash);
    else `session/new`. A stored session the agent cannot reload raises
    `SessionLost` (Chat Completions then starts afresh with the whole transcript).
-3. *Drain* whatever the session received while no turn ran (late updates of a
-   cancelled turn, a replayed history): none of it belongs to the new answer.
-4. Open the task (store row + `TaskLog`) and start the `GatewayTurn`.
+3. Open the task (store row + `TaskLog`), *drain* whatever the session received
+   while no turn ran (late updates of a cancelled turn, a replayed history: none of it
+   belongs to the new answer) and start the `GatewayTurn`, with no pause between the
+   drain and the prompt (an update that came between would be the turn's and stale).
+
+Outside turns. Whatever a bound agent session sends while no turn of it runs (a mode
+or config change a remote client asked for, a title, its commands, late updates of a
+cancelled turn) is appended to the conversation's log as a `session-update` frame of
+no task (`TaskHub.note`), whoever watches: every reader reads it there. What the
+agent sent before the session was bound (a `session/load`'s replay) is not: it is the
+history, not news. An update is a turn's from the moment its prompt is sent until
+its answer is read (`Session.answering`).
 
 Permission requests from every agent process come to `permission()`, which
 finds the session's running turn and lets it decide under its policy.
@@ -29,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import uuid
@@ -36,7 +46,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentao.client import AgentError, ClientError, PermissionRequest, Session, TurnEnd
+from agentao.client import AgentError, ClientError, PermissionRequest, Session, TurnEnd, Update
 from agentao.client.permissions import PermissionAnswer, choose
 from agentao.gateway.config import Limits, Policy
 from agentao.gateway.errors import (
@@ -50,7 +60,7 @@ from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool, SessionParams
 from agentao.gateway.reasons import OUTSIDE_TURN
 from agentao.gateway.replicas import Replica
-from agentao.gateway.tasklog import TaskHub
+from agentao.gateway.tasklog import SESSION_UPDATE, TaskHub
 from agentao.gateway.titles import short_title
 from agentao.gateway.turns import GatewayTurn, TurnContext, TurnFailed
 from agentao.store.gateway import GatewayStore
@@ -90,8 +100,10 @@ class LiveConversation:
     # Where its log ends (the seq of its last stored frame), while nobody else can have
     # written it since we learnt it: created here, or held since our last task on it ended
     # with every frame stored, on a store no other replica writes. None: ask the store
-    # (`TaskHub.open`).
+    # (`TaskHub.open`). A note (what the agent sent outside a turn) moves the end: None
+    # again (and the hub ignores an end known from before a note: `TaskHub.open`).
     log_seq: int | None = None
+    unwatch: Callable[[], None] | None = None  # stops noting what its session sends
 
     @property
     def id(self) -> str:
@@ -166,9 +178,6 @@ class Conversations:
         self._by_session: dict[str, LiveConversation] = {}
         self._running: dict[str, tuple[LiveConversation, GatewayTurn, TurnRequest]] = {}
         self._by_hash: dict[tuple[str, str, str], str] = {}  # (owner, agent, hash) -> conv id
-        # Called when a conversation gets a (new) agent session: a relay that watches it
-        # must watch the new one (remote/relay.py).
-        self.on_bound: list[Callable[[LiveConversation], None]] = []
         self._leasing = KeyedLocks()  # a conversation's lease: claimed, or released, at once
 
     # ---- finding and creating -----------------------------------------------------------
@@ -280,9 +289,6 @@ class Conversations:
             session = await self._bind(conv)
             if request.model and request.model != conv.model:
                 await self._set_model(conv, session, request.model)
-            stale = session.drain()
-            if stale:
-                log.info("conversation %s: dropped %d stale updates", conv.id, len(stale))
             return await self._start(conv, session, request)
         except BaseException:
             conv.reserved = False
@@ -326,6 +332,7 @@ class Conversations:
             return conv.session
         if conv.session is not None:  # its process died
             self._by_session.pop(conv.session.id, None)
+            self._unwatch(conv)
             conv.session, conv.model = None, None
         stored = conv.record.session_id
         params = SessionParams.of(conv.record.session_params)
@@ -340,9 +347,26 @@ class Conversations:
             raise AgentUnavailable(f"agent {conv.record.agent!r}: {exc}") from None
         conv.session = session
         self._by_session[session.id] = conv
-        for hook in self.on_bound:
-            hook(conv)
+        self._watch(conv, session)
         return session
+
+    def _watch(self, conv: LiveConversation, session: Session) -> None:
+        """From now on, what `session` sends while no turn of it runs is noted in the
+        conversation's log (see the module docstring)."""
+        self._unwatch(conv)
+        conv.unwatch = session.watch(functools.partial(self._outside_turn, conv, session))
+
+    def _unwatch(self, conv: LiveConversation) -> None:
+        unwatch, conv.unwatch = conv.unwatch, None
+        if unwatch is not None:
+            unwatch()
+
+    def _outside_turn(self, conv: LiveConversation, session: Session, update: Update) -> None:
+        """An update of a bound session (on the read path): a note unless a turn's."""
+        if session.answering or conv.session is not session:
+            return
+        self.hub.note(conv.id, SESSION_UPDATE, {"update": update.raw})
+        conv.log_seq = None  # the end moved: the hub knows it, or the store
 
     async def _load(
         self, conv: LiveConversation, session_id: str, params: SessionParams
@@ -407,6 +431,9 @@ class Conversations:
         turn = GatewayTurn(session, request.prompt, task_log, context, self._ended)
         conv.turn = turn
         self._running[task_id] = (conv, turn, request)
+        stale = session.drain()  # in the log already (notes), or a replayed history
+        if stale:
+            log.debug("conversation %s: %d updates of no turn not replayed", conv.id, len(stale))
         turn.start(
             {
                 "taskId": task_id,
@@ -469,6 +496,7 @@ class Conversations:
         turn opens a new one, to which the caller sends the whole transcript."""
         if conv.session is not None:
             self._by_session.pop(conv.session.id, None)
+        self._unwatch(conv)
         conv.record.session_id, conv.session, conv.model = None, None, None
 
     # ---- idle conversations ---------------------------------------------------------------
@@ -504,6 +532,7 @@ class Conversations:
                 await self.replica.release(conv.id)
 
     async def _close_session(self, conv: LiveConversation) -> None:
+        self._unwatch(conv)
         session, conv.session, conv.model = conv.session, None, None
         if session is not None:
             self._by_session.pop(session.id, None)

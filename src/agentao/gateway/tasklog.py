@@ -31,6 +31,17 @@ is skipped by its seq (see `tasks.py`; `remote/relay.py` watches a conversation)
 `ping` frames are not part of the log (no seq, never stored): the WebSocket
 sends them itself while it waits.
 
+Notes. What an agent session sends while no turn of it runs is part of the log too:
+`TaskHub.note()` appends a frame of no task (`task_id` `NO_TASK`, a `session-update`),
+numbered like any frame: on from the hub's count while a task or note of the
+conversation is open or unstored here, else from where the store says the log ends
+(read first, later notes waiting in order; a task opening meanwhile waits for it). A
+note counts as a user of the conversation's numbering until stored, and a caller's
+`log_end` known from before a note is not trusted (`open` reads the store). It is
+stored by the same writer, then given to the conversation's watchers (in seq order
+with the batch's task frames), never a task's; a note the store refuses gives them a
+`task-error` (`store_failed`, no seq) and drops the conversation's notes queued next.
+
 Stored before sent, under failure too. When a batch cannot be stored (or the writer
 fails it for any other reason, see `batches.py`), none of its frames is delivered. Each
 task with something in that batch *fails*: its watchers (and its conversation's) get one last `task-error` frame
@@ -45,6 +56,7 @@ still says why it stopped, and the other replica's log keeps its own frames.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,12 +66,22 @@ from typing import Any, Protocol
 
 from agentao.gateway.batches import BatchWriter, WriterBackoff, describe
 from agentao.store.gateway import GatewayStore
-from agentao.store.gateway_records import Conversation, ResponseRecord, TaskEvent, TaskRecord
+from agentao.store.gateway_records import (
+    NO_TASK,
+    Conversation,
+    LogNote,
+    ResponseRecord,
+    TaskEvent,
+    TaskRecord,
+)
 
+log = logging.getLogger("agentao.gateway")
 TERMINAL = frozenset({"task-ended", "task-error"})
 STORE_FAILED = "store_failed"  # the error code of a task whose frames could not be stored
 UNSTORED = 0  # the seq of a frame no store holds: a store failure's `task-error`
 _task_of = attrgetter("task_id")
+# The type of a frame of no task: an update the agent sent while no turn ran (`note`).
+SESSION_UPDATE = "session-update"
 
 
 class Watcher(Protocol):
@@ -178,9 +200,17 @@ class _Batch:
     responses: list[ResponseRecord] = field(default_factory=list)
     frames: list[TaskEvent] = field(default_factory=list)
     ended: list[tuple[TaskLog, TaskRecord]] = field(default_factory=list)
+    notes: list[LogNote] = field(default_factory=list)  # frames of no task
 
     def __bool__(self) -> bool:
-        return bool(self.conversations or self.rows or self.responses or self.frames or self.ended)
+        return bool(
+            self.conversations
+            or self.rows
+            or self.responses
+            or self.frames
+            or self.ended
+            or self.notes
+        )
 
 
 class TaskHub:
@@ -199,9 +229,15 @@ class TaskHub:
         self._stored = stored
         self._conversation_of: dict[str, str] = {}  # task id -> its conversation
         self._logs: dict[str, TaskLog] = {}
-        # Conversation -> its last seq numbered, while one of its tasks is open here.
+        # Conversation -> its last seq numbered, while it has a task open or a note
+        # unstored here (its users).
         self._last_seq: dict[str, int] = {}
-        self._open_tasks: dict[str, int] = {}  # conversation -> its tasks not yet closed
+        self._users: dict[str, int] = {}  # conversation -> its tasks not closed, notes unstored
+        # Notes of a conversation whose log end is being read (`note`), waiting in order.
+        self._unnumbered: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        self._learning: dict[str, asyncio.Task[None]] = {}  # conversation -> that read
+        # Noted since their last task opened here: the caller's `log_end` may predate it.
+        self._noted: set[str] = set()
         self._readers: dict[str, set[Watcher]] = {}  # conversation -> who watches its log
         self._retried: set[str] = set()  # tasks whose end is written again, once (`_fail`)
         self._writer = BatchWriter(_Batch, self._write, self._fail, backoff)
@@ -209,13 +245,23 @@ class TaskHub:
     async def open(self, record: TaskRecord, log_end: int | None = None) -> TaskLog:
         """A log for a new task of `record.conversation_id`, numbering on from that
         conversation's last stored seq: `log_end` when the caller knows it (it held the
-        conversation since its last task here ended, or created it), else read from the
-        store. Its row is written before its first frame."""
+        conversation since its last task here ended, or created it, and nothing was noted
+        since), else read from the store. Its row is written before its first frame."""
         conversation_id = record.conversation_id
-        if conversation_id not in self._last_seq:
-            last = await self.store.last_seq(conversation_id) if log_end is None else log_end
-            self._last_seq.setdefault(conversation_id, last)
-        self._open_tasks[conversation_id] = self._open_tasks.get(conversation_id, 0) + 1
+        self._users[conversation_id] = self._users.get(conversation_id, 0) + 1  # before waiting
+        try:
+            learning = self._learning.get(conversation_id)
+            if learning is not None:  # a note is learning where the log ends: number after it
+                await asyncio.shield(learning)
+            if conversation_id not in self._last_seq:
+                if conversation_id in self._noted:  # a note moved the end the caller knew
+                    log_end = None
+                last = await self.store.last_seq(conversation_id) if log_end is None else log_end
+                self._last_seq.setdefault(conversation_id, last)
+        except BaseException:
+            self._release(conversation_id)
+            raise
+        self._noted.discard(conversation_id)
         task_log = self._logs[record.id] = TaskLog(record.id, conversation_id, self)
         self._conversation_of[record.id] = conversation_id
         record.boot_id = self.boot_id
@@ -229,17 +275,64 @@ class TaskHub:
         return seq
 
     def _closed(self, task_id: str) -> None:
-        """A task is over (its end stored, or failed): its conversation's numbering is
-        forgotten once none of its tasks is open here (the store knows where it ends)."""
+        """A task is over (its end stored, or failed): see `_release`."""
         conversation_id = self._conversation_of.pop(task_id, None)
-        if conversation_id is None:
-            return
-        left = self._open_tasks.get(conversation_id, 1) - 1
+        if conversation_id is not None:
+            self._release(conversation_id)
+
+    def _release(self, conversation_id: str) -> None:
+        """One user of the conversation's numbering is done (a task closed, a note stored
+        or failed): the numbering is forgotten once none is left (the store knows where
+        the log ends)."""
+        left = self._users.get(conversation_id, 1) - 1
         if left > 0:
-            self._open_tasks[conversation_id] = left
+            self._users[conversation_id] = left
             return
-        self._open_tasks.pop(conversation_id, None)
+        self._users.pop(conversation_id, None)
         self._last_seq.pop(conversation_id, None)
+
+    # ---- what the agent sends while no turn runs -------------------------------------
+
+    def note(self, conversation_id: str, type_: str, payload: dict[str, Any]) -> None:
+        """Append a frame of no task to the conversation's log (what its agent session
+        sent while no turn ran): numbered on from the log's end -- this hub's own count
+        while something of the conversation is open or unstored here, else read from
+        the store first, later notes waiting in order meanwhile -- stored by the writer,
+        and only then given to the conversation's watchers (a store failure: a
+        `task-error` with code `store_failed` and no seq, the note dropped)."""
+        self._noted.add(conversation_id)
+        waiting = self._unnumbered.get(conversation_id)
+        if waiting is not None:
+            waiting.append((type_, payload))
+        elif conversation_id in self._last_seq:
+            self._queue_note(conversation_id, type_, payload)
+        else:
+            self._unnumbered[conversation_id] = [(type_, payload)]
+            learning = asyncio.get_running_loop().create_task(self._learn_end(conversation_id))
+            self._learning[conversation_id] = learning
+
+    async def _learn_end(self, conversation_id: str) -> None:
+        """Read where the conversation's log ends (nothing of it is unstored here), then
+        number the notes that waited for it."""
+        try:
+            last = await self.store.last_seq(conversation_id)
+        except Exception as exc:  # the store is away: the notes cannot be numbered
+            waiting = self._unnumbered.pop(conversation_id, [])
+            log.error("conversation %s: %d note(s) not stored", conversation_id, len(waiting))
+            self._tell_readers(conversation_id, _note_failure(exc))
+            return
+        finally:
+            self._learning.pop(conversation_id, None)
+        self._last_seq.setdefault(conversation_id, last)
+        for type_, payload in self._unnumbered.pop(conversation_id, []):
+            self._queue_note(conversation_id, type_, payload)
+
+    def _queue_note(self, conversation_id: str, type_: str, payload: dict[str, Any]) -> None:
+        seq = self.number(conversation_id)
+        self._users[conversation_id] = self._users.get(conversation_id, 0) + 1
+        event = TaskEvent(NO_TASK, seq, type_, time.time(), payload)
+        self._writer.batch.notes.append(LogNote(conversation_id, self.boot_id, event))
+        self._writer.kick()
 
     def watch_conversation(self, conversation_id: str, watcher: Watcher) -> None:
         """Give `watcher` every frame of the conversation's log from now on, once stored,
@@ -272,7 +365,10 @@ class TaskHub:
         self._writer.kick()
 
     async def flush(self) -> None:
-        """Wait until everything queued so far is stored (shutdown)."""
+        """Wait until everything queued so far is stored (shutdown); notes waiting on
+        where their log ends are numbered and queued first."""
+        for learning in list(self._learning.values()):
+            await asyncio.shield(learning)
         await self._writer.flush()
 
     def save_conversation(self, conversation: Conversation) -> None:
@@ -296,18 +392,25 @@ class TaskHub:
             conversations=list(batch.conversations.values()),
             responses=batch.responses,
             ended=[record for _log, record in batch.ended],
+            notes=batch.notes,
         )
         for row in batch.rows:
             if row.id in self._logs:
                 self._logs[row.id].stored.set()
-        ids = self._deliver(batch.frames)
+        if batch.notes:  # in the log's order: a note may fall between a task's frames
+            ids = self._deliver_in_order([*batch.frames, *batch.notes])
+        else:
+            ids = self._deliver(batch.frames)
         for task_log, record in batch.ended:
             task_log.closed.set()
             self._retried.discard(record.id)
         ids.update(r.id for _log, r in batch.ended)
         woken = sorted((i, self._conversation_of.get(i, "")) for i in ids)
+        woken += sorted({(NO_TASK, n.conversation_id) for n in batch.notes})
         for _log, record in batch.ended:
             self._closed(record.id)
+        for note in batch.notes:
+            self._release(note.conversation_id)
         if self._stored is not None and woken:
             await self._stored(woken)
 
@@ -328,9 +431,23 @@ class TaskHub:
                 del self._logs[task_id]
         return ids
 
+    def _deliver_in_order(self, items: list[TaskEvent | LogNote]) -> set[str]:
+        """A batch's frames and notes by seq: each note to its conversation's readers,
+        each run of frames between them as `_deliver` gives it; the ids of the tasks."""
+        ids: set[str] = set()
+        ordered = sorted(items, key=_seq_of)
+        for is_note, run in groupby(ordered, lambda item: isinstance(item, LogNote)):
+            if not is_note:
+                ids |= self._deliver(list(run))  # type: ignore[arg-type]
+                continue
+            for note in run:
+                self._tell_readers(note.conversation_id, note.event)  # type: ignore[union-attr]
+        return ids
+
     def _fail(self, batch: _Batch, exc: Exception) -> None:
         """The writer could not store `batch`: every task in it fails (see the module
-        docstring); the waiters on its rows and ends are released."""
+        docstring), and so does every note; the waiters on its rows and ends are released."""
+        self._fail_notes(batch.notes, exc)
         error = {
             "message": f"the gateway could not store this task's frames ({describe(exc)}); "
             "the turn was stopped",
@@ -358,6 +475,20 @@ class TaskHub:
             self._writer.batch.ended.extend(retry)
             self._writer.kick()
 
+    def _fail_notes(self, notes: list[LogNote], exc: Exception) -> None:
+        """Notes not stored: their conversations' watchers are told once, and the notes
+        of those conversations queued next go too (they would number on past a gap)."""
+        failed = {n.conversation_id for n in notes}
+        if not failed:
+            return
+        pending = self._writer.batch
+        dropped = [n for n in pending.notes if n.conversation_id in failed]
+        pending.notes = [n for n in pending.notes if n.conversation_id not in failed]
+        for note in [*notes, *dropped]:
+            self._release(note.conversation_id)
+        for conversation_id in sorted(failed):
+            self._tell_readers(conversation_id, _note_failure(exc))
+
     def _failed(self, task_log: TaskLog, error: dict[str, Any]) -> None:
         failure = task_log.fail(error)
         if failure is not None:
@@ -366,9 +497,35 @@ class TaskHub:
     def close(self) -> None:
         """Stop the writer (shutdown); frames not yet stored are lost."""
         self._writer.close()
+        for learning in self._learning.values():
+            learning.cancel()
         for task_log in self._logs.values():
             task_log.close()
         self._logs.clear()
 
 
-__all__ = ["STORE_FAILED", "TERMINAL", "UNSTORED", "TaskHub", "TaskLog", "Watcher", "wire_frame"]
+def _seq_of(item: TaskEvent | LogNote) -> int:
+    return item.seq if isinstance(item, TaskEvent) else item.event.seq
+
+
+def _note_failure(exc: BaseException) -> TaskEvent:
+    """What a conversation's watchers get when a note of it could not be stored (no seq:
+    it is not part of the log)."""
+    error = {
+        "message": "the gateway could not store an update the agent sent outside a turn "
+        f"({describe(exc)})",
+        "code": STORE_FAILED,
+    }
+    return TaskEvent(NO_TASK, UNSTORED, "task-error", time.time(), {"error": error})
+
+
+__all__ = [
+    "SESSION_UPDATE",
+    "STORE_FAILED",
+    "TERMINAL",
+    "UNSTORED",
+    "TaskHub",
+    "TaskLog",
+    "Watcher",
+    "wire_frame",
+]

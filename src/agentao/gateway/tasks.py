@@ -13,6 +13,10 @@ conversation's number: a later turn's first frame follows the earlier turn's las
     task-error           error: {message, code}
     ping                 (no seq; not stored) while nothing else happens
 
+A conversation's log also holds `session-update` frames (update: what the agent sent
+while no turn ran) that belong to no task: a task stream never sends them (its
+conversation's readers get them, `tasklog.py`).
+
 A frame is sent only once it is stored. When the store fails during a turn, the
 watchers get a last `task-error` with code `store_failed` and *no* seq (nothing
 stored it), and the turn is stopped.

@@ -1,8 +1,9 @@
 """A conversation as the web UI shows it: its stored frames folded once, in Python.
 
-Theory of operation. The task log stores each turn's frames (`tasks.py`); the ACP
-updates among them are folded by the client's one fold (`agentao.client.view`), and
-the gateway's own frames (a turn's start and end, permission questions and answers)
+Theory of operation. The task log stores each turn's frames (`tasks.py`), and what
+the agent sent while no turn ran (`session-update` frames of no task: a mode change,
+say); the ACP updates among them are folded by the client's one fold
+(`agentao.client.view`), and the gateway's own frames (a turn's start and end, permission questions and answers)
 become items beside them. A reader gets keyed items, each `{"id", "kind", "turn", ...}`:
 
     turn        prompt, state (running | ended | error), stopReason, usage, error
@@ -34,6 +35,7 @@ from agentao.client.view import (
     tool_call_of,
     tool_item,
 )
+from agentao.gateway.tasklog import SESSION_UPDATE
 from agentao.protocol import schema
 from agentao.protocol.decode import decode_lenient
 from agentao.store.gateway import GatewayStore
@@ -59,7 +61,7 @@ class ConversationView:
         """Fold one frame; the items it changed."""
         self.turn = event.task_id
         payload = event.payload
-        if event.type == "task-running":
+        if event.type in ("task-running", SESSION_UPDATE):  # a turn's, or of no turn
             return self._update(payload.get("update"))
         if event.type == "task-started":
             prompt = payload.get("prompt")

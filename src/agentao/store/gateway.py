@@ -12,10 +12,13 @@ questions and answers, the turn's end with usage, errors), numbered per
 *conversation* from 1 across its tasks, written before any reader sees them. Readers
 read it by that number: `events_after(conversation_id, seq)` for the whole log,
 `task_events(task_id, seq)` for one task's frames (the same numbers: a task's seqs
-are increasing, not contiguous). Frames are stored a batch to a row (`gw_log_frames`:
+are increasing, not contiguous). What the agent sends while no turn runs is in the log
+too, as frames of no task (`LogNote`: numbered with the rest, `task_id` NULL, so
+`task_events` never returns them). Frames are stored a batch to a row (`gw_log_frames`:
 the conversation, the first and last seq, the task, the frames as one JSON array): a
 5,000-chunk answer is a handful of inserts, not 5,000. A row's conversation is its
-task's, looked up as the row is written (a frame of an unknown task is an error).
+task's, looked up as the row is written (a frame of an unknown task is an error); a
+note's is named. Deleting a conversation deletes every frame of its log (cascaded).
 
 Retention (`prune_log`): the log frames of conversations not updated since a time and
 with no task running are deleted (their rows, tasks and responses stay).
@@ -45,11 +48,13 @@ from agentao.store.gateway_records import (
     IN_FLIGHT_RESPONSE,
     IN_FLIGHT_TASK,
     INSERT_LOG_FRAMES,
+    INSERT_NOTE_FRAMES,
     LAST_SEQ,
     LAST_SEQ_OF_TASK,
     PRUNE_LOG,
     Boot,
     Conversation,
+    LogNote,
     ResponseRecord,
     Settlement,
     TaskEvent,
@@ -63,6 +68,7 @@ from agentao.store.gateway_records import (
     escape_like,
     frame_rows,
     new_task_row,
+    note_rows,
     response_from_row,
     response_row,
     stamp_batch,
@@ -108,6 +114,7 @@ class GatewayStore(Protocol):
         conversations: Sequence[Conversation] = (),
         responses: Sequence[ResponseRecord] = (),
         ended: Sequence[TaskRecord] = (),
+        notes: Sequence[LogNote] = (),
     ) -> None: ...
     async def events_after(self, conversation_id: str, after_seq: int) -> list[TaskEvent]: ...
     async def task_events(self, task_id: str, after_seq: int) -> list[TaskEvent]: ...
@@ -267,15 +274,17 @@ class SqliteGatewayStore:
         conversations: Sequence[Conversation] = (),
         responses: Sequence[ResponseRecord] = (),
         ended: Sequence[TaskRecord] = (),
+        notes: Sequence[LogNote] = (),
     ) -> None:
         """Save conversations (insert or update), then new task rows, new response rows
-        (kept if the row exists: a later `put_response` wins), then events, then the
-        ends of tasks (their status, ended_at and error), in one transaction (all or
-        none): the order their references need."""
+        (kept if the row exists: a later `put_response` wins), then events and notes
+        (frames of no task), then the ends of tasks (their status, ended_at and error),
+        in one transaction (all or none): the order their references need."""
         stamp_batch(tasks, responses, conversations, time.time())
         new = [new_task_row(t) for t in tasks]
         started = [response_row(r) for r in responses]
         rows = frame_rows(events)
+        noted = [row[:4] for row in note_rows(notes)]  # SQLite has no leases to check
 
         def append(c: sqlite3.Connection) -> None:
             for conv in conversations:
@@ -287,6 +296,7 @@ class SqliteGatewayStore:
             )
             c.executemany(_INSERT_RESPONSE + " ON CONFLICT(id) DO NOTHING", started)
             c.executemany(_INSERT_FRAMES, rows)
+            c.executemany(_INSERT_NOTES, noted)
             c.executemany(
                 "UPDATE gw_tasks SET status = ?, ended_at = ?, error = ? WHERE id = ?",
                 [task_end_row(t) for t in ended],
@@ -422,6 +432,7 @@ def _find_by_transcript(
 
 
 _INSERT_FRAMES = INSERT_LOG_FRAMES.replace("%s", "?")
+_INSERT_NOTES = INSERT_NOTE_FRAMES.replace("%s", "?")
 _LAST_SEQ_OF_TASK = LAST_SEQ_OF_TASK.replace("%s", "?")
 
 

@@ -32,6 +32,11 @@ LAST_SEQ_OF_TASK = (  # the last seq of the log of this task's conversation
     "SELECT COALESCE(MAX(last_seq), 0) AS last FROM gw_log_frames WHERE conversation_id = "
     "(SELECT conversation_id FROM gw_tasks WHERE id = %s)"
 )
+# A frame of no task (a `LogNote`): its conversation is named, its task is NULL.
+INSERT_NOTE_FRAMES = (
+    "INSERT INTO gw_log_frames (conversation_id, first_seq, last_seq, task_id, frames) "
+    "VALUES (%s, %s, %s, NULL, %s)"
+)
 PRUNE_LOG = (
     "DELETE FROM gw_log_frames WHERE conversation_id IN (SELECT c.id FROM gw_conversations c "
     "WHERE c.updated_at < %s AND NOT EXISTS (SELECT 1 FROM gw_tasks t "
@@ -135,6 +140,21 @@ class TaskEvent(msgspec.Struct, frozen=True, gc=False, array_like=True):
 
 
 decode_frames = msgspec.json.Decoder(list[TaskEvent]).decode
+# The `task_id` of a frame that belongs to no task (a `LogNote`; its row's task is NULL).
+# A str, not None: every reader keys frames by their task id, and no task id is empty.
+NO_TASK = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LogNote:
+    """A frame of a conversation's log that belongs to no task: what the agent sent while
+    no turn of it ran (`event.task_id` is `NO_TASK`). `boot_id` is the gateway process
+    that writes it: on a shared store only the conversation's lease holder may
+    (store/postgres.py)."""
+
+    conversation_id: str
+    boot_id: str
+    event: TaskEvent
 
 
 def json_value(value: Any) -> Any:
@@ -144,12 +164,42 @@ def json_value(value: Any) -> Any:
 
 
 def frame_rows(events: Sequence[TaskEvent]) -> list[tuple[str, int, int, str, bytes]]:
-    """One row per task of the batch, its frames in order as one JSON array, for
-    `INSERT_LOG_FRAMES`: (task, first seq, last seq, task, frames)."""
-    by_task: dict[str, list[TaskEvent]] = {}
-    for event in events:
-        by_task.setdefault(event.task_id, []).append(event)
-    return [(task, f[0].seq, f[-1].seq, task, encode_json(f)) for task, f in by_task.items()]
+    """One row per run of a task's frames in the batch, in order, as one JSON array, for
+    `INSERT_LOG_FRAMES`: (task, first seq, last seq, task, frames). A run ends where the
+    task's seqs skip (a note of its conversation came between): rows of one log never
+    overlap, so reading them by first seq reads the log in order."""
+    runs = _runs([(e.task_id, e.seq) for e in events])
+    rows = []
+    for run in runs:
+        frames = [events[i] for i in run]
+        task = frames[0].task_id
+        rows.append((task, frames[0].seq, frames[-1].seq, task, encode_json(frames)))
+    return rows
+
+
+def note_rows(notes: Sequence[LogNote]) -> list[tuple[str, int, int, bytes, str]]:
+    """One row per run of a conversation's notes in the batch, as `frame_rows` cuts them:
+    (conversation, first seq, last seq, frames, the boot that writes them)."""
+    rows = []
+    for run in _runs([(n.conversation_id, n.event.seq) for n in notes]):
+        first, last = notes[run[0]], notes[run[-1]]
+        frames = encode_json([notes[i].event for i in run])
+        rows.append((first.conversation_id, first.event.seq, last.event.seq, frames, first.boot_id))
+    return rows
+
+
+def _runs(keyed: Sequence[tuple[str, int]]) -> list[list[int]]:
+    """The indexes of `keyed` (key, seq) cut into runs of one key with contiguous seqs."""
+    runs: list[list[int]] = []
+    current: dict[str, tuple[list[int], int]] = {}  # key -> its open run, its last seq
+    for index, (key, seq) in enumerate(keyed):
+        run, last = current.get(key, (None, 0))
+        if run is None or last + 1 != seq:
+            run = []
+            runs.append(run)
+        run.append(index)
+        current[key] = (run, seq)
+    return runs
 
 
 def escape_like(text: str) -> str:
@@ -250,13 +300,16 @@ def task_from_row(row: Row) -> TaskRecord:
 
 __all__ = [
     "INSERT_LOG_FRAMES",
+    "INSERT_NOTE_FRAMES",
     "IN_FLIGHT_RESPONSE",
     "IN_FLIGHT_TASK",
     "LAST_SEQ",
     "LAST_SEQ_OF_TASK",
+    "NO_TASK",
     "PRUNE_LOG",
     "Boot",
     "Conversation",
+    "LogNote",
     "ResponseRecord",
     "Row",
     "Settlement",
@@ -273,6 +326,7 @@ __all__ = [
     "frame_rows",
     "json_value",
     "new_task_row",
+    "note_rows",
     "response_from_row",
     "response_row",
     "stamp_batch",

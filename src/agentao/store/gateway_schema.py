@@ -106,6 +106,21 @@ GATEWAY_SCHEMA = Schema(
         )""",
         "DROP TABLE gw_task_frames",
         "CREATE INDEX gw_log_frames_by_task ON gw_log_frames(task_id, first_seq)",
+        # Frames of no task (what the agent sent while no turn ran: `LogNote`), task_id
+        # NULL. SQLite cannot drop a NOT NULL: the table is rebuilt, its rows kept.
+        """CREATE TABLE gw_log_frames_next (
+            conversation_id TEXT NOT NULL REFERENCES gw_conversations(id) ON DELETE CASCADE,
+            first_seq INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            task_id TEXT REFERENCES gw_tasks(id) ON DELETE CASCADE,
+            frames BLOB NOT NULL,
+            PRIMARY KEY (conversation_id, first_seq)
+        )""",
+        """INSERT INTO gw_log_frames_next (conversation_id, first_seq, last_seq, task_id, frames)
+        SELECT conversation_id, first_seq, last_seq, task_id, frames FROM gw_log_frames""",
+        "DROP TABLE gw_log_frames",
+        "ALTER TABLE gw_log_frames_next RENAME TO gw_log_frames",
+        "CREATE INDEX gw_log_frames_by_task ON gw_log_frames(task_id, first_seq)",
     ),
 )
 # Who titled a conversation ("prompt", "agent" or "person"; NULL: a row from before, titled

@@ -16,7 +16,8 @@ PostgreSQL has no rowid, so tasks carry an identity column `n` for their order.
 
 The migrations start afresh (this database never held the older SQLite layouts); the
 indexes match the SQLite ones. The conversation log (`gw_log_frames`) replaced the
-per-task frames (`gw_task_frames`) by a migration that renumbers them.
+per-task frames (`gw_task_frames`) by a migration that renumbers them; its frames of no
+task (notes) are written only by the conversation's lease holder (`_INSERT_HELD_NOTES`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from agentao.store.gateway_records import (
     PRUNE_LOG,
     Boot,
     Conversation,
+    LogNote,
     ResponseRecord,
     Row,
     Settlement,
@@ -48,6 +50,7 @@ from agentao.store.gateway_records import (
     escape_like,
     frame_rows,
     new_task_row,
+    note_rows,
     response_from_row,
     response_row,
     stamp_batch,
@@ -146,6 +149,8 @@ PG_GATEWAY_SCHEMA = Schema(
         ) AS numbered""",
         "DROP TABLE gw_task_frames",
         "CREATE INDEX gw_log_frames_by_task ON gw_log_frames(task_id, first_seq)",
+        # Frames of no task (what the agent sent while no turn ran: `LogNote`).
+        "ALTER TABLE gw_log_frames ALTER COLUMN task_id DROP NOT NULL",
     ),
 )
 
@@ -182,6 +187,14 @@ _INSERT_HELD_FRAMES = (
     "AND NOT EXISTS (SELECT 1 FROM gw_leases l "
     "WHERE l.conversation_id = t.conversation_id AND l.boot_id <> t.boot_id)"
 )
+# A batch of notes (frames of no task), written only by the replica that holds the
+# conversation's lease: one that lost it (or never had it) appends nothing to a log
+# another may be numbering. Params: (conversation, first seq, last seq, frames, boot).
+_INSERT_HELD_NOTES = (
+    "INSERT INTO gw_log_frames (conversation_id, first_seq, last_seq, task_id, frames) "
+    "SELECT l.conversation_id, %s, %s, NULL, %s FROM gw_leases l "
+    "WHERE l.conversation_id = %s AND l.boot_id = %s"
+)
 _INSERT_BOOT = (
     "INSERT INTO gw_boots (id, host, machine_boot, pid_ns, pid, pid_start, started_at) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s)"
@@ -189,8 +202,9 @@ _INSERT_BOOT = (
 
 
 class LogNotHeld(RuntimeError):
-    """A batch named a task whose conversation another replica holds (or no task): none of
-    it is stored."""
+    """A batch named a task whose conversation another replica holds (or no task), or
+    held notes of a conversation whose lease this replica does not hold: none of it is
+    stored."""
 
 
 class PostgresGatewayStore:
@@ -318,6 +332,7 @@ class PostgresGatewayStore:
         conversations: Sequence[Conversation] = (),
         responses: Sequence[ResponseRecord] = (),
         ended: Sequence[TaskRecord] = (),
+        notes: Sequence[LogNote] = (),
     ) -> None:
         stamp_batch(tasks, responses, conversations, time.time())
         upserts = [_conversation_row(c) for c in conversations]
@@ -325,6 +340,10 @@ class PostgresGatewayStore:
         started = [response_row(r) for r in responses]
         rows = [(first, last, frames, task) for task, first, last, _, frames in frame_rows(events)]
         ends = [task_end_row(t) for t in ended]
+        noted = [
+            (first, last, frames, conv, boot)
+            for conv, first, last, frames, boot in note_rows(notes)
+        ]
 
         async def append(tx: PgTransaction) -> None:
             await tx.executemany(_UPSERT_CONVERSATION, upserts)
@@ -334,6 +353,10 @@ class PostgresGatewayStore:
                 raise LogNotHeld(
                     "frames refused: another replica holds the conversation now, or the "
                     "task is unknown"
+                )
+            if await tx.executemany(_INSERT_HELD_NOTES, noted) != len(noted):
+                raise LogNotHeld(
+                    "notes refused: this replica does not hold the conversation's lease"
                 )
             await tx.executemany(
                 "UPDATE gw_tasks SET status = %s, ended_at = %s, error = %s WHERE id = %s", ends

@@ -149,10 +149,10 @@ class RemoteClient:
     def send_logged(
         self, conversation_id: str, event: TaskEvent, session_id: str, scope: str | None = None
     ) -> None:
-        """A frame of a conversation's log (a `task-running` frame; a `task-started` one,
-        replayed as its prompt), as a `session/update` of session `session_id`, on the
-        stream `scope` (default: the session's): stored as a reference to the frame (see
-        the module docstring)."""
+        """A frame of a conversation's log (a `task-running` or `session-update` frame; a
+        `task-started` one, replayed as its prompt), as a `session/update` of session
+        `session_id`, on the stream `scope` (default: the session's): stored as a
+        reference to the frame (see the module docstring)."""
         if self.closed.is_set():
             return
         scope = session_id if scope is None else scope
@@ -366,8 +366,9 @@ def session_update_body(session_id: str, event: TaskEvent) -> bytes:
 
 
 def logged_update(event: TaskEvent) -> Any:
-    """The ACP update a `task-running` frame carries, or the `user_message_chunk` a
-    `task-started` frame's prompt replays as (agents do not echo prompts)."""
+    """The ACP update a `task-running` (or `session-update`) frame carries, or the
+    `user_message_chunk` a `task-started` frame's prompt replays as (agents do not echo
+    prompts)."""
     if event.type != "task-started":
         return event.payload["update"]
     prompt = event.payload.get("prompt")

@@ -10,6 +10,8 @@ once for here and for the holder) whose frames are the store's:
 * the conversation's log is read by one position (`events_after(conversation, pos)`),
   woken whenever any replica stores frames of it (`Replica.follow_conversation`), and
   read again at each keep-alive in case a wake-up was lost;
+* what the holder's agent sent between turns (a mode change a client there asked
+  for, say) is in that log too (`session-update` frames), read like the rest;
 * `session/load` replays the log (each turn's prompt, then every update its agent
   sent), as references to its frames; the reply carries the session id only (the
   agent's modes and models are the holder's to say);

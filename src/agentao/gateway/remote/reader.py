@@ -4,8 +4,9 @@ Theory of operation. Remote clients watch a conversation by reading its log (the
 numbered frames of every turn, `tasklog.py`). What the log's frames mean to them is
 written here once, whichever replica runs the conversation:
 
-* `task-running`: a `session/update`, stored for each client as a reference to the
-  log's frame (`RemoteClient.send_logged`), each frame once per client (by its seq);
+* `task-running`, and `session-update` (what the agent sent while no turn ran): a
+  `session/update`, stored for each client as a reference to the log's frame
+  (`RemoteClient.send_logged`), each frame once per client (by its seq);
 * `permission-request`: `session/request_permission` to every attached client (and to
   one that attaches while it is open); the first answer is passed on (`_answer`), and
   the `permission-response` frame that records whoever answered first withdraws the
@@ -33,13 +34,14 @@ from typing import Any
 
 from agentao.gateway.remote.clients import RemoteClient
 from agentao.gateway.sessions import LiveConversation
-from agentao.gateway.tasklog import TERMINAL, UNSTORED
+from agentao.gateway.tasklog import SESSION_UPDATE, TERMINAL, UNSTORED
 from agentao.protocol import meta
 from agentao.store.gateway_records import TaskEvent
 
 log = logging.getLogger("agentao.gateway")
 ENDED_KEPT = 64  # terminal frames remembered, for a prompt whose task ends before it waits
 REPLAYED = frozenset({"task-started", "task-running"})  # a turn's prompt, then its updates
+SENT = frozenset({"task-running", SESSION_UPDATE})  # a session/update to every client
 
 
 class ConversationReader:
@@ -125,7 +127,7 @@ class ConversationReader:
         """One stored frame of the conversation's log (see the module docstring)."""
         if event.seq == UNSTORED:  # a store failure's: not part of the log
             return
-        if event.type == "task-running":
+        if event.type in SENT:
             for kept in self._joining.values():
                 kept.append(event)
             self._send(event)

@@ -12,10 +12,10 @@ conversation this gateway opened); a session opened elsewhere, whose earlier tur
 log never saw, is replayed from the agent's own history.
 
 What the agent sends while no turn runs (a mode change's update, late updates of a
-cancelled turn) is in no log: the relay also watches the agent session
-(`Session.watch`) and passes those on as messages of their own. When the conversation
-gets a new agent session (a reload after the agent process died), the relay watches
-the new one (`Conversations.on_bound`).
+cancelled turn) is in the log too, as `session-update` frames of no task
+(`Conversations` notes them, `TaskHub.note`): the relay reads them there like any
+frame, numbered, so a client that resumes gets them again and one on another replica
+gets them too (far.py).
 
 The agent's other questions about a watched session:
 * `_agentao.cn/ask_user` to all of them too, the first answer winning (it is in no log);
@@ -32,7 +32,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from agentao.client import Session, Update
+from agentao.client import Session
 from agentao.client.files import FileHandler, Workspace
 from agentao.client.serving import ASK_USER_UNAVAILABLE
 from agentao.client.view import Message
@@ -63,8 +63,6 @@ class SessionRelay(ConversationReader):
         self.forget = forget  # called when nobody watches and nothing is asked any more
         self.prompter: RemoteClient | None = None  # who started the running turn, if remote
         self._listening = False
-        self._watched: Session | None = None
-        self._unwatch: Callable[[], None] | None = None
 
     # ---- the reader's source and sink ----------------------------------------------------
 
@@ -81,7 +79,6 @@ class SessionRelay(ConversationReader):
         if self._listening:
             self.hub.unwatch_conversation(self.conv.id, self)
             self._listening = False
-        self.stop()
 
     async def _history(self, replay: bool) -> list[TaskEvent] | None:
         """The log, for a replay (a client that only attaches starts at what comes next)."""
@@ -117,8 +114,6 @@ class SessionRelay(ConversationReader):
 
     def _attached(self, client: RemoteClient, last: int) -> None:
         self.conversations.attach(self.conv, client.id)
-        if self.conv.session is not None:
-            self.watch(self.conv.session)
 
     def _detached(self, client: RemoteClient) -> None:
         self.conversations.detach(self.conv, client.id)
@@ -128,29 +123,6 @@ class SessionRelay(ConversationReader):
     def _closed(self) -> None:
         if not (self.watched or self.questions):
             self.forget(self)
-
-    # ---- what the agent sends outside turns ----------------------------------------------
-
-    def watch(self, session: Session) -> None:
-        if session is self._watched:
-            return
-        self.stop()
-        self._watched, self._unwatch = session, session.watch(self._update)
-
-    def stop(self) -> None:
-        if self._unwatch is not None:
-            self._unwatch()
-        self._watched = self._unwatch = None
-
-    def _update(self, update: Update) -> None:
-        """An update straight from the agent session: passed on only while no turn runs
-        (a turn's updates come through its log, `read`)."""
-        turn = self.conv.turn
-        if turn is not None and not turn.done.is_set():
-            return
-        params = {"sessionId": self.session_id, "update": update.raw}
-        for client in tuple(self.clients.values()):
-            client.notify("session/update", params, self.session_id)
 
     # ---- the agent's questions -----------------------------------------------------------
 
@@ -198,7 +170,6 @@ class SessionRelays:
         self.local_files = files
         self.deadline_seconds = deadline_seconds  # for a question no desk oversees
         self._relays: dict[str, SessionRelay] = {}  # conversation id -> relay
-        conversations.on_bound.append(self._bound)
 
     def relay(self, conv: LiveConversation) -> SessionRelay:
         relay = self._relays.get(conv.id)
@@ -224,11 +195,6 @@ class SessionRelays:
     def _forget(self, relay: SessionRelay) -> None:
         if self._relays.get(relay.conv.id) is relay:
             del self._relays[relay.conv.id]
-
-    def _bound(self, conv: LiveConversation) -> None:
-        relay = self._relays.get(conv.id)
-        if relay is not None and conv.session is not None:
-            relay.watch(conv.session)
 
     # ---- the pool's handlers -------------------------------------------------------------
 
