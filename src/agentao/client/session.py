@@ -48,6 +48,9 @@ class Session:
         modes = getattr(response, "modes", None)
         if modes is not None and state.current_mode is None:
             state.current_mode = getattr(modes, "current_mode_id", None)
+        commands = getattr(response, "available_commands", None)  # v2: in the result too
+        if commands and not state.view.commands:
+            state.view.commands = _v1_commands(commands)
 
     @property
     def id(self) -> str:
@@ -136,6 +139,14 @@ class Session:
             await self.channel.call("session/close", {"sessionId": self.id}, needed=False)
         if self._on_close is not None:
             await self._on_close(self.id)
+
+
+def _v1_commands(commands: list[Any]) -> list[schema.AvailableCommand]:
+    """A v2 result's `availableCommands` as the view's (v1) typed commands."""
+    from agentao.protocol.decode import decode_lenient, to_builtins
+
+    wire = {"availableCommands": to_builtins(commands)}
+    return list(decode_lenient(schema.AvailableCommandsUpdate, wire).available_commands)
 
 
 def _blocks(prompt: Prompt) -> list[Any]:

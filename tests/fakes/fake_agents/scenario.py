@@ -30,7 +30,8 @@ Prompts (text of the first content block):
     no-stop               answers the prompt without a stopReason (a protocol violation)
     usage                 end_turn with a root `usage` (the unstable schema's place)
 
-Options: --early-update sends a session/update for the new session *before*
+Options: --refuse-v2 CODE answers an `initialize` asking for any version but 1 with the
+JSON-RPC error CODE (a v1-only agent that refuses a v2 offer); --early-update sends a session/update for the new session *before*
 the session/new result; --auth answers session/new with -32000 until
 `authenticate` was called.
 """
@@ -55,6 +56,10 @@ def next_id() -> int:
 
 
 def on_initialize(msg: dict[str, Any]) -> None:
+    if "--refuse-v2" in ARGS and msg.get("params", {}).get("protocolVersion") != 1:
+        code = int(ARGS[ARGS.index("--refuse-v2") + 1])
+        wire.error(msg, code, "Unsupported protocol version")
+        return
     state["caps"] = msg.get("params", {}).get("clientCapabilities")
     auth = [{"id": "key", "name": "API key"}] if "--auth" in ARGS else []
     wire.reply(
