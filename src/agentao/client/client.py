@@ -127,7 +127,7 @@ class Client:
         limits = EndpointLimits(max_line_bytes=self.limits.max_line_bytes, shutdown_grace=1.0)
         self._connection = TrackingConnection(self._on_prompt_answer)
         self._endpoint = Endpoint(
-            self._side, role="client", limits=limits, connection=self._connection
+            v2.Versioned(self._side), role="client", limits=limits, connection=self._connection
         )
         self._endpoint.attach(writer)
         self._channel = Channel(self._endpoint, self.timeouts, self.process)

@@ -92,17 +92,6 @@ class ClientSide:
         self.states: dict[str, SessionState] = {}
         self.opening: list[Workspace] = []  # workspaces of session/new calls in flight
         self.extensions: dict[str, Extension] = {"_agentao.cn/ask_user": self._ask_user}
-        self._v2: Any = None  # the v2 face (for_version), made on first use
-
-    def for_version(self, version: int | None) -> Any:
-        """The object serving `version` (the endpoint asks): v2 agents get `V2Side`."""
-        if version != 2:
-            return self
-        if self._v2 is None:
-            from agentao.client.v2 import V2Side  # v2 only when an agent speaks it
-
-            self._v2 = V2Side(self)
-        return self._v2
 
     def state(self, session_id: str) -> SessionState:
         st = self.states.get(session_id)

@@ -2,7 +2,7 @@
 
 Theory of operation. The client offers version 2 in `initialize` (`client.py` decides the
 fallback to v1). Once v2 is settled, the endpoint serves the agent's calls with `V2Side`
-(`ClientSide.for_version(2)`), and everything v2 changes is translated here, once, at the
+(`Versioned.for_version(2)`), and everything v2 changes is translated here, once, at the
 edge, so that sessions, turns, the view and every reader see the same typed events whatever
 was negotiated:
 
@@ -199,6 +199,22 @@ _V1_KINDS = frozenset(
 )
 
 
+class Versioned:
+    """The client's handler object for the endpoint: `ClientSide` for v1 (and before the
+    handshake), `V2Side` over it once v2 is settled (endpoint.py asks `for_version`)."""
+
+    def __init__(self, side: ClientSide) -> None:
+        self.side = side
+        self._v2: V2Side | None = None
+
+    def for_version(self, version: int | None) -> ClientSide | V2Side:
+        if version != VERSION:
+            return self.side
+        if self._v2 is None:
+            self._v2 = V2Side(self.side)
+        return self._v2
+
+
 class V2Side:
     """What a v2 agent may call on us: `session/update`, `session/request_permission`
     and extensions, served from the same `ClientSide` (its states and policy)."""
@@ -227,6 +243,7 @@ __all__ = [
     "STATE_UPDATE",
     "VERSION",
     "V2Side",
+    "Versioned",
     "decode_v1",
     "fold_update",
     "idle_result",
