@@ -13,6 +13,7 @@ against the official v2 schema (tests/schema_check.py); the v1 ones against v1.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -301,3 +302,37 @@ async def test_codex_acp_streams_a_prompt_into_the_same_view(
     lines = recording(record)
     # what we send follows the schema; codex's v1 `session/new` carries a `models` of its own
     assert check_recording(sends(lines) if protocol == 1 else lines, protocol or 2) == []
+
+
+# --- agentao run --protocol ---------------------------------------------------------------
+
+
+def agentao_run(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "agentao", "run", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(("flag", "versions"), [([], [2, 1]), (["--protocol", "1"], [1])])
+def test_agentao_run_offers_v2_unless_told_protocol_1(
+    tmp_path: Path, flag: list[str], versions: list[int]
+) -> None:
+    record = tmp_path / "wire.jsonl"
+    agent = f"{sys.executable} {FAKES / 'scenario.py'}"
+    done = agentao_run("--agent", agent, "--record", str(record), *flag, "hello")
+    assert done.returncode == 0, done.stderr
+    initialized = [m["params"]["protocolVersion"] for m in sent(recording(record), "initialize")]
+    assert initialized == versions
+
+
+def test_agentao_run_protocol_2_drives_a_v2_agent(v2_peers: NpmPeers, tmp_path: Path) -> None:
+    agent = " ".join(script_agent(v2_peers, tmp_path, [{"say": ["from v2"]}]).argv)
+    record = tmp_path / "wire.jsonl"
+    done = agentao_run("--agent", agent, "--protocol", "2", "--record", str(record), "hi")
+    assert done.returncode == 0, done.stderr
+    assert "from v2" in done.stdout and "end_turn" in done.stdout
+    assert check_recording(recording(record), 2) == []
+
+
+def test_agentao_run_refuses_an_unknown_protocol() -> None:
+    done = agentao_run("--protocol", "3", "hi")
+    assert done.returncode == 2 and "--protocol" in done.stderr
