@@ -217,6 +217,39 @@ async def test_a_v1_agent_gets_exactly_the_v1_handshake(tmp_path: Path, refusal:
     assert v1_init["params"]["protocolVersion"] == 1
 
 
+async def test_an_agent_that_takes_one_initialize_is_started_again_as_v1(tmp_path: Path) -> None:
+    """It answers the v2 offer with version 1, then refuses the v1 initialize: the client
+    starts it again and speaks v1 only, with today's capabilities."""
+    record = tmp_path / "wire.jsonl"
+    async with Client(scenario("--one-initialize"), record=str(record)) as client:
+        assert client.protocol_version == 1
+        session = await client.new_session(str(tmp_path))
+        events = await events_of(session, "caps")
+
+    caps = json.loads([e.text for e in events if isinstance(e, Update) and e.text][-1])
+    assert caps == {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
+    lines = recording(record)
+    assert [m["params"]["protocolVersion"] for m in sent(lines, "initialize")] == [2, 1, 1]
+    assert check_recording(sends(lines[:1]), 2) == []
+
+
+async def test_given_streams_are_not_reopened(tmp_path: Path) -> None:
+    """The same agent on streams the caller owns: no second process to start, a clear error."""
+    import asyncio
+
+    proc = await asyncio.create_subprocess_exec(
+        *scenario("--one-initialize").argv, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    client = Client()
+    try:
+        with pytest.raises(HandshakeError, match="after answering the v2 offer"):
+            await client.start((proc.stdout, proc.stdin))
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
 async def test_protocol_1_sends_one_v1_initialize(tmp_path: Path) -> None:
     """The control: told to speak v1, the client never offers 2."""
     record = tmp_path / "wire.jsonl"

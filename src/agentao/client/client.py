@@ -15,7 +15,8 @@ Protocol versions. By default the client offers ACP v2 (`initialize` with `info`
 -32022, -32600), answers version 1, or answers 2 without `capabilities.session` (no
 session surface: agentao's own agent before it serves v2 sessions), the client sends the
 v1 `initialize` it always sent, on the same connection, and from then on behaves exactly as
-a v1 client. `Client(protocol=1)` speaks only v1 (one `initialize`); `protocol=2` only v2
+a v1 client. An agent that answered the offer but refuses that second `initialize` is
+started again (a process or a URL we opened) and gets only the v1 one. `Client(protocol=1)` speaks only v1 (one `initialize`); `protocol=2` only v2
 (a v1 answer is a HandshakeError). Over v2 every request, update and permission call is
 translated at the edge (`v2.py`, `tracking.py`, `turn.py`), so sessions, turns and the
 view are the same objects whatever was negotiated.
@@ -92,6 +93,7 @@ class Client:
         self._reader_task: asyncio.Task[None] | None = None
         self._sessions: dict[str, Session] = {}
         self._authenticated = False
+        self._offer_refused = False  # the agent answered our v2 offer with an error
 
     # ---- lifecycle ------------------------------------------------------------------
 
@@ -105,18 +107,30 @@ class Client:
     async def start(self, streams: tuple[Reader, Writer] | None = None) -> None:
         """Spawn the agent, connect to it (a URL), or use `streams`; then `initialize`
         (+ `authenticate`)."""
-        if streams is None and isinstance(self.command, AgentUrl):
-            self.remote = await connect(self.command)
-            streams = (self.remote.reader, self.remote)
-        elif streams is None:
-            self.process = await AgentProcess.start(self.command, self.limits.stderr_tail_bytes)
-            streams = (self.process.reader, self.process.writer)
-        self._attach(*streams)
+        spawned = streams is None
+        self._attach(*await self._open_streams(streams))
         try:
-            await self._handshake()
+            try:
+                await self._handshake()
+            except _SecondInitializeRefused as exc:
+                if not spawned:  # streams we were given cannot be opened again
+                    raise HandshakeError(str(exc)) from exc
+                log.info("%s: starting the agent again, speaking v1 only", exc)
+                await self._disconnect()
+                self._attach(*await self._open_streams(None))
+                await self._handshake(only=PROTOCOL_VERSION)
         except BaseException:
             await self.close()
             raise
+
+    async def _open_streams(self, streams: tuple[Reader, Writer] | None) -> tuple[Reader, Writer]:
+        if streams is None and isinstance(self.command, AgentUrl):
+            self.remote = await connect(self.command)
+            return (self.remote.reader, self.remote)
+        if streams is None:
+            self.process = await AgentProcess.start(self.command, self.limits.stderr_tail_bytes)
+            return (self.process.reader, self.process.writer)
+        return streams
 
     def _attach(self, reader: Reader, writer: Writer) -> None:
         if self._recorder is not None:
@@ -137,6 +151,14 @@ class Client:
         """Release terminals, shut the agent down (EOF, SIGTERM, SIGKILL); its exit code."""
         with contextlib.suppress(Exception):
             await self._side.terminals.close()  # type: ignore[attr-defined]
+        code = await self._disconnect()
+        if self._recorder is not None:
+            self._recorder.close()
+            self._recorder = None
+        return code
+
+    async def _disconnect(self) -> int | None:
+        """Shut the agent's process or connection and our endpoint down; its exit code."""
         code = await self.process.shutdown(self.timeouts) if self.process is not None else None
         if self.remote is not None:
             await self.remote.close()
@@ -145,9 +167,6 @@ class Client:
                 await asyncio.wait_for(asyncio.shield(self._reader_task), self.timeouts.eof_grace)
         if self._endpoint is not None:
             await self._endpoint.aclose()
-        if self._recorder is not None:
-            self._recorder.close()
-            self._recorder = None
         return code
 
     @property
@@ -159,13 +178,16 @@ class Client:
 
     # ---- handshake ------------------------------------------------------------------
 
-    async def _handshake(self) -> None:
+    async def _handshake(self, only: int | None = None) -> None:
         """Offer v2 (unless told to speak 1) and fall back to v1 (see the module docstring);
         then `authenticate` when the policy names a method."""
-        if self.protocol not in (None, *SUPPORTED):
-            raise HandshakeError(f"protocol {self.protocol} is not one of {SUPPORTED}")
-        if self.protocol == 1 or not await self._offer_v2():
+        protocol = only or self.protocol
+        if protocol not in (None, *SUPPORTED):
+            raise HandshakeError(f"protocol {protocol} is not one of {SUPPORTED}")
+        if protocol == 1:
             await self._initialize_v1()
+        elif not await self._offer_v2():
+            await self._initialize_v1(second=True)
         if self.policy.auth_method:
             await self.authenticate(self.policy.auth_method)
 
@@ -178,6 +200,7 @@ class Client:
             if forced or exc.code not in V2_REFUSALS:
                 raise HandshakeError(f"initialize failed: {exc.message} (code {exc.code})") from exc
             log.info("the agent refused a v2 initialize (%s): speaking v1", exc.code)
+            self._offer_refused = True
             return False
         answered = raw.get("protocolVersion") if isinstance(raw, dict) else None
         if answered == v2.VERSION:
@@ -193,7 +216,8 @@ class Client:
         # again, on this connection, for exactly the v1 handshake of a v1-only client.
         return False
 
-    async def _initialize_v1(self) -> None:
+    async def _initialize_v1(self, second: bool = False) -> None:
+        """Today's v1 `initialize`; `second`: after a v2 offer (see `_SecondInitializeRefused`)."""
         params = {
             "protocolVersion": PROTOCOL_VERSION,
             "clientCapabilities": self._side.capabilities,  # what ClientSide serves
@@ -202,7 +226,10 @@ class Client:
         try:
             raw = await self._initialize(params)
         except AgentError as exc:
-            raise HandshakeError(f"initialize failed: {exc.message} (code {exc.code})") from exc
+            message = f"initialize failed: {exc.message} (code {exc.code})"
+            if second and not self._offer_refused:
+                raise _SecondInitializeRefused(f"after answering the v2 offer, {message}") from exc
+            raise HandshakeError(message) from exc
         self.init = self._decode_init(raw, PROTOCOL_VERSION)
         if self.init.protocol_version != PROTOCOL_VERSION:
             raise HandshakeError(
@@ -414,6 +441,11 @@ class Client:
 
     async def notify(self, method: str, params: Any = None) -> None:
         await self.channel.notify(method, params)
+
+
+class _SecondInitializeRefused(HandshakeError):
+    """A v1 agent answered our v2 offer, then refused the v1 `initialize` that followed
+    (it takes one per connection): the client starts it again and speaks v1 only."""
 
 
 def _client_side(

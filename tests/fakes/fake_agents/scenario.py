@@ -31,7 +31,8 @@ Prompts (text of the first content block):
     usage                 end_turn with a root `usage` (the unstable schema's place)
 
 Options: --refuse-v2 CODE answers an `initialize` asking for any version but 1 with the
-JSON-RPC error CODE (a v1-only agent that refuses a v2 offer); --early-update sends a session/update for the new session *before*
+JSON-RPC error CODE (a v1-only agent that refuses a v2 offer); --one-initialize answers a
+second `initialize` with -32600 (an agent that takes one per connection); --early-update sends a session/update for the new session *before*
 the session/new result; --auth answers session/new with -32000 until
 `authenticate` was called.
 """
@@ -56,6 +57,10 @@ def next_id() -> int:
 
 
 def on_initialize(msg: dict[str, Any]) -> None:
+    if "--one-initialize" in ARGS and state.get("initialized"):
+        wire.error(msg, -32600, "already initialized")
+        return
+    state["initialized"] = True
     if "--refuse-v2" in ARGS and msg.get("params", {}).get("protocolVersion") != 1:
         code = int(ARGS[ARGS.index("--refuse-v2") + 1])
         wire.error(msg, code, "Unsupported protocol version")
