@@ -13,6 +13,8 @@ against the official v2 schema (tests/schema_check.py); the v1 ones against v1.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +24,7 @@ import pytest
 
 from agentao.client import (
     AgentCommand,
+    AgentDisconnected,
     Client,
     ClientPolicy,
     HandshakeError,
@@ -166,6 +169,24 @@ async def test_a_v2_cancel_ends_the_turn_idle_cancelled(v2_peers: NpmPeers, tmp_
     lines = recording(record)
     assert len(sent(lines, "session/cancel")) == 1
     assert check_recording(lines, 2) == []
+
+
+async def test_a_v2_agent_that_dies_mid_turn_ends_it_with_agent_disconnected(
+    v2_peers: NpmPeers, tmp_path: Path
+) -> None:
+    """The prompt was acknowledged, so no request is pending for EOF to fail: the turn
+    must still end (with what came before), never wait for an idle that cannot come."""
+    turn = [{"say": ["working"]}, {"wait_for_cancel": True}]
+    async with Client(script_agent(v2_peers, tmp_path, turn)) as client:
+        session = await client.new_session(str(tmp_path))
+        seen = []
+        with pytest.raises(AgentDisconnected) as failed:
+            async for event in session.prompt("go"):
+                seen.append(event)
+                if isinstance(event, Update) and event.text == "working":
+                    os.kill(client.process.pid, signal.SIGKILL)
+    assert failed.value.exit_code == -signal.SIGKILL
+    assert [e.text for e in seen if isinstance(e, Update) and e.text] == ["go", "working"]
 
 
 async def test_a_v2_session_resumes_with_replay_in_a_second_process(
