@@ -128,13 +128,22 @@ def _check_inner(version: int, name: str, payload: dict[str, Any]) -> list[str]:
 
 
 def _known(version: int, node: dict[str, Any]) -> set[str]:
-    """Property names of a def, through `allOf` / `$ref`."""
+    """Property names of a def, through `allOf` / `$ref`, and of the variants of a def that
+    is itself a union of its own (v2's idle state: stopReason "error" adds `error`)."""
     if "$ref" in node:
         node = drafted(version)[node["$ref"].rsplit("/", 1)[1]]
     names = set(node.get("properties", {}))
-    for part in node.get("allOf", []):
+    for part in [*node.get("allOf", []), *_own_variants(node)]:
         names |= _known(version, part)
     return names
+
+
+def _own_variants(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The variants of a def that has properties of its own besides its union (not a bare
+    union, whose variants `_inner_union_fields` reads)."""
+    if "properties" not in node:
+        return []
+    return list(node.get("anyOf") or node.get("oneOf") or [])
 
 
 def _check_update(version: int, update: dict[str, Any]) -> list[str]:

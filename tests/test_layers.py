@@ -11,8 +11,10 @@ cli -> any of them       (the command's faces for people: run, demo, doctor, ren
 `agentao/addresses.py` (which addresses are public), `agentao/beneath.py` (descriptor-based
 file access, for the agent's file tools and the client's file service alike),
 `agentao/modes.py` (our agent's modes by rank), `agentao/bwrap.py` (the system every
-bubblewrap sandbox mounts) and `agentao/local_token.py` (the keyless
-gateway's token file, which `serve` writes and the command's clients read) are leaf modules
+bubblewrap sandbox mounts), `agentao/local_token.py` (the keyless
+gateway's token file, which `serve` writes and the command's clients read) and
+`agentao/http1.py` (the small HTTP/1.1 client of the agent's LLM provider and of the
+client's remote POSTs) are leaf modules
 outside the layers that any of them may use.
 """
 

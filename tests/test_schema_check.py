@@ -63,3 +63,20 @@ def test_a_v2_state_update_with_its_inner_fields_passes() -> None:
         },
     }
     assert check(update, 2) == []
+
+
+def _idle(**fields: object) -> dict:
+    update = {"sessionUpdate": "state_update", "state": "idle", **fields}
+    return {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": "s", "update": update},
+    }
+
+
+def test_a_field_of_a_variant_inside_a_variant_is_known_and_others_are_not() -> None:
+    error = {"code": -32603, "message": "m"}
+    assert check(_idle(stopReason="error", error=error), 2) == []  # IdleStateUpdate's own union
+    assert check(_idle(stopReason="end_turn", oops=1), 2) == [
+        "update field 'oops' not in state_update"
+    ]

@@ -1,5 +1,5 @@
 """The lean OpenAI-compatible provider (server/llm_http.py) and its HTTP/1.1 client
-(server/http1.py), against the fake LLM: a real HTTP server on 127.0.0.1."""
+(agentao/http1.py), against the fake LLM: a real HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from agentao.agent.providers.base import (
     ToolCallRequest,
 )
 from agentao.agent.providers.errors import LlmError
-from agentao.agent.providers.http1 import Http1Client, HttpError
 from agentao.agent.providers.messages import UserMessage
 from agentao.agent.providers.openai_http import HttpOpenAIProvider
+from agentao.http1 import Http1Client, HttpError
 from tests.fakes.fake_llm import FakeToolCall
 
 pytestmark = pytest.mark.timeout(30)

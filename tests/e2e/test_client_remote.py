@@ -7,7 +7,11 @@ third-party remote agent, so what is tested is interop, not agreement with ourse
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +23,7 @@ from agentao.client import (
     PermissionDecision,
     TurnEnd,
 )
-from agentao.client.remote import SseParser, is_agent_url
+from agentao.client.remote import HttpStreams, SseParser, connect, is_agent_url
 from tests.fakes.sdk_agent import SdkServer
 
 pytestmark = pytest.mark.timeout(60)
@@ -84,3 +88,123 @@ def test_sse_parser() -> None:
     events = parser.feed(b': keepalive\n\nid: 7\ndata: {"a":\r\ndata: 1}\n\ndata: {"b"')
     assert events == [("7", b'{"a":\n1}')]
     assert parser.feed(b":2}\n\n") == [(None, b'{"b":2}')]
+
+
+# ---- the POSTs' own keep-alive connection (agentao/http1.py) ---------------------------------
+
+
+class CountingRelay:
+    """A TCP relay on 127.0.0.1 in front of the server: it counts the connections the
+    client opens and keeps what each sent, can hang up the POSTs' connection, and adds a
+    `Set-Cookie` to the first answer on each connection (the gateway's affinity cookie)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.sent: list[bytearray] = []  # per connection: every byte the client sent
+        self._writers: list[tuple[bytearray, asyncio.StreamWriter]] = []
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> CountingRelay:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        assert self._server is not None
+        for _sent, writer in self._writers:
+            writer.close()
+        self._server.close()
+
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/acp"
+
+    def posts(self) -> list[bytearray]:
+        return [sent for sent in self.sent if sent.startswith(b"POST ")]
+
+    def hang_up_posts(self) -> None:
+        """Close the POSTs' connections, both ways, as a server's keep-alive timeout does
+        (the event streams go on: the SDK's server would not replay what they missed)."""
+        for sent, writer in self._writers:
+            if sent.startswith(b"POST "):
+                writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        sent = bytearray()
+        self.sent.append(sent)
+        self._writers += [(sent, writer), (sent, up_writer)]
+        await asyncio.gather(
+            self._pipe(reader, up_writer, sent.extend, None),
+            self._pipe(up_reader, writer, None, b"set-cookie: affinity=here; Path=/\r\n"),
+        )
+
+    @staticmethod
+    async def _pipe(reader: Any, writer: Any, seen: Any, cookie: bytes | None) -> None:
+        with contextlib.suppress(OSError):
+            while data := await reader.read(65536):
+                if seen is not None:
+                    seen(data)
+                if cookie is not None:  # after the status line of the first answer
+                    data, cookie = data.replace(b"\r\n", b"\r\n" + cookie, 1), None
+                writer.write(data)
+        writer.close()
+
+
+async def test_every_post_goes_over_one_kept_alive_connection(
+    server: SdkServer, tmp_path: Path
+) -> None:
+    async with CountingRelay(server.port) as relay, Client(AgentUrl(relay.url())) as client:
+        session = await client.new_session(str(tmp_path))
+        for _ in range(3):
+            [event async for event in session.prompt("chunks 3")]
+        posts = relay.posts()
+    assert len(posts) == 1, [bytes(p[:60]) for p in posts]
+    assert bytes(posts[0]).count(b'"session/prompt"') == 3
+
+
+async def test_a_post_after_the_server_hung_up_goes_on_a_new_connection_once(
+    server: SdkServer, tmp_path: Path
+) -> None:
+    async with CountingRelay(server.port) as relay, Client(AgentUrl(relay.url())) as client:
+        session = await client.new_session(str(tmp_path))
+        [event async for event in session.prompt("chunks 3")]
+        first_post = relay.posts()[0]
+        relay.hang_up_posts()
+        events = [event async for event in session.prompt("chunks 3")]
+        prompts = [bytes(p).count(b'"session/prompt"') for p in relay.posts()]
+    assert isinstance(events[-1], TurnEnd) and events[-1].stop_reason == "end_turn"
+    assert len(prompts) == 2 and relay.posts()[0] is first_post  # a new connection
+    assert sum(prompts) == 2, prompts  # and no prompt sent twice
+
+
+async def test_a_cookie_the_server_set_comes_back_on_every_request(
+    server: SdkServer, tmp_path: Path
+) -> None:
+    async with CountingRelay(server.port) as relay, Client(AgentUrl(relay.url())) as client:
+        session = await client.new_session(str(tmp_path))
+        [event async for event in session.prompt("chunks 3")]
+    requests = [
+        r for sent in relay.sent for r in bytes(sent).split(b"\r\n\r\n") if b" HTTP/1.1" in r
+    ]
+    after_initialize = [r for r in requests if b'"initialize"' not in r][1:]
+    assert after_initialize, requests
+    for request in after_initialize:  # the POSTs and the event streams' GETs alike
+        assert b"\r\ncookie: affinity=here" in request.lower(), request[:200]
+
+
+async def test_with_a_proxy_configured_the_posts_go_through_httpx(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """agentao/http1.py knows no proxies; httpx honours them."""
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    streams = await connect(AgentUrl("https://agents.example/acp"))
+    try:
+        assert isinstance(streams, HttpStreams) and streams.posts is None
+    finally:
+        await streams.close()
+    monkeypatch.delenv("HTTPS_PROXY")
+    streams = await connect(AgentUrl("https://agents.example/acp"))
+    try:
+        assert isinstance(streams, HttpStreams) and streams.posts is not None  # the control
+    finally:
+        await streams.close()

@@ -65,6 +65,7 @@ def test_a_full_config_file(tmp_path: Path) -> None:
     ("data", "message"),
     [
         ({"limits": {"nope": 1}}, r"unknown \[limits\]"),
+        ({"limits": {"gc_young_objects": 0}}, r"gc_young_objects must be at least 1"),
         ({"agents": {"a": {"command": []}}}, "command"),
         ({"agents": {"a": {"command": "x", "processes": 0}}}, "processes"),
         ({"keys": [{"name": "k"}]}, "key_sha256"),
@@ -136,6 +137,13 @@ def test_our_agent_keeps_its_sessions_in_the_gateways_postgresql_store(
     # An agent the config names gets only the environment it names.
     named = with_overrides(GatewayConfig(), agents=["q=qwen --acp"], store=url)
     assert dict(named.agents[0].env) == {}
+
+
+def test_the_collectors_young_threshold_is_a_named_limit() -> None:
+    """Control for the bad value above: any positive count is taken as given."""
+    assert Limits().gc_young_objects == 10_000
+    config = config_from_dict({"limits": {"gc_young_objects": 50_000}})
+    assert config.limits.gc_young_objects == 50_000
 
 
 def test_replica_settings() -> None:

@@ -89,6 +89,52 @@ async def test_a_conversation_watcher_gets_every_stored_frame_of_its_tasks_once_
     await store.close()
 
 
+class _RunWatcher:
+    """A watcher that takes a stored run of frames at once (as a turn's inbox does)."""
+
+    def __init__(self) -> None:
+        self.runs: list[list[int]] = []
+        self.one_by_one: list[int] = []
+
+    def put_frames(self, frames: list[TaskEvent]) -> None:
+        self.runs.append([e.seq for e in frames])
+
+    def put_nowait(self, frame: TaskEvent) -> None:
+        self.one_by_one.append(frame.seq)
+
+
+async def test_each_stored_run_of_a_tasks_frames_is_delivered_at_once_in_order(
+    tmp_path: Path,
+) -> None:
+    """The writer hands a task's watchers each run of its frames in a batch in one call
+    (`put_frames`; one call per update was most of the relay's cost), in order, up to its
+    terminal frame; a queue (control) still gets the same frames one at a time."""
+    store = open_gateway_store(tmp_path / "gateway.sqlite3")
+    for conversation_id in ("conv_1", "conv_2"):
+        await store.create_conversation(Conversation(conversation_id, "local", "agentao", "task"))
+    hub = TaskHub(store, "boot_1", backoff=WriterBackoff(0, 0))
+    task = await hub.open(TaskRecord("task_a", "conv_1", "running"))
+    other = await hub.open(TaskRecord("task_x", "conv_2", "running"))
+    runs, queue = _RunWatcher(), asyncio.Queue[TaskEvent]()
+    task.watch(runs)
+    task.watch(queue)
+    reader: asyncio.Queue[TaskEvent] = asyncio.Queue()
+    hub.watch_conversation("conv_1", reader)
+    for log, type_ in [(task, "task-started"), (task, "task-running"), (other, "task-started")]:
+        log.emit(type_, {})
+    task.emit("task-running", {})
+    task.emit("task-ended", {"stopReason": "end_turn"})
+    task.emit("task-running", {"late": True})  # after its end: stored, never delivered
+    await hub.flush()  # all of it was one batch: the writer was not woken in between
+    assert runs.runs == [[1, 2], [3, 4]] and runs.one_by_one == []
+    assert [queue.get_nowait().seq for _ in range(queue.qsize())] == [1, 2, 3, 4]
+    assert [reader.get_nowait().seq for _ in range(reader.qsize())] == [1, 2, 3, 4]
+    assert task.finished.is_set()
+    assert [e.seq for e in await store.events_after("conv_1", 0)] == [1, 2, 3, 4, 5]
+    hub.close()
+    await store.close()
+
+
 async def test_a_new_hub_numbers_on_from_the_stored_log(tmp_path: Path) -> None:
     """A gateway restarted (or another replica taking the conversation over) numbers the
     next turn after what the store holds, not from 1."""

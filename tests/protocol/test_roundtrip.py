@@ -14,24 +14,27 @@ import pytest
 
 from agentao.protocol import methods, schema
 from agentao.protocol.decode import decode_lenient, decode_strict, encode
+from agentao.protocol.v2 import methods as v2_methods
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SPEC = Path(__file__).resolve().parents[2] / "spec"
 
 
 def payloads(path: Path) -> Iterator[tuple[str, Any, Any]]:
-    """(label, type, wire value) for every params/result of a method the table knows.
+    """(label, type, wire value) for every params/result of a method the table knows, by
+    the table of the version the recording settled on (its `initialize` result).
 
     Lines are `{"dir": "send"|"recv", "msg": ...}`: send = client -> agent."""
+    entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    table = v2_methods if _settled(entries) == 2 else methods
     pending: dict[tuple[str, Any], methods.MethodSpec] = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        entry = json.loads(line)
+    for n, entry in enumerate(entries, 1):
         msg, sender = entry["msg"], entry["dir"]
         label = f"{path.name}:{n}"
         if "method" in msg:
             kind = "request" if "id" in msg else "notification"
             side = "agent" if sender == "send" else "client"
-            spec = methods.find_method(msg["method"], side, kind) or methods.find_method(
+            spec = table.find_method(msg["method"], side, kind) or table.find_method(
                 msg["method"], "protocol", kind
             )
             if spec is None:  # an extension method (`_vendor/...`): plain dicts by design
@@ -43,6 +46,15 @@ def payloads(path: Path) -> Iterator[tuple[str, Any, Any]]:
             spec = pending.pop(("recv" if sender == "send" else "send", msg["id"]), None)
             if spec is not None:
                 yield f"{label} {spec.method} result", spec.result, _empty(msg["result"])
+
+
+def _settled(entries: list[dict[str, Any]]) -> int:
+    """The protocol version the agent answered `initialize` with (1 when none is recorded)."""
+    for entry in entries:
+        result = entry["msg"].get("result")
+        if entry["dir"] == "recv" and isinstance(result, dict) and "protocolVersion" in result:
+            return result["protocolVersion"]
+    return 1
 
 
 def _empty(value: Any) -> Any:

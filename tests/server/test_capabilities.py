@@ -15,9 +15,9 @@ async def _handler(self: object, params: object) -> dict[str, object]:
 
 
 def surface_serving(*methods: str) -> type:
-    """A v2 surface that also serves `methods` (as the next slices will add them)."""
+    """A v2 surface that serves exactly `methods`."""
     handlers = {m.replace("/", "_"): _handler for m in methods}
-    return type("ServingSurface", (AgentV2,), handlers)
+    return type("ServingSurface", (), handlers)
 
 
 @pytest.fixture(autouse=True)
@@ -27,10 +27,15 @@ def openai_gpt4o(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv("AGENTAO_CONFIG_DIR", str(tmp_path))
 
 
-def test_todays_v2_surface_advertises_no_session() -> None:
+def test_our_v2_surface_serves_the_baseline_and_delete_and_says_so() -> None:
     result = initialize_response_v2(AgentV2)
-    assert result["capabilities"] == {}
+    session = result["capabilities"]["session"]
+    assert session["delete"] == {} and session["prompt"]["embeddedContext"] == {}
     assert validate(2, "InitializeResponse", result) == []
+
+
+def test_a_surface_serving_no_session_method_advertises_no_session() -> None:
+    assert initialize_response_v2(surface_serving())["capabilities"] == {}
 
 
 def test_the_baseline_served_advertises_session_with_object_markers() -> None:

@@ -16,7 +16,13 @@ HTTP, as the transport proposal and the official SDK's client do it:
   missed; others just go on) up to `Limits.remote_reconnects` times;
 * a POST refused with an HTTP error becomes a JSON-RPC error reply to that request,
   so the caller's request fails with the server's reason instead of hanging;
-* cookies are kept (the proposal's affinity cookies); `close()` DELETEs the connection.
+* cookies are kept (the proposal's affinity cookies: `name=value`, sent back on every
+  request of the connection); `close()` DELETEs the connection.
+
+The POSTs go over one keep-alive HTTP/1.1 connection of their own (`agentao/http1.py`,
+each request written in one call), not through httpx: on a turn's critical path httpx
+cost about half a millisecond of CPU per request (bench/remote.py). The event streams,
+and the POSTs too when a proxy is configured (httpx honours it), go through httpx.
 
 WebSocket: one socket, text frames both ways, `initialize` first.
 """
@@ -30,9 +36,11 @@ import json
 import logging
 import re
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from agentao.http1 import Http1Client, proxy_configured
 
 log = logging.getLogger("agentao.client")
 
@@ -138,10 +146,19 @@ class RemoteStreams:
 class HttpStreams(RemoteStreams):
     """Streamable HTTP: POSTs in order, answers on SSE streams."""
 
-    def __init__(self, agent: AgentUrl, client: Any, reconnects: int, backoff: float) -> None:
+    def __init__(
+        self,
+        agent: AgentUrl,
+        client: Any,
+        reconnects: int,
+        backoff: float,
+        posts: Http1Client | None = None,
+    ) -> None:
         super().__init__(reconnects, backoff)
         self.agent = agent
-        self.http = client  # httpx.AsyncClient (cookies kept: affinity)
+        self.http = client  # httpx.AsyncClient: the event streams
+        self.posts = posts  # the POSTs' own connection (None: httpx's, behind a proxy)
+        self.cookies: dict[str, str] = {}  # name -> value, from every answer (affinity)
         self.connection_id: str | None = None
         self._sessions: set[str] = set()
         self.spawn(self._send_all())
@@ -165,19 +182,45 @@ class HttpStreams(RemoteStreams):
             session = (message.get("params") or {}).get("sessionId")
             if message.get("method") in SESSION_SCOPED and isinstance(session, str):
                 headers[SESSION_HEADER] = session
-        response = await self.http.post(
-            self.agent.url, content=json.dumps(message), headers=headers
-        )
-        if response.status_code >= 400 or (first and response.status_code != 200):
-            return self.fail(message, _http_error(response))
+        status, answer_headers, content = await self._post(json.dumps(message).encode(), headers)
+        if status >= 400 or (first and status != 200):
+            return self.fail(message, _http_error(status, content))
         if first:
-            self.connection_id = response.headers.get(CONNECTION_HEADER)
+            self.connection_id = answer_headers.get(CONNECTION_HEADER.lower())
             if not self.connection_id:
                 return self.fail(message, f"the server sent no {CONNECTION_HEADER} header")
-            self.deliver(response.content)
+            self.deliver(content)
             self.spawn(self._stream(None))
-        elif response.status_code == 200 and response.content.strip():
-            self.deliver(response.content)
+        elif status == 200 and content.strip():
+            self.deliver(content)
+
+    async def _post(
+        self, body: bytes, headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
+        """POST one message: (status, headers with lower-case names, body)."""
+        headers = {**headers, **self._cookie_header()}
+        if self.posts is None:
+            response = await self.http.post(self.agent.url, content=body, headers=headers)
+            self._keep(response.headers.get_list("set-cookie"))
+            answer = {name.lower(): value for name, value in response.headers.items()}
+            return response.status_code, answer, response.content
+        async with self.posts.post(self.agent.url, body, headers) as streamed:
+            content = await streamed.aread()
+        self._keep(streamed.set_cookies)
+        return streamed.status_code, streamed.headers, content
+
+    def _keep(self, set_cookies: Iterable[str]) -> None:
+        """Remember each cookie an answer set (its attributes do not matter here: one
+        origin, for as long as the connection lasts)."""
+        for line in set_cookies:
+            name, found, value = line.split(";", 1)[0].partition("=")
+            if found and name.strip():
+                self.cookies[name.strip()] = value.strip()
+
+    def _cookie_header(self) -> dict[str, str]:
+        if not self.cookies:
+            return {}
+        return {"Cookie": "; ".join(f"{name}={value}" for name, value in self.cookies.items())}
 
     async def _stream(self, session_id: str | None) -> None:
         """One SSE stream for as long as it lasts, opened again with Last-Event-ID."""
@@ -207,9 +250,11 @@ class HttpStreams(RemoteStreams):
             headers[SESSION_HEADER] = session_id
         if last_id is not None:
             headers["Last-Event-ID"] = last_id
+        headers.update(self._cookie_header())
         no_read_limit = self.http.timeout.__class__(self.http.timeout.connect, read=None)
         stream = self.http.stream("GET", self.agent.url, headers=headers, timeout=no_read_limit)
         async with stream as response:
+            self._keep(response.headers.get_list("set-cookie"))
             if response.status_code != 200:
                 raise ConnectionError(f"HTTP {response.status_code} for the event stream")
             parser = SseParser()
@@ -231,9 +276,12 @@ class HttpStreams(RemoteStreams):
         await super().close()
         if self.connection_id is not None:
             headers = {CONNECTION_HEADER: self.connection_id, **self.agent.request_headers()}
+            headers.update(self._cookie_header())
             with contextlib.suppress(Exception):
                 await self.http.request("DELETE", self.agent.url, headers=headers)
         await self.http.aclose()
+        if self.posts is not None:
+            await self.posts.aclose()
 
 
 class WebSocketStreams(RemoteStreams):
@@ -285,7 +333,8 @@ async def connect(agent: AgentUrl) -> RemoteStreams:
     import httpx
 
     client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=_tls_context())
-    return HttpStreams(agent, client, agent.reconnects, agent.reconnect_backoff)
+    posts = None if proxy_configured() else Http1Client(timeout, timeout, {}, _tls_context())
+    return HttpStreams(agent, client, agent.reconnects, agent.reconnect_backoff, posts)
 
 
 @functools.cache
@@ -325,15 +374,15 @@ class SseParser:
         return events
 
 
-def _http_error(response: Any) -> str:
-    detail = response.text.strip()
+def _http_error(status: int, content: bytes) -> str:
+    detail: Any = content.decode("utf-8", "replace").strip()
     try:
-        body = response.json()
+        body = json.loads(content)
         error = body.get("error") if isinstance(body, dict) else None
         detail = error.get("message", detail) if isinstance(error, dict) else (error or detail)
     except ValueError:
         pass
-    return f"HTTP {response.status_code} from the agent's server: {str(detail)[:300]}"
+    return f"HTTP {status} from the agent's server: {str(detail)[:300]}"
 
 
 __all__ = [

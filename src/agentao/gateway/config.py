@@ -162,6 +162,12 @@ class Limits:
     # A conversation's log (every frame of its turns) is kept this many days after its last
     # update, then pruned (its row, tasks and responses stay); 0 keeps every log for good.
     log_retention_days: float = 0.0
+    # The cyclic garbage collector scans the young objects once this many more were made
+    # than freed (CPython's default, 700, is below what a streamed answer holds in flight:
+    # its updates wait for the store's next batch, so each young scan found them alive,
+    # promoted them and scanned them again, ~10% of the gateway's CPU per streamed update;
+    # see serving.py). At least 1 (0 would turn the collector off).
+    gc_young_objects: int = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,6 +465,11 @@ def _limits(table: dict[str, Any], where: str) -> Limits:
         )
     if limits.log_retention_days < 0:
         raise ConfigError(f"{where}: [limits] log_retention_days must be 0 (keep) or more")
+    if limits.gc_young_objects < 1:
+        raise ConfigError(
+            f"{where}: [limits] gc_young_objects must be at least 1 (0 would turn the "
+            "garbage collector off)"
+        )
     if not 0 < limits.heartbeat_seconds < limits.lease_seconds:
         raise ConfigError(
             f"{where}: [limits] heartbeat_seconds must be above 0 and below lease_seconds "

@@ -263,6 +263,8 @@ class _Reply:
         # each update costs the encoding of its delta alone.
         head, _, tail = _encode(self._chunk(_DELTA_MARK)).partition(_ENCODED_MARK)
         self._head, self._tail = b"data: " + head, tail + b"\n\n"
+        # ... and a text-only delta's chunk is these two around the encoded text.
+        self._text_open, self._text_close = self._head + b'{"content":', b"}" + self._tail
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {
@@ -291,7 +293,7 @@ class _Reply:
     async def stream(self) -> AsyncIterator[bytes]:
         try:
             async for batch in self.turn.batches():
-                out = b"".join(self._encode(item) for item in batch)
+                out = b"".join([self._encode(item) for item in batch])
                 if not isinstance(batch[-1], Step):  # the end: [DONE] goes out with it
                     out += b"data: [DONE]\n\n"
                 if out:
@@ -304,7 +306,7 @@ class _Reply:
             d = item.delta
             if d.text and not d.reasoning and not self._first and not self.body.x_acp:
                 # Most chunks: text alone, encoded without a dict.
-                return self._head + b'{"content":' + _encode(d.text) + b"}" + self._tail
+                return self._text_open + _encode(d.text) + self._text_close
             delta = self._delta(item)
             if not delta:
                 return b""

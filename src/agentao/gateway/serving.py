@@ -6,6 +6,11 @@ been started and no line has claimed to listen. The port the kernel gave (`--por
 asks for any free one) is known from then on: uvicorn is told it, and the gateway's
 own "listening on" line is printed only once the app's startup (the agent processes)
 is complete and the socket accepts connections.
+
+Before it serves, `settle_heap` sets the garbage collector up for a long-lived process
+that relays streams: what is loaded is frozen out of its scans, and its young generation
+is scanned only past `[limits] gc_young_objects` (updates in flight to the store are
+not rescanned every ~70 of them).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 import uvicorn
 
-from agentao.gateway.config import GatewayConfig
+from agentao.gateway.config import GatewayConfig, Limits
 from agentao.gateway.http11 import GatewayH11Protocol
 from agentao.gateway.login import login_url
 from agentao.gateway.logs import redact_root_handlers, uvicorn_log_config
@@ -87,6 +92,21 @@ class _AnnouncingServer(GatewayServer):
             print(self.banner, file=sys.stderr, flush=True)
 
 
+def settle_heap(limits: Limits) -> None:
+    """Tune the garbage collector for a long-lived server, once its app is built."""
+    # What is loaded by now (FastAPI, pydantic, our modules: some 100,000 objects) lives as
+    # long as the process. Frozen, it is no longer scanned by every full collection: those
+    # took ~40 ms each, several times a minute under a stream of updates.
+    gc.collect()
+    gc.freeze()
+    # A streamed answer's updates live until the store's next batch holds them (hundreds
+    # at a time, each a few dicts): at the default 700 a young scan ran every ~70 updates,
+    # found them alive and promoted them to be scanned again. Above what is in flight, the
+    # young generation is mostly dead by the time it is scanned (`gc_young_objects`).
+    _young, *older = gc.get_threshold()
+    gc.set_threshold(limits.gc_young_objects, *older)
+
+
 def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
     """Run the gateway until interrupted (what `agentao serve` does); the exit code."""
     from agentao.gateway.app import create_app
@@ -112,11 +132,7 @@ def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
         sock.close()
         print(f"agentao serve: {exc}", file=sys.stderr, flush=True)
         return EXIT_STORE_UNAVAILABLE
-    # What is loaded by now (FastAPI, pydantic, our modules: some 100,000 objects) lives as
-    # long as the process. Frozen, it is no longer scanned by every full collection: those
-    # took ~40 ms each, several times a minute under a stream of updates.
-    gc.collect()
-    gc.freeze()
+    settle_heap(config.limits)
     names = ", ".join(a.name for a in config.agents)
     server = _AnnouncingServer(
         uvicorn.Config(
@@ -163,5 +179,6 @@ __all__ = [
     "GatewayServer",
     "bind",
     "serve",
+    "settle_heap",
     "url_of",
 ]

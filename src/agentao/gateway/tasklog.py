@@ -20,6 +20,10 @@ gateway process as its owner (`boot_id`, see `boots.py`).
 
 Two kinds of watcher: a task's (`TaskLog.watch`: its frames only) and a
 conversation's (`TaskHub.watch_conversation`: every frame of its log, whichever task).
+The writer hands a task's watchers each run of its frames in a batch at once: a watcher
+with `put_frames` (a turn's inbox, which only needs to know how far the log is stored)
+takes the run in one call, any other one frame at a time (`put_nowait`). That is one
+call per batch instead of one per streamed update on the hot path.
 A watcher that subscribes and then reads the store for `seq > after_seq`
 (`store.task_events` / `store.events_after`) sees every frame exactly once: a frame
 delivered before it subscribed is already in the store, and one found in both places
@@ -42,8 +46,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import attrgetter
 from typing import Any, Protocol
 
 from agentao.gateway.batches import BatchWriter, WriterBackoff, describe
@@ -53,11 +59,13 @@ from agentao.store.gateway_records import Conversation, ResponseRecord, TaskEven
 TERMINAL = frozenset({"task-ended", "task-error"})
 STORE_FAILED = "store_failed"  # the error code of a task whose frames could not be stored
 UNSTORED = 0  # the seq of a frame no store holds: a store failure's `task-error`
+_task_of = attrgetter("task_id")
 
 
 class Watcher(Protocol):
     """Whoever is given a task's frames as they are stored (a WebSocket's queue, a turn's
-    inbox)."""
+    inbox). One that also has `put_frames(frames)` is given each stored run of a task's
+    frames (in order, never empty) in that one call instead."""
 
     def put_nowait(self, item: TaskEvent, /) -> None: ...
 
@@ -84,6 +92,7 @@ class TaskLog:
         self.failed = asyncio.Event()  # a batch of this task could not be stored
         self.failure: TaskEvent | None = None  # then: the `task-error` its watchers got
         self.last_seq = 0  # the seq of its last frame numbered (its log ends there once stored)
+        self._end_seq = 0  # the seq of its terminal frame, once emitted (later ones: dropped)
 
     def emit(self, type_: str, payload: dict[str, Any]) -> TaskEvent:
         """Number a frame and queue it for the store, then the watchers. Once the store
@@ -93,6 +102,8 @@ class TaskLog:
         if self.finished.is_set():
             raise RuntimeError(f"task {self.task_id} has ended; {type_} not emitted")
         seq = self.last_seq = self._hub.number(self.conversation_id)
+        if type_ in TERMINAL and not self._end_seq:
+            self._end_seq = seq
         event = TaskEvent(self.task_id, seq, type_, time.time(), payload)
         self._hub.queue(event)
         return event
@@ -116,12 +127,25 @@ class TaskLog:
     def watchers(self) -> int:
         return len(self._watchers)
 
-    def deliver(self, event: TaskEvent) -> None:
-        if self._watchers:
-            for queue in tuple(self._watchers):
-                queue.put_nowait(event)
-        if event.type in TERMINAL:
+    def deliver(self, frames: Sequence[TaskEvent]) -> Sequence[TaskEvent]:
+        """Give the watchers a stored run of this task's frames, in order, up to its
+        terminal frame (one emitted after it is dropped, as it always was); what was
+        given."""
+        end = self._end_seq
+        if end and frames[-1].seq >= end:
+            frames = [frame for frame in frames if frame.seq <= end]
+            if not frames:
+                return frames
+        for watcher in tuple(self._watchers):
+            put_frames = getattr(watcher, "put_frames", None)
+            if put_frames is not None:
+                put_frames(frames)
+            else:
+                for frame in frames:
+                    watcher.put_nowait(frame)
+        if end and frames[-1].seq == end:
             self.finished.set()
+        return frames
 
     def fail(self, error: dict[str, Any]) -> TaskEvent | None:
         """A batch of this task was not stored: its watchers get `error` as a `task-error`
@@ -276,24 +300,33 @@ class TaskHub:
         for row in batch.rows:
             if row.id in self._logs:
                 self._logs[row.id].stored.set()
-        for frame in batch.frames:
-            task_log = self._logs.get(frame.task_id)
-            if task_log is None:
-                continue
-            task_log.deliver(frame)
-            if self._readers:
-                self._tell_readers(task_log.conversation_id, frame)
-            if task_log.finished.is_set():
-                del self._logs[frame.task_id]
+        ids = self._deliver(batch.frames)
         for task_log, record in batch.ended:
             task_log.closed.set()
             self._retried.discard(record.id)
-        ids = {f.task_id for f in batch.frames} | {r.id for _log, r in batch.ended}
+        ids.update(r.id for _log, r in batch.ended)
         woken = sorted((i, self._conversation_of.get(i, "")) for i in ids)
         for _log, record in batch.ended:
             self._closed(record.id)
         if self._stored is not None and woken:
             await self._stored(woken)
+
+    def _deliver(self, frames: list[TaskEvent]) -> set[str]:
+        """Give stored frames to their watchers, in order, a run of one task's frames at a
+        time; the ids of the tasks they belong to."""
+        ids: set[str] = set()
+        for task_id, run in groupby(frames, _task_of):
+            ids.add(task_id)
+            task_log = self._logs.get(task_id)
+            if task_log is None:  # ended in an earlier run, or failed
+                continue
+            given = task_log.deliver(list(run))
+            if self._readers:
+                for frame in given:
+                    self._tell_readers(task_log.conversation_id, frame)
+            if task_log.finished.is_set():
+                del self._logs[task_id]
+        return ids
 
     def _fail(self, batch: _Batch, exc: Exception) -> None:
         """The writer could not store `batch`: every task in it fails (see the module

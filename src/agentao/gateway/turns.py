@@ -28,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,9 +91,10 @@ class TurnContext:
 
 class _Inbox:
     """The one consumer's items, in order, taken all at once; a step is held until the
-    log has stored its frame (the inbox is a watcher of the log: `put_nowait`). After
-    the first item that is not a step, nothing more is taken in. (An asyncio.Queue does
-    more per item than this needs, and it is once per streamed update.)"""
+    log has stored its frame (the inbox is a watcher of the log: `put_frames`, once per
+    stored run of frames, for only the last seq matters). After the first item that is
+    not a step, nothing more is taken in. (An asyncio.Queue does more per item than
+    this needs, and it is once per streamed update.)"""
 
     def __init__(self) -> None:
         self._held: deque[tuple[int, Step]] = deque()  # (the seq of its frame, the step)
@@ -113,6 +114,10 @@ class _Inbox:
         self._items.append(item)
         self._ready.set()
 
+    def put_frames(self, frames: Sequence[TaskEvent]) -> None:
+        """The log stored `frames` (a run, in order): release the steps up to the last."""
+        self._release(frames[-1].seq)
+
     def put_nowait(self, frame: TaskEvent) -> None:
         """The log stored `frame`: release the steps up to it. A store failure (a frame
         with no seq) drops what is held and ends the items with it."""
@@ -121,8 +126,11 @@ class _Inbox:
             error = frame.payload["error"]
             self.put(TurnFailed(error["message"], error["code"]))
             return
+        self._release(frame.seq)
+
+    def _release(self, seq: int) -> None:
         held, released = self._held, False
-        while held and held[0][0] <= frame.seq:
+        while held and held[0][0] <= seq:
             self._items.append(held.popleft()[1])
             released = True
         if released:
@@ -270,7 +278,7 @@ class GatewayTurn:
 
     async def _consume(self) -> TurnEnd:
         end = None
-        emit, feed, hold = self.log.emit, self.mapper.feed, self._hold  # once per update
+        emit, feed = self.log.emit, self.mapper.feed  # once per update: bound once
         consumed = self.context.consumed
         async for event in self._client_turn:
             if isinstance(event, Update):
@@ -278,8 +286,11 @@ class GatewayTurn:
                 if event.tool_call is not None:  # merged by id: readers need not fold
                     frame["toolCall"] = event.tool_call.raw
                 seq = emit("task-running", frame).seq
-                if consumed:
-                    hold(seq, Step(event, feed(event)))
+                if consumed:  # mapped even once its consumer left: the transcript's answer
+                    step = Step(event, feed(event))
+                    inbox = self._inbox  # None once the consumer left (`detach`)
+                    if inbox is not None:
+                        inbox.hold(seq, step)
             elif isinstance(event, TurnEnd):
                 end = event
         if end is None:
@@ -300,10 +311,6 @@ class GatewayTurn:
     def _put(self, item: TurnItem) -> None:
         if self._inbox is not None:
             self._inbox.put(item)
-
-    def _hold(self, seq: int, step: Step) -> None:
-        if self._inbox is not None:
-            self._inbox.hold(seq, step)
 
     def _spawn_cancel(self) -> None:
         task = asyncio.get_running_loop().create_task(self._cancel_client_turn())

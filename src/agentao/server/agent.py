@@ -80,9 +80,16 @@ class AcpAgent:
             self._v2 = AgentV2(self)
         return self._v2
 
+    def configured_llm(self) -> LlmConfig:
+        """The configured provider and model, its key resolved from the environment;
+        -32000 with `data.variables` when the key is missing (v2's auth/login asks)."""
+        return _resolve_llm(None)
+
     @property
     def factory(self) -> SessionFactory:
         assert self.endpoint is not None, "bind the endpoint first"
+        if self._v2 is not None:  # a v2 connection: the same sessions, seen in v2
+            return self._v2.factory(self.endpoint)
         outbox = Outbox(self.endpoint, self.gate, UpdateMapper())
         return SessionFactory(
             self.endpoint, self.io, outbox, self.archive, self.settings, self.sandbox
@@ -94,8 +101,12 @@ class AcpAgent:
         self.accept_client(params.client_capabilities)
         return initialize_response()
 
-    def accept_client(self, caps: schema.ClientCapabilities) -> None:
-        """What the client can do: editor fs/terminal, capability-gated updates."""
+    def accept_client(self, caps: Any) -> None:
+        """What the client can do: editor fs/terminal, capability-gated updates (v1); a v2
+        client's capabilities (elicitation) go to the v2 surface."""
+        if not isinstance(caps, schema.ClientCapabilities):
+            self.for_version(2).accept_client(caps)  # type: ignore[attr-defined]
+            return
         self.io = ClientIo.from_capabilities(caps)
         self.gate = UpdateGate(caps)
 

@@ -19,8 +19,9 @@ capabilities      object markers, never booleans, read off the v2 handler (serve
                   `session` only when it serves every baseline session method (session/new,
                   list, resume, close, prompt, cancel); inside it `prompt` (image when the
                   model takes images, embeddedContext), `mcp` (stdio, http), `delete` and
-                  `additionalDirectories` only where served. `auth` never (no auth/* yet).
-authMethods       omitted: empty would promise no auth/login either, and we serve none yet
+                  `additionalDirectories` only where served. `auth` never (no extensions).
+authMethods       the surface's AUTH_METHODS once it serves auth/login and auth/logout (the
+                  schema: a non-empty list promises both); omitted otherwise
 _meta             none: the vendor methods are v1's until v2 serves them
 """
 
@@ -116,6 +117,8 @@ def initialize_response_v2(surface: object) -> dict[str, Any]:
     )
     result = to_builtins(response)
     result.setdefault("capabilities", {})  # the struct omits its {} default; say it
+    if _serves(surface, "auth/login") and _serves(surface, "auth/logout"):
+        result["authMethods"] = [dict(m) for m in getattr(surface, "AUTH_METHODS", ())]
     return result
 
 

@@ -6,6 +6,9 @@ those tasks: the endpoint then sends `$/cancel_request` for each, and the caller
 gets "cancelled" (permission) or the "(user unavailable)" sentinel (ask_user) at
 once, whether or not the client ever answers (seed C.5). The turn task itself is
 cancelled too, so a cancelled permission never lets a tool run.
+
+The protocol version's shapes are hooks (`permission_params`, `ask_user_request`,
+`ask_user_answer`, `waiting`): v1's here, v2's in server/v2.py `V2Interaction`.
 """
 
 from __future__ import annotations
@@ -46,14 +49,7 @@ class ClientInteraction:
         self.pending: set[asyncio.Task[Any]] = set()
 
     async def request_permission(self, call: ToolCallStarted) -> PermissionReply:
-        params = schema.RequestPermissionRequest(
-            session_id=self.session_id,
-            tool_call=tool_call_update_for_permission(call),
-            options=[
-                schema.PermissionOption(option_id=oid, name=name, kind=kind)
-                for oid, name, kind in PERMISSION_OPTIONS
-            ],
-        )
+        params = self.permission_params(call)
         try:
             result = await self._ask("session/request_permission", params)
         except asyncio.CancelledError:
@@ -63,14 +59,36 @@ class ClientInteraction:
         return PermissionReply(_permission_outcome(result), _reason(result))
 
     async def ask_user(self, question: str) -> str:
-        params = {"sessionId": self.session_id, "question": question}
+        method, params = self.ask_user_request(question)
         try:
-            result = await self._ask(ASK_USER_METHOD, params, result_type=None)
+            result = await self._ask(method, params, result_type=None)
         except asyncio.CancelledError:
             raise
         except (_Unanswered, ConnectionClosed):
             return ASK_USER_UNAVAILABLE
+        return self.ask_user_answer(result)
+
+    def ask_user_request(self, question: str) -> tuple[str, Any]:
+        """The request that puts `question` to the person (v2 may use an elicitation)."""
+        return ASK_USER_METHOD, {"sessionId": self.session_id, "question": question}
+
+    def ask_user_answer(self, result: Any) -> str:
         return ask_user_answer(result)
+
+    def permission_params(self, call: ToolCallStarted) -> Any:
+        """The `session/request_permission` params (v1's shape; server/v2.py writes v2's)."""
+        return schema.RequestPermissionRequest(
+            session_id=self.session_id,
+            tool_call=tool_call_update_for_permission(call),
+            options=[
+                schema.PermissionOption(option_id=oid, name=name, kind=kind)
+                for oid, name, kind in PERMISSION_OPTIONS
+            ],
+        )
+
+    async def waiting(self, on_person: bool) -> None:
+        """Told when a question starts waiting on the person (True) and once it is answered
+        (False); v1 says nothing of it, v2 reports `requires_action` then `running`."""
 
     def cancel_pending(self) -> int:
         """Cancel every question still waiting for the client; how many there were."""
@@ -80,17 +98,21 @@ class ClientInteraction:
         return len(tasks)
 
     async def _ask(self, method: str, params: Any, result_type: Any = ...) -> Any:
+        await self.waiting(True)
         coro = self.peer.request(method, params, result_type=result_type)
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)
         self.pending.add(task)
         try:
-            return await task  # cancelling us cancels it: $/cancel_request goes out
+            answer = await task  # cancelling us cancels it: $/cancel_request goes out
+            await self.waiting(False)
+            return answer
         except asyncio.CancelledError:
             if turn_cancelling():
                 raise  # the turn is being cancelled
             raise _Unanswered("cancelled") from None  # cancel_pending(): the question only
         except PeerError as exc:
             log.info("client answered %s with error %s", method, exc.code)
+            await self.waiting(False)
             raise _Unanswered("error") from exc
         finally:
             self.pending.discard(task)

@@ -27,6 +27,7 @@ def serve_stdio(resume: str | None = None) -> int:
         if conn.version == 2:  # v2 clients have no fs/terminal for us to use
             from agentao.server.v2 import AgentV2
 
+            client["capabilities"] = params.capabilities  # elicitation, for ask_user
             return initialize_response_v2(AgentV2)
         client["capabilities"] = params.client_capabilities
         return initialize_response()

@@ -13,6 +13,7 @@ environment runs them. The system prompt is built from the session's facts
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from agentao.agent.catalog import Catalog
@@ -55,8 +56,10 @@ class SessionFactory:
         archive: SessionArchive,
         settings: ServerSettings,
         sandbox: Sandbox,
+        interaction: Callable[[Endpoint, str], ClientInteraction] = ClientInteraction,
     ) -> None:
         self.endpoint = endpoint
+        self.interaction = interaction  # the protocol version's questions (server/v2.py)
         self.io = io
         self.outbox = outbox
         self.archive = archive
@@ -82,7 +85,7 @@ class SessionFactory:
             llm=llm,
             provider=self.provider(llm),
             engine=engine,
-            interaction=ClientInteraction(self.endpoint, agent.id),
+            interaction=self.interaction(self.endpoint, agent.id),
             env=self.env(agent.id),
             make_tools=self.tools,
             outbox=self.outbox,

@@ -11,6 +11,10 @@ events and `TurnEnded("cancelled")`. Each event is written as a
 the wire before the result. The turn's record is committed to the store
 before the reply, so a turn the client saw end is never lost.
 
+v1 does all of this inside the prompt request (`run_prompt`). v2 answers the prompt at
+insertion, so server/v2.py uses the pieces: `claim`, `start_turn` (from here a cancel reaches
+the turn), then `finish_turn` after the reply, whose end becomes the idle `state_update`.
+
 A prompt arriving while a turn runs is refused (-32600, data.reason "busy");
 one arriving while a cancelled turn winds down waits for it (`turn_state.py`).
 What the turn runs (`Body`) is an ordinary model turn or a slash command
@@ -54,10 +58,28 @@ Body = Callable[[], Awaitable[TurnEnded]]
 
 async def run_prompt(live: LiveSession, body: Body) -> schema.PromptResponse:
     """Run one turn of `live` and answer the prompt (see the module docstring)."""
-    await _claim(live)
+    await claim(live)
+    ended = await run_claimed(live, body)
+    return schema.PromptResponse(stop_reason=ended.stop_reason, meta=usage_meta(ended))
+
+
+async def run_claimed(live: LiveSession, body: Body) -> TurnEnded:
+    """Run the turn of a session already `claim`ed: its end, or the LLM's failure as a
+    JSON-RPC error (`llm_error`). v1 answers the prompt with it; v2, which answered the
+    prompt at insertion, reports it as the idle `state_update` (server/v2.py)."""
     before = len(live.agent.turns)
+    return await finish_turn(live, start_turn(live, body), before)
+
+
+def start_turn(live: LiveSession, body: Body) -> asyncio.Task[TurnEnded]:
+    """The claimed session's turn, started now: from here `session/cancel` reaches it."""
     task = asyncio.create_task(_turn(live, body), name=f"turn {live.id}")
     live.turn_task = task
+    return task
+
+
+async def finish_turn(live: LiveSession, task: asyncio.Task[TurnEnded], before: int) -> TurnEnded:
+    """Wait for a started turn; its title update once stored (`before`: the turns then)."""
     try:
         await asyncio.wait([task])
     except asyncio.CancelledError:  # this request was cancelled ($/cancel_request)
@@ -66,10 +88,9 @@ async def run_prompt(live: LiveSession, body: Body) -> schema.PromptResponse:
     if len(live.agent.turns) > before:
         await live.send(session_info(live))
     try:
-        ended = task_end(task)
+        return task_end(task)
     except LlmError as exc:
         raise llm_error(exc) from None
-    return schema.PromptResponse(stop_reason=ended.stop_reason, meta=_usage_meta(ended))
 
 
 def session_info(live: LiveSession) -> Any:
@@ -78,7 +99,7 @@ def session_info(live: LiveSession) -> Any:
     return session_info_update(live.agent.title, updated.replace("+00:00", "Z"))
 
 
-async def _claim(live: LiveSession) -> None:
+async def claim(live: LiveSession) -> None:
     """Move the session to `prompting`, waiting behind a turn that is being cancelled."""
     while not live.state.can("prompt"):
         verdict = live.state.verdict()
@@ -176,7 +197,7 @@ def _resource(resource: Any, images: list[ImagePart], images_ok: bool) -> str:
     return f"[embedded binary resource {uri} ({mime}, about {size} bytes): not shown]"
 
 
-def _usage_meta(ended: TurnEnded) -> dict[str, Any] | None:
+def usage_meta(ended: TurnEnded) -> dict[str, Any] | None:
     """Token usage goes under `_meta` (protocol/meta.py): the stable schema's
     PromptResponse has no `usage`, and no custom field may sit at its root."""
     u = ended.usage
@@ -192,4 +213,15 @@ def _usage_meta(ended: TurnEnded) -> dict[str, Any] | None:
     return {meta.USAGE: to_builtins(usage)}
 
 
-__all__ = ["Body", "llm_error", "prompt_message", "run_prompt", "session_info"]
+__all__ = [
+    "Body",
+    "claim",
+    "finish_turn",
+    "llm_error",
+    "prompt_message",
+    "run_claimed",
+    "run_prompt",
+    "session_info",
+    "start_turn",
+    "usage_meta",
+]

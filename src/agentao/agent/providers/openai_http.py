@@ -3,7 +3,7 @@
 Why it exists. The `openai` SDK builds a pydantic model per streamed chunk (~0.3 ms
 each) and costs ~25 MB to import; relaying a long reply, that was most of the
 agent's CPU, and most of its memory after one session. The request goes through
-`http1.py` (h11 over asyncio streams), or through httpx when a proxy is set. This provider speaks the
+`agentao/http1.py` (h11 over asyncio streams), or through httpx when a proxy is set. This provider speaks the
 same Chat Completions wire (`stream: true`, `stream_options.include_usage`) with
 one typed msgspec decode per SSE line, and keeps the SDK provider's behaviour:
 reasoning from `delta.reasoning_content` or `delta.reasoning`, tool calls
@@ -16,7 +16,6 @@ the SDK provider (`openai_provider.py`), e.g. for a feature this one lacks.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,8 +33,8 @@ from agentao.agent.providers.base import (
     ThoughtPiece,
 )
 from agentao.agent.providers.errors import LlmError, status_error
-from agentao.agent.providers.http1 import Http1Client, HttpError, HttpTimeout
 from agentao.agent.providers.openai_provider import ToolCallAssembler, chat_body, usage_of
+from agentao.http1 import Http1Client, HttpError, HttpTimeout, proxy_configured
 
 CONNECT_TIMEOUT = 30.0  # seconds to open the connection (the read timeout is the config's)
 ERROR_BODY_CHARS = 2000  # of an error response, kept in the message
@@ -99,7 +98,7 @@ class HttpOpenAIProvider:
             timeout = self._config.limits.request_timeout
             connect = min(CONNECT_TIMEOUT, timeout)
             auth = {"Authorization": f"Bearer {self._config.api_key}"}
-            if _proxied():
+            if proxy_configured():
                 httpx = _httpx()
                 self._client = _HttpxClient(
                     httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=connect), headers=auth)
@@ -142,19 +141,6 @@ class HttpOpenAIProvider:
 
 
 _HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-PROXY_VARIABLES = (
-    "HTTPS_PROXY",
-    "https_proxy",
-    "HTTP_PROXY",
-    "http_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-)
-
-
-def _proxied() -> bool:
-    """Whether a proxy is configured: then httpx (which honours them) makes the request."""
-    return any(os.environ.get(name) for name in PROXY_VARIABLES)
 
 
 class _HttpxClient:

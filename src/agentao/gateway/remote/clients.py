@@ -20,6 +20,14 @@ The connection's numbering, and so resumption, is the same for both kinds: the c
 of a stream (`Last-Event-ID`, `after_seq`, a WebSocket's frame number) is the
 connection's seq; the log's seq travels in the reference.
 
+A reference is not waited for. Its frame is stored already (the log's writer stored
+it before any reader saw it), so the message goes to the readers at once, *ahead* of
+its reference row, when every earlier message of the connection has been delivered
+(else it waits its turn in the batch, so one connection's messages stay in order).
+Until its row is stored the connection keeps it (`RemoteClient.ahead`), and a stream
+opened meanwhile reads it from there beside the store: a resume still replays exactly
+what was missed. This keeps the second write off a turn's critical path (bench/remote.py).
+
 A message's *scope* is its stream: "" for the connection's own (replies to
 connection-wide requests, `session/new` and `session/load` results and the history a
 load replays), a session id for a session's (its updates, the agent's questions about
@@ -30,7 +38,8 @@ A stream opened without a position starts after what that stream already handed 
 (messages sent before anyone opened it wait, as they would in a buffer); with
 `Last-Event-ID` / `after_seq` it starts after that number.
 
-A batch the store refuses is never delivered. Each connection with a message in it
+A batch the store refuses is never delivered (but for the references in it delivered
+ahead: what they carry is stored, in the log). Each connection with a message in it
 *fails* (`RemoteClient.fail`): its readers get one JSON-RPC error with `id: null` and
 `data.code` `store_failed` (not numbered: no store holds it), then their streams end;
 a WebSocket closes with 1011. The connection is gone (its requests are withdrawn): a
@@ -100,6 +109,9 @@ class RemoteClient:
         self.sessions: set[str] = set()  # agent session ids whose stream it may open
         self.readers: set[tuple[str | None, asyncio.Queue[RemoteMessage | None]]] = set()
         self.handed_out: dict[str | None, int] = {}  # stream -> the last seq it yielded
+        self.delivered = 0  # the last seq given to the readers (every earlier one was too)
+        # References delivered ahead of their row, by seq, until the row is stored.
+        self.ahead: dict[int, RemoteMessage] = {}
         self.closed = asyncio.Event()
         self.failure: RemoteMessage | None = None  # the error its readers got, if the store failed
         self.last_active = time.monotonic()
@@ -195,12 +207,13 @@ class RemoteClient:
         queue: asyncio.Queue[RemoteMessage | None] = asyncio.Queue()
         reader = (scope, queue)
         self.readers.add(reader)  # before reading the store: nothing falls in between
+        ahead = list(self.ahead.values())  # delivered before, their rows maybe not stored
         try:
             if self.failure is not None:
                 yield self.failure
                 return
             last = after if after is not None else self.handed_out.get(scope, 0)
-            for message in await self.hub.stored_after(self.id, last, scope):
+            for message in await self._missed(last, scope, ahead):
                 last = self._hand_out(scope, message)
                 yield message
             while not self.closed.is_set():
@@ -221,11 +234,27 @@ class RemoteClient:
             self.readers.discard(reader)
             self.last_active = time.monotonic()
 
+    async def _missed(
+        self, last: int, scope: str | None, ahead: list[RemoteMessage]
+    ) -> list[RemoteMessage]:
+        """What a stream opened after `last` has to catch up on: the stored messages, and
+        the references delivered ahead of their rows (`ahead`, taken as the stream was
+        opened: one whose row was stored since is in the store too), in order, once each."""
+        missed = {m.seq: m for m in await self.hub.stored_after(self.id, last, scope)}
+        for message in ahead:
+            if message.seq > last and scope in (None, message.scope):
+                missed.setdefault(message.seq, message)
+        return [missed[seq] for seq in sorted(missed)]
+
     def _hand_out(self, scope: str | None, message: RemoteMessage) -> int:
         self.handed_out[scope] = max(self.handed_out.get(scope, 0), message.seq)
         return message.seq
 
     def deliver(self, message: RemoteMessage) -> None:
+        """Give `message` to the readers of its scope, unless it was given already (ahead)."""
+        if message.seq <= self.delivered:
+            return
+        self.delivered = message.seq
         for scope, queue in self.readers:
             if scope is None or scope == message.scope:
                 queue.put_nowait(message)
@@ -300,8 +329,13 @@ class RemoteHub:
         return sessions
 
     def queue(self, connection: RemoteClient, message: RemoteMessage) -> None:
+        """Store `message`, then deliver it; a reference to a stored frame is delivered at
+        once when it is next in the connection's order (see the module docstring)."""
         self._writer.batch.messages.append((connection, message))
         self._writer.kick()
+        if message.log_conversation is not None and message.seq == connection.delivered + 1:
+            connection.ahead[message.seq] = message
+            connection.deliver(message)
 
     async def _write(self, batch: _Batch) -> None:
         now = time.time()
@@ -309,6 +343,7 @@ class RemoteHub:
         # A store error goes up to the writer, which logs it and calls `_fail`.
         await self.store.append_messages([m for _c, m in batch.messages], list(seen.items()))
         for connection, message in batch.messages:
+            connection.ahead.pop(message.seq, None)
             connection.deliver(message)
 
     def _fail(self, batch: _Batch, exc: Exception) -> None:

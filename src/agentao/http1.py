@@ -1,18 +1,24 @@
 """A small streaming HTTP/1.1 client: asyncio streams, TLS from `ssl`, framing from h11.
 
-Just what an LLM stream needs: one POST, the status and headers, then the body as
-it arrives. One keep-alive connection per client (reused when both sides finished
-the previous exchange cleanly); a connection whose response was abandoned (a
-cancelled turn) is closed at once, which is how the server learns to stop.
+A leaf module outside the layers: the agent's LLM provider (`agent/providers/openai_http.py`)
+and the client's remote transport (`client/remote.py`, its POSTs) both use it.
+
+Just what they need: a POST, the status and headers, then the body as it arrives.
+One keep-alive connection per client (reused when both sides finished the previous
+exchange cleanly), Nagle's algorithm off (asyncio's default for TCP), each request
+written in one call; a connection whose response was abandoned (a cancelled turn) is
+closed at once, which is how the server learns to stop.
 
 Why not httpx: for this one request shape it adds ~6 MB resident (httpcore, anyio,
-its own TLS context) and a few tens of microseconds per streamed chunk. Proxies are
-not handled here; `llm_http.py` uses httpx when one is configured.
+its own TLS context), a few tens of microseconds per streamed chunk, and about half a
+millisecond of CPU per request (measured on a remote ACP turn, bench/remote.py). Proxies
+are not handled here: when one is configured (`proxy_configured`), the callers use httpx.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,6 +29,19 @@ from urllib.parse import urlsplit
 import h11
 
 READ_BYTES = 64 * 1024
+PROXY_VARIABLES = (
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+)
+
+
+def proxy_configured() -> bool:
+    """Whether a proxy is configured: then httpx (which honours them) makes the request."""
+    return any(os.environ.get(name) for name in PROXY_VARIABLES)
 
 
 class HttpError(Exception):
@@ -43,9 +62,10 @@ class _Conn:
 @dataclass(slots=True)
 class StreamResponse:
     status_code: int
-    headers: dict[str, str]
+    headers: dict[str, str]  # names lower-cased; of a repeated header, the last
     _client: Http1Client
     _conn: _Conn
+    set_cookies: list[str] = field(default_factory=list)  # every Set-Cookie, as sent
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         while (data := await self._client._next_data(self._conn)) is not None:
@@ -56,12 +76,18 @@ class StreamResponse:
 
 
 class Http1Client:
-    def __init__(self, timeout: float, connect_timeout: float, headers: dict[str, str]) -> None:
+    def __init__(
+        self,
+        timeout: float,
+        connect_timeout: float,
+        headers: dict[str, str],
+        tls: ssl.SSLContext | None = None,  # None: the system's CAs, loaded when first needed
+    ) -> None:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.headers = headers
         self._idle: dict[tuple[str, str, int], _Conn] = {}
-        self._tls: ssl.SSLContext | None = None
+        self._tls = tls
 
     @asynccontextmanager
     async def post(
@@ -78,6 +104,9 @@ class Http1Client:
                      ("Content-Length", str(len(body)))],
         )  # fmt: skip
         conn = self._idle.pop(key, None)
+        if conn is not None and conn.reader.at_eof():  # the server closed it while idle
+            conn.writer.close()
+            conn = None
         reused, finished = conn is not None, False
         try:
             if conn is None:
@@ -132,7 +161,8 @@ class Http1Client:
         if not isinstance(event, h11.Response):
             raise HttpError(f"unexpected HTTP event {type(event).__name__}")
         headers = {k.decode().lower(): v.decode("latin-1") for k, v in event.headers}
-        return StreamResponse(event.status_code, headers, self, conn)
+        cookies = [v.decode("latin-1") for k, v in event.headers if k.lower() == b"set-cookie"]
+        return StreamResponse(event.status_code, headers, self, conn, cookies)
 
     async def _next_data(self, conn: _Conn) -> bytes | None:
         event = await self._next_event(conn)
@@ -168,4 +198,11 @@ def _default_port(scheme: str) -> int:
     return 443 if scheme == "https" else 80
 
 
-__all__ = ["Http1Client", "HttpError", "HttpTimeout", "StreamResponse"]
+__all__ = [
+    "PROXY_VARIABLES",
+    "Http1Client",
+    "HttpError",
+    "HttpTimeout",
+    "StreamResponse",
+    "proxy_configured",
+]

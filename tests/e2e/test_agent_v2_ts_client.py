@@ -1,0 +1,89 @@
+"""The official TypeScript SDK's v2 client (tests/peers/v2_client.mjs) drives our agent,
+`agentao --acp` over real pipes with the fake LLM, end to end: a prompt, a permission allowed,
+one rejected, a cancel at a permission, and a resume with replay in a second agent process.
+Every line either side wrote validates against the official v2 schema."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.agent_process import agent_env
+from tests.e2e.test_v2_peers import result_of, run_client, states, updates
+from tests.fakes.fake_llm import FakeLLM, FakeToolCall
+from tests.npm_peers import NpmPeers
+from tests.schema_check import check_recording
+
+pytestmark = pytest.mark.timeout(90)
+OUR_AGENT = [sys.executable, "-m", "agentao", "--acp"]
+SHELL = "touch made.txt"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+def drive(peers: NpmPeers, tmp_path: Path, fake: FakeLLM, ws: Path, *args: str) -> list[dict]:
+    env = agent_env(tmp_path / "home", **fake.env())
+    return run_client(peers, OUR_AGENT, "--cwd", str(ws), *args, env=env)
+
+
+def shell_turn(fake: FakeLLM) -> None:
+    fake.reply(tool_calls=[FakeToolCall("run_shell_command", {"command": SHELL}, id="s1")])
+    fake.reply(text=["after"])
+
+
+def tool_statuses(lines: list[dict[str, Any]]) -> list[str]:
+    return [u["status"] for u in updates(lines) if u.get("toolCallId") == "s1"]
+
+
+def test_a_prompt_and_an_allowed_permission_then_resume_in_a_second_process(
+    v2_peers: NpmPeers, tmp_path: Path, fake_llm: FakeLLM, ws: Path
+) -> None:
+    fake_llm.reply(text=["Hel", "lo"])
+    shell_turn(fake_llm)
+    lines = drive(v2_peers, tmp_path, fake_llm, ws, "--prompt", "hi", "--prompt", "run it",
+                  "--permission", "allow", "--resume")  # fmt: skip
+
+    assert check_recording(lines, 2) == []
+    init, _again = result_of(lines, "initialize")
+    assert init["info"]["name"] == "agentao" and "session" in init["capabilities"]
+    first, second = result_of(lines, "session/prompt")
+    echoed = [u for u in updates(lines) if u["sessionUpdate"] == "user_message_chunk"]
+    assert [u["messageId"] for u in echoed[:2]] == [first["messageId"], second["messageId"]]
+    assert states(lines)[:6] == ["running", "idle", "running", "requires_action", "running", "idle"]
+    assert tool_statuses(lines)[-1] == "completed" and (ws / "made.txt").exists()
+    resumed_at = next(n for n, m in enumerate(lines) if m["msg"].get("method") == "session/resume")
+    replayed = [u for u in updates(lines[resumed_at:]) if "content" in u and "messageId" in u]
+    assert [u["content"]["text"] for u in replayed][:2] == ["hi", "Hello"]
+
+
+def test_a_rejected_permission_runs_nothing(
+    v2_peers: NpmPeers, tmp_path: Path, fake_llm: FakeLLM, ws: Path
+) -> None:
+    shell_turn(fake_llm)
+    lines = drive(v2_peers, tmp_path, fake_llm, ws, "--prompt", "run it", "--permission", "reject")
+
+    assert check_recording(lines, 2) == []
+    assert states(lines) == ["running", "requires_action", "running", "idle"]
+    assert tool_statuses(lines)[-1] == "failed" and not (ws / "made.txt").exists()
+    assert updates(lines)[-1]["stopReason"] == "end_turn"
+
+
+def test_a_cancel_at_a_permission_ends_the_turn_cancelled(
+    v2_peers: NpmPeers, tmp_path: Path, fake_llm: FakeLLM, ws: Path
+) -> None:
+    shell_turn(fake_llm)
+    lines = drive(v2_peers, tmp_path, fake_llm, ws, "--prompt", "run it", "--permission", "cancel")
+
+    assert check_recording(lines, 2) == []
+    assert "session/cancel" in [m["msg"].get("method") for m in lines if m["dir"] == "send"]
+    end = [u for u in updates(lines) if u["sessionUpdate"] == "state_update"][-1]
+    assert end["state"] == "idle" and end["stopReason"] == "cancelled"
+    assert not (ws / "made.txt").exists()

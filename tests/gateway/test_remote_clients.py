@@ -1,0 +1,143 @@
+"""A remote connection's numbered messages (gateway/remote/clients.py): a reference to a
+stored frame of a conversation's log is delivered ahead of its own row, in order, and a
+stream opened before that row is stored still replays it.
+
+Real parts: the gateway's SQLite store on a file, and a second SQLite connection that
+holds the file's write lock (`BEGIN IMMEDIATE`), so the hub's writer cannot store the
+reference row until the test lets it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentao.gateway.auth import Principal
+from agentao.gateway.config import Limits
+from agentao.gateway.remote.clients import RemoteClient, RemoteClients
+from agentao.protocol.connection import Connection as Wire
+from agentao.store.gateway import SqliteGatewayStore, open_gateway_store
+from agentao.store.gateway_records import TaskEvent
+from agentao.store.remote import RemoteMessage
+
+pytestmark = pytest.mark.timeout(60)
+GUARD_SECONDS = 3  # a hang guard, below the store's 5 s busy timeout (then the write fails)
+SESSION = "sess_1"
+KEEPALIVE = 60.0  # no keep-alive pings in these streams
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqliteGatewayStore]:
+    # A reader connection: a stream reads the store while the writer is held up.
+    opened = open_gateway_store(tmp_path / "gateway.sqlite3", readers=1)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+async def connection(store: SqliteGatewayStore) -> AsyncIterator[RemoteClient]:
+    clients = RemoteClients(store.remote, store, Limits(), "boot_1")
+    principal = Principal("local", None, "all", "all")
+    opened = await clients.open(principal, "agentao", "ws", {}, Wire("agent"))
+    yield opened
+    await clients.close_all()
+    clients.hub.close()
+
+
+@contextmanager
+def write_lock(path: Path) -> Iterator[None]:
+    """Another connection holds the database's write lock: the hub's writer waits."""
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+def _frame(seq: int) -> TaskEvent:
+    update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}
+    return TaskEvent("task_1", seq, "task-running", 0.0, {"update": update})
+
+
+async def _next(stream: AsyncIterator[RemoteMessage | None]) -> RemoteMessage:
+    message = await asyncio.wait_for(anext(stream), GUARD_SECONDS)
+    assert message is not None
+    return message
+
+
+async def _started(
+    connection: RemoteClient, stream: AsyncIterator[RemoteMessage | None]
+) -> asyncio.Future[RemoteMessage | None]:
+    """The stream's first message, to come: its task's first step (one turn of the event
+    loop, not a pause) registers the stream's reader."""
+    first = asyncio.ensure_future(anext(stream))
+    await asyncio.sleep(0)
+    assert connection.readers, "the stream did not open"
+    return first
+
+
+async def _then(first: asyncio.Future[RemoteMessage | None]) -> RemoteMessage:
+    message = await asyncio.wait_for(first, GUARD_SECONDS)
+    assert message is not None
+    return message
+
+
+async def _stored(store: SqliteGatewayStore, connection: RemoteClient) -> list[int]:
+    return [m.seq for m in await store.remote.messages_after(connection.id, 0, None)]
+
+
+async def test_a_logged_update_reaches_its_reader_before_its_reference_row_is_stored(
+    store: SqliteGatewayStore, connection: RemoteClient, tmp_path: Path
+) -> None:
+    stream = connection.stream(SESSION, None, KEEPALIVE)
+    waiting = await _started(connection, stream)
+    with write_lock(tmp_path / "gateway.sqlite3"):
+        connection.send_logged("conv_1", _frame(7), SESSION)
+        message = await _then(waiting)
+        assert await _stored(store, connection) == []  # its row waits behind the lock
+    assert (message.seq, message.log_seq, message.scope) == (1, 7, SESSION)
+    assert b'"agent_message_chunk"' in message.body
+    await connection.hub.flush()
+    assert await _stored(store, connection) == [1]  # and is stored once the lock goes
+    assert connection.ahead == {}
+    await stream.aclose()
+
+
+async def test_a_stream_opened_before_the_row_is_stored_replays_the_update_sent_ahead(
+    store: SqliteGatewayStore, connection: RemoteClient, tmp_path: Path
+) -> None:
+    with write_lock(tmp_path / "gateway.sqlite3"):
+        connection.send_logged("conv_1", _frame(7), SESSION)
+        # A client that reconnects now (`Last-Event-ID: 0`): its row is not in the store.
+        resumed = connection.stream(SESSION, 0, KEEPALIVE)
+        message = await _next(resumed)
+        assert await _stored(store, connection) == []
+    assert (message.seq, message.log_seq) == (1, 7)
+    await connection.hub.flush()
+    connection.send_logged("conv_1", _frame(8), SESSION)
+    assert (await _next(resumed)).seq == 2  # then the live ones, nothing twice
+    await resumed.aclose()
+
+
+async def test_a_logged_update_waits_behind_an_earlier_message_not_yet_stored(
+    store: SqliteGatewayStore, connection: RemoteClient, tmp_path: Path
+) -> None:
+    """A reply still in the writer's hands holds back the update after it: one
+    connection's messages reach a reader in their order, every one of them."""
+    every_scope = connection.stream(None, None, KEEPALIVE)
+    first = await _started(connection, every_scope)
+    with write_lock(tmp_path / "gateway.sqlite3"):
+        connection.reply(3, {"stopReason": "end_turn"}, SESSION)
+        connection.send_logged("conv_1", _frame(7), SESSION)  # not sent ahead of the reply
+    got: list[Any] = [await _then(first), await _next(every_scope)]
+    assert [m.seq for m in got] == [1, 2]
+    assert got[1].log_seq == 7
+    await every_scope.aclose()
