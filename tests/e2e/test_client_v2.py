@@ -37,6 +37,7 @@ from tests.npm_peers import NpmPeers, codex_env
 from tests.schema_check import check_recording
 
 FAKES = Path(__file__).resolve().parent.parent / "fakes" / "fake_agents"
+DEMO = Path(__file__).resolve().parents[2] / "src" / "agentao" / "cli" / "demo_script.json"
 pytestmark = pytest.mark.timeout(90)
 
 
@@ -292,27 +293,54 @@ async def test_an_unknown_protocol_is_a_handshake_error(tmp_path: Path) -> None:
             pass
 
 
-async def test_our_agent_answers_v2_without_sessions_so_the_client_speaks_v1(
-    tmp_path: Path,
-) -> None:
-    """agentao --acp answers a v2 initialize without `capabilities.session` (it serves no
-    v2 session method yet): the client initializes again as v1 and prompts over v1."""
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"responses": [{"text": "hi from agentao"}]}))
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {"LLM_PROVIDER": "SCRIPTED", "AGENTAO_SCRIPT": str(script), "AGENTAO_HOME": str(home)}
+async def test_a_v2_answer_without_sessions_gets_the_v1_initialize(tmp_path: Path) -> None:
+    """Version 2 without `capabilities.session` offers no session surface: the client
+    initializes again as v1 (the agent settles the version again) and speaks v1."""
     record = tmp_path / "wire.jsonl"
-    async with Client(AgentCommand.ours(env=env), record=str(record)) as client:
+    async with Client(scenario("--v2-without-sessions"), record=str(record)) as client:
         assert client.protocol_version == 1
         session = await client.new_session(str(tmp_path))
         events = await events_of(session, "hello")
-
     assert isinstance(events[-1], TurnEnd) and events[-1].stop_reason == "end_turn"
-    assert session.view.text == "hi from agentao"
     offer, rest = split_by_version(recording(record))
     assert offer[1]["msg"]["result"]["protocolVersion"] == 2
     assert check_recording(offer, 2) == [] and check_recording(rest, 1) == []
+
+
+def shown(items: list[dict[str, Any]], root: str) -> list[dict[str, Any]]:
+    """View items without what differs between two runs: ids, the temporary root."""
+    text = json.dumps([{k: v for k, v in i.items() if k != "toolCallId"} for i in items])
+    return json.loads(text.replace(root, "<ws>"))
+
+
+async def test_our_agent_over_v2_and_v1_folds_into_the_same_view(tmp_path: Path) -> None:
+    """agentao --acp serves v2 sessions: the client speaks v2 with it by default, and the
+    demo turn (a plan, a file written and edited, a command) is the same view as over v1."""
+    views = {}
+    for run in (None, 1):
+        ws, home = tmp_path / f"ws-{run}", tmp_path / f"home-{run}"
+        ws.mkdir(exist_ok=True)
+        home.mkdir(exist_ok=True)
+        env = {"LLM_PROVIDER": "SCRIPTED", "AGENTAO_SCRIPT": str(DEMO), "AGENTAO_HOME": str(home)}
+        record = tmp_path / f"wire-{run}.jsonl"
+        policy = ClientPolicy(approve="all")
+        agent = AgentCommand.ours(env=env)
+        async with Client(agent, policy=policy, record=str(record), protocol=run) as client:
+            assert client.protocol_version == (run or 2)
+            session = await client.new_session(str(ws))
+            end = await session.prompt("greeting, please").run()
+        assert end.stop_reason == "end_turn"
+        assert check_recording(recording(record), run or 2) == []
+        views[run] = (shown(session.view.items(), str(ws)), session.view.plan)
+    (v2_items, v2_plan), (v1_items, v1_plan) = views[None], views[1]
+    assert v2_plan == v1_plan and len(v2_items) == len(v1_items)
+    for over_v2, over_v1 in zip(v2_items, v1_items, strict=True):
+        if over_v1.get("toolKind") == "execute":  # v1: the client's terminal; v2: none
+            over_v1 = {**over_v1, "terminals": [], "output": over_v2["output"]}
+        if over_v1.get("diffs"):  # v2 says a written file was added; v1 sends oldText ""
+            over_v1 = {**over_v1, "diffs": [{**d, "created": True} for d in over_v1["diffs"]]}
+            over_v2 = {**over_v2, "diffs": [{**d, "created": True} for d in over_v2["diffs"]]}
+        assert over_v2 == over_v1
 
 
 # --- codex-acp 2.x, over v2 and over v1 ---------------------------------------------------

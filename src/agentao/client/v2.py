@@ -10,7 +10,8 @@ was negotiated:
   an id never seen is a v1 `tool_call` (then updates, merged by id as before), a
   `tool_call_content_chunk` a `tool_call_update` with the call's content so far plus the
   chunk, a `plan_update` of items a v1 `plan`, a whole-message upsert (`agent_message`,
-  `user_message`, `agent_thought`) a chunk of its text. Chunks keep their `messageId` (v1's
+  `user_message`, `agent_thought`) a chunk of its text. A v2 `diff` (changed paths and a
+  git patch) becomes a v1 diff per file, its hunk lines shown as sent (`content_items`). Chunks keep their `messageId` (v1's
   unstable schema has it too). What v1 has no kind for (`state_update`,
   `terminal_update`, ...) stays a v2 typed value under its own kind; the view notes
   `state_update` and ignores the rest. `Update.raw` stays the update as the agent sent
@@ -36,6 +37,7 @@ from agentao import __version__
 from agentao.client.content import content_text
 from agentao.client.serving import ClientSide
 from agentao.client.state import SessionState
+from agentao.client.view import PATCH_META
 from agentao.protocol import schema
 from agentao.protocol.decode import decode_lenient, to_builtins
 from agentao.protocol.schema import UnknownVariant
@@ -91,8 +93,9 @@ def idle_result(update: dict[str, Any]) -> dict[str, Any]:
     (v2 lets an agent omit it: `end_turn`, the turn did end) and usage."""
     stop = update.get("stopReason")
     result: dict[str, Any] = {"stopReason": stop if isinstance(stop, str) else "end_turn"}
-    if isinstance(update.get("usage"), dict):
-        result["usage"] = update["usage"]
+    for key in ("usage", "_meta"):  # agentao puts usage under _meta, as over v1
+        if isinstance(update.get(key), dict):
+            result[key] = update[key]
     return result
 
 
@@ -119,6 +122,8 @@ def to_v1(update: dict[str, Any], st: SessionState) -> tuple[str, dict[str, Any]
 def _tool_call(update: dict[str, Any], known: bool) -> dict[str, Any]:
     tag = "tool_call_update" if known else "tool_call"
     wire = {k: v for k, v in update.items() if k != "name"}  # v2's `name`: v1 has none
+    if isinstance(wire.get("content"), list):
+        wire["content"] = [v1 for item in wire["content"] for v1 in content_items(item)]
     if not known:
         wire.setdefault("title", "")
     return {**wire, "sessionUpdate": tag}
@@ -131,8 +136,61 @@ def _content_chunk(update: dict[str, Any], st: SessionState) -> dict[str, Any]:
     return {
         "sessionUpdate": "tool_call_update",
         "toolCallId": tool_id,
-        "content": [*so_far, update.get("content")],
+        "content": [*so_far, *content_items(update.get("content"))],
     }
+
+
+def content_items(item: Any) -> list[Any]:
+    """A v2 tool-call content item as v1 items: a `diff` (paths in `changes`, the text in
+    an optional git `patch`) becomes one v1 diff per changed file, its texts rebuilt from the
+    patch's hunks and the hunk lines kept under `_meta` (view.PATCH_META) to be shown as
+    sent; anything else is the same in both versions."""
+    if not (isinstance(item, dict) and item.get("type") == "diff"):
+        return [item]
+    changes = [c for c in item.get("changes") or [] if isinstance(c, dict)]
+    changes = [c for c in changes if isinstance(c.get("path"), str)]
+    sections = _patch_sections(item.get("patch"))
+    if len(sections) != len(changes):
+        sections = [[] for _ in changes]  # no patch, or one we cannot pair: paths only
+    return [_v1_diff(change, hunks) for change, hunks in zip(changes, sections, strict=True)]
+
+
+def _v1_diff(change: dict[str, Any], hunks: list[str]) -> dict[str, Any]:
+    operation = change.get("operation")
+    old = None if operation == "add" else _text_of(hunks, "-")
+    new = "" if operation == "delete" else _text_of(hunks, "+")
+    diff = {"type": "diff", "path": change["path"], "oldText": old, "newText": new}
+    return {**diff, "_meta": {PATCH_META: hunks}} if hunks else diff
+
+
+def _patch_sections(patch: Any) -> list[list[str]]:
+    """A git patch's hunk lines, one list per file, in order."""
+    text = patch.get("text") if isinstance(patch, dict) else None
+    if not isinstance(text, str):
+        return []
+    sections: list[list[str]] = []
+    in_hunks = False
+    for line in text.splitlines():
+        if line.startswith("diff --git ") or (line.startswith("--- ") and not in_hunks):
+            if line.startswith("diff --git ") or not sections or sections[-1]:
+                sections.append([])
+            in_hunks = False
+        elif line.startswith("@@"):
+            in_hunks = True
+            if not sections:
+                sections.append([])
+            sections[-1].append(line)
+        elif in_hunks and line[:1] in (" ", "-", "+"):
+            sections[-1].append(line)
+        elif in_hunks and not line.startswith("\\"):
+            in_hunks = False
+    return sections
+
+
+def _text_of(hunks: list[str], sign: str) -> str:
+    """One side of the hunks (context lines and `sign` lines), as text."""
+    lines = [h[1:] for h in hunks if h[:1] in (" ", sign)]
+    return "".join(f"{line}\n" for line in lines)
 
 
 def _message_chunk(kind: str, update: dict[str, Any]) -> dict[str, Any]:
@@ -244,6 +302,7 @@ __all__ = [
     "VERSION",
     "V2Side",
     "Versioned",
+    "content_items",
     "decode_v1",
     "fold_update",
     "idle_result",

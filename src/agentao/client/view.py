@@ -50,6 +50,9 @@ ROLES = {
 }
 TOOL_KINDS = frozenset({"tool_call", "tool_call_update"})
 SUMMARY_LINE_CHARS = 60  # the first line of a tool's output shown in a one-line summary
+# In a diff's `_meta`: the hunk lines (`@@`, `-`, `+`, ` `) of the patch an ACP v2 agent sent
+# (v2 diffs carry a git patch, not whole texts; client/v2.py); shown as they are.
+PATCH_META = "agentao.cn/patch"
 # The fields a later update of a tool call may change (all but its id).
 _PATCHABLE = tuple(
     f.name for f in msgspec.structs.fields(schema.ToolCall) if f.name != "tool_call_id"
@@ -63,13 +66,16 @@ class DiffView:
     path: str
     old_text: str | None
     new_text: str
+    patch: tuple[str, ...] | None = None  # the agent's own hunk lines (v2), else computed
 
     @classmethod
     def of(cls, item: Any) -> DiffView | None:
         """From a typed `diff` tool-call content item; None for anything else."""
         if block_type(item) != "diff":
             return None
-        return cls(item.path, item.old_text, item.new_text)
+        patch = (item.meta or {}).get(PATCH_META)
+        lines = tuple(p for p in patch if isinstance(p, str)) if isinstance(patch, list) else None
+        return cls(item.path, item.old_text, item.new_text, lines)
 
     @property
     def created(self) -> bool:
@@ -77,6 +83,8 @@ class DiffView:
 
     def lines(self) -> list[str]:
         """The unified diff without its file header (`@@`, `-`, `+`, ` ` lines)."""
+        if self.patch is not None:
+            return list(self.patch)
         old, new = (self.old_text or "").splitlines(), self.new_text.splitlines()
         return list(difflib.unified_diff(old, new, lineterm="", n=1))[2:]
 
@@ -348,6 +356,7 @@ _REPLAY_KINDS = {role: kind for kind, role in ROLES.items()}
 
 
 __all__ = [
+    "PATCH_META",
     "DiffView",
     "Entry",
     "Message",

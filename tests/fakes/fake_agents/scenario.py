@@ -32,7 +32,8 @@ Prompts (text of the first content block):
 
 Options: --refuse-v2 CODE answers an `initialize` asking for any version but 1 with the
 JSON-RPC error CODE (a v1-only agent that refuses a v2 offer); --one-initialize answers a
-second `initialize` with -32600 (an agent that takes one per connection); --early-update sends a session/update for the new session *before*
+second `initialize` with -32600 (an agent that takes one per connection); --v2-without-sessions
+answers a version-2 `initialize` in v2's shape without `capabilities.session`; --early-update sends a session/update for the new session *before*
 the session/new result; --auth answers session/new with -32000 until
 `authenticate` was called.
 """
@@ -61,6 +62,10 @@ def on_initialize(msg: dict[str, Any]) -> None:
         wire.error(msg, -32600, "already initialized")
         return
     state["initialized"] = True
+    if "--v2-without-sessions" in ARGS and msg.get("params", {}).get("protocolVersion") == 2:
+        info = {"name": "fake", "version": "0"}
+        wire.reply(msg, {"protocolVersion": 2, "info": info, "capabilities": {}})
+        return
     if "--refuse-v2" in ARGS and msg.get("params", {}).get("protocolVersion") != 1:
         code = int(ARGS[ARGS.index("--refuse-v2") + 1])
         wire.error(msg, code, "Unsupported protocol version")
