@@ -126,8 +126,7 @@ async def apply_setting(session: Session, what: str, value: str) -> None:
 
 
 def offered_modes(session: Session) -> list[str]:
-    modes = getattr(session.response, "modes", None)
-    return [m.id for m in getattr(modes, "available_modes", None) or ()]
+    return session.modes
 
 
 def _check(flag: str, value: str, offered: list[str]) -> None:
@@ -200,7 +199,11 @@ def _restore_interrupt() -> None:
 
 def _has_config_option(session: Session, config_id: str) -> bool:
     options = getattr(session.response, "config_options", None) or ()
-    return any(getattr(option, "id", None) == config_id for option in options)
+    # v1 names an option `id`, v2 `configId`
+    return any(
+        config_id in (getattr(option, "id", None), getattr(option, "config_id", None))
+        for option in options
+    )
 
 
 __all__ = [
