@@ -272,6 +272,22 @@ async def test_given_streams_are_not_reopened(tmp_path: Path) -> None:
         await proc.wait()
 
 
+@pytest.mark.parametrize(("protocol", "served"), [(None, False), (1, True)])
+async def test_a_v2_agent_gets_no_file_through_the_client(
+    tmp_path: Path, protocol: int | None, served: bool
+) -> None:
+    """v2 has no client `fs/*`: a v2 agent asking for a file inside the session's own
+    directory gets -32601. The control: the same agent over v1 gets the file."""
+    (tmp_path / "inside.txt").write_text("inside\n")
+    async with Client(scenario("--v2"), protocol=protocol) as client:
+        assert client.protocol_version == (protocol or 2)
+        session = await client.new_session(str(tmp_path))
+        events = await events_of(session, f"fs-read {tmp_path / 'inside.txt'}")
+    answer = json.loads([e.text for e in events if isinstance(e, Update) and e.text][-1])
+    assert answer == ({"content": "inside\n"} if served else {**answer, "code": -32601})
+    assert isinstance(events[-1], TurnEnd) and events[-1].stop_reason == "end_turn"
+
+
 async def test_protocol_1_sends_one_v1_initialize(tmp_path: Path) -> None:
     """The control: told to speak v1, the client never offers 2."""
     record = tmp_path / "wire.jsonl"

@@ -33,7 +33,9 @@ Prompts (text of the first content block):
 Options: --refuse-v2 CODE answers an `initialize` asking for any version but 1 with the
 JSON-RPC error CODE (a v1-only agent that refuses a v2 offer); --one-initialize answers a
 second `initialize` with -32600 (an agent that takes one per connection); --v2-without-sessions
-answers a version-2 `initialize` in v2's shape without `capabilities.session`; --early-update sends a session/update for the new session *before*
+answers a version-2 `initialize` in v2's shape without `capabilities.session`; --v2 speaks v2 to
+a client that asks for it (capabilities.session; a prompt is answered `{messageId}` and its
+turn ends with a `state_update` idle; chunks carry a messageId); --early-update sends a session/update for the new session *before*
 the session/new result; --auth answers session/new with -32000 until
 `authenticate` was called.
 """
@@ -62,6 +64,11 @@ def on_initialize(msg: dict[str, Any]) -> None:
         wire.error(msg, -32600, "already initialized")
         return
     state["initialized"] = True
+    if "--v2" in ARGS and msg.get("params", {}).get("protocolVersion") == 2:
+        state["v2"] = True
+        info = {"name": "fake", "version": "0"}
+        wire.reply(msg, {"protocolVersion": 2, "info": info, "capabilities": {"session": {}}})
+        return
     if "--v2-without-sessions" in ARGS and msg.get("params", {}).get("protocolVersion") == 2:
         info = {"name": "fake", "version": "0"}
         wire.reply(msg, {"protocolVersion": 2, "info": info, "capabilities": {}})
@@ -126,10 +133,19 @@ def permission(sid: str, tid: str, kind: str, request_id: Any = None) -> dict[st
 
 
 def report(sid: str, value: Any) -> None:
-    wire.send(chunk(sid, json.dumps(value)))
+    message = chunk(sid, json.dumps(value))
+    if state.get("v2"):
+        message["params"]["update"]["messageId"] = "report"
+    wire.send(message)
 
 
 def end(msg: dict[str, Any], reason: str = "end_turn") -> None:
+    if state.get("v2"):  # the ack, then the turn's end
+        idle = {"sessionUpdate": "state_update", "state": "idle", "stopReason": reason}
+        sid = msg["params"]["sessionId"]
+        wire.reply(msg, {"messageId": "prompt"})
+        wire.send(update(sid, idle))
+        return
     wire.reply(msg, {"stopReason": reason})
 
 
