@@ -66,8 +66,12 @@ def chunk(text: str) -> dict[str, Any]:
 
 
 async def started(peer: Peer) -> Client:
+    """A client started against the peer: it offers v2, the peer answers 1 (a v1 agent),
+    and the client initializes again as v1 (client.py "Protocol versions")."""
     client = Client()
-    await peer.answer(client.start((peer.client_reader, peer.client_writer)))
+    task = asyncio.ensure_future(client.start((peer.client_reader, peer.client_writer)))
+    await peer.reply()  # the v2 offer
+    await peer.answer(task)  # the v1 initialize
     return client
 
 

@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
+from agentao.client import v2
 from agentao.client.events import ToolCallState
 from agentao.client.state import SessionState
 from agentao.client.view import DiffView, Message, PlanEntry, ToolCallEntry, tool_summary
 from agentao.protocol import schema
 from agentao.protocol.decode import decode_lenient
+from agentao.protocol.v2 import schema as schema_v2
 
 TRANSCRIPTS = sorted(
     (Path(__file__).parents[1] / "data" / "real-agent-transcripts").glob("*.jsonl")
@@ -35,14 +37,22 @@ def apply(state: SessionState, update: dict[str, Any]) -> None:
     state.apply(update["sessionUpdate"], decoded(update), update)
 
 
+def apply_v2(state: SessionState, update: dict[str, Any]) -> None:
+    """A v2 update as the client's v2 side folds it (client/v2.py)."""
+    v2.fold_update(state, update, decode_lenient(schema_v2.SessionUpdate, update))
+
+
 def fold(messages: list[dict[str, Any]]) -> SessionState:
-    """Feed every update and permission request to one session's state, as the client does."""
+    """Feed every update and permission request to one session's state, as the client does
+    (over v2 when the agent answered `initialize` with version 2)."""
     state = SessionState("s", max_backlog=10_000)
+    speaks_v2 = any(m.get("result", {}).get("protocolVersion") == 2 for m in messages)
     for msg in messages:
         if msg.get("method") == "session/update":
-            apply(state, msg["params"]["update"])
+            (apply_v2 if speaks_v2 else apply)(state, msg["params"]["update"])
         elif msg.get("method") == "session/request_permission":
-            state.upsert_tool_call(msg["params"]["toolCall"])
+            params = v2.permission_params(msg["params"], msg["id"]) if speaks_v2 else msg["params"]
+            state.upsert_tool_call(params["toolCall"])
     return state
 
 
@@ -66,11 +76,34 @@ def test_a_real_agents_session_folds_to_what_it_sent(path: Path) -> None:
         ]
         assert tool.status == statuses[-1]
         assert tool.title  # announced or patched in, the title is never lost
-    # Side channels: commands, and the latest usage where the agent reports it.
-    assert view.commands
+    # Side channels: commands (a v2 agent may send them only in session/new's result),
+    # and the latest usage where the agent reports it.
+    if any(u["sessionUpdate"] == "available_commands_update" for u in updates):
+        assert view.commands
     usage = [u for u in updates if u["sessionUpdate"] == "usage_update"]
     if usage:
         assert view.usage == decoded(usage[-1])
+
+
+def test_a_v2_upsert_and_a_v1_call_with_its_update_end_as_the_same_item() -> None:
+    announce = {"toolCallId": "t", "title": "Read a", "kind": "read", "status": "in_progress"}
+    finish = {"toolCallId": "t", "status": "completed", "rawOutput": {"exitCode": 0}}
+    one, two = SessionState("s", 100), SessionState("s", 100)
+    apply(one, {"sessionUpdate": "tool_call", **announce})
+    apply(one, {"sessionUpdate": "tool_call_update", **finish})
+    apply_v2(two, {"sessionUpdate": "tool_call_update", "name": "read_file", **announce})
+    apply_v2(two, {"sessionUpdate": "tool_call_update", **finish})
+    assert two.view.items() == one.view.items()
+    assert one.view.items()[0]["status"] == "completed"
+
+
+def test_v2_chunks_of_another_message_id_start_another_message() -> None:
+    state = SessionState("s", 100)
+    for message_id, text in [("m1", "Hel"), ("m1", "lo"), ("m2", "Bye")]:
+        chunk = {"type": "text", "text": text}
+        apply_v2(state, {"sessionUpdate": "agent_message_chunk", "messageId": message_id,
+                         "content": chunk})  # fmt: skip
+    assert [(e.role, e.text) for e in state.view.entries] == [("agent", "Hello"), ("agent", "Bye")]
 
 
 def test_chunks_of_one_kind_join_and_kinds_alternate() -> None:

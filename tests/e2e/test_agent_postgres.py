@@ -1,5 +1,6 @@
 """`agentao --acp` with its sessions in PostgreSQL (`AGENTAO_STORE_URL`): real agent
-processes over real pipes, a real PostgreSQL server, the scripted provider."""
+processes over real pipes, a real PostgreSQL server, the scripted provider. Over ACP v1
+(`session/load`): the client is told `protocol=1`."""
 
 from __future__ import annotations
 
@@ -45,10 +46,10 @@ async def test_a_session_moves_between_agent_processes(tmp_path, pg_url):
     ws.mkdir()
     a = our_agent(tmp_path, "a", [{"text": "answer one"}], pg_url)
     b = our_agent(tmp_path, "b", [{"text": "answer two"}], pg_url)
-    async with Client(a) as client_a:
+    async with Client(a, protocol=1) as client_a:
         session = await client_a.new_session(str(ws))
         assert await answer(session.prompt("first")) == "answer one"
-        async with Client(b) as client_b:
+        async with Client(b, protocol=1) as client_b:
             listed = await client_b.list_sessions(str(ws))
             assert [s.session_id for s in listed.sessions] == [session.id]
             loaded = await client_b.load_session(session.id, str(ws))
@@ -81,7 +82,7 @@ async def test_an_unreachable_store_fails_session_methods_not_the_agent(tmp_path
     ws.mkdir()
     url = closed_port_url()
     command = our_agent(tmp_path, "a", [{"text": "never"}], url)
-    async with Client(command) as client:
+    async with Client(command, protocol=1) as client:
         with pytest.raises(AgentError) as new:
             await client.new_session(str(ws))
         with pytest.raises(AgentError) as load:

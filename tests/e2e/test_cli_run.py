@@ -74,6 +74,8 @@ def test_json_events_and_record(scripted, workspace, tmp_path):
     record = tmp_path / "wire.jsonl"
     result = agentao(
         "run",
+        "--protocol",  # the v1 wire: tool_call, plan, and the command in our terminal
+        "1",
         "--json",
         "--record",
         str(record),
@@ -223,7 +225,7 @@ def test_demo_runs_offline(tmp_path):
         "[x] Write hello.txt",
         "+Have a wonderful day!",  # a diff
         "permission: Run `cat hello.txt | wc -l`",  # a permission request, approved
-        "session/load",  # the second process
+        "session/resume",  # the second process (ACP v2: session/load is v1's)
         "you> Create hello.txt",  # the replayed history
         "That's the end of the demo.",
     ):
@@ -313,7 +315,8 @@ def test_an_unknown_mode_exits_2_naming_the_offered_ones(scripted, workspace):
     assert offered in result.stderr + result.stdout
 
 
-def test_mode_and_model_are_set_first(scripted, workspace, tmp_path):
+@pytest.mark.parametrize("protocol", [[], ["--protocol", "1"]])
+def test_mode_and_model_are_set_first(scripted, workspace, tmp_path, protocol):
     script = tmp_path / "hi.json"
     script.write_text(json.dumps({"responses": [{"text": "hi"}]}))
     record = tmp_path / "wire.jsonl"
@@ -327,12 +330,20 @@ def test_mode_and_model_are_set_first(scripted, workspace, tmp_path):
         str(record),
         "--cwd",
         str(workspace),
+        *protocol,
     )
     result = agentao("run", *args, "x", env=env)
     assert result.returncode == 0, result.stderr
     sent = [json.loads(line)["msg"] for line in record.read_text().splitlines()]
-    methods = [m.get("method") for m in sent if "method" in m]
-    assert methods.index("session/set_mode") < methods.index("session/set_config_option")
-    assert methods.index("session/set_config_option") < methods.index("session/prompt")
-    set_mode = next(m for m in sent if m.get("method") == "session/set_mode")
-    assert set_mode["params"]["modeId"] == "plan"
+    sent = [m for m in sent if "method" in m]
+    settings = [m for m in sent if m["method"] in ("session/set_mode", "session/set_config_option")]
+    methods = [m["method"] for m in sent]
+    assert methods.index("session/prompt") > max(map(sent.index, settings))
+    if protocol:  # v1: the mode by session/set_mode, then the model's config option
+        assert [m["method"] for m in settings] == ["session/set_mode", "session/set_config_option"]
+        assert settings[0]["params"]["modeId"] == "plan"
+    else:  # v2 has no set_mode: the mode is a config option too
+        assert [(m["params"]["configId"], m["params"]["value"]) for m in settings] == [
+            ("mode", "plan"),
+            ("model", "scripted/other"),
+        ]

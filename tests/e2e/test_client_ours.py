@@ -1,7 +1,9 @@
 """agentao.client driving our own agent (`python -m agentao --acp`, scripted provider).
 
 Real subprocesses over real pipes; the "LLM" is a script file, so every turn
-is deterministic and offline.
+is deterministic and offline. Over ACP v1 (`session/load`, `session/set_mode`, the
+`_agentao.cn/set_model` extension, the client's terminal); the same agent over v2, into
+the same view, is in tests/e2e/test_client_v2.py.
 """
 
 from __future__ import annotations
@@ -10,22 +12,28 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentao.client import (
     AgentCommand,
-    Client,
     ClientPolicy,
     Handlers,
     PermissionDecision,
     TurnEnd,
     Update,
 )
+from agentao.client import Client as _Client
 from tests.e2e.agent_process import SESSION_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 pytestmark = pytest.mark.timeout(60)
+
+
+def Client(*args: Any, **kwargs: Any) -> _Client:
+    """The client told to speak v1 (see the module docstring)."""
+    return _Client(*args, protocol=1, **kwargs)
 
 
 @pytest.fixture

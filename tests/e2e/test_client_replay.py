@@ -43,6 +43,14 @@ def agent_requests(entries) -> list[str]:
 
 
 def stop_reasons(entries) -> list[str]:
+    if speaks_v2(entries):  # a v2 turn ends on its idle state_update
+        return [
+            m["params"]["update"]["stopReason"]
+            for d, m in entries
+            if d == "recv"
+            and m.get("method") == "session/update"
+            and m["params"]["update"].get("state") == "idle"
+        ]
     prompt_ids = {
         m["id"] for d, m in entries if d == "send" and m.get("method") == "session/prompt"
     }
@@ -51,6 +59,10 @@ def stop_reasons(entries) -> list[str]:
         for d, m in entries
         if d == "recv" and m.get("id") in prompt_ids and "result" in m
     ]
+
+
+def speaks_v2(entries) -> bool:
+    return any(d == "recv" and m.get("result", {}).get("protocolVersion") == 2 for d, m in entries)
 
 
 @pytest.mark.parametrize("transcript", TRANSCRIPTS, ids=lambda p: p.stem)
@@ -114,10 +126,11 @@ KNOWN_KINDS = {
 }
 
 
-def test_all_four_transcripts_are_here():
+def test_all_five_transcripts_are_here():
     assert {p.stem for p in TRANSCRIPTS} == {
         "claude-agent-acp",
         "codex-acp",
+        "codex-acp-v2",
         "gemini-cli",
         "qwen-code",
     }

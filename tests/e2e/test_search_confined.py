@@ -44,7 +44,9 @@ def ours(tmp_path: Path, calls: list[dict]) -> AgentCommand:
 
 async def tool_outputs(tmp_path: Path, ws: Path, calls: list[dict]) -> list[str]:
     """Each tool call's result text, as the client saw it (reads approved, fs/* confined)."""
-    async with Client(ours(tmp_path, calls), policy=ClientPolicy(approve="reads")) as client:
+    # v1: the gateway's pool speaks v1 and serves fs/* confined (a v2 agent calls no fs/*)
+    policy = ClientPolicy(approve="reads")
+    async with Client(ours(tmp_path, calls), policy=policy, protocol=1) as client:
         session = await client.new_session(str(ws))
         await session.prompt("go").run()
     return [json.dumps(call.raw) for call in session.tool_calls.values()]

@@ -5,7 +5,8 @@ Our own agent (`agentao --acp`, a real subprocess) plays a shipped script
 AGENTAO_HOME and a temporary workspace, driven by this client over real
 pipes: streaming text, a thought, a plan, a file written and edited (diffs),
 a shell command that asks permission (approved by the demo's policy), then a
-second agent process that resumes the session with `session/load`, shows the
+second agent process that resumes the session with `session/load` (over ACP v2
+`session/resume` with a replay), shows the
 replayed history and answers one more prompt.
 """
 
@@ -75,9 +76,14 @@ async def _first_process(
 async def _second_process(
     command: AgentCommand, policy: ClientPolicy, workspace: str, session_id: str, view: Any
 ) -> None:
-    view.info("a second agent process resumes the session (session/load replays its history):")
     async with Client(command, policy=policy) as client:
-        session = await client.load_session(session_id, workspace)
+        # v1: session/load; v2 has none: session/resume with a replay from the start
+        method = "session/load" if client.supports("load") else "session/resume"
+        view.info(f"a second agent process resumes the session ({method} replays its history):")
+        if method == "session/load":
+            session = await client.load_session(session_id, workspace)
+        else:
+            session = await client.resume_session(session_id, workspace, replay=True)
         view.replayed(session.drain())
         await _prompt(session, SECOND_PROMPT, view)
 

@@ -145,6 +145,12 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
     run.add_argument("--record", metavar="FILE", help="write every message both ways as JSONL")
+    run.add_argument(
+        "--protocol",
+        type=int,
+        choices=(1, 2),
+        help="speak only this ACP version (default: offer 2, fall back to 1)",
+    )
 
 
 def _add_serve(commands: argparse._SubParsersAction) -> None:

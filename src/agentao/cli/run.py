@@ -46,6 +46,7 @@ class RunOptions:
     policy: ClientPolicy
     setup: tuple[tuple[str, str], ...] = ()  # ("mode", id) / ("model", id), applied in order
     record: str | None = None
+    protocol: int | None = None  # None: offer ACP v2, fall back to v1 (client.py)
 
 
 class UsageError(Exception):
@@ -76,7 +77,8 @@ def options(args: argparse.Namespace, stdin: Any = None) -> RunOptions:
         approve=APPROVE[args.approve or "none"],  # type: ignore[arg-type]
         terminal_env=tuple(args.pass_env),
     )
-    return RunOptions(agent, prompt, cwd, policy, setup, args.record)
+    protocol = getattr(args, "protocol", None)
+    return RunOptions(agent, prompt, cwd, policy, setup, args.record, protocol)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -96,7 +98,8 @@ def main(args: argparse.Namespace) -> int:
 async def run(opts: RunOptions, view: Any) -> int:
     """Start the agent, open a session, run the prompt, show it; the exit code."""
     try:
-        async with Client(opts.agent, policy=opts.policy, record=opts.record) as client:
+        client = Client(opts.agent, policy=opts.policy, record=opts.record, protocol=opts.protocol)
+        async with client:
             session = await client.new_session(opts.cwd)
             view.started(client, session)
             for what, value in opts.setup:
@@ -123,8 +126,7 @@ async def apply_setting(session: Session, what: str, value: str) -> None:
 
 
 def offered_modes(session: Session) -> list[str]:
-    modes = getattr(session.response, "modes", None)
-    return [m.id for m in getattr(modes, "available_modes", None) or ()]
+    return session.modes
 
 
 def _check(flag: str, value: str, offered: list[str]) -> None:
@@ -197,7 +199,11 @@ def _restore_interrupt() -> None:
 
 def _has_config_option(session: Session, config_id: str) -> bool:
     options = getattr(session.response, "config_options", None) or ()
-    return any(getattr(option, "id", None) == config_id for option in options)
+    # v1 names an option `id`, v2 `configId`
+    return any(
+        config_id in (getattr(option, "id", None), getattr(option, "config_id", None))
+        for option in options
+    )
 
 
 __all__ = [

@@ -1,7 +1,8 @@
 """The client's channel to the agent: requests and notifications, typed by the method table.
 
 `call("session/new", params)` sends the request and decodes its result as the type the
-generated method table (`protocol/methods.py`) gives that method, leniently: an odd
+generated method table of the negotiated version (`Channel.version`: `protocol/methods.py`
+or `protocol/v2/methods.py`) gives that method, leniently: an odd
 field from a real agent does not fail the call. Methods outside the table (an
 extension such as `_agentao.cn/set_model`) go through `call_raw`. Every wait has a
 named limit (`Timeouts`), and every way the agent can fail us ends as one of the
@@ -44,13 +45,14 @@ class Channel:
         self.endpoint = endpoint
         self.timeouts = timeouts
         self.process = process
+        self.version = 1  # the protocol version `initialize` settled (client.py)
 
     async def call(self, method: str, params: Any, *, needed: bool = True) -> Any:
         """Request `method` (one the agent handles) and decode its result by the table;
         with `needed=False` an undecodable result is logged and None returned."""
         raw = await self.call_raw(method, params, self.timeouts.request)
         try:
-            return self.decode(result_type(method), raw)
+            return self.decode(result_type(method, self.version), raw)
         except ProtocolViolation as exc:
             if needed:
                 raise
@@ -100,12 +102,12 @@ class Channel:
             await asyncio.wait_for(self.endpoint.wait_closed(), self.timeouts.eof_grace)
 
 
-def result_type(method: str) -> Any:
-    """The result type the method table gives a request the agent handles."""
-    from agentao.protocol.methods import find_method
+def result_type(method: str, version: int = 1) -> Any:
+    """The result type `version`'s method table gives a request the agent handles."""
+    from agentao.protocol.versions import method_table
 
-    spec = find_method(method, "agent", "request")
-    if spec is None or spec.result is None:
+    spec = method_table(version).get(method)
+    if spec is None or spec.side != "agent" or spec.kind != "request" or spec.result is None:
         raise ValueError(f"{method} is not a request the agent handles; use call_raw")
     return spec.result
 

@@ -9,6 +9,17 @@ Everything the agent may call on us is served by `serving.ClientSide`
 under the `ClientPolicy`; everything we ask of the agent goes through one
 `channel.Channel`, which sessions and turns share; every wait has a named limit
 in `Timeouts`.
+
+Protocol versions. By default the client offers ACP v2 (`initialize` with `info` and
+`capabilities`, `v2.py`) and falls back to v1: when the agent refuses the offer (-32602,
+-32022, -32600), answers version 1, or answers 2 without `capabilities.session` (no
+session surface: agentao's own agent before it serves v2 sessions), the client sends the
+v1 `initialize` it always sent, on the same connection, and from then on behaves exactly as
+a v1 client. An agent that answered the offer but refuses that second `initialize` is
+started again (a process or a URL we opened) and gets only the v1 one. `Client(protocol=1)` speaks only v1 (one `initialize`); `protocol=2` only v2
+(a v1 answer is a HandshakeError). Over v2 every request, update and permission call is
+translated at the edge (`v2.py`, `tracking.py`, `turn.py`), so sessions, turns and the
+view are the same objects whatever was negotiated.
 """
 
 from __future__ import annotations
@@ -20,7 +31,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from agentao import __version__
+from agentao.client import v2
 from agentao.client.capabilities import advertised
 from agentao.client.channel import Channel, result_type
 from agentao.client.config import AgentCommand, ClientPolicy, Limits, Timeouts
@@ -45,7 +56,11 @@ from agentao.protocol.endpoint import Endpoint, Reader, Writer
 from agentao.protocol.endpoint import Limits as EndpointLimits
 
 log = logging.getLogger("agentao.client")
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 1  # the version of the fallback handshake
+SUPPORTED = (1, 2)  # every version `Client(protocol=...)` may be told to speak
+# What a v1-only agent may answer a v2 `initialize` with, other than version 1: it then
+# gets a v1 `initialize` (invalid params, unsupported version, invalid request).
+V2_REFUSALS = frozenset({-32602, -32022, -32600})
 AUTH_REQUIRED = -32000
 T = TypeVar("T")
 
@@ -60,8 +75,10 @@ class Client:
         limits: Limits | None = None,
         handlers: Handlers | None = None,
         record: str | Recorder | None = None,
+        protocol: int | None = None,
     ) -> None:
         self.command = command or AgentCommand.ours()
+        self.protocol = protocol  # None: offer v2, fall back to v1; 1 or 2: only that one
         self.policy = policy or ClientPolicy()
         self.timeouts = timeouts or Timeouts()
         self.limits = limits or Limits()
@@ -76,6 +93,7 @@ class Client:
         self._reader_task: asyncio.Task[None] | None = None
         self._sessions: dict[str, Session] = {}
         self._authenticated = False
+        self._offer_refused = False  # the agent answered our v2 offer with an error
 
     # ---- lifecycle ------------------------------------------------------------------
 
@@ -89,18 +107,30 @@ class Client:
     async def start(self, streams: tuple[Reader, Writer] | None = None) -> None:
         """Spawn the agent, connect to it (a URL), or use `streams`; then `initialize`
         (+ `authenticate`)."""
-        if streams is None and isinstance(self.command, AgentUrl):
-            self.remote = await connect(self.command)
-            streams = (self.remote.reader, self.remote)
-        elif streams is None:
-            self.process = await AgentProcess.start(self.command, self.limits.stderr_tail_bytes)
-            streams = (self.process.reader, self.process.writer)
-        self._attach(*streams)
+        spawned = streams is None
+        self._attach(*await self._open_streams(streams))
         try:
-            await self._handshake()
+            try:
+                await self._handshake()
+            except _SecondInitializeRefused as exc:
+                if not spawned:  # streams we were given cannot be opened again
+                    raise HandshakeError(str(exc)) from exc
+                log.info("%s: starting the agent again, speaking v1 only", exc)
+                await self._disconnect()
+                self._attach(*await self._open_streams(None))
+                await self._handshake(only=PROTOCOL_VERSION)
         except BaseException:
             await self.close()
             raise
+
+    async def _open_streams(self, streams: tuple[Reader, Writer] | None) -> tuple[Reader, Writer]:
+        if streams is None and isinstance(self.command, AgentUrl):
+            self.remote = await connect(self.command)
+            return (self.remote.reader, self.remote)
+        if streams is None:
+            self.process = await AgentProcess.start(self.command, self.limits.stderr_tail_bytes)
+            return (self.process.reader, self.process.writer)
+        return streams
 
     def _attach(self, reader: Reader, writer: Writer) -> None:
         if self._recorder is not None:
@@ -111,7 +141,7 @@ class Client:
         limits = EndpointLimits(max_line_bytes=self.limits.max_line_bytes, shutdown_grace=1.0)
         self._connection = TrackingConnection(self._on_prompt_answer)
         self._endpoint = Endpoint(
-            self._side, role="client", limits=limits, connection=self._connection
+            v2.Versioned(self._side), role="client", limits=limits, connection=self._connection
         )
         self._endpoint.attach(writer)
         self._channel = Channel(self._endpoint, self.timeouts, self.process)
@@ -121,6 +151,14 @@ class Client:
         """Release terminals, shut the agent down (EOF, SIGTERM, SIGKILL); its exit code."""
         with contextlib.suppress(Exception):
             await self._side.terminals.close()  # type: ignore[attr-defined]
+        code = await self._disconnect()
+        if self._recorder is not None:
+            self._recorder.close()
+            self._recorder = None
+        return code
+
+    async def _disconnect(self) -> int | None:
+        """Shut the agent's process or connection and our endpoint down; its exit code."""
         code = await self.process.shutdown(self.timeouts) if self.process is not None else None
         if self.remote is not None:
             await self.remote.close()
@@ -129,9 +167,6 @@ class Client:
                 await asyncio.wait_for(asyncio.shield(self._reader_task), self.timeouts.eof_grace)
         if self._endpoint is not None:
             await self._endpoint.aclose()
-        if self._recorder is not None:
-            self._recorder.close()
-            self._recorder = None
         return code
 
     @property
@@ -143,38 +178,102 @@ class Client:
 
     # ---- handshake ------------------------------------------------------------------
 
-    async def _handshake(self) -> None:
+    async def _handshake(self, only: int | None = None) -> None:
+        """Offer v2 (unless told to speak 1) and fall back to v1 (see the module docstring);
+        then `authenticate` when the policy names a method."""
+        protocol = only or self.protocol
+        if protocol not in (None, *SUPPORTED):
+            raise HandshakeError(f"protocol {protocol} is not one of {SUPPORTED}")
+        if protocol == 1:
+            await self._initialize_v1()
+        elif not await self._offer_v2():
+            await self._initialize_v1(second=True)
+        if self.policy.auth_method:
+            await self.authenticate(self.policy.auth_method)
+
+    async def _offer_v2(self) -> bool:
+        """`initialize` as v2; True once v2 is settled, False when we should speak v1."""
+        forced = self.protocol == 2
+        try:
+            raw = await self._initialize(v2.initialize_params())
+        except AgentError as exc:
+            if forced or exc.code not in V2_REFUSALS:
+                raise HandshakeError(f"initialize failed: {exc.message} (code {exc.code})") from exc
+            log.info("the agent refused a v2 initialize (%s): speaking v1", exc.code)
+            self._offer_refused = True
+            return False
+        answered = raw.get("protocolVersion") if isinstance(raw, dict) else None
+        if answered == v2.VERSION:
+            init = self._decode_init(raw, v2.VERSION)
+            if v2.serves_sessions(init) or forced:
+                self.init = init
+                self._settle(v2.VERSION)
+                return True
+            log.info("the agent speaks v2 without capabilities.session: speaking v1")
+        elif forced:
+            raise HandshakeError(f"the agent speaks ACP version {answered!r}, we were told 2")
+        # It answered 1 to a v2 offer, so it read no v1 clientCapabilities: v1 initialize
+        # again, on this connection, for exactly the v1 handshake of a v1-only client.
+        return False
+
+    async def _initialize_v1(self, second: bool = False) -> None:
+        """Today's v1 `initialize`; `second`: after a v2 offer (see `_SecondInitializeRefused`)."""
         params = {
             "protocolVersion": PROTOCOL_VERSION,
             "clientCapabilities": self._side.capabilities,  # what ClientSide serves
-            "clientInfo": {"name": "agentao", "title": "agentao client", "version": __version__},
+            "clientInfo": v2.CLIENT_INFO,
         }
-        channel = self.channel
         try:
-            raw = await channel.call_raw("initialize", params, self.timeouts.handshake, "handshake")
+            raw = await self._initialize(params)
+        except AgentError as exc:
+            message = f"initialize failed: {exc.message} (code {exc.code})"
+            if second and not self._offer_refused:
+                raise _SecondInitializeRefused(f"after answering the v2 offer, {message}") from exc
+            raise HandshakeError(message) from exc
+        self.init = self._decode_init(raw, PROTOCOL_VERSION)
+        if self.init.protocol_version != PROTOCOL_VERSION:
+            raise HandshakeError(
+                f"the agent speaks ACP version {self.init.protocol_version}, we speak {PROTOCOL_VERSION}"
+            )
+        self._settle(PROTOCOL_VERSION)
+
+    async def _initialize(self, params: dict[str, Any]) -> Any:
+        """One `initialize` request; its raw result (AgentError when the agent refuses)."""
+        try:
+            return await self.channel.call_raw(
+                "initialize", params, self.timeouts.handshake, "handshake"
+            )
         except AgentDisconnected as exc:
             raise AgentStartError(
                 "the agent exited before answering initialize",
                 exit_code=exc.exit_code,
                 stderr_tail=exc.stderr_tail,
             ) from None
-        except AgentError as exc:
-            raise HandshakeError(f"initialize failed: {exc.message} (code {exc.code})") from exc
+
+    def _decode_init(self, raw: Any, version: int) -> Any:
         try:
-            self.init = channel.decode(result_type("initialize"), raw)
+            return self.channel.decode(result_type("initialize", version), raw)
         except ProtocolViolation as exc:
             raise HandshakeError(f"unusable initialize answer: {exc}") from None
-        if self.init.protocol_version != PROTOCOL_VERSION:
-            raise HandshakeError(
-                f"the agent speaks ACP version {self.init.protocol_version}, we speak {PROTOCOL_VERSION}"
-            )
-        if self.policy.auth_method:
-            await self.authenticate(self.policy.auth_method)
+
+    def _settle(self, version: int) -> None:
+        """Speak `version` from now on: the connection decodes by its table, the channel
+        types results by it, the endpoint serves the agent's calls with its handler."""
+        assert self._connection is not None
+        self._connection.use_version(version)
+        self.channel.version = version
+
+    @property
+    def protocol_version(self) -> int:
+        """The ACP version this connection settled on (1 before the handshake)."""
+        return self.channel.version
 
     async def authenticate(self, method_id: str) -> None:
+        """`authenticate` (v1) or `auth/login` (v2) with `method_id`."""
+        method = "auth/login" if self.channel.version == v2.VERSION else "authenticate"
         try:
             await self.channel.call_raw(
-                "authenticate", {"methodId": method_id}, self.timeouts.handshake, "handshake"
+                method, {"methodId": method_id}, self.timeouts.handshake, "handshake"
             )
         except AgentError as exc:
             raise HandshakeError(
@@ -184,7 +283,8 @@ class Client:
 
     @property
     def agent_info(self) -> Any:
-        return getattr(self.init, "agent_info", None)
+        """The agent's `Implementation` (v1 `agentInfo`, v2 `info`)."""
+        return getattr(self.init, "agent_info", None) or getattr(self.init, "info", None)
 
     @property
     def auth_methods(self) -> list[Any]:
@@ -192,6 +292,8 @@ class Client:
 
     def supports(self, capability: str) -> bool:
         """`loadSession`, or a session capability such as "list", "resume", "close"."""
+        if self.channel.version == v2.VERSION:
+            return v2.supports(self.init, capability)
         caps = getattr(self.init, "agent_capabilities", None)
         if capability in ("load", "loadSession"):
             return bool(getattr(caps, "load_session", False))
@@ -235,9 +337,16 @@ class Client:
         *,
         additional_dirs: Sequence[str] = (),
         mcp_servers: Sequence[Any] = (),
+        replay: bool = False,
     ) -> Session:
-        """`session/resume`: reattach without a history replay."""
-        return await self._reopen("session/resume", session_id, cwd, additional_dirs, mcp_servers)
+        """`session/resume`: reattach; over v2 with `replay` the agent first replays the
+        history from the start (`replayFrom`), which waits in `session.drain()`."""
+        extra = {"replayFrom": {"type": "start"}} if replay else {}
+        if extra and self.channel.version != v2.VERSION:
+            raise ClientError("a replay on resume needs ACP v2 (v1: load_session)")
+        return await self._reopen(
+            "session/resume", session_id, cwd, additional_dirs, mcp_servers, extra
+        )
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None) -> Any:
         params = {k: v for k, v in (("cwd", cwd and _abs(cwd)), ("cursor", cursor)) if v}
@@ -250,11 +359,12 @@ class Client:
         cwd: str | None,
         dirs: Sequence[str],
         mcp: Sequence[Any],
+        more: dict[str, Any] | None = None,
     ) -> Session:
         cwd, extra = _abs(cwd), tuple(map(_abs, dirs))
         st = self._side.state(session_id)  # replayed updates land here, in order
         st.workspace = Workspace.of(session_id, cwd, extra)
-        params = {"sessionId": session_id, **_session_params(cwd, extra, mcp)}
+        params = {"sessionId": session_id, **_session_params(cwd, extra, mcp), **(more or {})}
         try:
             response = await self._with_auth(lambda: self.channel.call(method, params))
         except BaseException:
@@ -290,10 +400,15 @@ class Client:
             # id (a reload, a late update) numbers them as the count does (see tracking.py).
             self._connection.discount(session_id, st.stream.seq)
 
-    def _on_prompt_answer(self, session_id: str, position: int) -> None:
+    def _on_prompt_answer(
+        self, session_id: str, position: int, idle: dict[str, Any] | None
+    ) -> None:
         st = self._side.states.get(session_id)
-        if st is not None:
-            st.answered_at = position
+        if st is None:
+            return
+        st.answered_at = position
+        if idle is not None and st.idle is not None and not st.idle.done():
+            st.idle.set_result(idle)
 
     async def _with_auth(self, call: Callable[[], Awaitable[T]]) -> T:
         try:
@@ -328,6 +443,11 @@ class Client:
         await self.channel.notify(method, params)
 
 
+class _SecondInitializeRefused(HandshakeError):
+    """A v1 agent answered our v2 offer, then refused the v1 `initialize` that followed
+    (it takes one per connection): the client starts it again and speaks v1 only."""
+
+
 def _client_side(
     policy: ClientPolicy, timeouts: Timeouts, limits: Limits, h: Handlers
 ) -> ClientSide:
@@ -354,4 +474,4 @@ def _session_params(cwd: str, dirs: tuple[str, ...], mcp_servers: Sequence[Any])
     return params
 
 
-__all__ = ["PROTOCOL_VERSION", "Client"]
+__all__ = ["PROTOCOL_VERSION", "SUPPORTED", "V2_REFUSALS", "Client"]

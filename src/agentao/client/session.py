@@ -48,6 +48,13 @@ class Session:
         modes = getattr(response, "modes", None)
         if modes is not None and state.current_mode is None:
             state.current_mode = getattr(modes, "current_mode_id", None)
+        mode_option = _mode_option(response)  # v2: the mode is a config option
+        if mode_option is not None and state.current_mode is None:
+            current = getattr(mode_option, "current_value", None)
+            state.current_mode = current if isinstance(current, str) else None
+        commands = getattr(response, "available_commands", None)  # v2: in the result too
+        if commands and not state.view.commands:
+            state.view.commands = _v1_commands(commands)
 
     @property
     def id(self) -> str:
@@ -117,9 +124,24 @@ class Session:
         """Events received while no turn ran (e.g. the history `session/load` replayed)."""
         return self.state.stream.drain()
 
+    @property
+    def modes(self) -> list[str]:
+        """The mode ids the agent offers: v1's `modes`, or v2's config option of category
+        `mode` (v2 has no session/set_mode)."""
+        modes = getattr(self.response, "modes", None)
+        if modes is not None:
+            return [m.id for m in getattr(modes, "available_modes", None) or ()]
+        option = _mode_option(self.response)
+        return _option_values(getattr(option, "options", None)) if option is not None else []
+
     async def set_mode(self, mode_id: str) -> Any:
-        params = {"sessionId": self.id, "modeId": mode_id}
-        result = await self.channel.call("session/set_mode", params, needed=False)
+        """`session/set_mode`, or over v2 `session/set_config_option` of the mode option."""
+        option = _mode_option(self.response) if self.channel.version == 2 else None
+        if option is not None:
+            result = await self.set_config_option(option.config_id, mode_id)
+        else:
+            params = {"sessionId": self.id, "modeId": mode_id}
+            result = await self.channel.call("session/set_mode", params, needed=False)
         self.state.current_mode = mode_id
         return result
 
@@ -127,6 +149,8 @@ class Session:
         params: dict[str, Any] = {"sessionId": self.id, "configId": config_id, "value": value}
         if isinstance(value, bool):
             params["type"] = "boolean"
+        elif self.channel.version == 2:  # v2 tags every value: an id, or a boolean
+            params["type"] = "id"
         return await self.channel.call("session/set_config_option", params, needed=False)
 
     async def set_model(self, model: str) -> str:
@@ -145,6 +169,33 @@ class Session:
             await self.channel.call("session/close", {"sessionId": self.id}, needed=False)
         if self._on_close is not None:
             await self._on_close(self.id)
+
+
+def _mode_option(response: Any) -> Any:
+    """A v2 result's config option for the mode (category `mode`), if any."""
+    for option in getattr(response, "config_options", None) or ():
+        if getattr(option, "category", None) == "mode" and hasattr(option, "config_id"):
+            return option
+    return None
+
+
+def _option_values(options: Any) -> list[str]:
+    """The values of a select option's choices (grouped ones too)."""
+    values: list[str] = []
+    for choice in options or ():
+        value = getattr(choice, "value", None)
+        if isinstance(value, str):
+            values.append(value)
+        values += _option_values(getattr(choice, "options", None))
+    return values
+
+
+def _v1_commands(commands: list[Any]) -> list[schema.AvailableCommand]:
+    """A v2 result's `availableCommands` as the view's (v1) typed commands."""
+    from agentao.protocol.decode import decode_lenient, to_builtins
+
+    wire = {"availableCommands": to_builtins(commands)}
+    return list(decode_lenient(schema.AvailableCommandsUpdate, wire).available_commands)
 
 
 def _blocks(prompt: Prompt) -> list[Any]:

@@ -36,6 +36,9 @@ class SessionState:
         # Where the running turn's `session/prompt` answer fell in the stream: the number
         # of this session's updates read before it (see stream.py); None until it is read.
         self.answered_at: int | None = None
+        # v2: the running turn's end, the idle `state_update` (turn.py); None over v1
+        self.idle: asyncio.Future[dict[str, Any]] | None = None
+        self.message_id: str | None = None  # v2: the running prompt's `{messageId}` ack
         self.watchers: list[Watcher] = []  # see Session.watch
 
     @property

@@ -12,6 +12,11 @@ session id is opened, closed and opened again on one connection. So when the
 client drops a session's state it `discount`s the updates that state took:
 what is left are the updates still on their way to the handler, and a state
 made for the id later (a reload, or a late update) counts from those.
+
+Over ACP v2 (`use_version(2)`) the prompt's answer is only an acknowledgement
+(`{messageId}`): the turn ends with the first `state_update` `idle` of its session after
+the prompt was sent, so that update's position is the turn's end, and the update itself
+(its stop reason and usage) goes to the callback. An error answer still ends the turn.
 """
 
 from __future__ import annotations
@@ -30,8 +35,9 @@ from agentao.protocol.connection import (
 )
 from agentao.protocol.framing import Oversize
 
-# (session id, updates of that session received before the answer) -> None
-OnPromptAnswer = Callable[[str, int], None]
+# (session id, updates of that session received before the answer, the v2 idle update that
+# ended the turn or None) -> None
+OnPromptAnswer = Callable[[str, int, "dict[str, Any] | None"], None]
 
 
 class TrackingConnection(Connection):
@@ -40,17 +46,30 @@ class TrackingConnection(Connection):
         self._on_prompt_answer = on_prompt_answer
         self._received: defaultdict[str | None, int] = defaultdict(int)
         self._prompts: dict[RequestId, str] = {}
+        self._running: set[str] = set()  # v2: sessions whose prompt waits for its idle
 
     def receive(self, line: bytes | Oversize) -> Any:
         event = super().receive(line)
         if isinstance(event, Notification):
             if event.method == "session/update":  # the hot path: keep it lean
                 self._received[event.session_id] += 1
+                if self._running and event.session_id in self._running:
+                    self._maybe_idle(event)
         elif isinstance(event, Response):
             session_id = self._prompts.pop(event.id, None)
-            if session_id is not None:
-                self._on_prompt_answer(session_id, self._received.get(session_id, 0))
+            if session_id is not None and (self.version != 2 or event.error is not None):
+                self._running.discard(session_id)
+                self._on_prompt_answer(session_id, self._received.get(session_id, 0), None)
         return event
+
+    def _maybe_idle(self, event: Notification) -> None:
+        from agentao.client.v2 import is_idle
+
+        update = event.message.get("params", {}).get("update")
+        session_id = event.session_id
+        if session_id is not None and is_idle(update):
+            self._running.discard(session_id)
+            self._on_prompt_answer(session_id, self._received[session_id], update)
 
     def request(
         self, method: str, params: Any = None, *, result_type: Any = ...
@@ -60,10 +79,14 @@ class TrackingConnection(Connection):
             session_id = _session_id(params)
             if session_id is not None:
                 self._prompts[request_id] = session_id
+                if self.version == 2:
+                    self._running.add(session_id)
         return request_id, data
 
     def forget(self, request_id: RequestId) -> PendingRequest | None:
-        self._prompts.pop(request_id, None)
+        session_id = self._prompts.pop(request_id, None)
+        if session_id is not None:
+            self._running.discard(session_id)
         return super().forget(request_id)
 
     def received(self, session_id: str) -> int:

@@ -15,6 +15,12 @@ away mid-turn; the endpoint fails the request at EOF, we never hang).
 `cancelled` at once, and waits `Timeouts.cancel_grace` for the agent's answer;
 an agent that never answers gets `$/cancel_request` and the turn ends with a
 `TurnEnd(stop_reason="cancelled", forced=True)`.
+
+Over ACP v2 (`channel.version == 2`) the `session/prompt` answer only acknowledges the
+prompt (`{messageId}`); the turn runs on until the session's `state_update` `idle`
+(`tracking.py` marks its place in the stream and hands it to `state.idle`), whose stop
+reason and usage make the same `TurnEnd` as v1's answer (`v2.idle_result`). The agent echoes
+the user's message itself in v2, so the view takes it from there, not from the prompt.
 """
 
 from __future__ import annotations
@@ -47,7 +53,10 @@ class Turn:
         self._sent = asyncio.Event()
         state.cancelled.clear()
         state.answered_at = None
-        state.view.prompted(prompt)
+        self._v2 = channel.version == 2
+        state.idle = asyncio.get_running_loop().create_future() if self._v2 else None
+        if not self._v2:  # a v2 agent echoes the prompt as a user message update
+            state.view.prompted(prompt)
         state.stream.reading = True
         self._task = asyncio.ensure_future(
             self._send({"sessionId": state.session_id, "prompt": prompt})
@@ -96,7 +105,25 @@ class Turn:
     async def _send(self, params: dict[str, Any]) -> Any:
         request = self.channel.call_raw("session/prompt", params)
         self._sent.set()  # the request is written in this same step, before its first await
-        return await request
+        answer = await request
+        if self.state.idle is None:
+            return answer
+        from agentao.client.v2 import idle_result
+
+        self.state.message_id = answer.get("messageId") if isinstance(answer, dict) else None
+        return idle_result(await self._idle(self.state.idle))
+
+    async def _idle(self, idle: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
+        """The v2 turn's idle update; AgentDisconnected when the agent goes away first
+        (no request is pending any more for the endpoint to fail at EOF)."""
+        closed = asyncio.ensure_future(self.channel.endpoint.wait_closed())
+        try:
+            await asyncio.wait({idle, closed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            closed.cancel()
+        if not idle.done():
+            raise await self.channel.disconnected("the agent disconnected during session/prompt")
+        return idle.result()
 
     def _force(self) -> None:
         if not self._task.done():

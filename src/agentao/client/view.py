@@ -17,6 +17,9 @@ once, at the edge); the raw update is never looked at:
   `tool_summary` and `DiffView` read its diffs, output and exit code the same way for
   everyone (one diff algorithm: difflib's), and content becomes text through
   `content.content_text` only.
+* Over ACP v2 the client translates each update to the v1 one it means first (`v2.py`), so
+  this fold is the same for both versions; chunks with another `messageId` start another
+  message, and `state` follows v2's `state_update` (`running`, `requires_action`, `idle`).
 * `items()` is the view as keyed, JSON-ready items (`{"id", "kind", ...}`): what the
   gateway sends the web UI, which renders them by id and folds nothing.
 
@@ -47,6 +50,9 @@ ROLES = {
 }
 TOOL_KINDS = frozenset({"tool_call", "tool_call_update"})
 SUMMARY_LINE_CHARS = 60  # the first line of a tool's output shown in a one-line summary
+# In a diff's `_meta`: the hunk lines (`@@`, `-`, `+`, ` `) of the patch an ACP v2 agent sent
+# (v2 diffs carry a git patch, not whole texts; client/v2.py); shown as they are.
+PATCH_META = "agentao.cn/patch"
 # The fields a later update of a tool call may change (all but its id).
 _PATCHABLE = tuple(
     f.name for f in msgspec.structs.fields(schema.ToolCall) if f.name != "tool_call_id"
@@ -60,13 +66,16 @@ class DiffView:
     path: str
     old_text: str | None
     new_text: str
+    patch: tuple[str, ...] | None = None  # the agent's own hunk lines (v2), else computed
 
     @classmethod
     def of(cls, item: Any) -> DiffView | None:
         """From a typed `diff` tool-call content item; None for anything else."""
         if block_type(item) != "diff":
             return None
-        return cls(item.path, item.old_text, item.new_text)
+        patch = (item.meta or {}).get(PATCH_META)
+        lines = tuple(p for p in patch if isinstance(p, str)) if isinstance(patch, list) else None
+        return cls(item.path, item.old_text, item.new_text, lines)
 
     @property
     def created(self) -> bool:
@@ -74,6 +83,8 @@ class DiffView:
 
     def lines(self) -> list[str]:
         """The unified diff without its file header (`@@`, `-`, `+`, ` ` lines)."""
+        if self.patch is not None:
+            return list(self.patch)
         old, new = (self.old_text or "").splitlines(), self.new_text.splitlines()
         return list(difflib.unified_diff(old, new, lineterm="", n=1))[2:]
 
@@ -157,6 +168,14 @@ class Message:
 
     role: str  # "user" | "agent" | "thought"
     chunks: list[str] = field(default_factory=list)
+    message_id: str | None = None  # the agent's `messageId`, where it sends one
+
+    def continues(self, role: str, message_id: str | None) -> bool:
+        """Whether a chunk of `role` / `message_id` belongs to this message: same role,
+        and not another message by id (an id on only one side does not split)."""
+        if role != self.role:
+            return False
+        return message_id is None or self.message_id is None or message_id == self.message_id
 
     @property
     def text(self) -> str:
@@ -195,6 +214,7 @@ class SessionView:
     title: str | None = None
     commands: list[schema.AvailableCommand] = field(default_factory=list)
     usage: schema.UsageUpdate | None = None  # the latest `usage_update` (used, size, cost)
+    state: str | None = None  # v2's latest `state_update`: running, requires_action, idle
 
     def fold(self, session_id: str, kind: str, value: Any, raw: dict[str, Any]) -> Update:
         """Fold one decoded update in (`value` None: unknown or undecodable, changes
@@ -212,7 +232,8 @@ class SessionView:
         if value is None or kind in TOOL_KINDS:
             return
         if kind in TEXT_KINDS:
-            self._text(ROLES[kind], content_text(value.content))
+            message_id = getattr(value, "message_id", None)
+            self._text(ROLES[kind], content_text(value.content), message_id)
         elif kind == "plan":
             self.plan = list(value.entries)
             self.entries.append(PlanEntry(self.plan))
@@ -221,12 +242,13 @@ class SessionView:
         else:
             self._side(kind, value)
 
-    def _text(self, role: str, text: str) -> None:
+    def _text(self, role: str, text: str, message_id: str | None = None) -> None:
         last = self.entries[-1] if self.entries else None
-        if isinstance(last, Message) and last.role == role:
+        if isinstance(last, Message) and last.continues(role, message_id):
             last.chunks.append(text)
+            last.message_id = last.message_id or message_id
         elif text:
-            self.entries.append(Message(role, [text]))
+            self.entries.append(Message(role, [text], message_id))
 
     def upsert_tool_call(self, value: Any, *, announced: bool) -> ToolCallState:
         """Merge a typed `ToolCall`/`ToolCallUpdate` by id; the first sight of an id takes
@@ -251,6 +273,8 @@ class SessionView:
             self.commands = list(value.available_commands)
         elif kind == "usage_update":
             self.usage = value
+        elif kind == "state_update":  # v2 only
+            self.state = getattr(value, "state", None)
 
     def prompted(self, blocks: list[Any]) -> None:
         """The user's own prompt (agents do not echo it; a reader shows it all the same)."""
@@ -332,6 +356,7 @@ _REPLAY_KINDS = {role: kind for kind, role in ROLES.items()}
 
 
 __all__ = [
+    "PATCH_META",
     "DiffView",
     "Entry",
     "Message",

@@ -146,6 +146,8 @@ class Worker:
             started = time.monotonic()
             client = Client(
                 self.command,
+                # v1 until the pool reads v2 results (config ids, modes): issue 22 item 3
+                protocol=1,
                 policy=ClientPolicy(approve="none", terminal=False),
                 handlers=Handlers(
                     permission=self.pool.permission,

@@ -8,7 +8,9 @@ to the next recorded client request: responses get the live request's id,
 the agent's own requests (ids 0, strings, ...) are sent as recorded and the
 replay waits for the client's answer before going on. Recorded paths under
 /home/user/project are moved to --root. Each answer the client gave to an
-agent request is printed on stderr as `ANSWER <json>`.
+agent request is printed on stderr as `ANSWER <json>`. A second `initialize` (a client
+that offered v2 and got the recorded v1 answer initializes again as v1) gets the recorded
+answer again, as the recorded agents give it: they answer every `initialize` alike.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class Replay:
 
     def answer(self, msg: dict[str, Any]) -> None:
         j = self.find(msg["method"])
+        if j is None and msg["method"] == "initialize":
+            j = self.find("initialize", start=0)  # and the replay goes on from there
         if j is None:
             self.wire.error(msg, -32601, f"not in the transcript: {msg['method']}")
             return
@@ -63,8 +67,8 @@ class Replay:
             if direction == "recv":
                 self.emit(recorded, recorded_id, msg["id"])
 
-    def find(self, method: str) -> int | None:
-        for k in range(self.i, len(self.entries)):
+    def find(self, method: str, start: int | None = None) -> int | None:
+        for k in range(self.i if start is None else start, len(self.entries)):
             direction, recorded = self.entries[k]
             if direction == "send" and recorded.get("method") == method and "id" in recorded:
                 return k

@@ -30,7 +30,12 @@ Prompts (text of the first content block):
     no-stop               answers the prompt without a stopReason (a protocol violation)
     usage                 end_turn with a root `usage` (the unstable schema's place)
 
-Options: --early-update sends a session/update for the new session *before*
+Options: --refuse-v2 CODE answers an `initialize` asking for any version but 1 with the
+JSON-RPC error CODE (a v1-only agent that refuses a v2 offer); --one-initialize answers a
+second `initialize` with -32600 (an agent that takes one per connection); --v2-without-sessions
+answers a version-2 `initialize` in v2's shape without `capabilities.session`; --v2 speaks v2 to
+a client that asks for it (capabilities.session; a prompt is answered `{messageId}` and its
+turn ends with a `state_update` idle; chunks carry a messageId); --early-update sends a session/update for the new session *before*
 the session/new result; --auth answers session/new with -32000 until
 `authenticate` was called.
 """
@@ -55,6 +60,23 @@ def next_id() -> int:
 
 
 def on_initialize(msg: dict[str, Any]) -> None:
+    if "--one-initialize" in ARGS and state.get("initialized"):
+        wire.error(msg, -32600, "already initialized")
+        return
+    state["initialized"] = True
+    if "--v2" in ARGS and msg.get("params", {}).get("protocolVersion") == 2:
+        state["v2"] = True
+        info = {"name": "fake", "version": "0"}
+        wire.reply(msg, {"protocolVersion": 2, "info": info, "capabilities": {"session": {}}})
+        return
+    if "--v2-without-sessions" in ARGS and msg.get("params", {}).get("protocolVersion") == 2:
+        info = {"name": "fake", "version": "0"}
+        wire.reply(msg, {"protocolVersion": 2, "info": info, "capabilities": {}})
+        return
+    if "--refuse-v2" in ARGS and msg.get("params", {}).get("protocolVersion") != 1:
+        code = int(ARGS[ARGS.index("--refuse-v2") + 1])
+        wire.error(msg, code, "Unsupported protocol version")
+        return
     state["caps"] = msg.get("params", {}).get("clientCapabilities")
     auth = [{"id": "key", "name": "API key"}] if "--auth" in ARGS else []
     wire.reply(
@@ -111,10 +133,19 @@ def permission(sid: str, tid: str, kind: str, request_id: Any = None) -> dict[st
 
 
 def report(sid: str, value: Any) -> None:
-    wire.send(chunk(sid, json.dumps(value)))
+    message = chunk(sid, json.dumps(value))
+    if state.get("v2"):
+        message["params"]["update"]["messageId"] = "report"
+    wire.send(message)
 
 
 def end(msg: dict[str, Any], reason: str = "end_turn") -> None:
+    if state.get("v2"):  # the ack, then the turn's end
+        idle = {"sessionUpdate": "state_update", "state": "idle", "stopReason": reason}
+        sid = msg["params"]["sessionId"]
+        wire.reply(msg, {"messageId": "prompt"})
+        wire.send(update(sid, idle))
+        return
     wire.reply(msg, {"stopReason": reason})
 
 
