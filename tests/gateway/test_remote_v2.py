@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 import websockets
 
-from tests.gateway.acp_peers import RawPeer
+from tests.gateway.acp_peers import Event, RawPeer, reply_to, until
 from tests.gateway.conftest import LiveGateway
 from tests.schema_check import check_all
 
 pytestmark = pytest.mark.timeout(90)
+SLOW_TEXT = "tick " * 150  # the scripted agent's answer to "slow" (conftest.py)
 
 Message = dict[str, Any]
 
@@ -32,7 +33,8 @@ Message = dict[str, Any]
 class V2Peer:
     """A raw v2 client: everything it received, in arrival order, and what it sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, init: Message | None = None) -> None:
+        self.init = init or INIT  # the initialize it opens with (v2's, unless told)
         self.received: list[Message] = []
         self.sent: list[Message] = []
         self._arrived = asyncio.Event()
@@ -73,21 +75,21 @@ class V2Peer:
     async def watch(self, session_id: str) -> None:
         """Read the session's messages (a WebSocket reads every scope already)."""
 
-    def errors(self) -> list[str]:
-        return check_all(self.received, self.sent, version=2)
+    def errors(self, version: int = 2) -> list[str]:
+        return check_all(self.received, self.sent, version=version)
 
 
 class HttpV2(V2Peer):
     """HTTP: POSTs, the connection's SSE stream and each session's, read into one list."""
 
-    def __init__(self, url: str) -> None:
-        super().__init__()
+    def __init__(self, url: str, init: Message | None = None) -> None:
+        super().__init__(init)
         self.raw = RawPeer(url)
         self._readers: list[asyncio.Task[None]] = []
 
     async def open(self) -> Message:
-        self.sent.append(INIT)
-        response = await self.raw.send(INIT)
+        self.sent.append(self.init)
+        response = await self.raw.send(self.init)
         self.raw.connection_id = response.headers["acp-connection-id"]
         self.got(response.json())
         self._readers.append(asyncio.create_task(self._read(None)))
@@ -122,8 +124,8 @@ class WsV2(V2Peer):
     async def open(self) -> Message:
         self.socket = await websockets.connect(self.url)
         self._reader = asyncio.create_task(self._read())
-        await self.send(INIT)
-        return await self.wait_for(lambda m: m.get("id") == INIT["id"])
+        await self.send(self.init)
+        return await self.wait_for(lambda m: m.get("id") == self.init["id"])
 
     async def _read(self) -> None:
         with contextlib.suppress(websockets.ConnectionClosed):
@@ -264,3 +266,91 @@ async def test_a_v2_client_on_a_v1_agent_gets_real_v2(
         assert again.errors() == []
     finally:
         await again.close()
+
+
+async def test_a_v1_client_on_the_same_session_meanwhile_gets_v1(
+    remote_gateway: LiveGateway,
+) -> None:
+    gw = remote_gateway
+    cwd = gw.config.agents[0].cwd
+    url = f"http://127.0.0.1:{gw.port}/acp"
+    v2, v1 = HttpV2(url), HttpV2(url, INIT_V1)
+    try:
+        await v2.open()
+        sid = (await v2.call("session/new", {"cwd": cwd}))["result"]["sessionId"]
+        await v2.watch(sid)
+        assert (await v1.open())["result"]["protocolVersion"] == 1
+        loaded = await v1.call("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+        assert "error" not in loaded, loaded
+        await v1.watch(sid)
+
+        prompt = [{"type": "text", "text": "please write"}]
+        await v2.call("session/prompt", {"sessionId": sid, "prompt": prompt}, sid)
+        asked = await v2.wait_for(lambda m: m.get("method") == "session/request_permission")
+        option = asked["params"]["options"][0]["optionId"]
+        answer = {"outcome": {"outcome": "selected", "optionId": option}}
+        await v2.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer}, sid)
+        await v2.wait_for(is_update("state_update", state="idle"))
+        await v1.wait_for(lambda _m: v1_text(v1.received) == "Wrote hello.txt.")
+
+        asked_v1 = next(m for m in v1.received if m.get("method") == "session/request_permission")
+        assert "toolCall" in asked_v1["params"] and "subject" not in asked_v1["params"]
+        kinds = [u["sessionUpdate"] for u in updates(v1.received)]
+        assert "tool_call" in kinds and "plan" in kinds, kinds
+        assert "state_update" not in kinds and "plan_update" not in kinds
+        assert not any("messageId" in u for u in updates(v1.received))
+        # (v1's load reply names its session on purpose, for the SDK's client: service.py)
+        assert [e for e in v1.errors(version=1) if "LoadSessionResponse" not in e] == []
+        assert v2.errors() == []
+    finally:
+        await v1.close()
+        await v2.close()
+
+
+def v1_text(messages: list[Message]) -> str:
+    return "".join(
+        u["content"]["text"]
+        for u in updates(messages)
+        if u["sessionUpdate"] == "agent_message_chunk"
+    )
+
+
+INIT_V1: Message = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": 1, "clientCapabilities": {}},
+}
+
+
+async def test_a_v2_sse_stream_dropped_mid_turn_resumes_with_last_event_id(
+    remote_gateway: LiveGateway,
+) -> None:
+    gw = remote_gateway
+    peer = RawPeer(f"http://127.0.0.1:{gw.port}/acp")
+    try:
+        response = await peer.send(INIT)
+        peer.connection_id = response.headers["acp-connection-id"]
+        assert response.json()["result"]["protocolVersion"] == 2
+        async with peer.stream() as events:
+            new_id, _ = await peer.post("session/new", {"cwd": gw.config.agents[0].cwd})
+            sid = (await until(events, reply_to(new_id)))[-1].message["result"]["sessionId"]
+        first: list[Event] = []
+        async with peer.stream(sid) as events:
+            prompt = [{"type": "text", "text": "slow"}]
+            await peer.post("session/prompt", {"sessionId": sid, "prompt": prompt}, session=sid)
+            async for event in events:
+                first.append(event)
+                if "tick tick tick" in v1_text([e.message for e in first]):
+                    break
+        # The stream dropped mid-turn; the turn goes on. Resume after the last id seen.
+        async with peer.stream(sid, last_event_id=first[-1].id) as events:
+            rest = await until(events, lambda e: is_update("state_update", state="idle")(e.message))
+        ids = [e.id for e in first + rest]
+        assert ids == sorted(set(ids))  # in order, nothing twice
+        messages = [e.message for e in first + rest]
+        assert v1_text(messages) == SLOW_TEXT  # nothing missing
+        agent = [u for u in updates(messages) if u["sessionUpdate"] == "agent_message_chunk"]
+        assert len({u["messageId"] for u in agent}) == 1  # one message, one id
+    finally:
+        await peer.close()
