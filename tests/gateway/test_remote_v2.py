@@ -14,15 +14,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import websockets
 
+from tests.e2e.test_v2_peers import result_of, run_client
+from tests.e2e.test_v2_peers import states as ts_states
+from tests.e2e.test_v2_peers import updates as ts_updates
 from tests.gateway.acp_peers import Event, RawPeer, reply_to, until
 from tests.gateway.conftest import LiveGateway
-from tests.schema_check import check_all
+from tests.npm_peers import NpmPeers
+from tests.schema_check import check_all, check_recording
 
 pytestmark = pytest.mark.timeout(90)
 SLOW_TEXT = "tick " * 150  # the scripted agent's answer to "slow" (conftest.py)
@@ -354,3 +359,23 @@ async def test_a_v2_sse_stream_dropped_mid_turn_resumes_with_last_event_id(
         assert len({u["messageId"] for u in agent}) == 1  # one message, one id
     finally:
         await peer.close()
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+def test_the_official_ts_v2_client_through_the_gateway(
+    v2_peers: NpmPeers, remote_gateway: LiveGateway, scheme: str
+) -> None:
+    """The TS SDK's v2 client spawns `agentao connect URL` (a stdio agent that is the
+    gateway's): a prompt, a permission allowed, and a resume with replay from the log in a
+    second `connect` process. Every line either side wrote validates against v2."""
+    gw = remote_gateway
+    connect = [sys.executable, "-m", "agentao", "connect", f"{scheme}://127.0.0.1:{gw.port}/acp"]
+    lines = run_client(
+        v2_peers, connect, "--cwd", gw.config.agents[0].cwd, "--prompt", "please write",
+        "--permission", "allow", "--resume",
+    )  # fmt: skip
+    assert check_recording(lines, 2) == []
+    (prompted,) = result_of(lines, "session/prompt")
+    echoed = [u for u in ts_updates(lines) if u["sessionUpdate"] == "user_message_chunk"]
+    assert [u["messageId"] for u in echoed] == [prompted["messageId"]] * 2  # live, replayed
+    assert ts_states(lines) == ["running", "requires_action", "running", "idle", "idle"]
