@@ -10,6 +10,12 @@ is refused), whose permission requests go to the session's remote watchers withi
 API key's ceiling. So the OpenAI API, the task stream, the web UI and remote ACP are
 views of the same session.
 
+Versions. A connection speaks what its `initialize` settled: v1, or v2 through the bridge
+(bridge.py: the log's v1 frames translated for that client): a v2 `initialize` gets the
+agent's answer in v2, `session/new` and `session/resume` v2's results (a resume's
+`replayFrom: {type: "start"}` replays the log, then the current `state_update`), and a
+v2 `session/prompt` is answered at once with its `messageId`, the turn going on.
+
 What the client sends is read by the connection's protocol connection (`wire`), by the
 rules our agent applies on stdio: the lifecycle table, the `protocolVersion` check, the
 id rules and params checked against the schema, so a handler here sees only requests
