@@ -26,6 +26,7 @@ from tests.gateway.conftest import LiveGateway
 pytestmark = pytest.mark.timeout(60)
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+V2_INFO = {"name": "wire-test", "version": "1"}  # v2's initialize requires `info`
 END = {"jsonrpc": "2.0", "id": "end", "method": "session/list", "params": {}}
 
 
@@ -59,7 +60,17 @@ ROWS: list[tuple[str, list[Frame], list[dict[str, Any]]]] = [
     ("protocolVersion missing", [init()], [err(-32602, 1, "protocolVersion")]),
     ("protocolVersion not a uint16", [init(protocolVersion=70000)], [err(-32602, 1)]),
     ("protocolVersion negative", [init(protocolVersion=-1)], [err(-32602, 1)]),
-    ("protocolVersion 2 negotiates to 1", [init(protocolVersion=2)], [ok(1, protocolVersion=1)]),
+    (
+        "protocolVersion 2 is served",
+        [init(protocolVersion=2, info=V2_INFO)],
+        [ok(1, protocolVersion=2)],
+    ),
+    (
+        "protocolVersion 7 negotiates to 2",
+        [init(protocolVersion=7, info=V2_INFO)],
+        [ok(1, protocolVersion=2)],
+    ),
+    ("protocolVersion 1 stays 1", [init(protocolVersion=1)], [ok(1, protocolVersion=1)]),
     (
         "clientCapabilities not an object",
         [init(protocolVersion=1, clientCapabilities=3)],

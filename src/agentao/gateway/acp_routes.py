@@ -61,6 +61,7 @@ router = APIRouter()
 AFFINITY_COOKIE = "agentao_affinity"
 NORMAL_CLOSURE = 1000
 EVENT_STREAM = "text/event-stream"
+SPEAKS = (1, 2)  # remote ACP: v1 as the agent does, v2 through the bridge (remote/bridge.py)
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
 
@@ -126,7 +127,7 @@ async def _initialize(
     """A message with no connection: `initialize` opens one; any other request is refused
     as the stdio agent refuses it before `initialize` (the JSON-RPC error, status 400)."""
     remote.check_agent(principal, agent)
-    wire = Wire("agent")
+    wire = Wire("agent", speaks=SPEAKS)
     first = remote.first_message(wire, message)
     if isinstance(first, Reject):
         return Response(first.reply.rstrip(b"\n"), 400, media_type="application/json")
@@ -255,7 +256,7 @@ async def _open_socket(
     """A new connection once the socket sends `initialize`; None if it left first. Frames
     before it are answered as the stdio agent answers them before `initialize` (those
     replies carry no number: the `initialize` reply is message 1)."""
-    wire = Wire("agent")
+    wire = Wire("agent", speaks=SPEAKS)
     limit = remote.limits.max_request_bytes
     while True:
         try:

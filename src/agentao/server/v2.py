@@ -97,7 +97,7 @@ class V2Outbox(Outbox):
             options = self.options_of(session_id)
             if options is not None:
                 update = {"sessionUpdate": "config_option_update", "configOptions": options}
-        wire = self.view.update(update)
+        wire = self.view.v1_update(update)
         if wire is not None:
             await self._notify(session_id, wire)
 

@@ -64,6 +64,7 @@ from agentao.gateway.auth import Principal, owns
 from agentao.gateway.batches import BatchWriter, WriterBackoff, describe
 from agentao.gateway.config import Limits
 from agentao.gateway.errors import NotFound, TooManyConnections
+from agentao.gateway.remote.bridge import BRIDGED, V2Bridge
 from agentao.protocol.connection import Connection as Wire
 from agentao.store.gateway_records import Conversation, TaskEvent
 from agentao.store.remote import RemoteConnection, RemoteMessage, RemoteStore
@@ -75,6 +76,7 @@ INIT_SCOPE = "$initialize"
 STORE_FAILED = "store_failed"  # data.code of the error a connection's readers get
 INTERNAL_ERROR = -32603  # JSON-RPC: the gateway could not do its part
 UNSTORED = 0  # the seq of a message no store holds: a store failure's error
+LOGGED = frozenset({"task-running", "session-update"})  # frames every client is sent
 
 
 class LogReader(Protocol):
@@ -117,6 +119,13 @@ class RemoteClient:
         self.last_active = time.monotonic()
         self._pending: dict[str, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
+        # A client that settled ACP v2 is sent the log through the bridge (bridge.py).
+        self.bridge: V2Bridge | None = None
+
+    @property
+    def frames(self) -> frozenset[str]:
+        """The types of log frame this client is sent as they come (reader.py)."""
+        return LOGGED | BRIDGED if self.bridge is not None else LOGGED
 
     @property
     def id(self) -> str:
@@ -156,10 +165,21 @@ class RemoteClient:
         if self.closed.is_set():
             return
         scope = session_id if scope is None else scope
+        if self.bridge is not None:  # v2: each frame translated, stored as sent
+            live = scope == session_id
+            for update in self.bridge.frame(conversation_id, event, session_id, live=live):
+                self.notify("session/update", {"sessionId": session_id, "update": update}, scope)
+            return
         self.seq += 1
         body = session_update_body(session_id, event)
         message = RemoteMessage(self.id, self.seq, scope, body, conversation_id, event.seq)
         self.hub.queue(self, message)
+
+    def send_update(self, session_id: str, update: dict[str, Any], scope: str = "") -> None:
+        """An agent's v1 update that is in no log, in the version the client speaks."""
+        wire = update if self.bridge is None else self.bridge.update(session_id, update)
+        if wire is not None:
+            self.notify("session/update", {"sessionId": session_id, "update": wire}, scope)
 
     def reply(self, request_id: Any, result: Any, scope: str = "") -> None:
         self.send({"jsonrpc": "2.0", "id": request_id, "result": result}, scope)
@@ -174,6 +194,8 @@ class RemoteClient:
         """Ask the client; its result (RemoteRequestError for an error reply). Cancelling
         the caller withdraws the question (`$/cancel_request`)."""
         request_id = f"gw-{next(self._ids)}"
+        if self.bridge is not None:
+            method, params = self.bridge.request(method, params)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}, scope)

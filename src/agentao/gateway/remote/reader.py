@@ -13,6 +13,9 @@ written here once, whichever replica runs the conversation:
   question from the others (`$/cancel_request`), so a tool runs at most once;
 * `task-ended` / `task-error`: the end of a prompt that waits on it (`ended`).
 
+A v2 client (bridge.py) is also sent the frames that are its turn's states
+(`task-started`, the permission frames, the terminal ones), each translated.
+
 Two things differ, and are a subclass's: where the frames come from (`_listen`,
 `_unlisten`: the hub's delivery of stored frames on the replica that runs the turn,
 `relay.py`; the store read by one position, woken by the replica's wake-ups, on any
@@ -32,6 +35,7 @@ import logging
 from collections import OrderedDict
 from typing import Any
 
+from agentao.gateway.remote.bridge import BRIDGED
 from agentao.gateway.remote.clients import RemoteClient
 from agentao.gateway.sessions import LiveConversation
 from agentao.gateway.tasklog import SESSION_UPDATE, TERMINAL, UNSTORED
@@ -127,11 +131,11 @@ class ConversationReader:
         """One stored frame of the conversation's log (see the module docstring)."""
         if event.seq == UNSTORED:  # a store failure's: not part of the log
             return
-        if event.type in SENT:
+        if event.type in SENT | BRIDGED:
             for kept in self._joining.values():
                 kept.append(event)
-            self._send(event)
-        elif event.type == "permission-request":
+            self._send(event)  # a v2 client's state comes before the question (bridge.py)
+        if event.type == "permission-request":
             self._ask(event.payload)
         elif event.type == "permission-response":
             question = self._asked.pop(str(event.payload.get("requestId")), None)
@@ -145,7 +149,8 @@ class ConversationReader:
         for client_id, client in tuple(self.clients.items()):
             if self._seen.get(client_id, 0) < event.seq:
                 self._seen[client_id] = event.seq
-                client.send_logged(self.conv.id, event, self.session_id)
+                if event.type in client.frames:
+                    client.send_logged(self.conv.id, event, self.session_id)
 
     def _ask(self, frame: dict[str, Any]) -> None:
         request_id = str(frame.get("requestId"))

@@ -93,8 +93,7 @@ class SessionRelay(ConversationReader):
             super()._replay(client, history)
             return
         for update in session.view.replay():
-            params = {"sessionId": self.session_id, "update": update}
-            client.notify("session/update", params)  # the connection's stream, as a reply
+            client.send_update(self.session_id, update)  # the connection's stream, as a reply
 
     def _answer(self, request_id: str, option: str | None, reason: str, by: RemoteClient) -> None:
         try:

@@ -10,6 +10,12 @@ is refused), whose permission requests go to the session's remote watchers withi
 API key's ceiling. So the OpenAI API, the task stream, the web UI and remote ACP are
 views of the same session.
 
+Versions. A connection speaks what its `initialize` settled: v1, or v2 through the bridge
+(bridge.py: the log's v1 frames translated for that client): a v2 `initialize` gets the
+agent's answer in v2, `session/new` and `session/resume` v2's results (a resume's
+`replayFrom: {type: "start"}` replays the log, then the current `state_update`), and a
+v2 `session/prompt` is answered at once with its `messageId`, the turn going on.
+
 What the client sends is read by the connection's protocol connection (`wire`), by the
 rules our agent applies on stdio: the lifecycle table, the `protocolVersion` check, the
 id rules and params checked against the schema, so a handler here sees only requests
@@ -49,6 +55,7 @@ from agentao.gateway.config import McpUrlPolicy
 from agentao.gateway.errors import ApiError, TakenElsewhere
 from agentao.gateway.peers import Peers
 from agentao.gateway.pool import AgentPool
+from agentao.gateway.remote.bridge import V2, V2Bridge, initialize_result, user_message_id
 from agentao.gateway.remote.clients import INIT_SCOPE, RemoteClient, RemoteClients
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
 from agentao.gateway.remote.limits import check_change, remote_policy, session_params
@@ -56,7 +63,7 @@ from agentao.gateway.remote.mcp_urls import checked_mcp_servers
 from agentao.gateway.remote.relay import SessionRelay, SessionRelays
 from agentao.gateway.replicas import Replica
 from agentao.gateway.sessions import Conversations, LiveConversation, TurnRequest
-from agentao.gateway.turns import TurnFailed
+from agentao.gateway.turns import GatewayTurn, TurnFailed
 from agentao.protocol.connection import Connection as Wire
 from agentao.protocol.connection import (
     Event,
@@ -76,11 +83,13 @@ from agentao.protocol.errors import (
     RequestCancelled,
     SessionNotFound,
 )
+from agentao.protocol.v2.from_v1 import state_update
 from agentao.store.gateway import GatewayStore
 
 log = logging.getLogger("agentao.gateway")
 _decode = msgspec.json.Decoder().decode
 
+REPLAY_FROM_START = "start"  # the one replay cursor a v2 resume may name: the whole log
 _API_CODES = {400: InvalidParams.code, 404: SessionNotFound.code, 409: InvalidRequest.code}
 
 
@@ -136,11 +145,15 @@ class RemoteAcp:
         pool = self.check_agent(principal, agent)
         capabilities = params_of(request.message).get("clientCapabilities") or {}
         result = await self._initialize_result(pool, principal.ceiling)
+        if wire.version == V2:  # a v2 client on the (v1) agent: through the bridge
+            result = initialize_result(result)
         for unread in self.connections.unread_beyond_limit(principal):
             await self.close(unread)  # room for a client that is here, before refusing it
         connection = await self.connections.open(
             principal, agent, transport, capabilities, wire, connection_id
         )
+        if wire.version == V2:
+            connection.bridge = V2Bridge()
         reply = wire.reply(request, result).rstrip(b"\n")  # and the wire is initialized
         connection.send_body(reply, INIT_SCOPE)  # stored like every message
         return connection, reply
@@ -279,7 +292,8 @@ class RemoteAcp:
         if method == "session/new":
             return await self._new(connection, params)
         if method in ("session/load", "session/resume"):
-            return await self._reopen(connection, params, replay=method == "session/load")
+            replay = method == "session/load" or _replay_from(connection, params)
+            return await self._reopen(connection, params, replay=replay)
         if method == "session/list":
             return await self._list(connection)
         if method == "authenticate":
@@ -324,8 +338,10 @@ class RemoteAcp:
         # on the connection's stream, like the result (the session's is not open yet).
         for update in session.drain():
             if isinstance(update, Update):
-                connection.notify("session/update", _update(session.id, update.raw))
+                connection.send_update(session.id, update.raw)
         await relay.attach(connection, replay=False)
+        if connection.bridge is not None:  # v2's result: the agent's v1 modes are not v2's
+            return {"sessionId": session.id}
         return {**to_builtins(session.response), "sessionId": session.id}
 
     async def _reopen(
@@ -348,10 +364,20 @@ class RemoteAcp:
         # The history, with `replay`, to this client only, before the reply (as from an
         # agent): from the log when it holds it all (relay.py).
         await self.relays.relay(conv).attach(connection, replay)
+        if connection.bridge is not None:  # v2: the state after the replay, before the reply
+            self._send_state(connection, conv, session_id)
+            return {}
         result = {k: v for k, v in to_builtins(session.response).items() if k != "sessionId"}
         # The official SDK's client opens a session's stream when a message names the
         # session: the reply says which, so the rest reaches it there.
         return {**result, "sessionId": session_id}
+
+    @staticmethod
+    def _send_state(connection: RemoteClient, conv: LiveConversation, session_id: str) -> None:
+        """v2's current-state synchronization on resume: running while a turn runs."""
+        running = conv.turn is not None and not conv.turn.done.is_set()
+        update = state_update("running" if running else "idle")
+        connection.notify("session/update", _update(session_id, update))  # as the reply
 
     async def _conversation_of(
         self, connection: RemoteClient, session_id: str, params: dict[str, Any]
@@ -416,6 +442,9 @@ class RemoteAcp:
         )
         turn = await self.conversations.begin(relay.conv, request)
         relay.prompter = connection
+        if connection.bridge is not None:  # v2: acknowledged at once, the turn goes on
+            self._spawn(self._prompted(connection, relay, turn))
+            return {"messageId": user_message_id(relay.conv.id, turn.id)}
         try:
             result = await turn.wait()
         except asyncio.CancelledError:  # $/cancel_request: the turn ends as on session/cancel
@@ -429,6 +458,15 @@ class RemoteAcp:
             raise InternalError(f"the turn failed: {result.message}", {"reason": result.code})
         assert isinstance(result, TurnEnd)
         return result.raw or {"stopReason": result.stop_reason}
+
+    @staticmethod
+    async def _prompted(connection: RemoteClient, relay: SessionRelay, turn: GatewayTurn) -> None:
+        """A v2 prompt's turn, to its end (which its client reads as `idle`, bridge.py)."""
+        try:
+            await turn.wait()
+        finally:
+            if relay.prompter is connection:
+                relay.prompter = None
 
     async def _far_call(
         self, connection: RemoteClient, far: FarSession, method: str, params: dict[str, Any]
@@ -498,6 +536,20 @@ def _prompt_of(params: dict[str, Any]) -> list[dict[str, Any]]:
             "Invalid params: prompt must be a list of content blocks", {"field": "prompt"}
         )
     return prompt
+
+
+def _replay_from(connection: RemoteClient, params: dict[str, Any]) -> bool:
+    """v2's `session/resume` replay cursor: omitted no, `{type: "start"}` the whole log,
+    anything else -32602 (v2: never substitute another cursor). A v1 resume replays none."""
+    cursor = params.get("replayFrom")
+    if connection.bridge is None or cursor is None:
+        return False
+    if isinstance(cursor, dict) and cursor.get("type") == REPLAY_FROM_START:
+        return True
+    raise InvalidParams(
+        'Invalid params: replayFrom must be {"type": "start"} (the only cursor served)',
+        {"field": "replayFrom", "reason": "unsupported_cursor"},
+    )
 
 
 def _update(session_id: str, update: Any) -> dict[str, Any]:

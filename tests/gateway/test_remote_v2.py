@@ -1,0 +1,381 @@
+"""The bridge: a v2 remote client on the gateway's (v1) agent gets real ACP v2.
+
+Real gateway, real `agentao --acp` processes behind it (the pool drives them over v1),
+and raw v2 clients over HTTP/SSE and WebSocket: `initialize` settles v2, `session/new`
+without `mcpServers`, a prompt acknowledged with the gateway's `messageId` and echoed,
+`state_update` running -> requires_action (v2's permission question) -> running ->
+idle, chunks with messageIds, keyed tool/plan updates, a cancel, and a resume that
+replays the conversation's log. Every message the gateway sends a v2 client validates
+against the official v2 schema; a v1 client on the same session meanwhile gets v1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import websockets
+
+from tests.e2e.test_v2_peers import result_of, run_client
+from tests.e2e.test_v2_peers import states as ts_states
+from tests.e2e.test_v2_peers import updates as ts_updates
+from tests.gateway.acp_peers import Event, RawPeer, reply_to, until
+from tests.gateway.conftest import LiveGateway
+from tests.npm_peers import NpmPeers
+from tests.schema_check import check_all, check_recording
+
+pytestmark = pytest.mark.timeout(90)
+SLOW_TEXT = "tick " * 150  # the scripted agent's answer to "slow" (conftest.py)
+
+Message = dict[str, Any]
+
+
+class V2Peer:
+    """A raw v2 client: everything it received, in arrival order, and what it sent."""
+
+    def __init__(self, init: Message | None = None) -> None:
+        self.init = init or INIT  # the initialize it opens with (v2's, unless told)
+        self.received: list[Message] = []
+        self.sent: list[Message] = []
+        self._arrived = asyncio.Event()
+        self._ids = iter(range(1, 1_000_000))
+
+    def got(self, message: Message) -> None:
+        self.received.append(message)
+        self._arrived.set()
+
+    async def wait_for(self, found: Callable[[Message], bool], after: int = 0) -> Message:
+        """The first message from index `after` on for which `found` holds (waits for it)."""
+        seen = after
+        while True:
+            for message in self.received[seen:]:
+                if found(message):
+                    return message
+            seen = len(self.received)
+            self._arrived.clear()
+            await self._arrived.wait()
+
+    async def call(self, method: str, params: Message, session: str | None = None) -> Message:
+        request_id = next(self._ids)
+        await self.send(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}, session
+        )
+        return await self.wait_for(lambda m: m.get("id") == request_id and "method" not in m)
+
+    async def notify(self, method: str, params: Message, session: str | None = None) -> None:
+        await self.send({"jsonrpc": "2.0", "method": method, "params": params}, session)
+
+    async def send(self, message: Message, session: str | None = None) -> None:
+        self.sent.append(message)
+        await self._send(message, session)
+
+    async def _send(self, message: Message, session: str | None) -> None:
+        raise NotImplementedError
+
+    async def watch(self, session_id: str) -> None:
+        """Read the session's messages (a WebSocket reads every scope already)."""
+
+    def errors(self, version: int = 2) -> list[str]:
+        return check_all(self.received, self.sent, version=version)
+
+
+class HttpV2(V2Peer):
+    """HTTP: POSTs, the connection's SSE stream and each session's, read into one list."""
+
+    def __init__(self, url: str, init: Message | None = None) -> None:
+        super().__init__(init)
+        self.raw = RawPeer(url)
+        self._readers: list[asyncio.Task[None]] = []
+
+    async def open(self) -> Message:
+        self.sent.append(self.init)
+        response = await self.raw.send(self.init)
+        self.raw.connection_id = response.headers["acp-connection-id"]
+        self.got(response.json())
+        self._readers.append(asyncio.create_task(self._read(None)))
+        return self.received[0]
+
+    async def watch(self, session_id: str) -> None:
+        self._readers.append(asyncio.create_task(self._read(session_id)))
+
+    async def _read(self, session: str | None) -> None:
+        async with self.raw.stream(session) as events:
+            async for event in events:
+                self.got(event.message)
+
+    async def _send(self, message: Message, session: str | None) -> None:
+        await self.raw.send(message, session=session)
+
+    async def close(self) -> None:
+        for reader in self._readers:
+            reader.cancel()
+        await self.raw.close()
+
+
+class WsV2(V2Peer):
+    """WebSocket: one socket carries every scope."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+        self.socket: Any = None
+        self._reader: asyncio.Task[None] | None = None
+
+    async def open(self) -> Message:
+        self.socket = await websockets.connect(self.url)
+        self._reader = asyncio.create_task(self._read())
+        await self.send(self.init)
+        return await self.wait_for(lambda m: m.get("id") == self.init["id"])
+
+    async def _read(self) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            async for text in self.socket:
+                self.got(json.loads(text))
+
+    async def _send(self, message: Message, session: str | None) -> None:
+        await self.socket.send(json.dumps(message))
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+        await self.socket.close()
+
+
+INIT: Message = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": 2,
+        "info": {"name": "raw-v2", "version": "1"},
+        "capabilities": {},
+    },
+}
+
+
+def peer_for(gw: LiveGateway, scheme: str) -> HttpV2 | WsV2:
+    url = f"{scheme}://127.0.0.1:{gw.port}/acp"
+    return HttpV2(url) if scheme == "http" else WsV2(url)
+
+
+def update_of(message: Message) -> Message:
+    if message.get("method") != "session/update":
+        return {}
+    return message["params"]["update"]
+
+
+def is_update(kind: str, **fields: Any) -> Callable[[Message], bool]:
+    def found(message: Message) -> bool:
+        update = update_of(message)
+        return update.get("sessionUpdate") == kind and all(
+            update.get(k) == v for k, v in fields.items()
+        )
+
+    return found
+
+
+def updates(messages: list[Message]) -> list[Message]:
+    return [u for m in messages if (u := update_of(m))]
+
+
+def states(messages: list[Message]) -> list[str]:
+    return [u["state"] for u in updates(messages) if u["sessionUpdate"] == "state_update"]
+
+
+@pytest.fixture
+def remote_gateway(gateway_factory: Any) -> LiveGateway:
+    return gateway_factory()
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_a_v2_client_on_a_v1_agent_gets_real_v2(
+    remote_gateway: LiveGateway, scheme: str
+) -> None:
+    gw = remote_gateway
+    peer = peer_for(gw, scheme)
+    try:
+        init = await peer.open()
+        assert init["result"]["protocolVersion"] == 2, init
+        opened = await peer.call("session/new", {"cwd": gw.config.agents[0].cwd})  # no mcpServers
+        sid = opened["result"]["sessionId"]
+        await peer.watch(sid)
+
+        # A prompt with a permission round trip.
+        start = len(peer.received)
+        ack = await peer.call(
+            "session/prompt",
+            {"sessionId": sid, "prompt": [{"type": "text", "text": "please write"}]},
+            sid,
+        )
+        message_id = ack["result"]["messageId"]
+        echo = await peer.wait_for(is_update("user_message_chunk", messageId=message_id), start)
+        assert update_of(echo)["content"]["text"] == "please write"
+        asked = await peer.wait_for(
+            lambda m: m.get("method") == "session/request_permission", start
+        )
+        assert asked["params"]["subject"]["type"] == "tool_call", asked
+        option = asked["params"]["options"][0]["optionId"]
+        answer = {"outcome": {"outcome": "selected", "optionId": option}}
+        await peer.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer}, sid)
+        idle = await peer.wait_for(is_update("state_update", state="idle"), start)
+        assert update_of(idle)["stopReason"] == "end_turn"
+        turn = peer.received[start:]
+        assert states(turn) == ["running", "requires_action", "running", "idle"]
+        kinds = {u["sessionUpdate"] for u in updates(turn)}
+        assert {"tool_call_update", "plan_update", "agent_message_chunk"} <= kinds, kinds
+        assert "tool_call" not in kinds and "plan" not in kinds
+        chunks = [u for u in updates(turn) if u["sessionUpdate"].endswith("_chunk")]
+        assert all(u.get("messageId") for u in chunks)
+        said = "".join(
+            u["content"]["text"] for u in chunks if u["sessionUpdate"] == "agent_message_chunk"
+        )
+        assert said == "Wrote hello.txt."
+
+        # A cancel: the turn ends idle, cancelled.
+        start = len(peer.received)
+        await peer.call(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "slow"}]}, sid
+        )
+        await peer.wait_for(is_update("agent_message_chunk"), start)
+        await peer.notify("session/cancel", {"sessionId": sid}, sid)
+        idle = await peer.wait_for(is_update("state_update", state="idle"), start)
+        assert update_of(idle)["stopReason"] == "cancelled"
+        assert peer.errors() == []
+        first_turns = updates(peer.received)
+    finally:
+        await peer.close()
+
+    # Another v2 connection resumes the session: the log replayed, in v2, the same ids.
+    again = peer_for(gw, scheme)
+    try:
+        await again.open()
+        start = len(again.received)
+        resumed = await again.call(
+            "session/resume",
+            {"sessionId": sid, "cwd": gw.config.agents[0].cwd, "replayFrom": {"type": "start"}},
+        )
+        assert "error" not in resumed, resumed
+        replay = again.received[start : again.received.index(resumed)]
+        assert states(replay) == ["idle"]  # the current state, after the replay
+        user = [u for u in updates(replay) if u["sessionUpdate"] == "user_message_chunk"]
+        assert user[0]["messageId"] == message_id
+        assert [u["content"]["text"] for u in user] == ["please write", "slow"]
+        replayed_ids = {u.get("messageId") for u in updates(replay) if "messageId" in u}
+        live_ids = {u.get("messageId") for u in first_turns if "messageId" in u}
+        assert replayed_ids == live_ids
+        assert again.errors() == []
+    finally:
+        await again.close()
+
+
+async def test_a_v1_client_on_the_same_session_meanwhile_gets_v1(
+    remote_gateway: LiveGateway,
+) -> None:
+    gw = remote_gateway
+    cwd = gw.config.agents[0].cwd
+    url = f"http://127.0.0.1:{gw.port}/acp"
+    v2, v1 = HttpV2(url), HttpV2(url, INIT_V1)
+    try:
+        await v2.open()
+        sid = (await v2.call("session/new", {"cwd": cwd}))["result"]["sessionId"]
+        await v2.watch(sid)
+        assert (await v1.open())["result"]["protocolVersion"] == 1
+        loaded = await v1.call("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+        assert "error" not in loaded, loaded
+        await v1.watch(sid)
+
+        prompt = [{"type": "text", "text": "please write"}]
+        await v2.call("session/prompt", {"sessionId": sid, "prompt": prompt}, sid)
+        asked = await v2.wait_for(lambda m: m.get("method") == "session/request_permission")
+        option = asked["params"]["options"][0]["optionId"]
+        answer = {"outcome": {"outcome": "selected", "optionId": option}}
+        await v2.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer}, sid)
+        await v2.wait_for(is_update("state_update", state="idle"))
+        await v1.wait_for(lambda _m: v1_text(v1.received) == "Wrote hello.txt.")
+
+        asked_v1 = next(m for m in v1.received if m.get("method") == "session/request_permission")
+        assert "toolCall" in asked_v1["params"] and "subject" not in asked_v1["params"]
+        kinds = [u["sessionUpdate"] for u in updates(v1.received)]
+        assert "tool_call" in kinds and "plan" in kinds, kinds
+        assert "state_update" not in kinds and "plan_update" not in kinds
+        assert not any("messageId" in u for u in updates(v1.received))
+        # (v1's load reply names its session on purpose, for the SDK's client: service.py)
+        assert [e for e in v1.errors(version=1) if "LoadSessionResponse" not in e] == []
+        assert v2.errors() == []
+    finally:
+        await v1.close()
+        await v2.close()
+
+
+def v1_text(messages: list[Message]) -> str:
+    return "".join(
+        u["content"]["text"]
+        for u in updates(messages)
+        if u["sessionUpdate"] == "agent_message_chunk"
+    )
+
+
+INIT_V1: Message = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": 1, "clientCapabilities": {}},
+}
+
+
+async def test_a_v2_sse_stream_dropped_mid_turn_resumes_with_last_event_id(
+    remote_gateway: LiveGateway,
+) -> None:
+    gw = remote_gateway
+    peer = RawPeer(f"http://127.0.0.1:{gw.port}/acp")
+    try:
+        response = await peer.send(INIT)
+        peer.connection_id = response.headers["acp-connection-id"]
+        assert response.json()["result"]["protocolVersion"] == 2
+        async with peer.stream() as events:
+            new_id, _ = await peer.post("session/new", {"cwd": gw.config.agents[0].cwd})
+            sid = (await until(events, reply_to(new_id)))[-1].message["result"]["sessionId"]
+        first: list[Event] = []
+        async with peer.stream(sid) as events:
+            prompt = [{"type": "text", "text": "slow"}]
+            await peer.post("session/prompt", {"sessionId": sid, "prompt": prompt}, session=sid)
+            async for event in events:
+                first.append(event)
+                if "tick tick tick" in v1_text([e.message for e in first]):
+                    break
+        # The stream dropped mid-turn; the turn goes on. Resume after the last id seen.
+        async with peer.stream(sid, last_event_id=first[-1].id) as events:
+            rest = await until(events, lambda e: is_update("state_update", state="idle")(e.message))
+        ids = [e.id for e in first + rest]
+        assert ids == sorted(set(ids))  # in order, nothing twice
+        messages = [e.message for e in first + rest]
+        assert v1_text(messages) == SLOW_TEXT  # nothing missing
+        agent = [u for u in updates(messages) if u["sessionUpdate"] == "agent_message_chunk"]
+        assert len({u["messageId"] for u in agent}) == 1  # one message, one id
+    finally:
+        await peer.close()
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+def test_the_official_ts_v2_client_through_the_gateway(
+    v2_peers: NpmPeers, remote_gateway: LiveGateway, scheme: str
+) -> None:
+    """The TS SDK's v2 client spawns `agentao connect URL` (a stdio agent that is the
+    gateway's): a prompt, a permission allowed, and a resume with replay from the log in a
+    second `connect` process. Every line either side wrote validates against v2."""
+    gw = remote_gateway
+    connect = [sys.executable, "-m", "agentao", "connect", f"{scheme}://127.0.0.1:{gw.port}/acp"]
+    lines = run_client(
+        v2_peers, connect, "--cwd", gw.config.agents[0].cwd, "--prompt", "please write",
+        "--permission", "allow", "--resume",
+    )  # fmt: skip
+    assert check_recording(lines, 2) == []
+    (prompted,) = result_of(lines, "session/prompt")
+    echoed = [u for u in ts_updates(lines) if u["sessionUpdate"] == "user_message_chunk"]
+    assert [u["messageId"] for u in echoed] == [prompted["messageId"]] * 2  # live, replayed
+    assert ts_states(lines) == ["running", "requires_action", "running", "idle", "idle"]
