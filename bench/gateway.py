@@ -279,7 +279,8 @@ async def gateway_ttft(http: httpx.AsyncClient, session_key: str) -> float:
 async def bench_relay(setup: Setup, gateways: list[Served], runs: int) -> dict[str, float]:
     """Median chunks/s of one long answer: direct, then through each gateway, alternating."""
     rates: dict[str, list[float]] = {"direct": [], **{g.name: [] for g in gateways}}
-    async with Client(setup.direct_command()) as client:
+    # v1, as the gateway's pool drives the agent: the same agent work on both paths.
+    async with Client(setup.direct_command(), protocol=1) as client:
         session = await client.new_session(str(setup.work))
         conns = {g.name: RawHttp(g.port) for g in gateways}
         for run in range(runs + 1):  # the first round warms every path, and is dropped
@@ -351,7 +352,7 @@ def report_targets(args, relay: dict[str, float], streams: dict[str, dict[str, f
 async def bench_ttft(setup: Setup, port: int, turns: int) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {"direct": [], "raw": [], "httpx": []}
     async with (
-        Client(setup.direct_command(setup.long_script)) as client,
+        Client(setup.direct_command(setup.long_script), protocol=1) as client,
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60, headers=AUTH) as http,
     ):
         session = await client.new_session(str(setup.work))
@@ -371,7 +372,7 @@ async def bench_ttft(setup: Setup, port: int, turns: int) -> dict[str, list[floa
 async def direct_concurrent(setup: Setup, n: int, processes: int) -> tuple[dict, dict]:
     """The same load straight over ACP: `processes` agents, n sessions spread across them;
     cold (each opens its session, timed) then warm (the sessions exist)."""
-    clients = [Client(setup.direct_command()) for _ in range(processes)]
+    clients = [Client(setup.direct_command(), protocol=1) for _ in range(processes)]
     await asyncio.gather(*(c.start() for c in clients))
     for c in clients:  # warm each process the way the gateway's were (a first session, a turn)
         await direct_turn(await c.new_session(str(setup.work)), "hi")

@@ -53,12 +53,14 @@ def acp_url(served: Served, scheme: str) -> AgentUrl:
     return AgentUrl(f"{scheme}://127.0.0.1:{served.port}/acp", api_key=BENCH_KEY)
 
 
-async def bench_ttft(setup: Setup, served: Served, turns: int) -> dict[str, list[float]]:
+async def bench_ttft(
+    setup: Setup, served: Served, turns: int, protocol: int
+) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {"stdio": [], "http": [], "ws": []}
     async with (
-        Client(setup.direct_command(setup.long_script)) as stdio,
-        Client(acp_url(served, "http")) as http,
-        Client(acp_url(served, "ws")) as ws,
+        Client(setup.direct_command(setup.long_script), protocol=protocol) as stdio,
+        Client(acp_url(served, "http"), protocol=protocol) as http,
+        Client(acp_url(served, "ws"), protocol=protocol) as ws,
     ):
         sessions = {
             "stdio": await stdio.new_session(str(setup.work)),
@@ -74,11 +76,13 @@ async def bench_ttft(setup: Setup, served: Served, turns: int) -> dict[str, list
     return results
 
 
-async def remote_session_ttft(served: Served, scheme: str, work: str) -> tuple[float, float]:
+async def remote_session_ttft(
+    served: Served, scheme: str, work: str, protocol: int
+) -> tuple[float, float]:
     """One whole remote client: (first token from its start -- connect, initialize,
     session/new, prompt --, first token from the prompt)."""
     start = time.perf_counter()
-    async with Client(acp_url(served, scheme)) as client:
+    async with Client(acp_url(served, scheme), protocol=protocol) as client:
         session = await client.new_session(work)
         prompted = time.perf_counter()
         from_prompt = (await direct_turn(session, "hi"))[0]
@@ -91,7 +95,9 @@ async def openai_session_ttft(http: httpx.AsyncClient, key: str) -> tuple[float,
     return first, first
 
 
-async def concurrent(served: Served, path: str, n: int, work: str, tag: str) -> dict[str, float]:
+async def concurrent(
+    served: Served, path: str, n: int, work: str, tag: str, protocol: int
+) -> dict[str, float]:
     # The OpenAI path shares one httpx client (an OpenAI SDK user's habit, and a new one
     # costs ~35 ms of TLS setup on this loop); each remote client is its own connection.
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
@@ -100,7 +106,7 @@ async def concurrent(served: Served, path: str, n: int, work: str, tag: str) -> 
         if path == "openai":
             jobs = [openai_session_ttft(http, f"{tag}-{i}") for i in range(n)]
         else:
-            jobs = [remote_session_ttft(served, path, work) for _ in range(n)]
+            jobs = [remote_session_ttft(served, path, work, protocol) for _ in range(n)]
         start, client_cpu, gateway_cpu = time.perf_counter(), time.process_time(), cpu_s(served)
         outcomes = await asyncio.gather(*jobs, return_exceptions=True)
         wall = time.perf_counter() - start
@@ -131,12 +137,13 @@ def cpu_s(served: Served) -> float:
 
 
 def concurrent_rounds(
-    served: Served, n: int, rounds: int, work: str
+    served: Served, n: int, rounds: int, work: str, protocol: int
 ) -> dict[str, dict[str, float]]:
     runs: dict[str, list[dict[str, float]]] = {"openai": [], "http": [], "ws": []}
     for r in range(rounds):
         for path in runs:  # alternating, so drift hits every path alike
-            runs[path].append(asyncio.run(concurrent(served, path, n, work, f"r{r}")))
+            run = concurrent(served, path, n, work, f"r{r}", protocol)
+            runs[path].append(asyncio.run(run))
     return {
         path: {k: statistics.median(run[k] for run in results) for k in results[0]}
         for path, results in runs.items()
@@ -144,7 +151,10 @@ def concurrent_rounds(
 
 
 def report(args: argparse.Namespace, ttft: dict[str, list[float]], load: dict, mem: dict) -> None:
-    print(f"\n### Time to first token, one session, {args.turns} turns each (ms)\n")
+    print(
+        f"\n### Time to first token, one session, {args.turns} turns each, "
+        f"ACP v{args.protocol} (ms)\n"
+    )
     print("| path | p50 | p99 | p50 vs stdio | p99 vs stdio |")
     print("|---|---:|---:|---:|---:|")
     base50, base99 = percentile(ttft["stdio"], 50), percentile(ttft["stdio"], 99)
@@ -183,6 +193,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=100)
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
+    # Every client speaks this ACP version: 1, issue 21's targets; 2, our agent's v2 on
+    # stdio beside the gateway's v2 bridge (its pool drives the agent over v1).
+    parser.add_argument("--protocol", type=int, choices=(1, 2), default=1)
     args = parser.parse_args()
     # The gateway bench's setup, with room for every turn this bench runs.
     setup_args = argparse.Namespace(chunks=10, relay_runs=0, turns=args.turns * 3 + 20)
@@ -194,9 +207,11 @@ def main() -> None:
             setup, args.processes, "after", script=setup.long_script, limits=limits
         )
         try:
-            ttft = asyncio.run(bench_ttft(setup, served, args.turns))
+            ttft = asyncio.run(bench_ttft(setup, served, args.turns, args.protocol))
             before = rss_mb(served.proc.pid)
-            load = concurrent_rounds(served, args.concurrency, args.rounds, str(setup.work))
+            load = concurrent_rounds(
+                served, args.concurrency, args.rounds, str(setup.work), args.protocol
+            )
             agents = sum(rss_mb(pid) for pid in descendants(served.proc.pid))
             mem = {
                 "gateway_before": before,
