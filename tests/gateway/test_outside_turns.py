@@ -230,6 +230,37 @@ async def test_a_note_after_a_turn_moves_where_the_next_turn_numbers_from(
         await store.close()
 
 
+async def test_a_note_numbered_from_the_end_the_caller_knew_reads_no_store(
+    tmp_path: Path,
+) -> None:
+    """A new conversation's first update (our agent's commands, right after session/new)
+    numbers from the end its caller knew (0) and says where the log ends now, so neither
+    the note nor the first turn asks the store where it ends (a round trip on each new
+    conversation's way to its first token). Control: a note with no end known reads it."""
+    store = open_gateway_store(tmp_path / "gw.sqlite3")
+    for conversation_id in ("c1", "c2"):
+        await store.create_conversation(Conversation(conversation_id, "local", "agentao", "acp"))
+    reads: list[str] = []
+    store.db.trace(lambda sql: reads.append(sql) if "max(last_seq)" in sql.lower() else None)
+    hub = TaskHub(store, "boot_a")
+    try:
+        end = hub.note("c1", SESSION_UPDATE, MODE_UPDATE, log_end=0)
+        assert end == 1
+        await hub.flush()
+        turn = await hub.open(TaskRecord("t1", "c1", "running"), log_end=end)
+        turn.emit("task-started", {})
+        await hub.flush()
+        assert [e.seq for e in await store.events_after("c1", 0)] == [1, 2]
+        assert reads == []
+        assert hub.note("c2", SESSION_UPDATE, MODE_UPDATE) is None  # control
+        await hub.flush()
+        assert len(reads) == 1 and [e.seq for e in await store.events_after("c2", 0)] == [1]
+    finally:
+        store.db.trace(None)
+        hub.close()
+        await store.close()
+
+
 async def test_a_note_between_a_turn_s_answer_and_its_end_is_read_in_the_log_s_order(
     tmp_path: Path,
 ) -> None:

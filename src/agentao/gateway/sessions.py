@@ -365,8 +365,9 @@ class Conversations:
         """An update of a bound session (on the read path): a note unless a turn's."""
         if session.answering or conv.session is not session:
             return
-        self.hub.note(conv.id, SESSION_UPDATE, {"update": update.raw})
-        conv.log_seq = None  # the end moved: the hub knows it, or the store
+        # The end moved: where the note went when it was numbered from the end we knew
+        # (no store read: a new conversation's first updates), else the hub or the store knows.
+        conv.log_seq = self.hub.note(conv.id, SESSION_UPDATE, {"update": update.raw}, conv.log_seq)
 
     async def _load(
         self, conv: LiveConversation, session_id: str, params: SessionParams

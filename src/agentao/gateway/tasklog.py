@@ -293,15 +293,27 @@ class TaskHub:
 
     # ---- what the agent sends while no turn runs -------------------------------------
 
-    def note(self, conversation_id: str, type_: str, payload: dict[str, Any]) -> None:
+    def note(
+        self,
+        conversation_id: str,
+        type_: str,
+        payload: dict[str, Any],
+        log_end: int | None = None,
+    ) -> int | None:
         """Append a frame of no task to the conversation's log (what its agent session
         sent while no turn ran): numbered on from the log's end -- this hub's own count
-        while something of the conversation is open or unstored here, else read from
-        the store first, later notes waiting in order meanwhile -- stored by the writer,
-        and only then given to the conversation's watchers (a store failure: a
-        `task-error` with code `store_failed` and no seq, the note dropped)."""
-        self._noted.add(conversation_id)
+        while something of the conversation is open or unstored here, else `log_end`
+        when the caller knows it (as for `open`), else read from the store first, later
+        notes waiting in order meanwhile -- stored by the writer, and only then given to
+        the conversation's watchers (a store failure: a `task-error` with code
+        `store_failed` and no seq, the note dropped). Its seq when it was numbered from
+        `log_end` (where the log ends now, for the caller to keep); else None, and the
+        next `open` reads where the log ends rather than trust the caller."""
         waiting = self._unnumbered.get(conversation_id)
+        if waiting is None and conversation_id not in self._last_seq and log_end is not None:
+            self._last_seq[conversation_id] = log_end  # no store read on a new conversation
+            return self._queue_note(conversation_id, type_, payload)
+        self._noted.add(conversation_id)
         if waiting is not None:
             waiting.append((type_, payload))
         elif conversation_id in self._last_seq:
@@ -310,6 +322,7 @@ class TaskHub:
             self._unnumbered[conversation_id] = [(type_, payload)]
             learning = asyncio.get_running_loop().create_task(self._learn_end(conversation_id))
             self._learning[conversation_id] = learning
+        return None
 
     async def _learn_end(self, conversation_id: str) -> None:
         """Read where the conversation's log ends (nothing of it is unstored here), then
@@ -327,12 +340,13 @@ class TaskHub:
         for type_, payload in self._unnumbered.pop(conversation_id, []):
             self._queue_note(conversation_id, type_, payload)
 
-    def _queue_note(self, conversation_id: str, type_: str, payload: dict[str, Any]) -> None:
+    def _queue_note(self, conversation_id: str, type_: str, payload: dict[str, Any]) -> int:
         seq = self.number(conversation_id)
         self._users[conversation_id] = self._users.get(conversation_id, 0) + 1
         event = TaskEvent(NO_TASK, seq, type_, time.time(), payload)
         self._writer.batch.notes.append(LogNote(conversation_id, self.boot_id, event))
         self._writer.kick()
+        return seq
 
     def watch_conversation(self, conversation_id: str, watcher: Watcher) -> None:
         """Give `watcher` every frame of the conversation's log from now on, once stored,
@@ -486,6 +500,7 @@ class TaskHub:
         pending.notes = [n for n in pending.notes if n.conversation_id not in failed]
         for note in [*notes, *dropped]:
             self._release(note.conversation_id)
+        self._noted |= failed  # an end a caller was told (`note`'s seq) was never stored
         for conversation_id in sorted(failed):
             self._tell_readers(conversation_id, _note_failure(exc))
 
