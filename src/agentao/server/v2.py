@@ -48,6 +48,7 @@ from agentao.protocol.connection import params_of
 from agentao.protocol.decode import decode_strict, to_builtins
 from agentao.protocol.endpoint import Endpoint
 from agentao.protocol.errors import AcpError, InternalError, InvalidParams
+from agentao.protocol.v2.from_v1 import replay_from
 from agentao.server.capabilities import initialize_response_v2
 from agentao.server.config_options import MODEL_CONFIG_ID, mode_state, model_options
 from agentao.server.gates import UpdateGate, kind_of
@@ -69,7 +70,6 @@ ELICITATION_METHOD = "elicitation/create"
 CONFIG_KINDS = frozenset({"current_mode_update", "config_option_update"})
 ANSWER_FIELD = "answer"  # the one field of ask_user's form
 PROVIDER_KEY_METHOD = "provider-key"  # the one auth method: the provider key, server-side
-REPLAY_FROM_START = "start"
 # v2's value tag (`type: "id"`) and `_meta`: v1's model setter takes neither.
 V2_ONLY_SET_FIELDS = frozenset(
     {"type", "_meta"}
@@ -270,7 +270,7 @@ class AgentV2:
         await self.agent.session_cancel(params, message)
 
     async def session_resume(self, params: v2.ResumeSessionRequest, message: dict[str, Any]) -> Any:
-        replay = _replay_from(params_of(message).get("replayFrom"))
+        replay = replay_from(params_of(message).get("replayFrom"))
         live = await self.agent._restore(params, params_of(message).get("mcpServers"))
         if replay:  # the history before the reply, as v1's load does
             await self.agent._replay(live)
@@ -351,19 +351,6 @@ def _known_mode(live: LiveSession, value: str) -> None:
             f"Invalid params: unknown mode {value!r} (one of: {allowed})",
             {"field": "value", "configId": MODE_CONFIG_ID},
         )
-
-
-def _replay_from(cursor: Any) -> bool:
-    """Whether to replay: omitted/null no, `{type: "start"}` the whole history, anything
-    else -32602 (v2: never substitute another cursor)."""
-    if cursor is None:
-        return False
-    if isinstance(cursor, dict) and cursor.get("type") == REPLAY_FROM_START:
-        return True
-    raise InvalidParams(
-        'Invalid params: replayFrom must be {"type": "start"} (the only cursor served)',
-        {"field": "replayFrom", "reason": "unsupported_cursor"},
-    )
 
 
 def _v1_blocks(prompt: list[Any]) -> list[Any]:

@@ -83,13 +83,12 @@ from agentao.protocol.errors import (
     RequestCancelled,
     SessionNotFound,
 )
-from agentao.protocol.v2.from_v1 import state_update
+from agentao.protocol.v2.from_v1 import replay_from, state_update
 from agentao.store.gateway import GatewayStore
 
 log = logging.getLogger("agentao.gateway")
 _decode = msgspec.json.Decoder().decode
 
-REPLAY_FROM_START = "start"  # the one replay cursor a v2 resume may name: the whole log
 _API_CODES = {400: InvalidParams.code, 404: SessionNotFound.code, 409: InvalidRequest.code}
 
 
@@ -292,7 +291,9 @@ class RemoteAcp:
         if method == "session/new":
             return await self._new(connection, params)
         if method in ("session/load", "session/resume"):
-            replay = method == "session/load" or _replay_from(connection, params)
+            # A v1 resume replays none; a v2 one as its cursor says.
+            v2_replay = connection.bridge is not None and replay_from(params.get("replayFrom"))
+            replay = method == "session/load" or v2_replay
             return await self._reopen(connection, params, replay=replay)
         if method == "session/list":
             return await self._list(connection)
@@ -536,20 +537,6 @@ def _prompt_of(params: dict[str, Any]) -> list[dict[str, Any]]:
             "Invalid params: prompt must be a list of content blocks", {"field": "prompt"}
         )
     return prompt
-
-
-def _replay_from(connection: RemoteClient, params: dict[str, Any]) -> bool:
-    """v2's `session/resume` replay cursor: omitted no, `{type: "start"}` the whole log,
-    anything else -32602 (v2: never substitute another cursor). A v1 resume replays none."""
-    cursor = params.get("replayFrom")
-    if connection.bridge is None or cursor is None:
-        return False
-    if isinstance(cursor, dict) and cursor.get("type") == REPLAY_FROM_START:
-        return True
-    raise InvalidParams(
-        'Invalid params: replayFrom must be {"type": "start"} (the only cursor served)',
-        {"field": "replayFrom", "reason": "unsupported_cursor"},
-    )
 
 
 def _update(session_id: str, update: Any) -> dict[str, Any]:

@@ -29,6 +29,8 @@ import difflib
 import uuid
 from typing import Any
 
+from agentao.protocol.errors import InvalidParams
+
 PLAN_ID = "plan"  # one plan per session (todo_write replaces it whole)
 GIT_PATCH = "git_patch"
 CHUNKS = {"agent_message_chunk": "agent", "agent_thought_chunk": "thought"}
@@ -179,9 +181,26 @@ def permission_request(
     }
 
 
+REPLAY_FROM_START = "start"  # the one replay cursor a v2 resume may name: the whole history
+
+
+def replay_from(cursor: Any) -> bool:
+    """Whether a v2 `session/resume` replays: `replayFrom` omitted or null no, `{type:
+    "start"}` the whole history, anything else -32602 (v2: never substitute a cursor)."""
+    if cursor is None:
+        return False
+    if isinstance(cursor, dict) and cursor.get("type") == REPLAY_FROM_START:
+        return True
+    raise InvalidParams(
+        'Invalid params: replayFrom must be {"type": "start"} (the only cursor served)',
+        {"field": "replayFrom", "reason": "unsupported_cursor"},
+    )
+
+
 __all__ = [
     "GIT_PATCH",
     "PLAN_ID",
+    "REPLAY_FROM_START",
     "FromV1",
     "chunk",
     "command",
@@ -189,6 +208,7 @@ __all__ = [
     "new_message_id",
     "permission_request",
     "plan_update",
+    "replay_from",
     "state_update",
     "terminal_text",
     "text_content",
