@@ -91,7 +91,13 @@ class SdkServer:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(create_asgi_app(SdkAgent), log_level="warning", lifespan="off")
+        # A stream a test left open must not hold the shutdown (uvicorn waits for it).
+        config = uvicorn.Config(
+            create_asgi_app(SdkAgent),
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True

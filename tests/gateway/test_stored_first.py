@@ -191,7 +191,7 @@ def breakable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Breaka
 
 def _failing_gateway(gateway_factory: Any, breakable: BreakableStore) -> LiveGateway:
     # A stopped PostgreSQL refuses connections at once; the bound keeps shutdown short.
-    return gateway_factory(store=breakable.target, limits=Limits(store_connect_seconds=2))
+    return gateway_factory(store=breakable.target, limits=Limits(store_connect_seconds=0.5))
 
 
 def test_every_reader_of_a_turn_gets_the_store_failure_and_nothing_unstored(
