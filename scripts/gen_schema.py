@@ -790,13 +790,8 @@ Conventions
 # peer reads the null: a diff's `oldText: null` says "this edit created the file".
 WRITE_NULLS = frozenset({"Diff"})
 
-PREAMBLE = '''
-from __future__ import annotations
-
-from typing import Annotated, Any, Literal, NamedTuple
-
-import msgspec
-
+# Every version's integer bounds and struct base (each module has its own `_Base`).
+BOUNDS_AND_BASE = '''
 Int32 = Annotated[int, msgspec.Meta(ge=-2147483648, le=2147483647)]
 Int64 = Annotated[int, msgspec.Meta(ge=-9223372036854775808, le=9223372036854775807)]
 Uint16 = Annotated[int, msgspec.Meta(ge=0, le=65535)]
@@ -812,7 +807,18 @@ class _Base(
     repr_omit_defaults=True,
 ):
     """Configuration shared by every generated struct."""
+'''
 
+PREAMBLE = (
+    """
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, NamedTuple
+
+import msgspec
+"""
+    + BOUNDS_AND_BASE
+    + '''
 
 class DispatchedUnion:
     """Base of a union that agentao.protocol.decode dispatches (see the module docstring)."""
@@ -869,11 +875,13 @@ class Lenience(NamedTuple):
 def _lenient(on_error: str, skip_items: str = "", on_null: str = "") -> Lenience:
     return Lenience(*(frozenset(names.split()) for names in (on_error, skip_items, on_null)))
 '''
+)
 
 # Later versions share v1's runtime helpers, so decode.py dispatches, repairs and re-encodes
 # every version's unions with one set of classes (an UnknownVariant is one class, whichever
 # version read it). Only the structs' base and the integer bounds are their own.
-PREAMBLE_LATER = '''
+PREAMBLE_LATER = (
+    """
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
@@ -881,27 +889,14 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from agentao.protocol.schema import DispatchedUnion, Lenience, UnionDispatch, UnknownVariant
-
-Int32 = Annotated[int, msgspec.Meta(ge=-2147483648, le=2147483647)]
-Int64 = Annotated[int, msgspec.Meta(ge=-9223372036854775808, le=9223372036854775807)]
-Uint16 = Annotated[int, msgspec.Meta(ge=0, le=65535)]
-Uint32 = Annotated[int, msgspec.Meta(ge=0, le=4294967295)]
-Uint64 = Annotated[int, msgspec.Meta(ge=0)]
-
-
-class _Base(
-    msgspec.Struct,
-    omit_defaults=True,
-    forbid_unknown_fields=False,
-    rename="camel",
-    repr_omit_defaults=True,
-):
-    """Configuration shared by every generated struct."""
-
+"""
+    + BOUNDS_AND_BASE
+    + """
 
 def _lenient(on_error: str, skip_items: str = "", on_null: str = "") -> Lenience:
     return Lenience(*(frozenset(names.split()) for names in (on_error, skip_items, on_null)))
-'''
+"""
+)
 
 
 def render_schema(model: _Model) -> str:
