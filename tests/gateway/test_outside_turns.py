@@ -122,6 +122,37 @@ async def test_a_mode_change_between_turns_reaches_a_client_here_from_the_log(
     assert fold(log).session.mode == MODE
 
 
+async def test_a_client_loading_later_gets_a_mode_change_between_turns_in_its_place(
+    gateway_factory: Any, tmp_path: Path
+) -> None:
+    """`session/load` replays the log: each turn's prompt and updates, and the notes
+    between them (the mode change), in log order, before the reply."""
+    gw = gateway_factory(store=tmp_path / "gw.sqlite3")
+    changer = await _remote_client(gw)
+    later: Any = None
+    try:
+        sid = await _open(gw, changer)
+        await _turn(changer, 3, sid, "one")
+        await _set_mode(changer, 4, sid)
+        await _turn(changer, 5, sid, "two")
+        later = await _remote_client(gw)
+        replayed: list[dict[str, Any]] = []
+        cwd = gw.config.agents[0].cwd
+        await _send(later, 2, "session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+        await _until(later, lambda m: m.get("id") == 2, replayed)
+    finally:
+        await changer.close()
+        if later is not None:
+            await later.close()
+    kinds = [u["sessionUpdate"] for u in _updates(replayed)]
+    assert kinds.count("current_mode_update") == 1, kinds
+    mode = kinds.index("current_mode_update")
+    prompts = [i for i, kind in enumerate(kinds) if kind == "user_message_chunk"]
+    assert len(prompts) == 2 and prompts[0] < mode < prompts[1], kinds
+    assert "agent_message_chunk" in kinds[prompts[0] : mode]  # after the first turn's answer
+    assert _updates(replayed)[mode]["currentModeId"] == MODE
+
+
 async def test_a_mode_change_between_turns_reaches_a_client_on_another_replica(
     gateway_factory: Any, pg_url: str
 ) -> None:

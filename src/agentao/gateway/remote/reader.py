@@ -44,7 +44,9 @@ from agentao.store.gateway_records import TaskEvent
 
 log = logging.getLogger("agentao.gateway")
 ENDED_KEPT = 64  # terminal frames remembered, for a prompt whose task ends before it waits
-REPLAYED = frozenset({"task-started", "task-running"})  # a turn's prompt, then its updates
+# A turn's prompt, then its updates, and what the agent sent between turns (a mode
+# change, a cancelled turn's late updates): the session's history in log order.
+REPLAYED = frozenset({"task-started", "task-running", SESSION_UPDATE})
 SENT = frozenset({"task-running", SESSION_UPDATE})  # a session/update to every client
 
 
@@ -118,8 +120,8 @@ class ConversationReader:
             self._unlisten()
 
     def _replay(self, client: RemoteClient, history: list[TaskEvent] | None) -> None:
-        """The history as the log holds it: each turn's prompt, then its updates, every
-        one a reference to its frame (nothing copied); on the connection's own stream,
+        """The history as the log holds it: each turn's prompt, then its updates, and the
+        notes between turns in their place, every one a reference to its frame (nothing copied); on the connection's own stream,
         before the reply to the load (the client reads no session stream yet)."""
         for event in history or ():
             if event.type in REPLAYED:
