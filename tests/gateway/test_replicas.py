@@ -762,3 +762,88 @@ async def _eventually_started(
 def _ended(replica: ServedGateway, task_id: str) -> bool:
     auth = {"Authorization": f"Bearer {ALICE}"}
     return httpx.get(f"{replica.url}/v1/tasks/{task_id}", headers=auth).json()["status"] == "ended"
+
+
+class CountingReplica:
+    """A replica that only counts what it is asked: a loopback HTTP server entered in the
+    store's list of live replicas (its heartbeat an hour ahead), answering every request
+    as a replica that knows nothing of it would (400 `permission_request_not_found`)."""
+
+    def __init__(self, store_url: str) -> None:
+        import http.server
+        import threading
+
+        self.asked: list[str] = []
+        asked = self.asked
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                asked.append(f"{self.command} {self.path}")
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                body = b'{"error": {"code": "permission_request_not_found", "message": "no"}}'
+                self.send_response(400)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._join(store_url)
+
+    def _join(self, store_url: str) -> None:
+        import psycopg
+
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO gw_replicas (boot_id, url, heartbeat_at) "
+                "VALUES ('boot_counting', %s, extract(epoch from now()) + 3600)",
+                (self.url,),
+            )
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_question_s_answer_goes_to_the_holder_found_in_the_log_asking_nobody_else(
+    keyed: Replicas,
+) -> None:
+    a = keyed.start()  # A creates the tables; the counting replica joins once they exist
+    counting = CountingReplica(keyed.store_url)
+    try:
+        b = keyed.start()
+        auth = {"Authorization": f"Bearer {ALICE}"}
+        task = {"agent": "agentao", "prompt": "please write", "permission_policy": "ask"}
+        first = httpx.post(f"{a.url}/v1/tasks", json=task, headers=auth).json()
+        # B lists A's question from the log; another key lists nothing, answers nothing.
+        asked = _until(lambda: _questions(b, ALICE), "B lists A's question")
+        assert [(q["taskId"], q["conversationId"]) for q in asked] == [
+            (first["id"], first["conversation_id"])
+        ]
+        assert asked[0]["tool"]["title"] and asked[0]["deadline"] > 0
+        assert _questions(b, BOB) == []
+        answer = f"{b.url}/v1/permissions/{asked[0]['requestId']}"
+        allow = {"optionId": _allow(asked[0])}
+        bob = httpx.post(answer, json=allow, headers={"Authorization": f"Bearer {BOB}"})
+        assert bob.status_code == 400
+        assert bob.json()["error"]["code"] == "permission_request_not_found"
+        # An id no log holds: the same 400, from B alone.
+        nobody = httpx.post(f"{b.url}/v1/permissions/perm_nobody", json=allow, headers=auth)
+        assert nobody.json()["error"]["code"] == "permission_request_not_found"
+        # The owner's answer: one forward, B to A (the holder, found in the log).
+        assert httpx.post(answer, json=allow, headers=auth).json()["accepted"] is True
+        _until(lambda: (keyed.work / "one.txt").exists(), "A's turn wrote the file")
+        passed = [line for line in b.lines if "passing POST /v1/permissions/" in line]
+        assert len(passed) == 1 and a.url in passed[0]
+        _until(lambda: _questions(b, ALICE) == [], "the answered question is no longer open")
+        # Nothing went to the third replica: not the listings, not the answers.
+        assert counting.asked == []
+    finally:
+        counting.close()

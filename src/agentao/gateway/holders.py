@@ -6,7 +6,8 @@ time (its lease, replicas.py). `HolderRouting` is a pure ASGI middleware, the in
 (Guard, CORS and BodyLimit have judged the request). For each route that names a
 conversation (`NAMED`, one row per route) it reads only the name: the id in the path,
 one body field decoded alone with msgspec (the raw bytes are kept), a header, or the
-stored response or task an id points to. When another live replica holds that
+stored response, task or permission question an id points to (a question is a frame
+of its conversation's log: questions.py). When another live replica holds that
 conversation, the request goes there as it came (`Peers.pass_on`: forwarded with the
 caller's credentials, or a 307 with `cross_replica = "redirect"`), and no route runs
 here: nothing is parsed, hashed, or refused twice. A conversation that is free, ours,
@@ -40,6 +41,7 @@ from agentao.gateway.auth import Principal, owns
 from agentao.gateway.errors import ApiError
 from agentao.gateway.identifiers import check_id, check_session_key
 from agentao.gateway.openai_chat import SESSION_HEADER
+from agentao.gateway.questions import asking_conversation
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import CONVERSATION_PREFIX, keyed_conversation_id
 
@@ -87,6 +89,15 @@ async def _by_task_in_path(named: Named) -> str | None:
     return task.conversation_id if task is not None else None
 
 
+async def _by_question_in_path(named: Named) -> str | None:
+    """The conversation whose running turn asks this question: read from the caller's
+    own logs (questions.py), so another key's question names nothing."""
+    request_id = _checked(named.match["id"])
+    if request_id is None:
+        return None
+    return await asking_conversation(named.gateway.store, named.principal.name, request_id)
+
+
 async def _by_previous_response(named: Named) -> str | None:
     body = _field(named.body, _PreviousResponse)
     previous = body.previous_response_id if body is not None else None
@@ -128,6 +139,7 @@ NAMED: tuple[tuple[str, re.Pattern[str], Namer], ...] = (
     ("POST", re.compile(r"/v1/tasks/(?P<id>[^/]+)/cancel"), _by_task_in_path),
     ("POST", re.compile(r"/v1/conversations/(?P<id>[^/]+)"), _by_path),
     ("DELETE", re.compile(r"/v1/conversations/(?P<id>[^/]+)"), _by_path),
+    ("POST", re.compile(r"/v1/permissions/(?P<id>[^/]+)"), _by_question_in_path),
 )
 
 

@@ -24,9 +24,10 @@ request again (the conversation moved while it was on its way: 503, come back), 
 replicas cannot bounce one request between them. Replicas' addresses come from the
 store (`gw_replicas`), which every replica already trusts with everything else.
 
-Small questions go to the replicas too (`call`, `each`): remote ACP's prompts, cancels
-and permission answers for a session live on another replica (remote/far.py), the task
-stream's, answering or listing permission questions held by another replica's desk.
+Small questions go to one replica too (`call`): remote ACP's prompts, cancels and
+permission answers for a session live on another replica (remote/far.py), and the
+task stream's. No replica is asked in turn: which one holds a conversation, or asks a
+permission question, is read from the store (holders.py, questions.py).
 Whole requests and small questions alike take one path, `send`: marked as passed on,
 the holder watched by its heartbeat while it answers, an unreachable one a 503.
 """
@@ -124,7 +125,7 @@ class Peers:
 
         Every request one replica makes of another goes this way: a whole HTTP request
         passed to the holder (`forward`) and the small questions (`call`: remote ACP's
-        prompts, cancels and answers, the task stream's, permission listings)."""
+        prompts, cancels and answers, the task stream's)."""
         marked = [*headers, (FORWARDED_BY, self.replica.boot_id)]
         upstream = self.client.build_request(method, f"{url}{target}", headers=marked, content=body)
         try:
@@ -225,18 +226,6 @@ class Peers:
         finally:
             await reply.aclose()
         return reply
-
-    async def each(
-        self, method: str, path: str, conn: HTTPConnection, json: Any = None
-    ) -> AsyncIterator[httpx.Response]:
-        """`method path` on every other live replica that answers, one after another."""
-        if FORWARDED_BY in conn.headers:
-            return  # asked by a replica, which asks the others itself
-        for peer in await self.replica.peers():
-            try:
-                yield await self.call(peer.url, method, path, credentials(conn), json)
-            except ApiError:
-                log.warning("replica %s did not answer %s %s", peer.boot_id, method, path)
 
 
 def credentials(conn: HTTPConnection) -> dict[str, str]:

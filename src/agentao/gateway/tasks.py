@@ -64,13 +64,14 @@ from agentao.gateway.errors import (
     StoreFailed,
 )
 from agentao.gateway.identifiers import check_id
-from agentao.gateway.peers import credentials, error_code, error_message
+from agentao.gateway.peers import credentials, error_message
 from agentao.gateway.permissions import AnswerRejected, UnknownRequest
+from agentao.gateway.questions import open_questions
 from agentao.gateway.reasons import Channel
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import TurnRequest
 from agentao.gateway.tasklog import STORE_FAILED, TERMINAL, UNSTORED, wire_frame
-from agentao.gateway.views import ConversationView, tool_view
+from agentao.gateway.views import ConversationView
 from agentao.store.gateway import IN_FLIGHT_TASK
 from agentao.store.gateway_records import TaskEvent, TaskRecord
 
@@ -214,37 +215,26 @@ async def task_events(task_id: str, request: Request, after_seq: int = 0) -> Any
 
 @router.get("/v1/permissions")
 async def pending_permissions(request: Request) -> Any:
-    """The open questions of this caller's tasks, on this replica and every other one."""
+    """The open questions of this caller's tasks, whichever replica runs them: read from
+    the logs (questions.py), where every replica's questions are."""
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
-    data = []
-    for ask in gw.desk.pending(principal):
-        task = await gw.store.get_task(ask.task_id)
-        conversation = task.conversation_id if task is not None else None
-        frame = ask.frame()
-        tool = tool_view(frame["toolCall"])  # folded here: the web UI's card draws it
-        data.append({"taskId": ask.task_id, "conversationId": conversation, **frame, "tool": tool})
-    async for reply in gw.peers.each("GET", "/v1/permissions", request):
-        if reply.status_code == 200:
-            data.extend(reply.json()["data"])
+    data = await open_questions(gw.store, principal.name)
     # The server's clock, so a page can count down to each deadline whatever its own says.
     return {"object": "list", "data": data, "now": time.time()}
 
 
 @router.post("/v1/permissions/{request_id}")
 async def answer_permission(request_id: str, request: Request) -> Any:
+    """A person's answer. On replicas the holder step (holders.py) has already passed it
+    to the replica whose turn asks, found from the log: this desk's or nobody's."""
     gw: Gateway = request.app.state.gateway
     principal = gw.principal(request)
     check_id(request_id, "request_id")
     body = await gw.decode(request, PermissionAnswer)
     try:
         gw.desk.answer(request_id, body.option_id, principal, channel=channel_of(request))
-    except UnknownRequest as exc:  # the question may be another replica's
-        async for reply in gw.peers.each(
-            "POST", request.url.path, request, {"optionId": body.option_id}
-        ):
-            if error_code(reply) != UNKNOWN_REQUEST:
-                return JSONResponse(reply.json(), status_code=reply.status_code)
+    except UnknownRequest as exc:
         raise BadRequest(str(exc), param="requestId", code=UNKNOWN_REQUEST) from None
     except AnswerRejected as exc:
         raise BadRequest(str(exc), param="optionId") from None

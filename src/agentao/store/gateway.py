@@ -52,6 +52,7 @@ from agentao.store.gateway_records import (
     LAST_SEQ,
     LAST_SEQ_OF_TASK,
     PRUNE_LOG,
+    RUNNING_FRAMES,
     Boot,
     Conversation,
     LogNote,
@@ -119,6 +120,7 @@ class GatewayStore(Protocol):
     async def events_after(self, conversation_id: str, after_seq: int) -> list[TaskEvent]: ...
     async def task_events(self, task_id: str, after_seq: int) -> list[TaskEvent]: ...
     async def last_seq(self, conversation_id: str) -> int: ...
+    async def running_events(self, owner: str) -> list[tuple[str, TaskEvent]]: ...
     async def prune_log(self, updated_before: float) -> int: ...
     async def register_boot(self, boot: Boot) -> None: ...
     async def boots(self) -> list[Boot]: ...
@@ -321,6 +323,16 @@ class SqliteGatewayStore:
             ).fetchall()
         )
         return [e for row in rows for e in decode_frames(row[0]) if e.seq > after_seq]
+
+    async def running_events(self, owner: str) -> list[tuple[str, TaskEvent]]:
+        """The frames of `owner`'s running tasks, each with its conversation, each
+        conversation's in log order."""
+        rows = await self.db.read(
+            lambda c: c.execute(
+                RUNNING_FRAMES.replace("%s", "?"), (IN_FLIGHT_TASK, owner)
+            ).fetchall()
+        )
+        return [(row[0], e) for row in rows for e in decode_frames(row[1])]
 
     async def last_seq(self, conversation_id: str) -> int:
         """The seq of the conversation's last stored frame (0: none)."""

@@ -37,6 +37,13 @@ INSERT_NOTE_FRAMES = (
     "INSERT INTO gw_log_frames (conversation_id, first_seq, last_seq, task_id, frames) "
     "VALUES (%s, %s, %s, NULL, %s)"
 )
+# The frames of one owner's running tasks, each log in order: where the open permission
+# questions of every replica are read from (gateway/questions.py).
+RUNNING_FRAMES = (
+    "SELECT f.conversation_id, f.frames FROM gw_log_frames f "
+    "JOIN gw_tasks t ON t.id = f.task_id JOIN gw_conversations c ON c.id = f.conversation_id "
+    "WHERE t.status = %s AND c.owner = %s ORDER BY f.conversation_id, f.first_seq"
+)
 PRUNE_LOG = (
     "DELETE FROM gw_log_frames WHERE conversation_id IN (SELECT c.id FROM gw_conversations c "
     "WHERE c.updated_at < %s AND NOT EXISTS (SELECT 1 FROM gw_tasks t "
@@ -307,6 +314,7 @@ __all__ = [
     "LAST_SEQ_OF_TASK",
     "NO_TASK",
     "PRUNE_LOG",
+    "RUNNING_FRAMES",
     "Boot",
     "Conversation",
     "LogNote",

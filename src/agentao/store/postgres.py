@@ -33,6 +33,7 @@ from agentao.store.gateway_records import (
     LAST_SEQ,
     LAST_SEQ_OF_TASK,
     PRUNE_LOG,
+    RUNNING_FRAMES,
     Boot,
     Conversation,
     LogNote,
@@ -381,6 +382,10 @@ class PostgresGatewayStore:
     async def last_seq(self, conversation_id: str) -> int:
         row = await self.db.fetchone(LAST_SEQ, (conversation_id,))
         return int(row["last"]) if row else 0
+
+    async def running_events(self, owner: str) -> list[tuple[str, TaskEvent]]:
+        rows = await self.db.fetchall(RUNNING_FRAMES, (IN_FLIGHT_TASK, owner))
+        return [(r["conversation_id"], e) for r in rows for e in decode_frames(r["frames"])]
 
     async def prune_log(self, updated_before: float) -> int:
         return await self.db.execute(PRUNE_LOG, (updated_before, IN_FLIGHT_TASK))
