@@ -91,14 +91,16 @@ class LiveGateway:
     ) -> None:
         # In-process tests of the routes run keyless gateways open (local_token None), as
         # an embedding may; `agentao serve` always gives one its token (ServedGateway).
-        self.config = config
-        self.local_token = local_token
-        self.store = str(store)  # a SQLite file or a PostgreSQL URL
-        self.app = create_app(replace(config, store=str(store)), local_token=local_token)
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
+        # Where other replicas on a shared store reach this one: the port it is bound to.
+        config = replace(config, advertise_url=config.advertise_url or self.url)
+        self.config = config
+        self.local_token = local_token
+        self.store = str(store)  # a SQLite file or a PostgreSQL URL
+        self.app = create_app(replace(config, store=str(store)), local_token=local_token)
         server_config = uvicorn.Config(
             self.app,
             log_level="warning",

@@ -379,3 +379,57 @@ def test_the_official_ts_v2_client_through_the_gateway(
     echoed = [u for u in ts_updates(lines) if u["sessionUpdate"] == "user_message_chunk"]
     assert [u["messageId"] for u in echoed] == [prompted["messageId"]] * 2  # live, replayed
     assert ts_states(lines) == ["running", "requires_action", "running", "idle", "idle"]
+
+
+async def test_a_v2_prompt_on_a_session_another_replica_holds_is_acknowledged_at_once(
+    gateway_factory: Any, pg_url: str
+) -> None:
+    """B serves its v2 client as a far session (A holds the conversation): the prompt
+    is answered with its `messageId` before the turn asks anything (not after the turn),
+    the same id the log's echo of the prompt carries; the turn is then its states."""
+    a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
+    at_a, at_b = peer_for(a, "ws"), peer_for(b, "ws")
+    try:
+        await at_a.open()
+        opened = await at_a.call("session/new", {"cwd": a.config.agents[0].cwd})
+        sid = opened["result"]["sessionId"]
+        await at_a.call("session/prompt", {"sessionId": sid, "prompt": [_text("hello")]})
+        await at_a.wait_for(is_update("state_update", state="idle"))  # its row is stored
+        await at_b.open()
+        resumed = await at_b.call(
+            "session/resume", {"sessionId": sid, "cwd": b.config.agents[0].cwd}
+        )
+        assert resumed["result"] == {}, resumed
+        assert states(at_b.received) == ["idle"]  # the current state, before the reply
+        start = len(at_b.received)
+        await at_b.send(_request(99, "session/prompt", sid, "please write"))
+        first = await at_b.wait_for(
+            lambda m: m.get("id") == 99 or m.get("method") == "session/request_permission",
+            start,
+        )
+        assert first.get("id") == 99 and "method" not in first, first  # before any question
+        message_id = first["result"]["messageId"]
+        echo = await at_b.wait_for(is_update("user_message_chunk", messageId=message_id), start)
+        assert update_of(echo)["content"]["text"] == "please write"
+        asked = await at_b.wait_for(
+            lambda m: m.get("method") == "session/request_permission", start
+        )
+        option = asked["params"]["options"][0]["optionId"]
+        answer = {"outcome": {"outcome": "selected", "optionId": option}}
+        await at_b.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer})
+        idle = await at_b.wait_for(is_update("state_update", state="idle"), start)
+        assert update_of(idle)["stopReason"] == "end_turn"
+        assert states(at_b.received[start:]) == ["running", "requires_action", "running", "idle"]
+        assert at_b.errors() == []
+    finally:
+        await at_a.close()
+        await at_b.close()
+
+
+def _text(text: str) -> Message:
+    return {"type": "text", "text": text}
+
+
+def _request(request_id: int, method: str, sid: str, text: str) -> Message:
+    params = {"sessionId": sid, "prompt": [_text(text)]}
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}

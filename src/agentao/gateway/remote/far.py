@@ -20,7 +20,9 @@ once for here and for the holder) whose frames are the store's:
   (`POST /v1/permissions/{id}` there, with the answering client's own key); the log's
   record of the winning answer withdraws it from the others;
 * `session/prompt` starts a task on the holder (`POST /v1/tasks`, the client's key,
-  the remote policy) and is answered when its terminal frame is in the log;
+  the remote policy) and is answered when its terminal frame is in the log; a v2
+  client's at once, with the `messageId` the log's `task-started` frame gives its
+  prompt (bridge.py), as for a session live here: the turn is its `state_update`s;
   `session/cancel` cancels the conversation's running tasks there.
 
 When no live replica holds the conversation any more (its holder stopped or its lease
@@ -40,6 +42,7 @@ from typing import Any
 from agentao.gateway.config import Limits
 from agentao.gateway.errors import ApiError
 from agentao.gateway.peers import Peers, error_message
+from agentao.gateway.remote.bridge import user_message_id
 from agentao.gateway.remote.clients import RemoteClient
 from agentao.gateway.remote.reader import ConversationReader
 from agentao.gateway.replicas import Replica
@@ -145,7 +148,21 @@ class FarSession(ConversationReader):
     # ---- the client's turns --------------------------------------------------------------
 
     async def prompt(self, client: RemoteClient, blocks: list[Any], policy: str) -> Any:
-        """A turn on the holder: the ACP result once its terminal frame is in the log."""
+        """A turn on the holder: the ACP result once its terminal frame is in the log; to
+        a v2 client, its acknowledgement at once (the turn is then seen as its states)."""
+        task_id = await self._start(client, blocks, policy)
+        if client.bridge is not None:  # the messageId every reader derives from the log
+            return {"messageId": user_message_id(self.conv.id, task_id)}
+        ended = await self.ended(task_id)
+        if ended["type"] == "task-error":
+            error = ended.get("error") or {}
+            raise InternalError(
+                f"the turn failed: {error.get('message')}", {"reason": error.get("code")}
+            )
+        return {"stopReason": ended.get("stopReason") or "end_turn"}
+
+    async def _start(self, client: RemoteClient, blocks: list[Any], policy: str) -> str:
+        """The id of the task the holder started for the client's prompt."""
         body = {
             "agent": self.conv.record.agent,
             "prompt": blocks,
@@ -162,13 +179,11 @@ class FarSession(ConversationReader):
             raise InvalidRequest(f"Invalid Request: {error_message(reply)}")
         if reply.status_code != 201:
             raise InternalError(f"the replica holding this session: {error_message(reply)}")
-        ended = await self.ended(str(reply.json()["id"]))
-        if ended["type"] == "task-error":
-            error = ended.get("error") or {}
-            raise InternalError(
-                f"the turn failed: {error.get('message')}", {"reason": error.get("code")}
-            )
-        return {"stopReason": ended.get("stopReason") or "end_turn"}
+        return str(reply.json()["id"])
+
+    async def running(self) -> bool:
+        """Whether a turn of the conversation runs (on the holder), as the store says."""
+        return any(t.status == IN_FLIGHT_TASK for t in await self.store.list_tasks(self.conv.id))
 
     async def cancel(self) -> None:
         """Cancel the conversation's running turns, on the holder."""

@@ -505,7 +505,12 @@ class RemoteAcp:
         self, connection: RemoteClient, conv: LiveConversation, replay: bool
     ) -> dict[str, Any]:
         """A session live on another replica: served from the store, driven there."""
-        await self.far.session(conv).attach(connection, replay)
+        far = self.far.session(conv)
+        await far.attach(connection, replay)
+        if connection.bridge is not None:  # v2: the state after the replay, before the reply
+            state = state_update("running" if await far.running() else "idle")
+            connection.notify("session/update", _update(str(conv.record.session_id), state))
+            return {}
         return {"sessionId": conv.record.session_id}
 
     async def _move_away(self, relay: SessionRelay) -> FarSession:
