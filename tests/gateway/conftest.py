@@ -317,7 +317,10 @@ class ServedGateway:
     this_test: list[ServedGateway] = []  # started by the running test: its log if it fails
     LOG_LINES_ON_FAILURE = 300
 
-    def __init__(self, tmp: Path, config_text: str, home: Path | None = None) -> None:
+    def __init__(
+        self, tmp: Path, config_text: str, home: Path | None = None, *, wait: bool = True
+    ) -> None:
+        """Started, and (unless `wait` is false: then `ready()` waits) serving."""
         self.home = home or tmp / "home"
         config = tmp / "gateway.toml"
         config.write_text(config_text)
@@ -334,7 +337,13 @@ class ServedGateway:
         ServedGateway.this_test.append(self)
         self._seen = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
+        if wait:
+            self.ready()
+
+    def ready(self) -> ServedGateway:
+        """Once it serves (its startup logged as complete)."""
         self.wait_for_line("Application startup complete")
+        return self
 
     @property
     def url(self) -> str:
@@ -387,6 +396,15 @@ class ServedGateway:
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGINT)
         self.proc.wait(timeout=20)
+
+    @staticmethod
+    def stop_all(served: list[ServedGateway]) -> None:
+        """Stop each that still runs, all at once (each one's orderly stop takes a while)."""
+        running = [s for s in served if s.proc.poll() is None]
+        for s in running:
+            s.proc.send_signal(signal.SIGINT)
+        for s in running:
+            s.proc.wait(timeout=20)
 
     def kill(self) -> None:
         """SIGKILL, as a crash would: nothing of the gateway runs after it. (Reaped at once:
