@@ -239,3 +239,44 @@ async def test_a_held_read_holds_up_neither_writes_nor_other_reads(tmp_path) -> 
     assert await held is None
     store.db.trace(None)
     await store.close()
+
+
+def _question(task_id: str, seq: int, request_id: str) -> TaskEvent:
+    payload = {"requestId": request_id, "toolCall": {"toolCallId": "w1", "title": "Write"}}
+    return TaskEvent(task_id, seq, "permission-request", 1.0, payload)
+
+
+async def test_open_questions_are_the_owner_s_running_tasks_unanswered_ones(store) -> None:
+    """What `GET /v1/permissions` lists on every replica (gateway/questions.py): the
+    questions of the caller's running tasks with no answer frame; never another key's,
+    nor one of a turn that ended."""
+    from agentao.gateway.questions import asking_conversation, open_questions
+
+    for conv, owner in (("c1", "alice"), ("c2", "alice"), ("c3", "bob")):
+        await store.create_conversation(Conversation(conv, owner, "agentao", "task"))
+    running = [TaskRecord(t, c, "running") for t, c in (("t1", "c1"), ("t2", "c2"), ("t3", "c3"))]
+    answered = TaskEvent("t1", 3, "permission-response", 1.0, {"requestId": "perm_1"})
+    await store.append_events(
+        [
+            _question("t1", 1, "perm_1"),
+            _question("t1", 2, "perm_2"),
+            answered,
+            _question("t2", 1, "perm_3"),
+            _question("t3", 1, "perm_4"),
+        ],
+        tasks=running,
+    )
+    listed = await open_questions(store, "alice")
+    assert [(q["requestId"], q["taskId"], q["conversationId"]) for q in listed] == [
+        ("perm_2", "t1", "c1"),
+        ("perm_3", "t2", "c2"),
+    ]
+    assert listed[0]["tool"]["title"] == "Write"
+    assert await asking_conversation(store, "alice", "perm_3") == "c2"
+    assert await asking_conversation(store, "alice", "perm_4") is None  # bob's
+    assert [q["requestId"] for q in await open_questions(store, "bob")] == ["perm_4"]
+    # The turn ends: its question is no longer open (nor found to answer).
+    ended = TaskRecord("t2", "c2", "ended")
+    await store.append_events([TaskEvent("t2", 2, "task-ended", 1.0)], ended=[ended])
+    assert [q["requestId"] for q in await open_questions(store, "alice")] == ["perm_2"]
+    assert await asking_conversation(store, "alice", "perm_3") is None
