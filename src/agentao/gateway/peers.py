@@ -248,14 +248,6 @@ def _session_cookie(conn: HTTPConnection) -> dict[str, str]:
     return {"cookie": f"{COOKIE_NAME}={value}"} if value else {}
 
 
-def error_code(reply: httpx.Response) -> str | None:
-    """The `error.code` of another replica's answer (None when it is not an error)."""
-    try:
-        return str(reply.json()["error"]["code"])
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
 def error_message(reply: httpx.Response) -> str:
     try:
         return str(reply.json()["error"]["message"])
@@ -293,4 +285,4 @@ def _moved(retry_after: float) -> AgentUnavailable:
     )
 
 
-__all__ = ["FORWARDED_BY", "Peers", "credentials", "error_code", "error_message"]
+__all__ = ["FORWARDED_BY", "Peers", "credentials", "error_message"]
