@@ -154,7 +154,7 @@ AGENTAO_STORE_URL = "{self.store_url}"
         for path in self.work.iterdir():
             shutil.rmtree(path) if path.is_dir() else path.unlink()
         self._marks = {id(r): len(r.lines) for r in self.started}
-        ServedGateway.this_test.extend(self.started)
+        ServedGateway.this_test.extend(r for r in self.started if r not in ServedGateway.this_test)
         return self
 
     def since(self, replica: ServedGateway) -> str:

@@ -121,8 +121,9 @@ class ConversationReader:
 
     def _replay(self, client: RemoteClient, history: list[TaskEvent] | None) -> None:
         """The history as the log holds it: each turn's prompt, then its updates, and the
-        notes between turns in their place, every one a reference to its frame (nothing copied); on the connection's own stream,
-        before the reply to the load (the client reads no session stream yet)."""
+        notes between turns in their place, every one a reference to its frame (nothing
+        copied); on the connection's own stream, before the reply to the load (the client
+        reads no session stream yet)."""
         for event in history or ():
             if event.type in REPLAYED:
                 client.send_logged(self.conv.id, event, self.session_id, scope="")
