@@ -141,3 +141,29 @@ async def test_a_logged_update_waits_behind_an_earlier_message_not_yet_stored(
     assert [m.seq for m in got] == [1, 2]
     assert got[1].log_seq == 7
     await every_scope.aclose()
+
+
+async def test_a_message_reaches_a_waiting_stream_on_the_next_turn_of_the_event_loop(
+    connection: RemoteClient,
+) -> None:
+    """The critical path of a remote turn's first token: a delivered message wakes its
+    stream's reader at once (not through a task of its own per wait, as
+    `asyncio.wait_for` did on Python 3.11: two more turns of the loop per message)."""
+    stream = connection.stream(SESSION, None, KEEPALIVE)
+    connection.send_logged("conv_1", _frame(7), SESSION)
+    assert (await _next(stream)).log_seq == 7  # the stream has read the store: it is live
+    waiting = asyncio.ensure_future(anext(stream))
+    await asyncio.sleep(0)  # it waits for the next message
+    connection.send_logged("conv_1", _frame(8), SESSION)  # delivered ahead, at once
+    await asyncio.sleep(0)  # one turn of the event loop
+    assert waiting.done(), "the stream needed more than one turn of the loop"
+    assert (await _then(waiting)).log_seq == 8
+    await stream.aclose()
+
+
+async def test_a_quiet_stream_yields_a_keepalive_then_goes_on(connection: RemoteClient) -> None:
+    stream = connection.stream(SESSION, None, 0.01)
+    assert await asyncio.wait_for(anext(stream), GUARD_SECONDS) is None  # the ping
+    connection.send_logged("conv_1", _frame(7), SESSION)
+    assert (await _next(stream)).log_seq == 7  # and the stream lives on
+    await stream.aclose()
