@@ -1,11 +1,12 @@
 """A small streaming HTTP/1.1 client: asyncio streams, TLS from `ssl`, framing from h11.
 
 A leaf module outside the layers: the agent's LLM provider (`agent/providers/openai_http.py`)
-and the client's remote transport (`client/remote.py`, its POSTs) both use it.
+and the client's remote transport (`client/remote.py`, its POSTs and its event streams) use it.
 
-Just what they need: a POST, the status and headers, then the body as it arrives.
-One keep-alive connection per client (reused when both sides finished the previous
-exchange cleanly), Nagle's algorithm off (asyncio's default for TCP), each request
+Just what they need: a request (a POST with its body, a GET without), the status and
+headers, then the body as it arrives, each read bounded by a timeout or (an event
+stream) not. One idle keep-alive connection per client and server (reused when both
+sides finished the previous exchange cleanly), Nagle's algorithm off (asyncio's default for TCP), each request
 written in one call; a connection whose response was abandoned (a cancelled turn) is
 closed at once, which is how the server learns to stop.
 
