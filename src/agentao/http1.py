@@ -6,9 +6,9 @@ and the client's remote transport (`client/remote.py`, its POSTs and its event s
 Just what they need: a request (a POST with its body, a GET without), the status and
 headers, then the body as it arrives, each read bounded by a timeout or (an event
 stream) not. One idle keep-alive connection per client and server (reused when both
-sides finished the previous exchange cleanly), Nagle's algorithm off (asyncio's default for TCP), each request
-written in one call; a connection whose response was abandoned (a cancelled turn) is
-closed at once, which is how the server learns to stop.
+sides finished the previous exchange cleanly), Nagle's algorithm off (asyncio's default
+for TCP), each request written in one call; a connection whose response was abandoned
+(a cancelled turn) is closed at once, which is how the server learns to stop.
 
 Why not httpx: for this one request shape it adds ~6 MB resident (httpcore, anyio,
 its own TLS context), a few tens of microseconds per streamed chunk, and about half a
