@@ -1,13 +1,14 @@
 """A small streaming HTTP/1.1 client: asyncio streams, TLS from `ssl`, framing from h11.
 
 A leaf module outside the layers: the agent's LLM provider (`agent/providers/openai_http.py`)
-and the client's remote transport (`client/remote.py`, its POSTs) both use it.
+and the client's remote transport (`client/remote.py`, its POSTs and its event streams) use it.
 
-Just what they need: a POST, the status and headers, then the body as it arrives.
-One keep-alive connection per client (reused when both sides finished the previous
-exchange cleanly), Nagle's algorithm off (asyncio's default for TCP), each request
-written in one call; a connection whose response was abandoned (a cancelled turn) is
-closed at once, which is how the server learns to stop.
+Just what they need: a request (a POST with its body, a GET without), the status and
+headers, then the body as it arrives, each read bounded by a timeout or (an event
+stream) not. One idle keep-alive connection per client and server (reused when both
+sides finished the previous exchange cleanly), Nagle's algorithm off (asyncio's default
+for TCP), each request written in one call; a connection whose response was abandoned
+(a cancelled turn) is closed at once, which is how the server learns to stop.
 
 Why not httpx: for this one request shape it adds ~6 MB resident (httpcore, anyio,
 its own TLS context), a few tens of microseconds per streamed chunk, and about half a
@@ -57,6 +58,7 @@ class _Conn:
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
     h11: h11.Connection = field(default_factory=lambda: h11.Connection(h11.CLIENT))
+    timeout: float | None = None  # seconds each read may wait (None: for ever)
 
 
 @dataclass(slots=True)
@@ -94,15 +96,30 @@ class Http1Client:
         self, url: str, body: bytes, headers: dict[str, str]
     ) -> AsyncIterator[StreamResponse]:
         """POST `body`; the response streams while the `async with` block runs."""
+        async with self.request("POST", url, body, headers, self.timeout) as response:
+            yield response
+
+    @asynccontextmanager
+    async def request(
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        read_timeout: float | None,
+    ) -> AsyncIterator[StreamResponse]:
+        """`method` with `body` (None: no body, as a GET); the response streams while the
+        `async with` block runs. `read_timeout` bounds each wait for data (None: no bound,
+        for an event stream whose server pings only now and then)."""
         parts = urlsplit(url)
         key = (parts.scheme, parts.hostname or "", parts.port or _default_port(parts.scheme))
         target = parts.path + (f"?{parts.query}" if parts.query else "")
+        length = [] if body is None else [("Content-Length", str(len(body)))]
         request = h11.Request(
-            method="POST",
+            method=method,
             target=target,
-            headers=[("Host", parts.netloc), *{**self.headers, **headers}.items(),
-                     ("Content-Length", str(len(body)))],
-        )  # fmt: skip
+            headers=[("Host", parts.netloc), *{**self.headers, **headers}.items(), *length],
+        )
         conn = self._idle.pop(key, None)
         if conn is not None and conn.reader.at_eof():  # the server closed it while idle
             conn.writer.close()
@@ -111,6 +128,7 @@ class Http1Client:
         try:
             if conn is None:
                 conn = await self._connect(*key)
+            conn.timeout = read_timeout
             try:
                 response = await self._exchange(conn, request, body)
             except HttpError as exc:
@@ -118,18 +136,31 @@ class Http1Client:
                     raise
                 conn.writer.close()  # a kept-alive connection the server had closed: retry once
                 conn = await self._connect(*key)
+                conn.timeout = read_timeout
                 response = await self._exchange(conn, request, body)
             yield response
             finished = conn.h11.their_state is h11.DONE
         finally:
             if conn is not None and finished and conn.h11.our_state is h11.DONE:
                 conn.h11.start_next_cycle()
-                self._idle[key] = conn
+                self._keep_idle(key, conn)
             elif conn is not None:
                 conn.writer.close()  # abandoned or broken: the server sees the hang-up
 
-    async def _exchange(self, conn: _Conn, request: h11.Request, body: bytes) -> StreamResponse:
-        data = conn.h11.send(request) + conn.h11.send(h11.Data(data=body))
+    def _keep_idle(self, key: tuple[str, str, int], conn: _Conn) -> None:
+        """Keep one idle connection per server (several requests at once, event streams
+        beside the POSTs, may each have opened one: the others are closed)."""
+        kept = self._idle.pop(key, None)
+        if kept is not None:
+            kept.writer.close()
+        self._idle[key] = conn
+
+    async def _exchange(
+        self, conn: _Conn, request: h11.Request, body: bytes | None
+    ) -> StreamResponse:
+        data = conn.h11.send(request)
+        if body:
+            data += conn.h11.send(h11.Data(data=body))
         conn.writer.write(data + conn.h11.send(h11.EndOfMessage()))
         return await self._response(conn)
 
@@ -185,10 +216,10 @@ class Http1Client:
                     continue
                 return event
             try:
-                async with asyncio.timeout(self.timeout):
+                async with asyncio.timeout(conn.timeout):
                     data = await conn.reader.read(READ_BYTES)
             except TimeoutError:
-                raise HttpTimeout(f"no data from the server in {self.timeout:g} s") from None
+                raise HttpTimeout(f"no data from the server in {conn.timeout:g} s") from None
             except OSError as exc:
                 raise HttpError(f"connection lost: {exc}") from None
             conn.h11.receive_data(data)

@@ -192,6 +192,22 @@ async def test_a_cookie_the_server_set_comes_back_on_every_request(
         assert b"\r\ncookie: affinity=here" in request.lower(), request[:200]
 
 
+async def test_the_event_streams_go_over_connections_of_their_own_not_httpx(
+    server: SdkServer, tmp_path: Path
+) -> None:
+    """Each SSE stream (the connection's, the session's) is a GET on a connection of its
+    own from agentao/http1.py: httpx, which names itself in `User-Agent`, reads none."""
+    async with CountingRelay(server.port) as relay, Client(AgentUrl(relay.url())) as client:
+        session = await client.new_session(str(tmp_path))
+        events = [event async for event in session.prompt("chunks 3")]
+        gets = [bytes(sent) for sent in relay.sent if sent.startswith(b"GET ")]
+    assert isinstance(events[-1], TurnEnd) and [e.text for e in events[:-1]] == ["0", "1", "2"]
+    streams = {b"acp-session-id:" in get.lower() for get in gets}
+    assert streams == {False, True}, gets  # the connection's stream, the session's
+    for get in gets:
+        assert b"text/event-stream" in get and b"python-httpx" not in get.lower(), get[:300]
+
+
 async def test_with_a_proxy_configured_the_posts_go_through_httpx(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -200,11 +216,13 @@ async def test_with_a_proxy_configured_the_posts_go_through_httpx(
     streams = await connect(AgentUrl("https://agents.example/acp"))
     try:
         assert isinstance(streams, HttpStreams) and streams.posts is None
+        assert streams.events is None  # the event streams too
     finally:
         await streams.close()
     monkeypatch.delenv("HTTPS_PROXY")
     streams = await connect(AgentUrl("https://agents.example/acp"))
     try:
         assert isinstance(streams, HttpStreams) and streams.posts is not None  # the control
+        assert streams.events is not None
     finally:
         await streams.close()

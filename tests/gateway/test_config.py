@@ -66,6 +66,7 @@ def test_a_full_config_file(tmp_path: Path) -> None:
     [
         ({"limits": {"nope": 1}}, r"unknown \[limits\]"),
         ({"limits": {"gc_young_objects": 0}}, r"gc_young_objects must be at least 1"),
+        ({"limits": {"remote_references_held": 0}}, r"remote_references_held must be at least 1"),
         ({"agents": {"a": {"command": []}}}, "command"),
         ({"agents": {"a": {"command": "x", "processes": 0}}}, "processes"),
         ({"keys": [{"name": "k"}]}, "key_sha256"),

@@ -526,6 +526,9 @@ async def test_every_face_sees_the_same_events_of_a_turn_in_the_same_order(
         seen_b: list[dict[str, Any]] = []
         await _until(at_a, lambda m: _updates([m]) == logged[-1:], seen_a)
         await _until(at_b, lambda m: _updates([m]) == logged[-1:], seen_b)
+        for client in (at_a, at_b):  # a reply: stored with the update rows held before it
+            await _send(client, 9, "session/list", {})
+            await _until(client, lambda m: m.get("id") == 9)
         references = _references(keyed.store_url, conversation)  # while A and B are open
     finally:
         await at_a.close()

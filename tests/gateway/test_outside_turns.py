@@ -195,6 +195,9 @@ async def test_a_client_that_comes_back_gets_a_mode_change_again_from_the_log(
             live = await until(events, lambda e: _mode_update(e.message))
         async with peer.stream(sid, last_event_id=live[-1].id - 1) as events:
             again = await until(events, lambda e: _mode_update(e.message))
+        listed, _ = await peer.post("session/list", {})
+        async with peer.stream() as events:  # a reply: stored with the rows held before it
+            await until(events, reply_to(listed))
         references = _stored(
             gw,
             "SELECT seq, log_seq FROM gw_acp_messages WHERE log_seq IS NOT NULL "

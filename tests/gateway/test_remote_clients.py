@@ -141,3 +141,115 @@ async def test_a_logged_update_waits_behind_an_earlier_message_not_yet_stored(
     assert [m.seq for m in got] == [1, 2]
     assert got[1].log_seq == 7
     await every_scope.aclose()
+
+
+async def test_a_message_reaches_a_waiting_stream_on_the_next_turn_of_the_event_loop(
+    connection: RemoteClient,
+) -> None:
+    """The critical path of a remote turn's first token: a delivered message wakes its
+    stream's reader at once (not through a task of its own per wait, as
+    `asyncio.wait_for` did on Python 3.11: two more turns of the loop per message)."""
+    stream = connection.stream(SESSION, None, KEEPALIVE)
+    connection.send_logged("conv_1", _frame(7), SESSION)
+    assert (await _next(stream)).log_seq == 7  # the stream has read the store: it is live
+    waiting = asyncio.ensure_future(anext(stream))
+    await asyncio.sleep(0)  # it waits for the next message
+    connection.send_logged("conv_1", _frame(8), SESSION)  # delivered ahead, at once
+    await asyncio.sleep(0)  # one turn of the event loop
+    assert waiting.done(), "the stream needed more than one turn of the loop"
+    assert (await _then(waiting)).log_seq == 8
+    await stream.aclose()
+
+
+async def test_a_quiet_stream_yields_a_keepalive_then_goes_on(connection: RemoteClient) -> None:
+    stream = connection.stream(SESSION, None, 0.01)
+    assert await asyncio.wait_for(anext(stream), GUARD_SECONDS) is None  # the ping
+    connection.send_logged("conv_1", _frame(7), SESSION)
+    assert (await _next(stream)).log_seq == 7  # and the stream lives on
+    await stream.aclose()
+
+
+# ---- a turn's reference rows: held, then written with the reply (one transaction) --------
+
+
+@contextmanager
+def transactions(store: SqliteGatewayStore) -> Iterator[list[str]]:
+    """Every transaction the store's connections begin meanwhile."""
+    begun: list[str] = []
+    store.db.trace(lambda sql: begun.append(sql) if sql.startswith("BEGIN") else None)
+    try:
+        yield begun
+    finally:
+        store.db.trace(None)
+
+
+async def _turn(connection: RemoteClient, stream: AsyncIterator[Any], updates: int) -> list[int]:
+    """A turn as a prompter's stream sees it: `updates` logged updates, each read as it
+    comes (the writer is free between them), then the prompt's reply; the seqs read."""
+    seqs = []
+    for log_seq in range(1, updates + 1):
+        connection.send_logged("conv_1", _frame(log_seq), SESSION)
+        seqs.append((await _next(stream)).seq)
+    connection.reply(3, {"stopReason": "end_turn"}, SESSION)
+    seqs.append((await _next(stream)).seq)
+    return seqs
+
+
+async def test_a_turns_reference_rows_are_stored_with_its_reply_in_one_transaction(
+    store: SqliteGatewayStore, connection: RemoteClient
+) -> None:
+    stream = connection.stream(SESSION, None, KEEPALIVE)
+    with transactions(store) as begun:
+        seqs = await _turn(connection, stream, updates=10)
+        await connection.hub.flush()
+    assert seqs == list(range(1, 12))
+    assert len(begun) == 1, begun  # not one per update: the rows wait for the reply's
+    assert await _stored(store, connection) == list(range(1, 12))
+    assert connection.ahead == {} and connection.hub.held == 0
+    await stream.aclose()
+
+
+async def test_past_remote_references_held_the_rows_are_written_without_a_reply(
+    store: SqliteGatewayStore,
+) -> None:
+    """The control: the hold is bounded (a long turn, a watcher that never prompts)."""
+    clients = RemoteClients(store.remote, store, Limits(remote_references_held=3), "boot_1")
+    principal = Principal("local", None, "all", "all")
+    connection = await clients.open(principal, "agentao", "ws", {}, Wire("agent"))
+    stream = connection.stream(SESSION, None, KEEPALIVE)
+    held = []
+    for log_seq in range(1, 5):
+        connection.send_logged("conv_1", _frame(log_seq), SESSION)
+        held.append(clients.hub.held)
+        await _next(stream)
+    assert held == [1, 2, 0, 1]  # the third filled the hold: the three went to the writer
+    await clients.hub.flush()
+    assert await _stored(store, connection) == [1, 2, 3, 4]
+    await stream.aclose()
+    await clients.close_all()
+    clients.hub.close()
+
+
+async def test_a_stream_dropped_mid_turn_resumes_with_exactly_the_rest(
+    store: SqliteGatewayStore, connection: RemoteClient
+) -> None:
+    """`Last-Event-ID` after a drop mid-turn: the updates sent while it was away (their
+    rows held, not stored) and then the reply, each once, in order."""
+    stream = connection.stream(SESSION, None, KEEPALIVE)
+    for log_seq in range(1, 4):
+        connection.send_logged("conv_1", _frame(log_seq), SESSION)
+    got = [(await _next(stream)).seq for _ in range(3)]
+    await stream.aclose()  # the client's stream drops, the turn goes on
+    for log_seq in range(4, 7):
+        connection.send_logged("conv_1", _frame(log_seq), SESSION)
+    assert await _stored(store, connection) == []  # every row still held
+    resumed = connection.stream(SESSION, got[-1], KEEPALIVE)  # Last-Event-ID: 3
+    rest = [await _next(resumed) for _ in range(3)]
+    connection.reply(3, {"stopReason": "end_turn"}, SESSION)
+    rest.append(await _next(resumed))
+    assert got == [1, 2, 3]
+    assert [m.seq for m in rest] == [4, 5, 6, 7]
+    assert [m.log_seq for m in rest[:3]] == [4, 5, 6] and b'"end_turn"' in rest[3].body
+    await connection.hub.flush()
+    assert await _stored(store, connection) == list(range(1, 8))  # each row once
+    await resumed.aclose()

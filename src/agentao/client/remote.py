@@ -20,9 +20,10 @@ HTTP, as the transport proposal and the official SDK's client do it:
   request of the connection); `close()` DELETEs the connection.
 
 The POSTs go over one keep-alive HTTP/1.1 connection of their own (`agentao/http1.py`,
-each request written in one call), not through httpx: on a turn's critical path httpx
-cost about half a millisecond of CPU per request (bench/remote.py). The event streams,
-and the POSTs too when a proxy is configured (httpx honours it), go through httpx.
+each request written in one call), and each event stream over one more, not through
+httpx: on a turn's critical path httpx cost about half a millisecond of CPU per request
+and tens of microseconds per event read (bench/remote.py). When a proxy is configured,
+all of them go through httpx, which honours it.
 
 WebSocket: one socket, text frames both ways, `initialize` first.
 """
@@ -153,11 +154,13 @@ class HttpStreams(RemoteStreams):
         reconnects: int,
         backoff: float,
         posts: Http1Client | None = None,
+        events: Http1Client | None = None,
     ) -> None:
         super().__init__(reconnects, backoff)
         self.agent = agent
-        self.http = client  # httpx.AsyncClient: the event streams
+        self.http = client  # httpx.AsyncClient: the DELETE, and everything behind a proxy
         self.posts = posts  # the POSTs' own connection (None: httpx's, behind a proxy)
+        self.events = events  # the event streams' connections (None: httpx's, behind a proxy)
         self.cookies: dict[str, str] = {}  # name -> value, from every answer (affinity)
         self.connection_id: str | None = None
         self._sessions: set[str] = set()
@@ -251,16 +254,32 @@ class HttpStreams(RemoteStreams):
         if last_id is not None:
             headers["Last-Event-ID"] = last_id
         headers.update(self._cookie_header())
-        no_read_limit = self.http.timeout.__class__(self.http.timeout.connect, read=None)
-        stream = self.http.stream("GET", self.agent.url, headers=headers, timeout=no_read_limit)
-        async with stream as response:
-            self._keep(response.headers.get_list("set-cookie"))
-            if response.status_code != 200:
-                raise ConnectionError(f"HTTP {response.status_code} for the event stream")
-            parser = SseParser()
-            async for chunk in response.aiter_bytes():
+        parser = SseParser()
+        async with self._open_stream(headers) as chunks:
+            async for chunk in chunks:
                 for event in parser.feed(chunk):
                     yield event
+
+    @contextlib.asynccontextmanager
+    async def _open_stream(self, headers: dict[str, str]) -> AsyncIterator[AsyncIterator[bytes]]:
+        """GET the event stream: its bytes as they come, read with no time limit (the
+        server pings a quiet stream). Over the streams' own connections (`http1.py`: on a
+        turn's critical path httpx costs tens of microseconds per event), else httpx."""
+        if self.events is None:
+            no_read_limit = self.http.timeout.__class__(self.http.timeout.connect, read=None)
+            stream = self.http.stream("GET", self.agent.url, headers=headers, timeout=no_read_limit)
+            async with stream as response:
+                self._opened(response.status_code, response.headers.get_list("set-cookie"))
+                yield response.aiter_bytes()
+            return
+        async with self.events.request("GET", self.agent.url, None, headers, None) as response:
+            self._opened(response.status_code, response.set_cookies)
+            yield response.aiter_bytes()
+
+    def _opened(self, status: int, set_cookies: Iterable[str]) -> None:
+        self._keep(set_cookies)
+        if status != 200:
+            raise ConnectionError(f"HTTP {status} for the event stream")
 
     def _saw(self, data: bytes, stream: str | None) -> None:
         """Open a session's stream the first time a message names the session."""
@@ -280,8 +299,9 @@ class HttpStreams(RemoteStreams):
             with contextlib.suppress(Exception):
                 await self.http.request("DELETE", self.agent.url, headers=headers)
         await self.http.aclose()
-        if self.posts is not None:
-            await self.posts.aclose()
+        for own in (self.posts, self.events):
+            if own is not None:
+                await own.aclose()
 
 
 class WebSocketStreams(RemoteStreams):
@@ -333,8 +353,11 @@ async def connect(agent: AgentUrl) -> RemoteStreams:
     import httpx
 
     client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=_tls_context())
-    posts = None if proxy_configured() else Http1Client(timeout, timeout, {}, _tls_context())
-    return HttpStreams(agent, client, agent.reconnects, agent.reconnect_backoff, posts)
+    posts = events = None
+    if not proxy_configured():
+        posts = Http1Client(timeout, timeout, {}, _tls_context())
+        events = Http1Client(timeout, timeout, {}, _tls_context())
+    return HttpStreams(agent, client, agent.reconnects, agent.reconnect_backoff, posts, events)
 
 
 @functools.cache

@@ -147,6 +147,12 @@ class Limits:
     # A remote ACP connection with no open stream and no message for this long is closed
     # (its sessions stay: `session/load` attaches again).
     remote_idle_seconds: float = 900.0
+    # A remote client's update is stored once, in its conversation's log, and sent at once;
+    # its row in the connection's numbering (a reference to the log) waits in memory for
+    # the next message that is not one (the reply ending the prompt, a question), so a
+    # turn's updates cost one transaction, not one each -- or until this many are waiting
+    # (gateway/remote/clients.py). At least 1 (1: each written as it comes).
+    remote_references_held: int = 256
     # Replicas: a request passed to the replica that holds its conversation fails (503,
     # come back later) when that replica does not accept the connection within this long.
     forward_connect_seconds: float = 5.0
@@ -465,6 +471,8 @@ def _limits(table: dict[str, Any], where: str) -> Limits:
         )
     if limits.log_retention_days < 0:
         raise ConfigError(f"{where}: [limits] log_retention_days must be 0 (keep) or more")
+    if limits.remote_references_held < 1:
+        raise ConfigError(f"{where}: [limits] remote_references_held must be at least 1")
     if limits.gc_young_objects < 1:
         raise ConfigError(
             f"{where}: [limits] gc_young_objects must be at least 1 (0 would turn the "

@@ -24,9 +24,15 @@ A reference is not waited for. Its frame is stored already (the log's writer sto
 it before any reader saw it), so the message goes to the readers at once, *ahead* of
 its reference row, when every earlier message of the connection has been delivered
 (else it waits its turn in the batch, so one connection's messages stay in order).
-Until its row is stored the connection keeps it (`RemoteClient.ahead`), and a stream
-opened meanwhile reads it from there beside the store: a resume still replays exactly
-what was missed. This keeps the second write off a turn's critical path (bench/remote.py).
+Its row is *held* (`RemoteHub._held`) until the hub next writes a message that is not
+a reference -- the reply that ends a prompt, a question -- or until
+`remote_references_held` are held, or a flush (a connection closing): a turn's
+updates then cost one transaction for all their rows, with that reply's, instead of
+one each beside the log's own (the store has one writer). Until its row is stored the
+connection keeps it (`RemoteClient.ahead`), and a stream opened meanwhile reads it
+from there beside the store: a resume still replays exactly what was missed (the
+rows are read by this process only: a connection does not outlive it). This keeps
+the second write off a turn's critical path (bench/remote.py).
 
 A message's *scope* is its stream: "" for the connection's own (replies to
 connection-wide requests, `session/new` and `session/load` results and the history a
@@ -240,7 +246,7 @@ class RemoteClient:
                 yield message
             while not self.closed.is_set():
                 try:
-                    message = await asyncio.wait_for(queue.get(), keepalive)
+                    message = await _next_of(queue, keepalive)
                 except TimeoutError:
                     yield None
                     continue
@@ -302,6 +308,18 @@ class RemoteClient:
                 future.cancel()
 
 
+async def _next_of(
+    queue: asyncio.Queue[RemoteMessage | None], keepalive: float
+) -> RemoteMessage | None:
+    """The reader's next message (TimeoutError after `keepalive` seconds of none). Not
+    `asyncio.wait_for`: on Python 3.11 it runs the wait in a task of its own, which costs
+    each message two more turns of the event loop on a turn's critical path."""
+    if not queue.empty():
+        return queue.get_nowait()
+    async with asyncio.timeout(keepalive):
+        return await queue.get()
+
+
 @dataclass(slots=True)
 class _Batch:
     messages: list[tuple[RemoteClient, RemoteMessage]] = field(default_factory=list)
@@ -311,11 +329,19 @@ class RemoteHub:
     """The store writer for every connection's messages (see the module docstring)."""
 
     def __init__(
-        self, store: RemoteStore, log: LogReader, backoff: WriterBackoff | None = None
+        self,
+        store: RemoteStore,
+        log: LogReader,
+        backoff: WriterBackoff | None = None,
+        references_held: int = 1,
     ) -> None:
         self.store = store
         self._log = log
         self._writer = BatchWriter(_Batch, self._write, self._fail, backoff)
+        # References delivered ahead whose rows wait for the next batch (module docstring);
+        # at most `references_held` (1: each row is written as it comes).
+        self._held: list[tuple[RemoteClient, RemoteMessage]] = []
+        self._references_held = references_held
 
     async def stored_after(
         self, connection_id: str, after: int, scope: str | None
@@ -352,12 +378,29 @@ class RemoteHub:
 
     def queue(self, connection: RemoteClient, message: RemoteMessage) -> None:
         """Store `message`, then deliver it; a reference to a stored frame is delivered at
-        once when it is next in the connection's order (see the module docstring)."""
-        self._writer.batch.messages.append((connection, message))
-        self._writer.kick()
+        once when it is next in the connection's order, its row held for the next batch
+        (see the module docstring)."""
         if message.log_conversation is not None and message.seq == connection.delivered + 1:
             connection.ahead[message.seq] = message
             connection.deliver(message)
+            self._held.append((connection, message))
+            if len(self._held) >= self._references_held:
+                self._write_held()
+            return
+        self._write_held()  # the rows before this message's, in its batch
+        self._writer.batch.messages.append((connection, message))
+        self._writer.kick()
+
+    @property
+    def held(self) -> int:
+        """How many rows of references wait for the next batch."""
+        return len(self._held)
+
+    def _write_held(self) -> None:
+        if self._held:
+            self._writer.batch.messages.extend(self._held)
+            self._held.clear()
+            self._writer.kick()
 
     async def _write(self, batch: _Batch) -> None:
         now = time.time()
@@ -374,6 +417,8 @@ class RemoteHub:
             connection.fail(why)
 
     async def flush(self) -> None:
+        """Wait until every message queued so far is stored, the held rows too."""
+        self._write_held()
         await self._writer.flush()
 
     def close(self) -> None:
@@ -425,7 +470,7 @@ class RemoteClients:
         self.store = store
         self.limits = limits
         self.boot_id = boot_id
-        self.hub = RemoteHub(store, log, WriterBackoff.of(limits))
+        self.hub = RemoteHub(store, log, WriterBackoff.of(limits), limits.remote_references_held)
         self._live: dict[str, RemoteClient] = {}
 
     @staticmethod
