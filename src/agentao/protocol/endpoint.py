@@ -374,6 +374,8 @@ def _notify(handler: Handler, params: Any, message: dict[str, Any]) -> Awaitable
     """Call a notification handler: what an async one still has to do, None when done (a
     lane waits only for the former; see lanes.py)."""
     result = handler(params, message)
+    if result is None:  # the common case, asked first: isawaitable(None) is an ABC check
+        return None
     return result if inspect.isawaitable(result) else None
 
 
