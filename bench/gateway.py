@@ -276,25 +276,87 @@ async def gateway_ttft(http: httpx.AsyncClient, session_key: str) -> float:
 # ---- the targets ------------------------------------------------------------------------
 
 
-async def bench_relay(setup: Setup, gateways: list[Served], runs: int) -> dict[str, float]:
-    """Median chunks/s of one long answer: direct, then through each gateway, alternating."""
+class CpuMeter:
+    """CPU seconds (user + system) that each process of one path spent during its runs:
+    what bounds a pipeline on a shared 2-core machine is the CPU each process spends per
+    chunk, which the load of other processes does not change as it changes chunks/s."""
+
+    def __init__(self, pids: dict[str, list[int]]) -> None:
+        self.pids = pids  # role -> its processes (the bench itself is os.getpid())
+        self.spent: dict[str, float] = dict.fromkeys(pids, 0.0)
+        self.chunks = 0
+        self._start: dict[str, float] = {}
+
+    def __enter__(self) -> CpuMeter:
+        self._start = self._now()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for role, seconds in self._now().items():
+            self.spent[role] += seconds - self._start[role]
+
+    def _now(self) -> dict[str, float]:
+        return {role: sum(cpu_seconds(pid) for pid in pids) for role, pids in self.pids.items()}
+
+    def per_chunk_us(self) -> dict[str, float]:
+        return {role: spent / max(self.chunks, 1) * 1e6 for role, spent in self.spent.items()}
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:  # an idle pool's process that exited meanwhile
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def bench_relay(
+    setup: Setup, gateways: list[Served], runs: int
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Median chunks/s of one long answer: direct, then through each gateway, alternating;
+    and each path's CPU per chunk, by process, over all its measured runs."""
     rates: dict[str, list[float]] = {"direct": [], **{g.name: [] for g in gateways}}
     # v1, as the gateway's pool drives the agent: the same agent work on both paths.
     async with Client(setup.direct_command(), protocol=1) as client:
         session = await client.new_session(str(setup.work))
         conns = {g.name: RawHttp(g.port) for g in gateways}
+        meters = {"direct": CpuMeter({"client": [os.getpid()], "agent": descendants_now()})}
+        for g in gateways:
+            roles = {"gateway": [g.proc.pid], "agent": descendants(g.proc.pid)}
+            meters[g.name] = CpuMeter({**roles, "client": [os.getpid()]})
         for run in range(runs + 1):  # the first round warms every path, and is dropped
-            _, seconds, chunks = await direct_turn(session, "relay")
-            results = {"direct": chunks / seconds}
-            for g in gateways:
-                _, seconds, chunks = await conns[g.name].chat("relay", "relay")
-                results[g.name] = chunks / seconds
+            results = {}
+            for name in rates:
+                meter = meters[name] if run else CpuMeter({})
+                with meter:
+                    if name == "direct":
+                        _, seconds, chunks = await direct_turn(session, "relay")
+                    else:
+                        _, seconds, chunks = await conns[name].chat("relay", "relay")
+                meter.chunks += chunks
+                results[name] = chunks / seconds
             for name, rate in results.items():
                 if run:
                     rates[name].append(rate)
         for conn in conns.values():
             conn.close()
-    return {name: statistics.median(values) for name, values in rates.items()}
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    return medians, {name: meter.per_chunk_us() for name, meter in meters.items()}
+
+
+def descendants_now() -> list[int]:
+    """The agents this process started itself: the direct client's (the gateways' agents
+    are their children, measured with them)."""
+    me = os.getpid()
+    children = Path(f"/proc/{me}/task/{me}/children").read_text().split()
+    return [int(pid) for pid in children if _is_agent(int(pid))]
+
+
+def _is_agent(pid: int) -> bool:
+    try:
+        return b"--acp" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return False
 
 
 async def bench_concurrent(port: int, n: int, prefix: str) -> dict[str, float]:
@@ -325,7 +387,8 @@ def concurrent_rounds(gateways: list[Served], n: int, rounds: int) -> dict[str, 
     }
 
 
-def report_targets(args, relay: dict[str, float], streams: dict[str, dict[str, float]]) -> None:
+def report_targets(args, relay: tuple, streams: dict[str, dict[str, float]]) -> None:
+    relay, cpu = relay
     names = [n for n in ("before", "after") if n in streams]
     print(f"\n## Gateway targets ({os.cpu_count()} cores; {args.chunks}-chunk relay, median of "
           f"{args.relay_runs}; {args.concurrency} concurrent cold streams, median of "
@@ -337,6 +400,14 @@ def report_targets(args, relay: dict[str, float], streams: dict[str, dict[str, f
         for n in names
     )
     print(f"| relay: chunks/s through the gateway / direct agentao.client | {ratios} | >= 0.8x |")
+    d = cpu["direct"]
+    per_chunk = " | ".join(
+        f"gateway {cpu[n]['gateway']:.1f}, its agent {cpu[n]['agent']:.1f}, "
+        f"HTTP client {cpu[n]['client']:.1f}"
+        for n in names
+    )
+    print(f"| relay: CPU us per chunk by process (direct: agentao.client {d['client']:.1f}, "
+          f"its agent {d['agent']:.1f}) | {per_chunk} | |")  # fmt: skip
     ttft = " | ".join(
         f"**{streams[n]['p99']:.0f} ms** p99 (p50 {streams[n]['p50']:.0f}), "
         f"{streams[n]['errors']:.0f} errors"

@@ -112,22 +112,24 @@ async def test_an_update_after_close_leads_the_reloaded_session(tmp_path):
     await client.close()
 
 
-async def test_updates_in_flight_when_the_session_closes(tmp_path):
-    # Without `session/close`, Session.close() drops the state at once: the updates read
-    # off the wire just before are still queued for the handler, and land in a new state.
+async def test_updates_read_before_the_session_closes_leave_with_it(tmp_path):
+    # Without `session/close`, Session.close() drops the state at once. The client's
+    # update handler runs as each line is read (protocol/lanes.py), so nothing read off
+    # the wire before the close is left in flight to land in a new state: what was read
+    # leaves with the closed session, and the reopened one counts from zero.
     peer = Peer(close=False)
     client = await started(peer)
     session = await peer.answer(client.new_session(str(tmp_path)))
     await turn_texts(peer, session, "one")
     peer.send(chunk("late 1"), chunk("late 2"))
-    for _ in range(100):  # until both are read off the wire; the handler has not run yet
+    for _ in range(100):  # until both are read off the wire
         if client._connection.received(SID) == 3:
             break
         await asyncio.sleep(0)
-    assert len(session.state.stream) == 0
+    assert [e.text for e in session.state.stream.drain()] == ["late 1", "late 2"]
     await session.close()
     session = await peer.answer(client.resume_session(SID, str(tmp_path)))
-    assert [e.text for e in session.drain()] == ["late 1", "late 2"]
+    assert session.drain() == []
     assert await turn_texts(peer, session, "two") == ["two"]
     await session.close()
     assert client._connection.received(SID) == 0  # a closed id costs nothing

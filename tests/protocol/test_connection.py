@@ -39,3 +39,18 @@ def test_an_oversize_answer_to_no_request_of_ours_is_dropped_unanswered() -> Non
     head = b'{"jsonrpc":"2.0","id":99,"result":{"content":"xxxx'
     assert conn.receive(Oversize(10**8, 64, head, b'xxxx"}}')) is None
     assert conn.pending_count == 1
+
+
+def test_a_notification_is_not_tracked_by_the_cycle_collector() -> None:
+    # One is made per streamed update: untracked, a young collection does not scan it.
+    import gc
+
+    from agentao.protocol.connection import Notification
+
+    line = (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s",'
+        b'"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}'
+    )
+    event = Connection("client").receive(line)
+    assert isinstance(event, Notification) and event.session_id == "s"
+    assert not gc.is_tracked(event)

@@ -93,6 +93,29 @@ async def test_slow_update_handler_still_sees_all_updates_before_result() -> Non
     assert len(client.updates) == 50
 
 
+class SyncClient:
+    """A client whose update handler is synchronous, as `agentao.client`'s is."""
+
+    def __init__(self) -> None:
+        self.updates: list[str] = []
+        self.tasks: set[asyncio.Task | None] = set()
+        self.extensions: dict[str, Any] = {}
+
+    def session_update(self, params: schema.SessionNotification) -> None:
+        self.tasks.add(asyncio.current_task())
+        self.updates.append(params.update.content.text)
+
+
+async def test_a_synchronous_update_handler_runs_in_the_read_loop() -> None:
+    # One call per update, in the reading task: no task made and scheduled for each one
+    # (that was a third of a relayed chunk's cost), and still every update before the result.
+    client = SyncClient()
+    _, client_ep, tasks = await connect(Agent(), client)
+    await client_ep.request("session/prompt", prompt("s", "300"))
+    assert client.updates == [str(i) for i in range(300)]
+    assert client.tasks == {tasks[1]}
+
+
 async def test_sessions_interleave_but_each_stays_ordered() -> None:
     client = Client()
     _, client_ep, _ = await connect(Agent(), client)

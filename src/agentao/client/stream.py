@@ -62,6 +62,16 @@ class EventStream:
         self._items.popleft()
         return item
 
+    def take(self, up_to: int | None) -> list[Any]:
+        """Every item now queued whose sequence number is <= up_to (None: no bound)."""
+        items = self._items
+        if up_to is None or (items and items[-1][0] <= up_to):
+            return self.drain()
+        out = []
+        while items and items[0][0] <= up_to:
+            out.append(items.popleft()[1])
+        return out
+
     def drain(self) -> list[Any]:
         items = [item for _seq, item in self._items]
         self._items.clear()

@@ -2,7 +2,7 @@
 
     turn = session.prompt("fix the test")
     async for event in turn:          # Update | PermissionDecision | TurnEnd (last)
-        ...
+        ...                           # turn.ready(): what else is waiting, at once
 
 The `session/prompt` request is sent when the turn is created. Events come
 from the session's stream (`stream.py`) up to the position where the answer
@@ -80,6 +80,14 @@ class Turn:
             if self._task.done() and self._caught_up():
                 return await self._end()
             await self._stream.changed()
+
+    def ready(self) -> list[Event]:
+        """The turn's events already received and not yet taken, in order, without waiting
+        (never its `TurnEnd`: iterating gives that). A relay takes a burst in one call
+        this way instead of one `__anext__` per update; iteration goes on after them."""
+        if self._finished:
+            return []
+        return self._stream.take(self.state.answered_at)
 
     async def run(self) -> TurnEnd:
         """Consume the whole turn; return its end (events are dropped)."""

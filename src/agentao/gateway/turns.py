@@ -280,19 +280,23 @@ class GatewayTurn:
         end = None
         emit, feed = self.log.emit, self.mapper.feed  # once per update: bound once
         consumed = self.context.consumed
-        async for event in self._client_turn:
-            if isinstance(event, Update):
-                frame = {"update": event.raw}
-                if event.tool_call is not None:  # merged by id: readers need not fold
-                    frame["toolCall"] = event.tool_call.raw
-                seq = emit("task-running", frame).seq
-                if consumed:  # mapped even once its consumer left: the transcript's answer
-                    step = Step(event, feed(event))
-                    inbox = self._inbox  # None once the consumer left (`detach`)
-                    if inbox is not None:
-                        inbox.hold(seq, step)
-            elif isinstance(event, TurnEnd):
-                end = event
+        turn = self._client_turn
+        # Waits for the first event of a burst, then takes the rest already received at
+        # once (`Turn.ready`): one `__anext__` per burst, not one per streamed update.
+        async for first in turn:
+            for event in (first, *turn.ready()):
+                if isinstance(event, Update):
+                    frame = {"update": event.raw}
+                    if event.tool_call is not None:  # merged by id: readers need not fold
+                        frame["toolCall"] = event.tool_call.raw
+                    seq = emit("task-running", frame).seq
+                    if consumed:  # mapped even once its consumer left (the transcript)
+                        step = Step(event, feed(event))
+                        inbox = self._inbox  # None once the consumer left (`detach`)
+                        if inbox is not None:
+                            inbox.hold(seq, step)
+                elif isinstance(event, TurnEnd):
+                    end = event
         if end is None:
             raise ClientError("the turn ended without a stop reason")
         return end

@@ -17,7 +17,8 @@ the handlers are.
   `for_version(version)`, methods are looked up on what that returns for the version
   `initialize` settled (`Connection.version`), so a v2 client never reaches a v1 handler.
 * A notification goes on its session's lane (`lanes.py`) and is handled in
-  arrival order with the other notifications of that session.
+  arrival order with the other notifications of that session: a synchronous handler
+  at once, as its line is read, when nothing of that session waits before it.
 * A response resolves the future of our request. If that request named a
   session whose lane still holds notifications, the future is resolved from
   the lane, behind them: a caller of `session/prompt` sees every update of the
@@ -369,10 +370,13 @@ def _two_arguments(handler: Any) -> Handler:
     return lambda params, _message: handler(params)
 
 
-async def _notify(handler: Handler, params: Any, message: dict[str, Any]) -> None:
+def _notify(handler: Handler, params: Any, message: dict[str, Any]) -> Awaitable[Any] | None:
+    """Call a notification handler: what an async one still has to do, None when done (a
+    lane waits only for the former; see lanes.py)."""
     result = handler(params, message)
-    if asyncio.iscoroutine(result):
-        await result
+    if result is None:  # the common case, asked first: isawaitable(None) is an ABC check
+        return None
+    return result if inspect.isawaitable(result) else None
 
 
 def _to_result(result: Any) -> Any:

@@ -2,8 +2,15 @@
 
 The endpoint puts every incoming notification of a session on that session's
 lane, so a handler sees a session's `session/update`s exactly in arrival order
-while different sessions (and all requests) proceed concurrently. A lane's
-worker task exists only while the lane has work, so idle sessions cost nothing.
+while different sessions (and all requests) proceed concurrently.
+
+A job is a plain call that returns None (done) or an awaitable (it goes on). A job
+submitted to an idle lane is called at once, in the submitter's step: a synchronous
+handler (the client's `session/update`, once per streamed update) then costs one
+call, not a task made, scheduled and torn down per update. Only a job that returns
+an awaitable opens the lane: a worker task awaits it, and jobs submitted meanwhile
+queue behind it and run in order. A lane's worker exists only while the lane has
+such work, so idle sessions cost nothing.
 """
 
 from __future__ import annotations
@@ -28,12 +35,22 @@ class Lanes:
         return key in self._queues
 
     def submit(self, key: Any, job: Job) -> None:
-        """Run `job` after every job already submitted under `key`."""
+        """Run `job` after every job already submitted under `key` (now, if none waits)."""
         queue = self._queues.get(key)
         if queue is not None:
             queue.append(job)
             return
-        self._queues[key] = deque((job,))
+        try:
+            pending = job()
+        except Exception:  # logged with its traceback; the lane serves the rest
+            log.exception("notification handler failed (lane %r)", key)
+            return
+        if pending is not None:
+            self._open(key, pending)
+
+    def _open(self, key: Any, pending: Awaitable[Any]) -> None:
+        """Hold the lane until `pending` is done; later jobs of `key` wait behind it."""
+        self._queues[key] = deque((lambda: pending,))
         worker = asyncio.get_running_loop().create_task(self._drain(key))
         self._workers.add(worker)
         worker.add_done_callback(self._workers.discard)
