@@ -29,6 +29,12 @@ ask_user          `elicitation/create` (a form with one string field, `answer`) 
 session/set_config_option   `mode` (a permission preset, within the ceiling) or `model`;
                   a mode or model changed any way (a slash command too) is sent as a
                   `config_option_update` with the whole config
+tool_call/cancel  stops one running tool call that advertised `capabilities.cancel` (a
+                  shell command: its process group, in its sandbox; a fetch; an MCP
+                  call): `{}` once the cancel is delivered, then the call's final
+                  `tool_call_update` ("cancelled", or "completed"/"failed" if it finished
+                  first); the model is told and the turn goes on (agent/stoppable.py).
+                  -32602 with data.reason unknown / not_cancellable / final
 auth/login        method "provider-key" (type agent): checks that the configured provider's
                   key resolves from the environment, else -32000 naming the variables; no
                   key travels on the wire. auth/logout: nothing stored to forget, `{}`
@@ -42,6 +48,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentao.agent.events import ToolCallStarted, TurnEnded
+from agentao.agent.stoppable import StopRefused
 from agentao.agent.tools.base import ASK_USER_UNAVAILABLE
 from agentao.protocol import schema
 from agentao.protocol.connection import params_of
@@ -71,6 +78,11 @@ CONFIG_KINDS = frozenset({"current_mode_update", "config_option_update"})
 ANSWER_FIELD = "answer"  # the one field of ask_user's form
 PROVIDER_KEY_METHOD = "provider-key"  # the one auth method: the provider key, server-side
 # v2's value tag (`type: "id"`) and `_meta`: v1's model setter takes neither.
+STOP_REFUSED = {  # v2: -32602 for an unknown, final or not cancellable tool call
+    StopRefused.UNKNOWN: "is unknown in the session's running turn",
+    StopRefused.NOT_CANCELLABLE: "is not cancellable (not running, or a tool that cannot stop)",
+    StopRefused.FINAL: "is already final",
+}
 V2_ONLY_SET_FIELDS = frozenset(
     {"type", "_meta"}
 )  # the one replay cursor we serve: the whole history
@@ -304,6 +316,19 @@ class AgentV2:
         else:
             await self.agent.session_set_config_option(params, {**message, "params": raw})
         return {"configOptions": config_options(live)}
+
+    # ---- tool calls --------------------------------------------------------------------
+
+    async def tool_call_cancel(self, params: v2.CancelToolCallRequest) -> dict[str, Any]:
+        """Stop one running tool call; its turn goes on (agent/stoppable.py)."""
+        live = self.agent.sessions.get(params.session_id)
+        refused = live.stoppable.stop(params.tool_call_id)
+        if refused is not None:
+            raise InvalidParams(
+                f"Invalid params: tool call {params.tool_call_id!r} {STOP_REFUSED[refused]}",
+                {"field": "toolCallId", "reason": refused.value},
+            )
+        return {}
 
     def _options_of(self, session_id: str) -> list[dict[str, Any]] | None:
         live = self.agent.sessions.find(session_id)
