@@ -517,3 +517,58 @@ async def test_a_tool_that_cannot_stop_never_advertises_cancel(env, ws, fake_llm
     writes = [u for u in agent.updates(sid) if u.get("toolCallId") == "w1"]
     assert writes[-1]["status"] == "completed"
     assert not [u for u in writes if "capabilities" in u]
+
+
+# ---- unstable methods served: session/fork, auth/status -------------------------------------
+
+
+async def test_fork_is_a_new_session_with_the_stored_history_and_the_source_untouched(
+    env, ws, fake_llm
+):
+    fake_llm.reply(text=["first answer"])
+    source = await _one_turn(env, ws, "first question")
+    fake_llm.reply(text=["fork answer"])
+    async with running(env, init=False) as agent:
+        init = await v2_initialize(agent)
+        fork = await agent.call("session/fork", {"sessionId": source, "cwd": str(ws)})
+        fid = fork["sessionId"]
+        await agent.call("session/prompt", {"sessionId": fid, "prompt": [_text("on the fork")]})
+        await idle(agent, fid)
+        told = str(fake_llm.requests[-1].body["messages"])
+        elsewhere = await agent.request("session/fork", {"sessionId": source, "cwd": "/"})
+        unknown = await agent.request("session/fork", {"sessionId": "nope", "cwd": str(ws)})
+        listed = await agent.call("session/list", {})
+        back = {"sessionId": source, "cwd": str(ws), "replayFrom": {"type": "start"}}
+        await agent.call("session/resume", back)
+    assert init["capabilities"]["session"]["fork"] == {}
+    assert fid != source and [o["configId"] for o in fork["configOptions"]] == ["mode", "model"]
+    assert "first question" in told and "first answer" in told  # the model sees the history
+    assert {s["sessionId"] for s in listed["sessions"]} == {source, fid}
+    replayed = [u["content"]["text"] for u in agent.updates(source) if "content" in u]
+    assert replayed == ["first question", "first answer"]  # the source: only its own turn
+    assert elsewhere["error"]["code"] == -32602 and elsewhere["error"]["data"]["field"] == "cwd"
+    assert unknown["error"]["code"] == -32002
+    assert check_all(agent.received, agent.sent, version=2) == []
+
+
+async def test_auth_status_says_whether_the_provider_key_resolves(tmp_path, env):
+    async with running(env, init=False) as agent:
+        init = await v2_initialize(agent)
+        configured = await agent.call("auth/status", {})
+    assert init["capabilities"]["auth"] == {"status": {}}
+    assert configured["state"] == "authenticated"
+    assert [a["label"] for a in configured["accounts"]] == [
+        "OPENAI API key (from the agent's environment)"
+    ]
+    assert "test-key" not in str(agent.received)  # the key itself never travels
+    assert check_all(agent.received, agent.sent, version=2) == []
+    keyless = agent_env(tmp_path / "home2", LLM_PROVIDER="OPENAI")
+    async with running(keyless, init=False) as agent:
+        await v2_initialize(agent)
+        missing = await agent.call("auth/status", {})
+    assert missing == {"state": "unauthenticated"}
+    scripted = agent_env(tmp_path / "home3", LLM_PROVIDER="SCRIPTED", AGENTAO_SCRIPT="/dev/null")
+    async with running(scripted, init=False) as agent:
+        await v2_initialize(agent)
+        needless = await agent.call("auth/status", {})
+    assert needless == {"state": "not_required"}

@@ -35,6 +35,11 @@ tool_call/cancel  stops one running tool call that advertised `capabilities.canc
                   `tool_call_update` ("cancelled", or "completed"/"failed" if it finished
                   first); the model is told and the turn goes on (agent/stoppable.py).
                   -32602 with data.reason unknown / not_cancellable / final
+session/fork      (unstable) a new session with the source's stored history, its own id,
+                  the source untouched (server/fork.py); answers its configOptions
+auth/status       (unstable) `authenticated` when the provider key resolves (one account,
+                  named by its provider), `unauthenticated` when it does not,
+                  `not_required` for the scripted provider
 auth/login        method "provider-key" (type agent): checks that the configured provider's
                   key resolves from the environment, else -32000 naming the variables; no
                   key travels on the wire. auth/logout: nothing stored to forget, `{}`
@@ -54,7 +59,7 @@ from agentao.protocol import schema
 from agentao.protocol.connection import params_of
 from agentao.protocol.decode import decode_strict, to_builtins
 from agentao.protocol.endpoint import Endpoint
-from agentao.protocol.errors import AcpError, InternalError, InvalidParams
+from agentao.protocol.errors import AcpError, AuthRequired, InternalError, InvalidParams
 from agentao.protocol.v2.from_v1 import replay_from
 from agentao.server.capabilities import initialize_response_v2
 from agentao.server.config_options import MODEL_CONFIG_ID, mode_state, model_options
@@ -77,6 +82,7 @@ ELICITATION_METHOD = "elicitation/create"
 CONFIG_KINDS = frozenset({"current_mode_update", "config_option_update"})
 ANSWER_FIELD = "answer"  # the one field of ask_user's form
 PROVIDER_KEY_METHOD = "provider-key"  # the one auth method: the provider key, server-side
+SCRIPTED_PROVIDER = "SCRIPTED"  # plays a file: no key, no account
 # v2's value tag (`type: "id"`) and `_meta`: v1's model setter takes neither.
 STOP_REFUSED = {  # v2: -32602 for an unknown, final or not cancellable tool call
     StopRefused.UNKNOWN: "is unknown in the session's running turn",
@@ -231,6 +237,20 @@ class AgentV2:
         self.agent.configured_llm()  # AuthRequired (-32000, data.variables) when the key is missing
         return {}
 
+    async def auth_status(self, params: Any) -> dict[str, Any]:
+        """Whether the configured provider's key resolves (configured, not proven valid:
+        the schema's `authenticated`); `not_required` for the scripted provider, which
+        needs none. The account is named by its provider, never by the key."""
+        try:
+            llm = self.agent.configured_llm()
+        except AuthRequired:
+            return {"state": "unauthenticated"}
+        except AcpError:  # the provider itself is misconfigured: session/new says how
+            return {"state": "unknown"}
+        if llm.provider_id == SCRIPTED_PROVIDER:
+            return {"state": "not_required"}
+        return {"state": "authenticated", "accounts": [_account(llm.provider_id)]}
+
     async def auth_logout(self, params: Any) -> dict[str, Any]:
         """Nothing to forget: agentao stores no credential of its own (the key is in the
         environment of whoever started the agent, who alone can remove it)."""
@@ -289,6 +309,14 @@ class AgentV2:
         live.setup = self.agent._after_reply(self.agent._setup(live, replay=False))
         return {"configOptions": config_options(live)}
 
+    async def session_fork(self, params: v2.ForkSessionRequest, message: dict[str, Any]) -> Any:
+        """A new session with the source's stored history (server/fork.py)."""
+        from agentao.server.fork import fork_session
+
+        live = await fork_session(self.agent, params, message)
+        live.setup = self.agent._after_reply(self.agent._setup(live, replay=False))
+        return {"sessionId": live.id, "configOptions": config_options(live)}
+
     async def session_close(self, params: v2.CloseSessionRequest) -> dict[str, Any]:
         await self.agent.session_close(params)
         return {}
@@ -338,6 +366,10 @@ class AgentV2:
         outbox = live.outbox
         assert isinstance(outbox, V2Outbox), "a v2 session sends through a V2Outbox"
         return outbox
+
+
+def _account(provider_id: str) -> dict[str, Any]:
+    return {"label": f"{provider_id} API key (from the agent's environment)", "active": True}
 
 
 def config_options(live: LiveSession) -> list[dict[str, Any]]:
