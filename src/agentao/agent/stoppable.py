@@ -10,8 +10,13 @@ killed, in its sandbox, by `local_env.py`), `tool_call.py` asks `was_stopped(cal
 to tell this cancel from the turn's own, and the call finishes "cancelled" with a result
 that tells the model so. The turn itself is never cancelled: the next round starts.
 
+A call is `offered` as stoppable before the client is told so (its "running now"
+update), and its task registered just after: a stop that lands in between is kept and
+delivered the moment the task is registered, so a client that acts on the offer at once
+is never refused.
+
 The calls of the turn that is running are remembered with their state (announced,
-running, final), so a refusal can say why: unknown, not stoppable (a call waiting for
+offered, final), so a refusal can say why: unknown, not stoppable (a call waiting for
 permission, or a tool that cannot be stopped) or already over. A new turn forgets the
 last one's calls, so the record never outgrows one turn.
 """
@@ -32,14 +37,14 @@ class StopRefused(Enum):
     FINAL = "final"  # it already finished
 
 
-_ANNOUNCED, _FINAL = "announced", "final"
+_ANNOUNCED, _OFFERED, _FINAL = "announced", "offered", "final"
 
 
 class StoppableCalls:
     """The tool calls of a session's running turn, and which of them can be stopped now."""
 
     def __init__(self) -> None:
-        self._states: dict[str, str] = {}  # call id -> announced | final
+        self._states: dict[str, str] = {}  # call id -> announced | offered | final
         self._running: dict[str, asyncio.Task[None]] = {}  # the stoppable ones, running
         self._stopped: set[str] = set()
 
@@ -52,9 +57,15 @@ class StoppableCalls:
     def announced(self, call_id: str) -> None:
         self._states[call_id] = _ANNOUNCED
 
+    def offered(self, call_id: str) -> None:
+        """The client is about to be told `call_id` can be stopped: a stop is taken."""
+        self._states[call_id] = _OFFERED
+
     def running(self, call_id: str, task: asyncio.Task[None]) -> None:
-        """`task` runs a stoppable tool for `call_id`: `stop` may cancel it from now on."""
+        """`task` runs the offered call: `stop` cancels it (a stop already taken, now)."""
         self._running[call_id] = task
+        if call_id in self._stopped:
+            task.cancel()
 
     def finished(self, call_id: str) -> None:
         self._running.pop(call_id, None)
@@ -64,12 +75,13 @@ class StoppableCalls:
         """Stop the call's tool now (None: accepted), else why not. Accepted means the
         cancel is delivered; the call's final status says whether it stopped or had
         already finished."""
-        task = self._running.get(call_id)
-        if task is not None:
-            self._stopped.add(call_id)
-            task.cancel()
-            return None
         state = self._states.get(call_id)
+        if state == _OFFERED:
+            self._stopped.add(call_id)
+            task = self._running.get(call_id)
+            if task is not None:  # else `running` cancels it once it is registered
+                task.cancel()
+            return None
         if state is None:
             return StopRefused.UNKNOWN
         return StopRefused.FINAL if state == _FINAL else StopRefused.NOT_CANCELLABLE

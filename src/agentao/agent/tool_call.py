@@ -74,6 +74,8 @@ async def run_call(
         turn.answer(call, refusal.text, is_error=True, cancels_turn=refusal.cancels_turn)
         return
     assert tool is not None
+    if tool.cancellable:
+        deps.stoppable.offered(call.id)  # before the client hears it: a stop is taken
     if not silent:  # running now: the editor shows in_progress (and a stop button)
         yield ToolCallProgress(call.id, cancellable=tool.cancellable)
     result: ToolResult | None = None
