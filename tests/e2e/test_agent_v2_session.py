@@ -572,3 +572,37 @@ async def test_auth_status_says_whether_the_provider_key_resolves(tmp_path, env)
         await v2_initialize(agent)
         needless = await agent.call("auth/status", {})
     assert needless == {"state": "not_required"}
+
+
+async def test_session_status_is_open_with_its_state_now_or_saved(env, ws, fake_llm):
+    fake_llm.reply(text=["answer"])
+    stored = await _one_turn(env, ws, "question")
+    _shell_turn(fake_llm)
+    asked = asyncio.Event()
+    answer = asyncio.Event()
+
+    async def held_permission(message: dict[str, Any]) -> dict[str, Any]:
+        asked.set()
+        await answer.wait()
+        return {"outcome": {"outcome": "selected", "optionId": "allow"}}
+
+    async with running(env, init=False) as agent:
+        agent.handlers["session/request_permission"] = held_permission
+        init = await v2_initialize(agent)
+        saved = await agent.call("session/status", {"sessionId": stored})
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        fresh = await agent.call("session/status", {"sessionId": sid})
+        await agent.call("session/prompt", {"sessionId": sid, "prompt": [_text("run it")]})
+        await asked.wait()
+        waiting = await agent.call("session/status", {"sessionId": sid})
+        answer.set()
+        await idle(agent, sid)
+        done = await agent.call("session/status", {"sessionId": sid})
+        unknown = await agent.request("session/status", {"sessionId": "nope"})
+    assert init["capabilities"]["session"]["status"] == {}
+    assert saved == {"status": "saved"}
+    assert fresh == {"status": "open"}  # no finished turn: no state to name
+    assert waiting == {"status": "open", "state": {"state": "requires_action"}}
+    assert done == {"status": "open", "state": {"state": "idle", "stopReason": "end_turn"}}
+    assert unknown["error"]["code"] == -32002
+    assert check_all(agent.received, agent.sent, version=2) == []

@@ -19,7 +19,8 @@ capabilities      object markers, never booleans, read off the v2 handler (serve
                   `session` only when it serves every baseline session method (session/new,
                   list, resume, close, prompt, cancel); inside it `prompt` (image when the
                   model takes images, embeddedContext), `mcp` (stdio, http), `delete`,
-                  `fork` (unstable) and `additionalDirectories` only where served.
+                  `fork` and `status` (unstable) and `additionalDirectories` only where
+                  served.
                   `auth.status` (unstable) only where `auth/status` is served.
 authMethods       the surface's AUTH_METHODS once it serves auth/login and auth/logout (the
                   schema: a non-empty list promises both); omitted otherwise
@@ -138,6 +139,7 @@ def _session_capabilities_v2(surface: object) -> Any:
         mcp=v2.McpCapabilities(stdio=v2.McpStdioCapabilities(), http=v2.McpHttpCapabilities()),
         delete=v2.SessionDeleteCapabilities() if _serves(surface, "session/delete") else None,
         fork=v2.SessionForkCapabilities() if _serves(surface, "session/fork") else None,
+        status=v2.SessionStatusCapabilities() if _serves(surface, "session/status") else None,
         additional_directories=v2.SessionAdditionalDirectoriesCapabilities(),
     )
 

@@ -37,6 +37,9 @@ tool_call/cancel  stops one running tool call that advertised `capabilities.canc
                   -32602 with data.reason unknown / not_cancellable / final
 session/fork      (unstable) a new session with the source's stored history, its own id,
                   the source untouched (server/fork.py); answers its configOptions
+session/status    (unstable) `open` with the state now (`running`, `requires_action`, or
+                  `idle` with the last turn's stop reason; none before a first turn) or
+                  `saved` (stored, not live: resume it); unknown -32002
 auth/status       (unstable) `authenticated` when the provider key resolves (one account,
                   named by its provider), `unauthenticated` when it does not,
                   `not_required` for the scripted provider
@@ -59,7 +62,13 @@ from agentao.protocol import schema
 from agentao.protocol.connection import params_of
 from agentao.protocol.decode import decode_strict, to_builtins
 from agentao.protocol.endpoint import Endpoint
-from agentao.protocol.errors import AcpError, AuthRequired, InternalError, InvalidParams
+from agentao.protocol.errors import (
+    AcpError,
+    AuthRequired,
+    InternalError,
+    InvalidParams,
+    SessionNotFound,
+)
 from agentao.protocol.v2.from_v1 import replay_from
 from agentao.server.capabilities import initialize_response_v2
 from agentao.server.config_options import MODEL_CONFIG_ID, mode_state, model_options
@@ -317,6 +326,17 @@ class AgentV2:
         live.setup = self.agent._after_reply(self.agent._setup(live, replay=False))
         return {"sessionId": live.id, "configOptions": config_options(live)}
 
+    async def session_status(self, params: v2.SessionStatusRequest) -> dict[str, Any]:
+        """`open` (live here, with its state now) or `saved` (stored: resume it); an
+        unknown session is -32002."""
+        live = self.agent.sessions.find(params.session_id)
+        if live is not None:
+            state = state_now(live)
+            return {"status": "open", **({"state": state} if state is not None else {})}
+        if await self.agent.archive.exists(params.session_id):
+            return {"status": "saved"}
+        raise SessionNotFound(params.session_id)
+
     async def session_close(self, params: v2.CloseSessionRequest) -> dict[str, Any]:
         await self.agent.session_close(params)
         return {}
@@ -368,6 +388,17 @@ class AgentV2:
         return outbox
 
 
+def state_now(live: LiveSession) -> dict[str, Any] | None:
+    """The session's foreground state as a snapshot: `requires_action` while a question
+    waits on the person, `running` while a turn runs, `idle` with the last turn's stop
+    reason; None (not reported) for a session with no finished turn to name."""
+    if not live.state.idle:
+        asking = any(not t.done() for t in live.interaction.pending)
+        return {"state": "requires_action" if asking else "running"}
+    stop = live.agent.turns[-1].stop_reason if live.agent.turns else None
+    return None if stop is None else {"state": "idle", "stopReason": stop}
+
+
 def _account(provider_id: str) -> dict[str, Any]:
     return {"label": f"{provider_id} API key (from the agent's environment)", "active": True}
 
@@ -416,4 +447,4 @@ def _v1_blocks(prompt: list[Any]) -> list[Any]:
     return decode_strict(list[schema.ContentBlock], to_builtins(prompt))
 
 
-__all__ = ["AgentV2", "V2Interaction", "V2Outbox", "config_options"]
+__all__ = ["AgentV2", "V2Interaction", "V2Outbox", "config_options", "state_now"]
