@@ -11,6 +11,8 @@ schemas are the *stable* ones in spec/ (the contract every peer reads), by Draft
 (`jsonschema`). Beyond the schema, no field may sit outside its def at the root of a message:
 the envelope, the params or result, and a `session/update`'s `update` (custom data belongs
 under `_meta`). Extension methods (`_vendor/...`) have no def; only their envelope is checked.
+A method only the unstable schema has (v2's `session/fork`, `auth/status`: served by a
+peer that advertised it) is checked against the unstable schema's defs instead.
 """
 
 from __future__ import annotations
@@ -47,14 +49,18 @@ def drafted(version: int) -> dict[str, Any]:
 
 @cache
 def _validator(version: int, name: str) -> Draft202012Validator:
-    return Draft202012Validator({"$defs": defs(version), "$ref": f"#/$defs/{name}"})
+    # a def only the unstable schema has is validated within the unstable schema
+    source = defs(version) if name in defs(version) else drafted(version)
+    return Draft202012Validator({"$defs": source, "$ref": f"#/$defs/{name}"})
 
 
 def def_for(version: int, method: str, suffix: str) -> str | None:
-    """The `$def` of `method`'s Request, Notification or Response in `version`, if any."""
-    for name, d in defs(version).items():
-        if d.get("x-method") == method and name.endswith(suffix):
-            return name
+    """The `$def` of `method`'s Request, Notification or Response in `version`, if any:
+    the stable schema's, else (a method still in draft) the unstable schema's."""
+    for source in (defs(version), drafted(version)):
+        for name, d in source.items():
+            if d.get("x-method") == method and name.endswith(suffix):
+                return name
     return None
 
 
@@ -83,7 +89,7 @@ def check(message: dict[str, Any], version: int, method: str | None = None) -> l
         return out if known else [*out, f"no v{version} $def for {method!r}"]
     out += validate(version, name, payload)
     if isinstance(payload, dict):
-        extra = set(payload) - _known(version, drafted(version).get(name, defs(version)[name]))
+        extra = set(payload) - _known(version, drafted(version).get(name) or defs(version)[name])
         out += [f"root field {k!r} not in {name}" for k in sorted(extra)]
         out += _check_inner(version, name, payload)
     return out

@@ -1,12 +1,15 @@
 """Our agent's v2 session surface over a real `agentao --acp` and the fake LLM (server/v2.py):
 session/new without mcpServers, a prompt answered at insertion with `{messageId}`, the
 `state_update` life of a turn, keyed upserts (tool calls, plan), permissions in v2's shape
-with `requires_action`, cancel, errors after insertion, resume with replay, close, list and
-the mode as a config option. Every message both ways is checked against the official v2
+with `requires_action`, cancel, errors after insertion, resume with replay, close, list,
+the mode as a config option, and `tool_call/cancel` stopping one running shell command
+(its process group killed in the sandbox, the turn going on). Every message both ways is checked against the official v2
 schema (tests/schema_check.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 from typing import Any
 
 import pytest
@@ -408,4 +411,198 @@ async def test_a_prompt_refused_before_insertion_is_an_error_reply_and_inserts_n
     assert unknown["error"]["code"] == -32002
     assert states(agent, sid) == []  # nothing started, nothing inserted
     assert not [u for u in agent.updates(sid) if u["sessionUpdate"] == "user_message_chunk"]
+    assert check_all(agent.received, agent.sent, version=2) == []
+
+
+# ---- tool_call/cancel: one tool stopped, the turn going on (agent/stoppable.py) ----------
+
+HOLD = "exec 3>held.fifo; echo started >&3; sleep 60"  # holds the FIFO open while it runs
+
+
+def _final(agent: AgentProcess, sid: str, call_id: str) -> dict[str, Any]:
+    return [u for u in agent.updates(sid) if u.get("toolCallId") == call_id][-1]
+
+
+def _cancel_offered(message: dict[str, Any]) -> bool:
+    update = message.get("params", {}).get("update", {})
+    return bool(update.get("capabilities", {}) or {}) and update.get("toolCallId") == "s1"
+
+
+def _read_to_eof(fd: int) -> bytes:
+    """Everything written to the FIFO until its last writer is gone (blocking)."""
+    seen = b""
+    while chunk := os.read(fd, 4096):
+        seen += chunk
+    return seen
+
+
+async def test_tool_call_cancel_stops_a_running_shell_command_and_the_turn_goes_on(
+    env, ws, fake_llm, sandbox
+):
+    fifo = ws / "held.fifo"
+    os.mkfifo(fifo)
+    fake_llm.reply(tool_calls=[FakeToolCall("run_shell_command", {"command": HOLD}, id="s1")])
+    fake_llm.reply(text=["stopped"])
+    async with running(env, init=False) as agent:
+        agent.handlers["session/request_permission"] = choose("allow")
+        await v2_initialize(agent)
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        await agent.call("session/prompt", {"sessionId": sid, "prompt": [_text("hold it")]})
+        held = await asyncio.to_thread(os.open, fifo, os.O_RDONLY)  # meets the command's end
+        try:
+            started = await asyncio.to_thread(os.read, held, 64)  # the command runs
+            offered = await agent.wait_for(_cancel_offered)
+            accepted = await agent.call("tool_call/cancel", {"sessionId": sid, "toolCallId": "s1"})
+            rest = await asyncio.to_thread(_read_to_eof, held)  # EOF: every writer killed
+        finally:
+            os.close(held)
+        end = await idle(agent, sid)
+    assert started == b"started\n" and rest == b""
+    assert offered["params"]["update"]["status"] == "in_progress"
+    assert offered["params"]["update"]["capabilities"] == {"cancel": {}}
+    assert accepted == {}
+    final = _final(agent, sid, "s1")
+    assert final["status"] == "cancelled" and final["capabilities"] is None
+    assert end["stopReason"] == "end_turn"  # the turn went on: the model answered after
+    told = str(fake_llm.requests[-1].body["messages"])
+    assert "the user stopped this tool call" in told
+    assert states(agent, sid) == ["running", "requires_action", "running", "idle"]
+    assert check_all(agent.received, agent.sent, version=2) == []
+    async with running(env) as v1:  # v1 has no "cancelled": its replay says "failed"
+        await v1.call("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+    assert [u for u in v1.updates(sid) if u.get("toolCallId") == "s1"][-1]["status"] == "failed"
+    assert check_all(v1.received, v1.sent, version=1) == []
+
+
+async def test_tool_call_cancel_refuses_an_unknown_a_waiting_and_a_final_call(env, ws, fake_llm):
+    fake_llm.reply(tool_calls=[FakeToolCall("run_shell_command", {"command": SHELL}, id="s1")])
+    fake_llm.reply(text=["after"])
+    asked = asyncio.Event()
+    answer = asyncio.Event()
+
+    async def held_permission(message: dict[str, Any]) -> dict[str, Any]:
+        asked.set()
+        await answer.wait()
+        return {"outcome": {"outcome": "selected", "optionId": "allow"}}
+
+    async with running(env, init=False) as agent:
+        agent.handlers["session/request_permission"] = held_permission
+        await v2_initialize(agent)
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        cancel = {"sessionId": sid, "toolCallId": "s1"}
+        await agent.call("session/prompt", {"sessionId": sid, "prompt": [_text("run")]})
+        await asked.wait()
+        waiting = await agent.request("tool_call/cancel", cancel)
+        unknown = await agent.request("tool_call/cancel", {**cancel, "toolCallId": "nope"})
+        answer.set()
+        end = await idle(agent, sid)
+        final = await agent.request("tool_call/cancel", cancel)
+    assert [r["error"]["code"] for r in (waiting, unknown, final)] == [-32602] * 3
+    reasons = [r["error"]["data"]["reason"] for r in (waiting, unknown, final)]
+    assert reasons == ["not_cancellable", "unknown", "final"]
+    assert _final(agent, sid, "s1")["status"] == "completed"  # control: refusals stop nothing
+    assert end["stopReason"] == "end_turn" and (ws / "made.txt").exists()
+    assert check_all(agent.received, agent.sent, version=2) == []
+
+
+async def test_a_tool_that_cannot_stop_never_advertises_cancel(env, ws, fake_llm):
+    write = {"file_path": "a.txt", "content": "x\n"}
+    fake_llm.reply(tool_calls=[FakeToolCall("write_file", write, id="w1")])
+    fake_llm.reply(text=["done"])
+    async with running(env, init=False) as agent:
+        await v2_initialize(agent)
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        await agent.call("session/prompt", {"sessionId": sid, "prompt": [_text("write")]})
+        await idle(agent, sid)
+    writes = [u for u in agent.updates(sid) if u.get("toolCallId") == "w1"]
+    assert writes[-1]["status"] == "completed"
+    assert not [u for u in writes if "capabilities" in u]
+
+
+# ---- unstable methods served: session/fork, auth/status -------------------------------------
+
+
+async def test_fork_is_a_new_session_with_the_stored_history_and_the_source_untouched(
+    env, ws, fake_llm
+):
+    fake_llm.reply(text=["first answer"])
+    source = await _one_turn(env, ws, "first question")
+    fake_llm.reply(text=["fork answer"])
+    async with running(env, init=False) as agent:
+        init = await v2_initialize(agent)
+        fork = await agent.call("session/fork", {"sessionId": source, "cwd": str(ws)})
+        fid = fork["sessionId"]
+        await agent.call("session/prompt", {"sessionId": fid, "prompt": [_text("on the fork")]})
+        await idle(agent, fid)
+        told = str(fake_llm.requests[-1].body["messages"])
+        elsewhere = await agent.request("session/fork", {"sessionId": source, "cwd": "/"})
+        unknown = await agent.request("session/fork", {"sessionId": "nope", "cwd": str(ws)})
+        listed = await agent.call("session/list", {})
+        back = {"sessionId": source, "cwd": str(ws), "replayFrom": {"type": "start"}}
+        await agent.call("session/resume", back)
+    assert init["capabilities"]["session"]["fork"] == {}
+    assert fid != source and [o["configId"] for o in fork["configOptions"]] == ["mode", "model"]
+    assert "first question" in told and "first answer" in told  # the model sees the history
+    assert {s["sessionId"] for s in listed["sessions"]} == {source, fid}
+    replayed = [u["content"]["text"] for u in agent.updates(source) if "content" in u]
+    assert replayed == ["first question", "first answer"]  # the source: only its own turn
+    assert elsewhere["error"]["code"] == -32602 and elsewhere["error"]["data"]["field"] == "cwd"
+    assert unknown["error"]["code"] == -32002
+    assert check_all(agent.received, agent.sent, version=2) == []
+
+
+async def test_auth_status_says_whether_the_provider_key_resolves(tmp_path, env):
+    async with running(env, init=False) as agent:
+        init = await v2_initialize(agent)
+        configured = await agent.call("auth/status", {})
+    assert init["capabilities"]["auth"] == {"status": {}}
+    assert configured["state"] == "authenticated"
+    assert [a["label"] for a in configured["accounts"]] == [
+        "OPENAI API key (from the agent's environment)"
+    ]
+    assert "test-key" not in str(agent.received)  # the key itself never travels
+    assert check_all(agent.received, agent.sent, version=2) == []
+    keyless = agent_env(tmp_path / "home2", LLM_PROVIDER="OPENAI")
+    async with running(keyless, init=False) as agent:
+        await v2_initialize(agent)
+        missing = await agent.call("auth/status", {})
+    assert missing == {"state": "unauthenticated"}
+    scripted = agent_env(tmp_path / "home3", LLM_PROVIDER="SCRIPTED", AGENTAO_SCRIPT="/dev/null")
+    async with running(scripted, init=False) as agent:
+        await v2_initialize(agent)
+        needless = await agent.call("auth/status", {})
+    assert needless == {"state": "not_required"}
+
+
+async def test_session_status_is_open_with_its_state_now_or_saved(env, ws, fake_llm):
+    fake_llm.reply(text=["answer"])
+    stored = await _one_turn(env, ws, "question")
+    _shell_turn(fake_llm)
+    asked = asyncio.Event()
+    answer = asyncio.Event()
+
+    async def held_permission(message: dict[str, Any]) -> dict[str, Any]:
+        asked.set()
+        await answer.wait()
+        return {"outcome": {"outcome": "selected", "optionId": "allow"}}
+
+    async with running(env, init=False) as agent:
+        agent.handlers["session/request_permission"] = held_permission
+        init = await v2_initialize(agent)
+        saved = await agent.call("session/status", {"sessionId": stored})
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        fresh = await agent.call("session/status", {"sessionId": sid})
+        await agent.call("session/prompt", {"sessionId": sid, "prompt": [_text("run it")]})
+        await asked.wait()
+        waiting = await agent.call("session/status", {"sessionId": sid})
+        answer.set()
+        await idle(agent, sid)
+        done = await agent.call("session/status", {"sessionId": sid})
+        unknown = await agent.request("session/status", {"sessionId": "nope"})
+    assert init["capabilities"]["session"]["status"] == {}
+    assert saved == {"status": "saved"}
+    assert fresh == {"status": "open"}  # no finished turn: no state to name
+    assert waiting == {"status": "open", "state": {"state": "requires_action"}}
+    assert done == {"status": "open", "state": {"state": "idle", "stopReason": "end_turn"}}
+    assert unknown["error"]["code"] == -32002
     assert check_all(agent.received, agent.sent, version=2) == []

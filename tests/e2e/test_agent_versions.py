@@ -40,8 +40,8 @@ async def test_a_v2_client_gets_a_v2_result(env):
     assert result["protocolVersion"] == 2
     assert result["info"]["name"] == "agentao" and result["info"]["title"] == "Agentao"
     assert "agentCapabilities" not in result and "agentInfo" not in result
-    # the v2 session surface is served (server/v2.py), so it is advertised
-    assert set(result["capabilities"]) == {"session"}
+    # the v2 session surface and auth/status are served (server/v2.py), so advertised
+    assert set(result["capabilities"]) == {"session", "auth"}
     assert check_all(agent.received, agent.sent, version=2) == []
 
 
@@ -57,12 +57,12 @@ async def test_methods_not_served_on_v2_are_32601_and_v1_ones_stay_served_on_v1(
     async with running(env, init=False) as agent:
         await agent.call("initialize", {"protocolVersion": 2, "info": V2_CLIENT})
         replies = [
-            await agent.request("session/fork", {"sessionId": "s", "cwd": str(tmp_path)}),
+            await agent.request("session/set_title", {"sessionId": "s", "title": "t"}),
             await agent.request("session/load", v2_only_gone),  # not in v2 at all
             await agent.request("_agentao.cn/set_model", {"sessionId": "s", "model": "m"}),
         ]
     for reply, method in zip(
-        replies, ("session/fork", "session/load", "_agentao.cn/set_model"), strict=True
+        replies, ("session/set_title", "session/load", "_agentao.cn/set_model"), strict=True
     ):
         assert reply["error"]["code"] == -32601, reply
         assert reply["error"]["message"] == f"Method not found: {method}"

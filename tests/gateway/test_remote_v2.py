@@ -5,27 +5,35 @@ and raw v2 clients over HTTP/SSE and WebSocket: `initialize` settles v2, `sessio
 without `mcpServers`, a prompt acknowledged with the gateway's `messageId` and echoed,
 `state_update` running -> requires_action (v2's permission question) -> running ->
 idle, chunks with messageIds, keyed tool/plan updates, a cancel, and a resume that
-replays the conversation's log. Every message the gateway sends a v2 client validates
-against the official v2 schema; a v1 client on the same session meanwhile gets v1.
+replays the conversation's log. The mode as a config option held to the key's ceiling,
+`tool_call/cancel` refused (a v1 agent cannot stop one tool), and the official TS v2
+client's permission round trip and mid-turn cancel over HTTP and WebSocket. Every
+message the gateway sends a v2 client validates against the official v2 schema; a v1
+client on the same session meanwhile gets v1.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 import websockets
 
+from agentao.gateway.ceilings import CeilingRules
+from agentao.gateway.config import ApiKey
 from tests.e2e.test_v2_peers import result_of, run_client
 from tests.e2e.test_v2_peers import states as ts_states
 from tests.e2e.test_v2_peers import updates as ts_updates
 from tests.gateway.acp_peers import Event, RawPeer, reply_to, until
-from tests.gateway.conftest import LiveGateway
+from tests.gateway.conftest import LiveGateway, scripted_spec
 from tests.npm_peers import NpmPeers
 from tests.schema_check import check_all, check_recording
 
@@ -87,9 +95,11 @@ class V2Peer:
 class HttpV2(V2Peer):
     """HTTP: POSTs, the connection's SSE stream and each session's, read into one list."""
 
-    def __init__(self, url: str, init: Message | None = None) -> None:
+    def __init__(
+        self, url: str, init: Message | None = None, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(init)
-        self.raw = RawPeer(url)
+        self.raw = RawPeer(url, headers=headers or {})
         self._readers: list[asyncio.Task[None]] = []
 
     async def open(self) -> Message:
@@ -120,14 +130,15 @@ class HttpV2(V2Peer):
 class WsV2(V2Peer):
     """WebSocket: one socket carries every scope."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
         super().__init__()
         self.url = url
+        self.headers = headers or {}
         self.socket: Any = None
         self._reader: asyncio.Task[None] | None = None
 
     async def open(self) -> Message:
-        self.socket = await websockets.connect(self.url)
+        self.socket = await websockets.connect(self.url, additional_headers=self.headers)
         self._reader = asyncio.create_task(self._read())
         await self.send(self.init)
         return await self.wait_for(lambda m: m.get("id") == self.init["id"])
@@ -158,9 +169,9 @@ INIT: Message = {
 }
 
 
-def peer_for(gw: LiveGateway, scheme: str) -> HttpV2 | WsV2:
+def peer_for(gw: LiveGateway, scheme: str, headers: dict[str, str] | None = None) -> HttpV2 | WsV2:
     url = f"{scheme}://127.0.0.1:{gw.port}/acp"
-    return HttpV2(url) if scheme == "http" else WsV2(url)
+    return HttpV2(url, headers=headers) if scheme == "http" else WsV2(url, headers)
 
 
 def update_of(message: Message) -> Message:
@@ -433,3 +444,118 @@ def _text(text: str) -> Message:
 def _request(request_id: int, method: str, sid: str, text: str) -> Message:
     params = {"sessionId": sid, "prompt": [_text(text)]}
     return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
+# ---- what v2 names otherwise: the mode as a config option, tool_call/cancel (bridge_calls.py)
+
+ASKER = {"Authorization": "Bearer sk-asker"}
+# The ceiling `ask` may switch to read-only and back to where it starts; never to `plan`,
+# although the agent's process (its ceiling: workspace-write) offers it.
+ASK_RULES = CeilingRules(
+    mode="workspace-write", modes=frozenset({"read-only"}), options={"model": frozenset({"*"})}
+)
+
+
+def asker_gateway(gateway_factory: Any, tmp_path: Path) -> LiveGateway:
+    key = ApiKey("asker", hashlib.sha256(b"sk-asker").hexdigest(), ceiling="ask", policy="ask")
+    spec = replace(scripted_spec(tmp_path), ceilings=(("ask", ASK_RULES),))
+    return gateway_factory(keys=(key,), agents=(spec,))
+
+
+def option(result: Message, config_id: str) -> Message:
+    [found] = [o for o in result["configOptions"] if o["configId"] == config_id]
+    return found
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_a_v2_client_sets_the_mode_as_a_config_option_held_to_its_keys_ceiling(
+    gateway_factory: Any, tmp_path: Path, scheme: str
+) -> None:
+    gw = asker_gateway(gateway_factory, tmp_path)
+    peer = peer_for(gw, scheme, ASKER)
+    try:
+        await peer.open()
+        opened = await peer.call("session/new", {"cwd": gw.config.agents[0].cwd})
+        sid = opened["result"]["sessionId"]
+        await peer.watch(sid)
+        mode = {"sessionId": sid, "configId": "mode", "type": "id"}
+        ok = await peer.call("session/set_config_option", {**mode, "value": "read-only"}, sid)
+        above = await peer.call("session/set_config_option", {**mode, "value": "plan"}, sid)
+        unknown = await peer.call("session/set_config_option", {**mode, "value": "yolo"}, sid)
+        model = option(opened["result"], "model")["currentValue"]
+        same = {"sessionId": sid, "configId": "model", "type": "id", "value": model}
+        models = await peer.call("session/set_config_option", same, sid)
+        assert peer.errors() == []
+    finally:
+        await peer.close()
+    start = option(opened["result"], "mode")
+    assert start["currentValue"] == "workspace-write" and start["category"] == "mode"
+    assert [o["value"] for o in start["options"]] == ["read-only", "workspace-write"]
+    assert option(ok["result"], "mode")["currentValue"] == "read-only", ok
+    assert above["error"]["code"] == -32602 and above["error"]["data"]["reason"] == "above_ceiling"
+    assert "ceiling 'ask'" in above["error"]["message"]
+    assert unknown["error"]["code"] == -32602 and "yolo" in unknown["error"]["message"]
+    assert option(models["result"], "mode")["currentValue"] == "read-only"  # refusals: no change
+    assert option(models["result"], "model")["currentValue"] == model
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_tool_call_cancel_on_a_v1_agent_is_refused_and_never_offered(
+    remote_gateway: LiveGateway, scheme: str
+) -> None:
+    gw = remote_gateway
+    peer = peer_for(gw, scheme)
+    try:
+        await peer.open()
+        sid = (await peer.call("session/new", {"cwd": gw.config.agents[0].cwd}))["result"][
+            "sessionId"
+        ]
+        await peer.watch(sid)
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "please write"}]}
+        await peer.call("session/prompt", prompt, sid)
+        asked = await peer.wait_for(lambda m: m.get("method") == "session/request_permission")
+        call_id = asked["params"]["subject"]["toolCall"]["toolCallId"]
+        refused = await peer.call(
+            "tool_call/cancel", {"sessionId": sid, "toolCallId": call_id}, sid
+        )
+        answer = {"outcome": {"outcome": "selected", "optionId": "allow"}}
+        await peer.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer}, sid)
+        idle = await peer.wait_for(is_update("state_update", state="idle"))
+        assert peer.errors() == []
+    finally:
+        await peer.close()
+    assert refused["error"]["code"] == -32602, refused
+    assert refused["error"]["data"]["reason"] == "not_cancellable"
+    assert update_of(idle)["stopReason"] == "end_turn"  # control: the turn was not touched
+    calls = [u for u in updates(peer.received) if u["sessionUpdate"] == "tool_call_update"]
+    assert calls and not [u for u in calls if "capabilities" in u]
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+def test_the_official_ts_v2_client_answers_a_permission_and_cancels_mid_turn(
+    v2_peers: NpmPeers, remote_gateway: LiveGateway, scheme: str
+) -> None:
+    """The TS SDK's v2 client through the gateway: a permission allowed, then a turn
+    cancelled while the agent streams (session/cancel at its first text): idle cancelled."""
+    gw = remote_gateway
+    connect = [sys.executable, "-m", "agentao", "connect", f"{scheme}://127.0.0.1:{gw.port}/acp"]
+    lines = run_client(
+        v2_peers, connect, "--cwd", gw.config.agents[0].cwd, "--prompt", "please write",
+        "--permission", "allow", "--prompt", "slow", "--cancel-prompt", "slow",
+    )  # fmt: skip
+    assert check_recording(lines, 2) == []
+    sent = [m["msg"].get("method") for m in lines if m["dir"] == "send"]
+    assert "session/cancel" in sent
+    permission = [m for m in lines if m["msg"].get("method") == "session/request_permission"]
+    assert len(permission) == 1
+    ends = [u for u in ts_updates(lines) if u["sessionUpdate"] == "state_update"]
+    assert [u["state"] for u in ends] == [
+        "running", "requires_action", "running", "idle", "running", "idle",
+    ]  # fmt: skip
+    assert [u.get("stopReason") for u in ends if u["state"] == "idle"] == ["end_turn", "cancelled"]
+    told = "".join(
+        u["content"]["text"]
+        for u in ts_updates(lines)
+        if u["sessionUpdate"] == "agent_message_chunk"
+    )
+    assert told.startswith("Wrote hello.txt.tick") and told.count("tick") < 150  # cut short

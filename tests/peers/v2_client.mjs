@@ -7,10 +7,12 @@
 // (the format of tests/data/real-agent-transcripts), so tests can assert on the wire.
 //
 //   node v2_client.mjs [--cwd DIR] [--prompt TEXT]... [--permission allow|reject|cancel]
-//                      [--resume] -- AGENT_COMMAND [ARGS...]
+//                      [--cancel-prompt TEXT] [--resume] -- AGENT_COMMAND [ARGS...]
 //
 // --permission answers every session/request_permission: `allow` or `reject` pick the
 // first option of that kind; `cancel` sends session/cancel and answers `cancelled`.
+// --cancel-prompt TEXT: the turn of the prompt TEXT gets session/cancel as soon as its
+// first agent_message_chunk arrives (a cancel mid-turn, while the agent streams).
 // --resume: after the prompts, stop the agent, start the same command again and resume
 // the session there with replayFrom {"type": "start"}.
 // Exit 0 when everything ran; 1 on an error (its message on stderr).
@@ -26,6 +28,7 @@ const { values: args, positionals: command } = parseArgs({
     cwd: { type: "string", default: process.cwd() },
     prompt: { type: "string", multiple: true, default: [] },
     permission: { type: "string", default: "allow" },
+    "cancel-prompt": { type: "string" },
     resume: { type: "boolean", default: false },
   },
 });
@@ -92,11 +95,15 @@ async function initialize(agent) {
   return agent.request("initialize", { protocolVersion: 2, info: INFO, capabilities: {} });
 }
 
-// Wait for the idle state_update that ends the turn.
-async function untilIdle(session) {
+// Wait for the idle state_update that ends the turn; `onText` runs at its first agent text.
+async function untilIdle(session, onText) {
   for (;;) {
     const message = await session.nextUpdate();
     if (message.kind === "stop") return message.stopReason;
+    if (onText && message.update.sessionUpdate === "agent_message_chunk") {
+      onText();
+      onText = null;
+    }
   }
 }
 
@@ -107,7 +114,9 @@ async function firstRun() {
     if (init.protocolVersion !== 2) throw new Error(`the agent answered version ${init.protocolVersion}`);
     const session = await agent.buildSession({ cwd: args.cwd, mcpServers: [] }).start();
     for (const prompt of args.prompt) {
-      const idle = untilIdle(session);
+      const cancel = () =>
+        agent.notify("session/cancel", { sessionId: session.sessionId }).catch(fail);
+      const idle = untilIdle(session, prompt === args["cancel-prompt"] ? cancel : null);
       await session.prompt(prompt);
       await idle;
     }

@@ -13,7 +13,7 @@ from typing import Any, Literal
 ToolKind = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
 ]
-ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
+ToolStatus = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 PlanStatus = Literal["pending", "in_progress", "completed"]
 PlanPriority = Literal["high", "medium", "low"]
@@ -80,17 +80,21 @@ class ToolCallStarted:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallProgress:
-    """A running tool's live state: `in_progress`, with output so far (replaces earlier)."""
+    """A running tool's live state: `in_progress`, with output so far (replaces earlier).
+    `cancellable`: the bare "running now" of a tool the user may stop alone."""
 
     call_id: str
     content: tuple[ToolOutput, ...] = ()
     title: str | None = None
+    cancellable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class ToolCallFinished:
+    """The call's end; "cancelled" when the user stopped it alone (v1 shows "failed")."""
+
     call_id: str
-    status: Literal["completed", "failed"]
+    status: Literal["completed", "failed", "cancelled"]
     content: tuple[ToolOutput, ...] = ()
     raw_output: Any = None
 

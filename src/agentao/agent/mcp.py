@@ -139,7 +139,10 @@ CallFn = Callable[[str, dict[str, Any]], Awaitable["mcp_types.CallToolResult"]]
 
 
 class McpTool(Tool):
-    """One tool of one MCP server."""
+    """One tool of one MCP server. Stoppable: the call's task is cancelled, as a
+    cancelled turn cancels it (the session stays up for the next call)."""
+
+    cancellable = True
 
     def __init__(self, server: str, spec: mcp_types.Tool, call: CallFn, limits: McpLimits):
         self.server = server

@@ -4,8 +4,11 @@
 ToolCallProgress ("running now"), the tool's live reports, and ToolCallFinished; a
 plan-only tool (`todo_write`) is silent, its plan shown as PlanChanged instead. The tool
 runs as a child task whose reports come in through a queue, so cancelling the turn
-cancels the tool (with a grace period). The result is staged for the model, whatever
-happened: a refusal (unknown tool, bad arguments, denied, rejected) is its result too.
+cancels the tool (with a grace period). A stoppable tool's task is registered with the
+session's `StoppableCalls` while it runs (its "running now" progress says so): stopping
+it alone finishes the call "cancelled", tells the model, and the turn goes on
+(`stoppable.py`). The result is staged for the model, whatever happened: a refusal
+(unknown tool, bad arguments, denied, rejected) is its result too.
 """
 
 from __future__ import annotations
@@ -17,8 +20,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from agentao.agent.cancellation import ASK_CANCELLED
-from agentao.agent.config import Limits
+from agentao.agent.cancellation import ASK_CANCELLED, CANCELLED_TEXT
 from agentao.agent.events import (
     TextOutput,
     ToolCallFinished,
@@ -30,15 +32,18 @@ from agentao.agent.events import (
 from agentao.agent.providers.base import ToolCallRequest
 from agentao.agent.session import AgentSession
 from agentao.agent.staging import StagedTurn
+from agentao.agent.stoppable import StoppableCalls
 from agentao.agent.tools.base import PermissionReply, Tool, ToolContext, ToolError, ToolResult
 from agentao.agent.turn_deps import TurnDeps
 
-__all__ = ["REJECTED_NO_REASON", "Refusal", "run_call"]
+__all__ = ["REJECTED_NO_REASON", "STOPPED", "Refusal", "run_call"]
 
 log = logging.getLogger(__name__)
 
 # A reject whose answerer gave no reason: not "by the user", since no person may have seen it.
 REJECTED_NO_REASON = "rejected: the client answered reject and gave no reason"
+# What the model is told of a call the user stopped while it ran (the turn goes on).
+STOPPED = "cancelled: the user stopped this tool call before it finished"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,21 +61,25 @@ async def run_call(
     ctx = tool_context(turn.session, deps, call.id)
     started = _announce(call, tool, ctx)
     silent = tool is not None and tool.plan_only
+    deps.stoppable.announced(call.id)
     if not silent:
         yield started
     refusal = _check(call, tool)
     if refusal is None and tool is not None:
         refusal = await _permission(tool, call, started, ctx, deps)
     if refusal is not None:
+        deps.stoppable.finished(call.id)
         if not silent:
             yield ToolCallFinished(call.id, "failed", (TextOutput(refusal.text),))
         turn.answer(call, refusal.text, is_error=True, cancels_turn=refusal.cancels_turn)
         return
     assert tool is not None
-    if not silent:
-        yield ToolCallProgress(call.id)  # running now: the editor shows in_progress
+    if tool.cancellable:
+        deps.stoppable.offered(call.id)  # before the client hears it: a stop is taken
+    if not silent:  # running now: the editor shows in_progress (and a stop button)
+        yield ToolCallProgress(call.id, cancellable=tool.cancellable)
     result: ToolResult | None = None
-    async with aclosing(_execute(tool, call.arguments, ctx, deps.limits)) as running:
+    async with aclosing(_execute(tool, call.arguments, ctx, deps)) as running:
         async for item in running:
             if isinstance(item, ToolResult):
                 result = item
@@ -141,27 +150,32 @@ def _finished(call: ToolCallRequest, result: ToolResult) -> ToolCallFinished:
     content = result.content
     if result.is_error and not content:  # a failure always says why
         content = (TextOutput(result.model_text),)
-    status = "failed" if result.is_error else "completed"
+    status = "cancelled" if result.stopped else "failed" if result.is_error else "completed"
     return ToolCallFinished(call.id, status, content, result.raw_output)
 
 
 async def _execute(
-    tool: Tool, args: dict[str, Any], ctx: ToolContext, limits: Limits
+    tool: Tool, args: dict[str, Any], ctx: ToolContext, deps: TurnDeps
 ) -> AsyncIterator[ToolCallProgress | ToolResult]:
     """Run the tool as a child task; yield its live reports, then its result. Closing
-    this generator (cancellation) cancels the task and gives it a grace period."""
+    this generator (cancellation) cancels the task and gives it a grace period; a
+    stoppable tool's task is the session's to stop meanwhile (then its result says so)."""
     queue: asyncio.Queue[ToolCallProgress | ToolResult] = asyncio.Queue()
+    limits = deps.limits
 
     async def report(content: tuple[ToolOutput, ...]) -> None:
         queue.put_nowait(ToolCallProgress(ctx.call_id, tuple(content)))
 
     ctx.report = report
     task = asyncio.create_task(_run_tool(tool, args, ctx, queue), name=f"tool {tool.name}")
+    if tool.cancellable:
+        _stoppable(task, ctx.call_id, deps.stoppable, queue)
     try:
         while not isinstance(item := await queue.get(), ToolResult):
             yield item
         yield item
     finally:
+        deps.stoppable.finished(ctx.call_id)
         if not task.done():
             task.cancel()
             await asyncio.wait([task], timeout=limits.tool_cancel_grace)
@@ -169,6 +183,22 @@ async def _execute(
                 log.warning(
                     "tool %s still running %.1fs after cancel", tool.name, limits.tool_cancel_grace
                 )
+
+
+def _stoppable(
+    task: asyncio.Task[None], call_id: str, calls: StoppableCalls, queue: asyncio.Queue
+) -> None:
+    """Let the session stop `task`; a stop (not the turn's cancel) queues its result.
+    A done callback, not an `except` in the task: a task stopped before its first step
+    never runs a line of its coroutine."""
+    calls.running(call_id, task)
+
+    def done(t: asyncio.Task[None]) -> None:
+        if t.cancelled() and calls.was_stopped(call_id):
+            stopped = (TextOutput(CANCELLED_TEXT),)
+            queue.put_nowait(ToolResult(STOPPED, stopped, is_error=True, stopped=True))
+
+    task.add_done_callback(done)
 
 
 async def _run_tool(

@@ -63,6 +63,7 @@ async def run_turn(
     `shown`: the prompt as the user typed it (a command), when the model is sent another."""
     message = prompt if isinstance(prompt, UserMessage) else UserMessage(prompt)
     turn = StagedTurn(session, shown or message.text, deps, message)
+    deps.stoppable.new_turn()
     async with aclosing(_committed(turn, _rounds(turn, deps))) as events:
         async for event in events:
             yield event

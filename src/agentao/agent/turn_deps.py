@@ -2,7 +2,8 @@
 
 The server builds one `TurnDeps` per session (`server/live.py`); every part of a turn
 (`turn.py`, `staging.py`, `tool_call.py`, `compaction_trigger.py`) reads it, none
-changes it.
+changes it, except the record of stoppable calls (`stoppable.py`), which the session
+shares with whoever may stop one.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from agentao.agent.compaction import CompactionSettings
 from agentao.agent.config import Limits
 from agentao.agent.context import ContextBudget
 from agentao.agent.providers.base import LlmProvider
+from agentao.agent.stoppable import StoppableCalls
 from agentao.agent.tools.base import Interaction, PermissionGate, Tool, ToolEnv
 
 __all__ = ["TurnDeps"]
@@ -32,3 +34,5 @@ class TurnDeps:
     system_prompt: str = ""
     context: ContextBudget | None = None  # the window and its meter; None: never compacts
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    # the session's calls the client may stop alone; the one part a turn changes
+    stoppable: StoppableCalls = field(default_factory=StoppableCalls)

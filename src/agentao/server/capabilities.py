@@ -18,8 +18,10 @@ info              {name "agentao", title "Agentao", version}
 capabilities      object markers, never booleans, read off the v2 handler (server/v2.py):
                   `session` only when it serves every baseline session method (session/new,
                   list, resume, close, prompt, cancel); inside it `prompt` (image when the
-                  model takes images, embeddedContext), `mcp` (stdio, http), `delete` and
-                  `additionalDirectories` only where served. `auth` never (no extensions).
+                  model takes images, embeddedContext), `mcp` (stdio, http), `delete`,
+                  `fork` and `status` (unstable) and `additionalDirectories` only where
+                  served.
+                  `auth.status` (unstable) only where `auth/status` is served.
 authMethods       the surface's AUTH_METHODS once it serves auth/login and auth/logout (the
                   schema: a non-empty list promises both); omitted otherwise
 _meta             none: the vendor methods are v1's until v2 serves them
@@ -113,7 +115,9 @@ def initialize_response_v2(surface: object) -> dict[str, Any]:
     response = v2.InitializeResponse(
         protocol_version=2,
         info=v2.Implementation(name="agentao", title="Agentao", version=__version__),
-        capabilities=v2.AgentCapabilities(session=_session_capabilities_v2(surface)),
+        capabilities=v2.AgentCapabilities(
+            session=_session_capabilities_v2(surface), auth=_auth_capabilities_v2(surface)
+        ),
     )
     result = to_builtins(response)
     result.setdefault("capabilities", {})  # the struct omits its {} default; say it
@@ -134,8 +138,19 @@ def _session_capabilities_v2(surface: object) -> Any:
         ),
         mcp=v2.McpCapabilities(stdio=v2.McpStdioCapabilities(), http=v2.McpHttpCapabilities()),
         delete=v2.SessionDeleteCapabilities() if _serves(surface, "session/delete") else None,
+        fork=v2.SessionForkCapabilities() if _serves(surface, "session/fork") else None,
+        status=v2.SessionStatusCapabilities() if _serves(surface, "session/status") else None,
         additional_directories=v2.SessionAdditionalDirectoriesCapabilities(),
     )
+
+
+def _auth_capabilities_v2(surface: object) -> Any:
+    """`auth.status` (unstable) where `auth/status` is served; else no `auth` at all."""
+    from agentao.protocol.v2 import schema as v2
+
+    if not _serves(surface, "auth/status"):
+        return None
+    return v2.AgentAuthCapabilities(status=v2.AuthStatusCapabilities())
 
 
 def _serves(surface: object, method: str) -> bool:

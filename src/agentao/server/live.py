@@ -30,6 +30,7 @@ from agentao.agent.permissions import PermissionEngine
 from agentao.agent.providers import LlmProvider
 from agentao.agent.providers.messages import SystemMessage
 from agentao.agent.session import AgentSession
+from agentao.agent.stoppable import StoppableCalls
 from agentao.agent.tools.base import Tool, ToolEnv
 from agentao.agent.turn_deps import TurnDeps
 from agentao.protocol.errors import SessionNotFound
@@ -65,6 +66,7 @@ class LiveSession:
     state: TurnState = field(default_factory=TurnState)
     turn_task: asyncio.Task[Any] | None = None
     setup: asyncio.Task[Any] | None = None
+    stoppable: StoppableCalls = field(default_factory=StoppableCalls)  # v2's tool_call/cancel
 
     @property
     def id(self) -> str:
@@ -89,6 +91,7 @@ class LiveSession:
             system_prompt=self.system or "",
             context=self.context,
             compaction=self.compaction,
+            stoppable=self.stoppable,
         )
 
     async def prepare(self) -> None:

@@ -71,6 +71,16 @@ class SessionArchive:
         with _reachable():
             await self.store.create(record)
 
+    async def create_with_turns(self, agent: AgentSession, engine: PermissionEngine) -> None:
+        """A new session that already has turns (a fork): created, then each turn
+        committed in order with the session's state."""
+        await self.create(agent, engine)
+        state = _state(agent, engine)
+        with _reachable():
+            for turn in agent.turns:
+                record = TurnRecord(encode(turn), turn.stop_reason, agent.updated_at)
+                await self.store.commit_turn(agent.id, record, state, title=agent.title)
+
     async def commit_turn(self, agent: AgentSession, engine: PermissionEngine) -> None:
         """Store the session's last turn and its state after it, atomically."""
         turn = agent.turns[-1]

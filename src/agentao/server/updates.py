@@ -5,7 +5,9 @@ TextDelta          -> agent_message_chunk
 ThoughtDelta       -> agent_thought_chunk
 ToolCallStarted    -> tool_call            status "pending", title, kind, rawInput, locations
 ToolCallProgress   -> tool_call_update     status "in_progress" (+ live content, title)
-ToolCallFinished   -> tool_call_update     status "completed"/"failed", content, rawOutput
+ToolCallFinished   -> tool_call_update     status "completed"/"failed" (a call the user
+                      stopped alone, "cancelled", is "failed": v1 has no such status),
+                      content, rawOutput
 PlanChanged        -> plan
 Notice             -> notice (sent only to clients that advertised `session.notices`;
                       the others get a thought instead: see gates.py)
@@ -112,7 +114,8 @@ def _tool_progress(e: ev.ToolCallProgress) -> Update:
 
 
 def _tool_finished(e: ev.ToolCallFinished) -> Update:
-    return _tool_update(e.content, tool_call_id=e.call_id, status=e.status, raw_output=e.raw_output)
+    status = "failed" if e.status == "cancelled" else e.status  # v1 has no "cancelled"
+    return _tool_update(e.content, tool_call_id=e.call_id, status=status, raw_output=e.raw_output)
 
 
 def _tool_update(outputs: tuple[ev.ToolOutput, ...], **fields: Any) -> Update:

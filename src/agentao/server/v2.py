@@ -29,6 +29,20 @@ ask_user          `elicitation/create` (a form with one string field, `answer`) 
 session/set_config_option   `mode` (a permission preset, within the ceiling) or `model`;
                   a mode or model changed any way (a slash command too) is sent as a
                   `config_option_update` with the whole config
+tool_call/cancel  stops one running tool call that advertised `capabilities.cancel` (a
+                  shell command: its process group, in its sandbox; a fetch; an MCP
+                  call): `{}` once the cancel is delivered, then the call's final
+                  `tool_call_update` ("cancelled", or "completed"/"failed" if it finished
+                  first); the model is told and the turn goes on (agent/stoppable.py).
+                  -32602 with data.reason unknown / not_cancellable / final
+session/fork      (unstable) a new session with the source's stored history, its own id,
+                  the source untouched (server/fork.py); answers its configOptions
+session/status    (unstable) `open` with the state now (`running`, `requires_action`, or
+                  `idle` with the last turn's stop reason; none before a first turn) or
+                  `saved` (stored, not live: resume it); unknown -32002
+auth/status       (unstable) `authenticated` when the provider key resolves (one account,
+                  named by its provider), `unauthenticated` when it does not,
+                  `not_required` for the scripted provider
 auth/login        method "provider-key" (type agent): checks that the configured provider's
                   key resolves from the environment, else -32000 naming the variables; no
                   key travels on the wire. auth/logout: nothing stored to forget, `{}`
@@ -42,12 +56,19 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentao.agent.events import ToolCallStarted, TurnEnded
+from agentao.agent.stoppable import StopRefused
 from agentao.agent.tools.base import ASK_USER_UNAVAILABLE
 from agentao.protocol import schema
 from agentao.protocol.connection import params_of
 from agentao.protocol.decode import decode_strict, to_builtins
 from agentao.protocol.endpoint import Endpoint
-from agentao.protocol.errors import AcpError, InternalError, InvalidParams
+from agentao.protocol.errors import (
+    AcpError,
+    AuthRequired,
+    InternalError,
+    InvalidParams,
+    SessionNotFound,
+)
 from agentao.protocol.v2.from_v1 import replay_from
 from agentao.server.capabilities import initialize_response_v2
 from agentao.server.config_options import MODEL_CONFIG_ID, mode_state, model_options
@@ -70,7 +91,13 @@ ELICITATION_METHOD = "elicitation/create"
 CONFIG_KINDS = frozenset({"current_mode_update", "config_option_update"})
 ANSWER_FIELD = "answer"  # the one field of ask_user's form
 PROVIDER_KEY_METHOD = "provider-key"  # the one auth method: the provider key, server-side
+SCRIPTED_PROVIDER = "SCRIPTED"  # plays a file: no key, no account
 # v2's value tag (`type: "id"`) and `_meta`: v1's model setter takes neither.
+STOP_REFUSED = {  # v2: -32602 for an unknown, final or not cancellable tool call
+    StopRefused.UNKNOWN: "is unknown in the session's running turn",
+    StopRefused.NOT_CANCELLABLE: "is not cancellable (not running, or a tool that cannot stop)",
+    StopRefused.FINAL: "is already final",
+}
 V2_ONLY_SET_FIELDS = frozenset(
     {"type", "_meta"}
 )  # the one replay cursor we serve: the whole history
@@ -219,6 +246,20 @@ class AgentV2:
         self.agent.configured_llm()  # AuthRequired (-32000, data.variables) when the key is missing
         return {}
 
+    async def auth_status(self, params: Any) -> dict[str, Any]:
+        """Whether the configured provider's key resolves (configured, not proven valid:
+        the schema's `authenticated`); `not_required` for the scripted provider, which
+        needs none. The account is named by its provider, never by the key."""
+        try:
+            llm = self.agent.configured_llm()
+        except AuthRequired:
+            return {"state": "unauthenticated"}
+        except AcpError:  # the provider itself is misconfigured: session/new says how
+            return {"state": "unknown"}
+        if llm.provider_id == SCRIPTED_PROVIDER:
+            return {"state": "not_required"}
+        return {"state": "authenticated", "accounts": [_account(llm.provider_id)]}
+
     async def auth_logout(self, params: Any) -> dict[str, Any]:
         """Nothing to forget: agentao stores no credential of its own (the key is in the
         environment of whoever started the agent, who alone can remove it)."""
@@ -277,6 +318,25 @@ class AgentV2:
         live.setup = self.agent._after_reply(self.agent._setup(live, replay=False))
         return {"configOptions": config_options(live)}
 
+    async def session_fork(self, params: v2.ForkSessionRequest, message: dict[str, Any]) -> Any:
+        """A new session with the source's stored history (server/fork.py)."""
+        from agentao.server.fork import fork_session
+
+        live = await fork_session(self.agent, params, message)
+        live.setup = self.agent._after_reply(self.agent._setup(live, replay=False))
+        return {"sessionId": live.id, "configOptions": config_options(live)}
+
+    async def session_status(self, params: v2.SessionStatusRequest) -> dict[str, Any]:
+        """`open` (live here, with its state now) or `saved` (stored: resume it); an
+        unknown session is -32002."""
+        live = self.agent.sessions.find(params.session_id)
+        if live is not None:
+            state = state_now(live)
+            return {"status": "open", **({"state": state} if state is not None else {})}
+        if await self.agent.archive.exists(params.session_id):
+            return {"status": "saved"}
+        raise SessionNotFound(params.session_id)
+
     async def session_close(self, params: v2.CloseSessionRequest) -> dict[str, Any]:
         await self.agent.session_close(params)
         return {}
@@ -305,6 +365,19 @@ class AgentV2:
             await self.agent.session_set_config_option(params, {**message, "params": raw})
         return {"configOptions": config_options(live)}
 
+    # ---- tool calls --------------------------------------------------------------------
+
+    async def tool_call_cancel(self, params: v2.CancelToolCallRequest) -> dict[str, Any]:
+        """Stop one running tool call; its turn goes on (agent/stoppable.py)."""
+        live = self.agent.sessions.get(params.session_id)
+        refused = live.stoppable.stop(params.tool_call_id)
+        if refused is not None:
+            raise InvalidParams(
+                f"Invalid params: tool call {params.tool_call_id!r} {STOP_REFUSED[refused]}",
+                {"field": "toolCallId", "reason": refused.value},
+            )
+        return {}
+
     def _options_of(self, session_id: str) -> list[dict[str, Any]] | None:
         live = self.agent.sessions.find(session_id)
         return None if live is None else config_options(live)
@@ -313,6 +386,21 @@ class AgentV2:
         outbox = live.outbox
         assert isinstance(outbox, V2Outbox), "a v2 session sends through a V2Outbox"
         return outbox
+
+
+def state_now(live: LiveSession) -> dict[str, Any] | None:
+    """The session's foreground state as a snapshot: `requires_action` while a question
+    waits on the person, `running` while a turn runs, `idle` with the last turn's stop
+    reason; None (not reported) for a session with no finished turn to name."""
+    if not live.state.idle:
+        asking = any(not t.done() for t in live.interaction.pending)
+        return {"state": "requires_action" if asking else "running"}
+    stop = live.agent.turns[-1].stop_reason if live.agent.turns else None
+    return None if stop is None else {"state": "idle", "stopReason": stop}
+
+
+def _account(provider_id: str) -> dict[str, Any]:
+    return {"label": f"{provider_id} API key (from the agent's environment)", "active": True}
 
 
 def config_options(live: LiveSession) -> list[dict[str, Any]]:
@@ -359,4 +447,4 @@ def _v1_blocks(prompt: list[Any]) -> list[Any]:
     return decode_strict(list[schema.ContentBlock], to_builtins(prompt))
 
 
-__all__ = ["AgentV2", "V2Interaction", "V2Outbox", "config_options"]
+__all__ = ["AgentV2", "V2Interaction", "V2Outbox", "config_options", "state_now"]

@@ -9,9 +9,12 @@ UserText           -> user_message_chunk   with the user message's `messageId`
 TextDelta          -> agent_message_chunk  `messageId` of the agent message it belongs to
 ThoughtDelta       -> agent_thought_chunk  `messageId` of the thought it belongs to
 ToolCallStarted    -> tool_call_update     status "pending", name, title, kind, rawInput
-ToolCallProgress   -> tool_call_update     status "in_progress" (+ content, title)
-ToolCallFinished   -> tool_call_update     status, content, rawOutput (an edit's diff as
-                      v2's `changes` + a git patch)
+ToolCallProgress   -> tool_call_update     status "in_progress" (+ content, title); a
+                      stoppable tool's "running now" advertises `capabilities.cancel`
+ToolCallFinished   -> tool_call_update     status (also "cancelled": stopped alone by
+                      `tool_call/cancel`), content, rawOutput (an edit's diff as v2's
+                      `changes` + a git patch); `capabilities: null` where cancel was
+                      advertised (a final call is never cancellable)
 PlanChanged        -> plan_update          `plan: {type: "items", planId, entries}`
 available_commands_update   each command tagged `type: "command"` (its input `text`)
 current_mode_update         nothing: v2 has modes only as the `mode` config option, sent
@@ -54,6 +57,7 @@ class V2Mapper(FromV1):
     def __init__(self) -> None:
         super().__init__()
         self.v1 = UpdateMapper()
+        self._cancel_offered: set[tuple[str, str]] = set()  # (session, call) told cancellable
 
     def event(self, session_id: str, event: ev.TurnEvent) -> dict[str, Any] | None:
         """The v2 update for a runtime event (None for one without: TurnEnded)."""
@@ -68,15 +72,26 @@ class V2Mapper(FromV1):
             self.end_messages(session_id)
             return _tool_call(event)
         if isinstance(event, ev.ToolCallProgress):
-            return _tool_update(event.call_id, "in_progress", event.content, title=event.title)
+            return self._progress(session_id, event)
         if isinstance(event, ev.ToolCallFinished):
-            return _tool_update(
+            update = _tool_update(
                 event.call_id, event.status, event.content, rawOutput=event.raw_output
             )
+            if (session_id, event.call_id) in self._cancel_offered:
+                self._cancel_offered.discard((session_id, event.call_id))
+                update["capabilities"] = None  # final: no longer cancellable
+            return update
         if isinstance(event, ev.PlanChanged):
             return _plan(event)
         update = self.v1(event)
         return None if update is None else self.v1_update(update)
+
+    def _progress(self, session_id: str, event: ev.ToolCallProgress) -> dict[str, Any]:
+        update = _tool_update(event.call_id, "in_progress", event.content, title=event.title)
+        if event.cancellable:  # tool_call/cancel may stop it from now on
+            self._cancel_offered.add((session_id, event.call_id))
+            update["capabilities"] = {"cancel": {}}
+        return update
 
     def v1_update(self, update: Any) -> dict[str, Any] | None:
         """A v1-shaped update the session built (struct or dict) in v2, or None when v2

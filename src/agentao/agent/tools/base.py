@@ -123,6 +123,7 @@ class ToolResult:
     raw_output: Any = None
     # A new plan (todo_write): the turn loop stores it and yields PlanChanged.
     plan: tuple[PlanEntry, ...] | None = None
+    stopped: bool = False  # the user stopped the call while it ran (agent/stoppable.py)
 
 
 class ToolError(Exception):
@@ -159,6 +160,9 @@ class Tool(ABC):
     # True when the user sees this tool's effect as a plan update, not as a tool call
     # (todo_write): the turn loop then yields no ToolCallStarted/Finished for it.
     plan_only: bool = False
+    # True when the call can be stopped alone mid-way, the turn going on (a command, a
+    # fetch, an MCP call): cancelling its task leaves nothing half-written.
+    cancellable: bool = False
 
     def title(self, args: dict[str, Any]) -> str:
         """A human title for the editor: "Read hello.txt", "Run `ls -la`"."""

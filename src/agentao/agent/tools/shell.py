@@ -180,6 +180,7 @@ def _word_inside(word: str, cwd: Path, roots: Sequence[Path]) -> bool:
 class RunShellCommand(Tool):
     name = "run_shell_command"
     kind = "execute"
+    cancellable = True  # its process group is killed (local_env.py)
     description = (
         "Run a command with bash -c in the workspace (or `directory`). Output (stdout and"
         " stderr merged) is returned with the exit code. Background processes are killed"

@@ -32,6 +32,7 @@ _TEXTUAL = ("text/", "application/json", "application/xml", "application/xhtml",
 class WebFetch(Tool):
     name = "web_fetch"
     kind = "fetch"
+    cancellable = True  # a read: stopping it closes the connection, nothing half-done
     description = (
         "Fetch an http(s) URL and return its readable text (HTML is converted to text with"
         " links kept). `prompt` says what you are looking for; it is echoed with the text."

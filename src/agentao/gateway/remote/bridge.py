@@ -8,7 +8,8 @@ agent's own v2 view uses), so a v1 and a v2 client can watch one conversation at
 task-started          state_update running, then the prompt as user_message_chunk
                       with the `messageId` the prompt's reply named (`user_message_id`)
 task-running,         the agent's v1 update in v2: chunks with messageIds, keyed
-session-update        tool_call_update / plan_update (`FromV1`)
+session-update        tool_call_update / plan_update (`FromV1`); a tool call never
+                      with `capabilities` (no `tool_call/cancel` on a v1 agent)
 permission-request    state_update requires_action (the question itself goes out as
                       v2's `session/request_permission`: `permission_params`)
 permission-response   state_update running
@@ -88,7 +89,7 @@ class V2Bridge:
             return []
         new_id = frame_message_id(conversation_id, event.seq)
         translated = self.view.update(session_id, update, new_id)
-        return [] if translated is None else [translated]
+        return [] if translated is None else [_uncancellable(translated)]
 
     def update(self, session_id: str, update: dict[str, Any]) -> dict[str, Any] | None:
         """A v1 update the gateway sends outside the log (what the agent sent while a
@@ -100,6 +101,14 @@ class V2Bridge:
         if method == PERMISSION_METHOD:
             return method, permission_params(params)
         return method, params
+
+
+def _uncancellable(update: dict[str, Any]) -> dict[str, Any]:
+    """A tool call through the bridge never offers `tool_call/cancel`: the v1 agent cannot
+    stop one tool (bridge_calls.py refuses it), whatever its update carried."""
+    if update.get("sessionUpdate") == "tool_call_update" and "capabilities" in update:
+        return {k: v for k, v in update.items() if k != "capabilities"}
+    return update
 
 
 def ended(payload: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,8 @@ Versions. A connection speaks what its `initialize` settled: v1, or v2 through t
 (bridge.py: the log's v1 frames translated for that client): a v2 `initialize` gets the
 agent's answer in v2, `session/new` and `session/resume` v2's results (a resume's
 `replayFrom: {type: "start"}` replays the log, then the current `state_update`), and a
-v2 `session/prompt` is answered at once with its `messageId`, the turn going on.
+v2 `session/prompt` is answered at once with its `messageId`, the turn going on. What v2
+names otherwise (the mode as a config option, `tool_call/cancel`) is bridge_calls.py's.
 
 What the client sends is read by the connection's protocol connection (`wire`), by the
 rules our agent applies on stdio: the lifecycle table, the `protocolVersion` check, the
@@ -56,6 +57,7 @@ from agentao.gateway.errors import ApiError, TakenElsewhere
 from agentao.gateway.peers import Peers
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.remote.bridge import V2, V2Bridge, initialize_result, user_message_id
+from agentao.gateway.remote.bridge_calls import BRIDGED_METHODS, bridged_call, session_config
 from agentao.gateway.remote.clients import INIT_SCOPE, RemoteClient, RemoteClients
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
 from agentao.gateway.remote.limits import check_change, remote_policy, session_params
@@ -317,6 +319,10 @@ class RemoteAcp:
         if method == "session/close":
             self.relays.detach(relay, connection)
             return {}
+        if connection.bridge is not None and method in BRIDGED_METHODS:  # v2 named otherwise
+            spec = self.conversations.pool(connection.agent).spec
+            session = await self.conversations.bind(relay.conv)
+            return await bridged_call(connection.principal, spec, session, method, params)
         if method.startswith(("session/", "_")):  # set_mode, set_config_option, extensions
             spec = self.conversations.pool(connection.agent).spec
             check_change(connection.principal, spec, method, params)
@@ -341,8 +347,11 @@ class RemoteAcp:
             if isinstance(update, Update):
                 connection.send_update(session.id, update.raw)
         await relay.attach(connection, replay=False)
-        if connection.bridge is not None:  # v2's result: the agent's v1 modes are not v2's
-            return {"sessionId": session.id}
+        if connection.bridge is not None:  # v2's result: the modes are a config option
+            return {
+                "sessionId": session.id,
+                **session_config(connection.principal, pool.spec, session),
+            }
         return {**to_builtins(session.response), "sessionId": session.id}
 
     async def _reopen(
@@ -367,7 +376,8 @@ class RemoteAcp:
         await self.relays.relay(conv).attach(connection, replay)
         if connection.bridge is not None:  # v2: the state after the replay, before the reply
             self._send_state(connection, conv, session_id)
-            return {}
+            spec = self.conversations.pool(connection.agent).spec
+            return session_config(connection.principal, spec, session)
         result = {k: v for k, v in to_builtins(session.response).items() if k != "sessionId"}
         # The official SDK's client opens a session's stream when a message names the
         # session: the reply says which, so the rest reaches it there.

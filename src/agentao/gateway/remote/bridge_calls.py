@@ -1,0 +1,118 @@
+"""What a v2 client asks through the bridge that a v1 agent names otherwise, or cannot do.
+
+The bridge (bridge.py) translates what the gateway sends a v2 client; this module
+answers the v2 methods whose v1 counterpart differs (service.py hands them here):
+
+session/set_config_option   v2 has modes only as the `mode` config option (category
+    `mode`): `configId: "mode"` becomes the agent's v1 `session/set_mode`, held to the
+    key's ceiling first (a mode the ceiling does not name is -32602 "above this API
+    key's ceiling", as our own agent answers a v2 mode above its ceiling, and nothing
+    is sent to the agent); any other option goes to the agent's v1
+    `session/set_config_option` (v2's `type: "id"` tag dropped: v1's default) under the
+    ceiling's option rules (limits.py). The answer is v2's whole config: the mode option
+    (the agent's modes the ceiling allows, the current one) and the agent's options;
+    `session/new` and `session/resume` through the bridge answer the same config
+    (`session_config`), so a v2 client can find the mode option at all.
+tool_call/cancel   -32602 `not_cancellable`: a v1 agent cannot stop one tool call (only
+    the turn, `session/cancel`), so the bridge never advertises `capabilities.cancel`
+    on a tool call (bridge.py drops it) and refuses the request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentao.client import Session
+from agentao.gateway.auth import Principal
+from agentao.gateway.config import AgentSpec
+from agentao.gateway.remote.limits import check_change
+from agentao.protocol.decode import to_builtins
+from agentao.protocol.errors import InvalidParams
+
+MODE_CONFIG_ID = "mode"  # v2's config option for what v1 calls the session's mode
+SET_CONFIG = "session/set_config_option"
+CANCEL_TOOL_CALL = "tool_call/cancel"
+BRIDGED_METHODS = frozenset({SET_CONFIG, CANCEL_TOOL_CALL})
+V1_DEFAULT_TAG = "id"  # v2 tags a value id `type: "id"`; v1 reads an untagged value so
+
+
+async def bridged_call(
+    principal: Principal, spec: AgentSpec, session: Session, method: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """Answer one of BRIDGED_METHODS for a v2 client on the v1 `session`."""
+    if method == CANCEL_TOOL_CALL:
+        raise InvalidParams(
+            f"Invalid params: tool call {params.get('toolCallId')!r} is not cancellable: "
+            "the agent behind this gateway speaks ACP v1, which stops only a whole turn "
+            "(session/cancel)",
+            {"field": "toolCallId", "reason": "not_cancellable"},
+        )
+    if params.get("configId") == MODE_CONFIG_ID and session.modes:
+        await _set_mode(principal, spec, session, params.get("value"))
+        options = to_builtins(getattr(session.response, "config_options", None) or [])
+    else:
+        v1 = {k: v for k, v in params.items() if not (k == "type" and v == V1_DEFAULT_TAG)}
+        check_change(principal, spec, SET_CONFIG, v1)
+        answer = await session.channel.call_raw(SET_CONFIG, v1, session.channel.timeouts.request)
+        options = answer.get("configOptions") or [] if isinstance(answer, dict) else []
+    return {"configOptions": config_options(principal, spec, session, options)}
+
+
+async def _set_mode(principal: Principal, spec: AgentSpec, session: Session, value: Any) -> None:
+    """The mode set on the agent, if the key's ceiling names it; else -32602, unchanged."""
+    allowed = _allowed_modes(principal, spec, session)
+    if not isinstance(value, str) or value not in session.modes:
+        raise InvalidParams(
+            f"Invalid params: unknown mode {value!r} (one of: {', '.join(allowed)})",
+            {"field": "value", "configId": MODE_CONFIG_ID},
+        )
+    if value not in allowed:
+        raise InvalidParams(
+            f"Invalid params: mode {value!r} is above this API key's ceiling "
+            f"{principal.ceiling!r} (one of: {', '.join(allowed)})",
+            {"field": "value", "configId": MODE_CONFIG_ID, "reason": "above_ceiling"},
+        )
+    await session.set_mode(value)
+
+
+def session_config(principal: Principal, spec: AgentSpec, session: Session) -> dict[str, Any]:
+    """`configOptions` of a v2 session/new or session/resume result through the bridge."""
+    v1 = to_builtins(getattr(session.response, "config_options", None) or [])
+    return {"configOptions": config_options(principal, spec, session, v1)}
+
+
+def config_options(
+    principal: Principal, spec: AgentSpec, session: Session, v1_options: list[Any]
+) -> list[dict[str, Any]]:
+    """v2's whole config for `session`: its mode option, then the agent's options."""
+    options = [_option_v2(o) for o in v1_options if isinstance(o, dict)]
+    if not session.modes:
+        return options
+    allowed = _allowed_modes(principal, spec, session)
+    mode = {
+        "configId": MODE_CONFIG_ID,
+        "name": "Mode",
+        "category": "mode",
+        "type": "select",
+        "currentValue": session.current_mode or allowed[0],
+        "options": [{"value": m, "name": m} for m in allowed],
+    }
+    return [mode, *options]
+
+
+def _allowed_modes(principal: Principal, spec: AgentSpec, session: Session) -> list[str]:
+    """The agent's modes this key may switch to (its current one among them)."""
+    rules = spec.rules(principal.ceiling)
+    current = session.current_mode
+    return [m for m in session.modes if m == current or rules.allows_mode(m)]
+
+
+def _option_v2(option: dict[str, Any]) -> dict[str, Any]:
+    """A v1 config option in v2: its `id` is v2's `configId`."""
+    wire = dict(option)
+    if "id" in wire:
+        wire["configId"] = wire.pop("id")
+    return wire
+
+
+__all__ = ["BRIDGED_METHODS", "MODE_CONFIG_ID", "bridged_call", "config_options", "session_config"]
