@@ -19,18 +19,23 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 from websockets.sync.client import connect
 from websockets.typing import Subprotocol
 
-from agentao.gateway.config import AgentSpec, ApiKey
+from agentao.gateway.ceilings import CeilingRules
+from agentao.gateway.config import AgentSpec, ApiKey, ConfigError, Limits, config_from_dict
 from agentao.gateway.confine import AgentSandbox
+from tests.e2e.test_v2_peers import codex_replies
+from tests.fakes.fake_llm import FakeLLM
 from tests.gateway.conftest import LiveGateway, key_protocol
 from tests.gateway.test_remote_v2 import INIT_V1, HttpV2, is_update, states, update_of, updates
-from tests.npm_peers import PEERS_DIR, NpmPeers
+from tests.npm_peers import PEERS_DIR, NpmPeers, codex_env
 from tests.schema_check import check_recording
 
 pytestmark = pytest.mark.timeout(90)
@@ -315,3 +320,88 @@ def test_a_conversation_comes_back_after_a_restart_by_resume(
     assert resume["params"]["replayFrom"] == {"type": "start"}
     assert "session/new" not in [m["method"] for m in asked]  # the same agent session
     assert schema_errors(again) == []
+
+
+# ---- codex-acp 2.6.0, told to speak v2 (it speaks both; `auto` would drive it in v1) ---------
+
+
+def codex_spec(tmp: Path, peers: NpmPeers, fake: FakeLLM, protocol: int) -> AgentSpec:
+    """codex-acp against the fake LLM, its CODEX_HOME a path its sandbox may write."""
+    work, home = tmp / "codex-work", tmp / "codex-home"
+    work.mkdir(parents=True, exist_ok=True)
+    env = codex_env(home, fake)
+    sandbox = AgentSandbox(read=(str(PEERS_DIR),), write=(str(home),))
+    command = (str(peers.codex_acp),)
+    return AgentSpec("codex", command, cwd=str(work), env=tuple(env.items()), sandbox=sandbox,
+                     protocol=protocol)  # fmt: skip
+
+
+@pytest.mark.parametrize("protocol", [2, 1])
+def test_codex_acp_through_the_gateway_in_either_version(
+    gateway_factory: Any, tmp_path: Path, v2_peers: NpmPeers, fake_llm: FakeLLM, protocol: int
+) -> None:
+    """The same chat, the same answer: over v2 natively, and (the control) over v1."""
+    codex_replies(fake_llm)
+    fake_llm.reply("Hello ", "from ", "the fake.")
+    fake_llm.reply("Streamed ", "too.")
+    gw = gateway_factory(agents=(codex_spec(tmp_path, v2_peers, fake_llm, protocol),))
+    client = gw.openai()
+    messages = [{"role": "user", "content": "say hello"}]
+    reply = client.chat.completions.create(model="codex", messages=messages)
+    text = reply.choices[0].message.content or ""
+    # codex's warning about the fake model's metadata: over v2 a notice, over v1 text
+    assert text == "Hello from the fake." if protocol == 2 else text.endswith("the fake.")
+    assert reply.choices[0].finish_reason == "stop"
+    stream = client.chat.completions.create(
+        model="codex", messages=[{"role": "user", "content": "stream"}], stream=True
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices).endswith("too.")
+    assert gw.gateway.pools["codex"].workers[0].client.protocol_version == protocol
+
+
+# ---- the setting -------------------------------------------------------------------------------
+
+
+def _protocol(value: Any) -> int | None:
+    agent = {"command": "agent --acp", **({} if value is None else {"protocol": value})}
+    return config_from_dict({"agents": {"a": agent}}).agents[0].protocol
+
+
+def test_the_protocol_setting_is_auto_unless_named() -> None:
+    assert _protocol(None) is None and _protocol("auto") is None
+    assert _protocol("1") == 1 and _protocol(2) == 2
+    for bad in ("3", True, "v2"):
+        with pytest.raises(ConfigError, match=r"agents\.a\.protocol must be one of"):
+            _protocol(bad)
+
+
+def test_an_agent_told_to_speak_v1_that_speaks_only_v2_is_not_served(
+    gateway_factory: Any, tmp_path: Path, v2_peers: NpmPeers
+) -> None:
+    """`protocol = "1"` is the operator's word: no fallback, a clear 503 (and `auto`, the
+    control, serves the same agent: every test above)."""
+    spec = ts_spec(tmp_path, v2_peers, [], protocol=1)
+    gw = gateway_factory(agents=(spec,), limits=Limits(start_timeout_seconds=1.0))
+    with pytest.raises(openai.APIStatusError) as refused:
+        chat(gw, "hi", key="")
+    assert refused.value.status_code == 503
+    assert "agent_unavailable" in refused.value.response.text
+    assert [_version(run) for run in processes(gw)][:1] == [1]  # only v1 was offered
+    assert 2 not in [_version(run) for run in processes(gw)]
+
+
+def test_a_ceilings_start_mode_is_set_as_v2s_mode_option(
+    gateway_factory: Any, tmp_path: Path, v2_peers: NpmPeers, fake_llm: FakeLLM
+) -> None:
+    """v2 has no session/set_mode: the mode named for a ceiling is set through the
+    session's config option of category `mode`, and codex then works in it."""
+    codex_replies(fake_llm)
+    fake_llm.reply("ok")
+    spec = codex_spec(tmp_path, v2_peers, fake_llm, 2)
+    ruled = replace(spec, ceilings=(("all", CeilingRules(mode="read-only")),))
+    gw = gateway_factory(agents=(ruled,))
+    chat_codex = gw.openai().chat.completions.create
+    assert chat_codex(model="codex", messages=[{"role": "user", "content": "hi"}])
+    turn = [r for r in fake_llm.requests if r.body.get("model") == fake_llm.model]
+    told = json.dumps(turn[-1].body)
+    assert "`sandbox_mode` is `read-only`" in told, "codex was not put in the ceiling's mode"
