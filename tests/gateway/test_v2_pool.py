@@ -200,6 +200,28 @@ def test_the_task_stream_reads_a_v2_agent_in_the_one_shape(
     assert not any("messageId" in f.get("update", {}) for f in frames)
 
 
+def test_the_web_uis_view_of_a_v2_agents_turn(
+    gateway_factory: Any, tmp_path: Path, v2_peers: NpmPeers
+) -> None:
+    """The view (gateway/views.py) folds the log as for a v1 agent: one tool call item for
+    its updates, the agent's message, the turn with the stop reason and usage of the idle."""
+    gw = gateway_factory(agents=(ts_spec(tmp_path, v2_peers, [ASK_TURN]),))
+    with gw.http() as http:
+        body = {"agent": AGENT, "prompt": "write"}
+        task = http.post("/v1/tasks", json=body, headers={"X-Permission-Policy": "all"}).json()
+        with connect(gw.ws_url(task["stream_url"])) as ws:
+            assert [json.loads(m) for m in ws][-1]["type"] == "task-ended"
+        view = http.get(f"/v1/conversations/{task['conversation_id']}/view").json()
+    items = view["items"]
+    (tool,) = [i for i in items if i["kind"] == "tool_call"]
+    assert (tool["title"], tool["status"]) == ("Write hello.txt", "completed"), tool
+    said = [i["text"] for i in items if i["kind"] == "message" and i["role"] == "agent"]
+    assert said == ["Wrote hello.txt."]
+    (turn,) = [i for i in items if i["kind"] == "turn"]
+    assert (turn["prompt"], turn["stopReason"]) == ("write", "end_turn")
+    assert turn["usage"]["totalTokens"] == 15
+
+
 async def test_a_remote_v1_client_on_a_v2_agent_gets_v1(
     gateway_factory: Any, tmp_path: Path, v2_peers: NpmPeers
 ) -> None:
