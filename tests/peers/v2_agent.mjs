@@ -17,6 +17,10 @@
 //                                     until answered, then `running`; a rejection marks the
 //                                     tool call `failed` (a cancel `cancelled`), ends the turn
 //   {"wait_for_cancel": true}         stay `running` until session/cancel
+//   {"fs": {"read": [path], "write": [path]}}
+//                                     read and write those files itself (a v2 agent calls no
+//                                     client fs/*), and say what happened as one message:
+//                                     {"read": {path: "ok: TEXT" | code}, "write": {...}}
 //   {"stop": "end_turn"}              the idle stop reason (default `end_turn`)
 // Every turn: `running`, the user message echoed with the prompt's messageId, the steps,
 // then `idle` with its stopReason and usage. session/cancel ends the turn `cancelled`.
@@ -123,6 +127,27 @@ async function ask(sessionId, question, signal) {
   return allowed;
 }
 
+// What this process may do to files: the sandbox it runs in decides, not the client.
+function tryFs({ read = [], write = [] }) {
+  const seen = { read: {}, write: {} };
+  for (const path of read) {
+    try {
+      seen.read[path] = `ok: ${readFileSync(path, "utf8")}`;
+    } catch (error) {
+      seen.read[path] = error.code ?? String(error);
+    }
+  }
+  for (const path of write) {
+    try {
+      writeFileSync(path, "planted by the v2 agent");
+      seen.write[path] = "ok";
+    } catch (error) {
+      seen.write[path] = error.code ?? String(error);
+    }
+  }
+  return seen;
+}
+
 function untilAborted(signal) {
   return new Promise((resolve) => {
     if (signal.aborted) resolve();
@@ -141,6 +166,7 @@ async function play(sessionId, steps, signal) {
     else if (step.ask) {
       if (!(await ask(sessionId, step.ask, signal))) return signal.aborted ? "cancelled" : "end_turn";
     } else if (step.wait_for_cancel) await untilAborted(signal);
+    else if (step.fs) await chunks(sessionId, "agent_message_chunk", [JSON.stringify(tryFs(step.fs))]);
     else if (step.stop) stopReason = step.stop;
   }
   return signal.aborted ? "cancelled" : stopReason;

@@ -30,6 +30,7 @@ A config file looks like this (every section optional)::
     processes = 2                       # per key ceiling in use (each has its own)
     cwd = "/srv/work"                   # the sessions' working directory (writable)
     env = { LLM_PROVIDER = "SCRIPTED" }
+    protocol = "auto"                   # ACP version: 1 if it speaks it, else 2 ("1", "2": only it)
 
     [agents.agentao.sandbox]            # the agent process's confinement (confine.py)
     read = ["/srv/docs"]                # more paths it may read
@@ -103,7 +104,10 @@ _SERVER_SETTINGS = frozenset(
 )
 CrossReplica = Literal["forward", "redirect"]
 CROSS_REPLICA: tuple[CrossReplica, ...] = ("forward", "redirect")
-_AGENT_SETTINGS = frozenset({"command", "processes", "cwd", "env", "sandbox", "ceilings"})
+_AGENT_SETTINGS = frozenset(
+    {"command", "processes", "cwd", "env", "sandbox", "ceilings", "protocol"}
+)
+AGENT_PROTOCOLS = {"auto": None, "1": 1, "2": 2}  # `[agents.NAME] protocol` -> Client(protocol=)
 _KEY_SETTINGS = frozenset({"name", "key", "key_sha256", "agents", "ceiling", "policy"})
 
 
@@ -187,6 +191,7 @@ class AgentSpec:
     env: tuple[tuple[str, str], ...] = ()
     sandbox: AgentSandbox = field(default_factory=AgentSandbox)
     ceilings: tuple[tuple[str, CeilingRules], ...] = ()  # ceiling -> rules (ceilings.py)
+    protocol: int | None = None  # the ACP version its processes speak; None: auto (pool.py)
 
     def rules(self, ceiling: str) -> CeilingRules:
         """What a key with `ceiling` may change on this agent (the default when unnamed)."""
@@ -518,7 +523,15 @@ def _agent(name: str, spec: Any, where: str) -> AgentSpec:
         env=tuple((str(k), str(v)) for k, v in env.items()),
         sandbox=sandbox,
         ceilings=ceilings,
+        protocol=_protocol(spec.get("protocol", "auto"), f"{where}: agents.{name}.protocol"),
     )
+
+
+def _protocol(value: Any, where: str) -> int | None:
+    """`auto` (v1 where the agent speaks it, else v2: agent_protocol.AUTO), `1` or `2`."""
+    if str(value) not in AGENT_PROTOCOLS or isinstance(value, bool):
+        raise ConfigError(f"{where} must be one of {', '.join(map(repr, AGENT_PROTOCOLS))}")
+    return AGENT_PROTOCOLS[str(value)]
 
 
 def _ceilings(table: Any, where: str) -> tuple[tuple[str, CeilingRules], ...]:
@@ -561,6 +574,7 @@ def _key(entry: dict[str, Any], where: str) -> ApiKey:
 
 
 __all__ = [
+    "AGENT_PROTOCOLS",
     "LOCAL_NAME",
     "LOOPBACK_HOSTS",
     "POLICY_ORDER",

@@ -8,7 +8,10 @@ ask. So whatever an agent does, its process sees:
   (the interpreter's prefixes and import path, the command's own directory) read-only;
 - its workspace (the agent's `cwd` and its `[agents.NAME.sandbox] write` paths)
   writable, its `read` paths read-only, and nothing else of the host: not the
-  gateway's config file, store, token or logs, not the operator's home;
+  gateway's config file, store, token or logs, not the operator's home; for the
+  processes of a key ceiling that can approve no write (`reject`, `reads`) the `cwd`
+  is read-only too: an agent that writes without asking (any ACP v2 agent calls no
+  client `fs/*` the gateway could refuse) is held by the OS, not by its manners;
 - a home of its own, `<state>/agents/NAME/home` (writable, kept across restarts: an
   agent's login or config lives there), a private `/tmp`, its own PID namespace, no
   capabilities, a user namespace (as root too: the agent runs as uid 1000 inside,
@@ -138,16 +141,20 @@ def confine(
     env: Mapping[str, str],
     sandbox: AgentSandbox,
     environ: Mapping[str, str] = os.environ,
+    read_only: bool = False,
 ) -> tuple[str, ...]:
     """`bwrap … -- COMMAND` for one agent process; bwrap starts it with the environment
-    `agent_env` makes (`--clearenv`, `--setenv`), so start bwrap with an empty one."""
+    `agent_env` makes (`--clearenv`, `--setenv`), so start bwrap with an empty one.
+    `read_only`: its workspace (`cwd`) is bound read-only (a read-only key ceiling's)."""
     argv = tuple(command)
     bwrap = shutil.which("bwrap")
     assert bwrap is not None, "probe() first"
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     inner = agent_env(env, sandbox, environ, home)
-    writable = [cwd, str(home), *sandbox.write, *_path_vars(inner, WRITABLE_PATH_VARS)]
+    workspace = [] if read_only else [cwd]
+    writable = [*workspace, str(home), *sandbox.write, *_path_vars(inner, WRITABLE_PATH_VARS)]
     readable = [*runtime_paths(argv[0]), *sandbox.read, *_path_vars(inner, READABLE_PATH_VARS)]
+    readable += [cwd] if read_only else []
     for path in _path_vars(inner, WRITABLE_PATH_VARS):
         Path(path).mkdir(parents=True, exist_ok=True, mode=0o700)
     args = [

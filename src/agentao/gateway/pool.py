@@ -22,6 +22,15 @@ The gateway never answers the agent's calls itself: files go through the
 client's workspace-restricted handlers, the agent runs its own shell
 (`terminal=False`), and permission requests go to the handler given to the
 pool (the conversation registry, which asks the turn's policy).
+
+Protocol versions. A process speaks the ACP version its agent's config names
+(`[agents.NAME] protocol`), by default `auto`: v1 where the agent speaks it, else v2
+(`versions()`; a refused handshake tries the next version at once, and the pool then
+starts its processes in the version that worked). What differs for a v2 process
+(reopening a session with `session/resume`, modes as a config option, the log kept in
+v1's shape) is in agent_protocol.py. A v2 agent calls no client `fs/*`: the files
+handler never bounds it, only its sandbox does (confine.py: a read-only ceiling's
+processes get their workspace read-only).
 """
 
 from __future__ import annotations
@@ -35,8 +44,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from agentao.addresses import MCP_PUBLIC_ONLY_ENV
 from agentao.client import (
     AgentCommand,
@@ -44,21 +51,33 @@ from agentao.client import (
     ClientError,
     ClientPolicy,
     Handlers,
+    HandshakeError,
     Session,
 )
 from agentao.client.files import FileHandler
 from agentao.client.permissions import PermissionHandler
 from agentao.client.serving import AskUser
+from agentao.gateway.agent_protocol import (
+    AUTO,
+    can_reopen,
+    current_mode,
+    initialize_v1,
+    model_choices,
+    reopen,
+    takes_images,
+    with_mode,
+)
 from agentao.gateway.ceilings import CeilingRules
 from agentao.gateway.config import AgentSpec, Limits
 from agentao.gateway.confine import OuterStatus, confine
 from agentao.gateway.errors import AgentUnavailable
 from agentao.modes import CEILING_ENV
-from agentao.protocol.decode import to_builtins
 
 log = logging.getLogger("agentao.gateway")
 
 STABLE_SECONDS = 10.0  # a process that lived this long resets the restart back-off
+# Key ceilings that can approve no write: their processes see the workspace read-only.
+READ_ONLY_CEILINGS = frozenset({"reject", "reads"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,22 +163,10 @@ class Worker:
         """Start the process (retrying with back-off until it works or the pool closes)."""
         while not self._closing:
             started = time.monotonic()
-            client = Client(
-                self.command,
-                # v1 until the pool reads v2 results (config ids, modes): issue 22 item 3
-                protocol=1,
-                policy=ClientPolicy(approve="none", terminal=False),
-                handlers=Handlers(
-                    permission=self.pool.permission,
-                    files=self.pool.files,
-                    ask_user=self.pool.ask_user,
-                ),
-            )
             try:
-                await asyncio.wait_for(client.start(), self.pool.limits.start_timeout_seconds)
+                client = await self._connect()
             except (ClientError, TimeoutError, OSError) as exc:
                 log.error("agent %s did not start: %s", self.name, exc)
-                await client.close()
                 await self._sleep_backoff()
                 continue
             self.client = client
@@ -167,6 +174,39 @@ class Worker:
             self._monitor = asyncio.get_running_loop().create_task(self._watch(client, started))
             self.pool.changed()
             return
+
+    async def _connect(self) -> Client:
+        """A started client, speaking the first version of the pool's `versions()` the agent
+        takes (a refused handshake tries the next, at once; agent_protocol.py)."""
+        versions = self.pool.versions()
+        for version in versions:
+            client = self._client(version)
+            try:
+                await asyncio.wait_for(client.start(), self.pool.limits.start_timeout_seconds)
+            except HandshakeError as exc:
+                await client.close()
+                if version == versions[-1]:
+                    raise
+                log.info("agent %s does not speak ACP v%s (%s)", self.name, version, exc)
+                continue
+            except BaseException:
+                await client.close()
+                raise
+            self.pool.settle(version)
+            return client
+        raise AssertionError("versions() is never empty")
+
+    def _client(self, version: int) -> Client:
+        return Client(
+            self.command,
+            protocol=version,
+            policy=ClientPolicy(approve="none", terminal=False),
+            handlers=Handlers(
+                permission=self.pool.permission,
+                files=self.pool.files,
+                ask_user=self.pool.ask_user,
+            ),
+        )
 
     async def _watch(self, client: Client, started: float) -> None:
         assert client.process is not None
@@ -232,6 +272,8 @@ class AgentPool:
         self.files: FileHandler | None = None
         self.ask_user: AskUser | None = None
         self.groups: dict[str, list[Worker]] = {}  # key ceiling -> its processes
+        # The ACP version its processes speak: the config's, or what `auto` learned.
+        self.protocol: int | None = spec.protocol
         self._changed = asyncio.Event()
         self._starting: list[asyncio.Task[None]] = []
 
@@ -276,7 +318,14 @@ class AgentPool:
             log.warning("agent %s runs unconfined: %s", spec.name, spawning.outer.reason)
             return AgentCommand(spec.command, env=env, cwd=spec.cwd)
         home = spawning.state_dir / "agents" / spec.name / "home"
-        argv = confine(spec.command, cwd=spec.cwd, home=home, env=env, sandbox=spec.sandbox)
+        argv = confine(
+            spec.command,
+            cwd=spec.cwd,
+            home=home,
+            env=env,
+            sandbox=spec.sandbox,
+            read_only=ceiling in READ_ONLY_CEILINGS,
+        )
         return AgentCommand(argv, env={}, cwd=spec.cwd, inherit_env=False)  # bwrap sets it
 
     async def close(self) -> None:
@@ -302,21 +351,29 @@ class AgentPool:
         assert self.initialize_result is not None
         return self.initialize_result
 
+    def versions(self) -> tuple[int, ...]:
+        """The ACP versions a process offers, in order: the config's, else (`auto`) v1 where
+        the agent speaks it and v2 where it speaks only v2 (agent_protocol.AUTO)."""
+        return (self.protocol,) if self.protocol is not None else AUTO
+
+    def settle(self, version: int) -> None:
+        """A process spoke `version`: under `auto`, the next ones offer it first."""
+        if self.spec.protocol is None:
+            self.protocol = version
+
     @property
     def live(self) -> int:
         return sum(w.alive for w in self.workers)
 
     def learn(self, client: Client) -> None:
-        self.initialize_result = {**to_builtins(client.init), "authMethods": []}
-        caps = getattr(client.init, "agent_capabilities", None)
-        prompt_caps = getattr(caps, "prompt_capabilities", None)
+        self.initialize_result = initialize_v1(client)
         agent = client.agent_info
         self.info = replace(
             self.info,
             title=getattr(agent, "title", None) or getattr(agent, "name", None),
             version=getattr(agent, "version", None),
-            load_session=client.supports("load"),
-            images=bool(getattr(prompt_caps, "image", False)),
+            load_session=can_reopen(client),
+            images=takes_images(client),
         )
 
     def learn_models(self, response: Any) -> None:
@@ -362,18 +419,16 @@ class AgentPool:
     async def load_session(
         self, session_id: str, params: SessionParams | None, ceiling: str
     ) -> Session:
-        """Reopen a stored session on a live process of `ceiling`; its replayed history is
+        """Reopen a stored session on a live process of `ceiling` (v1 `session/load`, v2
+        `session/resume` with replay: agent_protocol.py); its replayed history is
         folded into the session's view (what a newly attached reader is shown) and
         dropped from its stream. A mode it may not be in is set back to its start mode."""
         worker = await self._worker(ceiling)
         assert worker.client is not None
         p = params or SessionParams()
         with worker.opening_one():
-            session = await worker.client.load_session(
-                session_id,
-                p.cwd or self.spec.cwd,
-                additional_dirs=p.additional_dirs,
-                mcp_servers=p.mcp_servers,
+            session = await reopen(
+                worker.client, session_id, p.cwd or self.spec.cwd, p.additional_dirs, p.mcp_servers
             )
             session.drain()
             worker.sessions.add(session.id)
@@ -404,44 +459,11 @@ class AgentPool:
         self.changed()
 
 
-def with_mode(response: Any, mode: str) -> Any:
-    """A session/new or load answer whose `modes.currentModeId` is `mode`."""
-    modes = getattr(response, "modes", None)
-    if not isinstance(modes, msgspec.Struct) or not isinstance(response, msgspec.Struct):
-        return response
-    return msgspec.structs.replace(
-        response, modes=msgspec.structs.replace(modes, current_mode_id=mode)
-    )
-
-
-def current_mode(response: Any) -> str | None:
-    """The `currentModeId` of a session/new, load or resume answer, if it has modes."""
-    modes = getattr(response, "modes", None)
-    return getattr(modes, "current_mode_id", None)
-
-
-def model_choices(response: Any) -> tuple[str | None, tuple[str, ...]]:
-    """(option id, values) of the `model` select option in a session's `configOptions`."""
-    for option in getattr(response, "config_options", None) or ():
-        if getattr(option, "category", None) != "model" and getattr(option, "id", None) != "model":
-            continue
-        values: list[str] = []
-        for item in getattr(option, "options", None) or ():
-            group = getattr(item, "options", None)
-            for choice in group if isinstance(group, list) else (item,):
-                value = getattr(choice, "value", None)
-                if isinstance(value, str):
-                    values.append(value)
-        return option.id, tuple(values)
-    return None, ()
-
-
 __all__ = [
+    "READ_ONLY_CEILINGS",
     "AgentInfo",
     "AgentPool",
     "SessionParams",
     "Spawning",
     "Worker",
-    "current_mode",
-    "model_choices",
 ]

@@ -48,6 +48,7 @@ from typing import Any
 
 from agentao.client import AgentError, ClientError, PermissionRequest, Session, TurnEnd, Update
 from agentao.client.permissions import PermissionAnswer, choose
+from agentao.gateway.agent_protocol import logged_update
 from agentao.gateway.config import Limits, Policy
 from agentao.gateway.errors import (
     AgentUnavailable,
@@ -365,9 +366,12 @@ class Conversations:
         """An update of a bound session (on the read path): a note unless a turn's."""
         if session.answering or conv.session is not session:
             return
+        if (logged := logged_update(session, update)) is None:  # v1's shape: agent_protocol.py
+            return
         # The end moved: where the note went when it was numbered from the end we knew
         # (no store read: a new conversation's first updates), else the hub or the store knows.
-        conv.log_seq = self.hub.note(conv.id, SESSION_UPDATE, {"update": update.raw}, conv.log_seq)
+        frame = {"update": logged.raw}
+        conv.log_seq = self.hub.note(conv.id, SESSION_UPDATE, frame, conv.log_seq)
 
     async def _load(
         self, conv: LiveConversation, session_id: str, params: SessionParams

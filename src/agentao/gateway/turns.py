@@ -45,6 +45,7 @@ from agentao.client import (
     Update,
 )
 from agentao.client.permissions import PermissionAnswer
+from agentao.gateway.agent_protocol import logged_update, speaks_v2
 from agentao.gateway.config import Policy
 from agentao.gateway.mapping import Delta, TurnMapper
 from agentao.gateway.permissions import PermissionDesk
@@ -280,12 +281,15 @@ class GatewayTurn:
         end = None
         emit, feed = self.log.emit, self.mapper.feed  # once per update: bound once
         consumed = self.context.consumed
+        v2 = speaks_v2(self.session)  # its updates are logged as v1's (agent_protocol.py)
         turn = self._client_turn
         # Waits for the first event of a burst, then takes the rest already received at
         # once (`Turn.ready`): one `__anext__` per burst, not one per streamed update.
         async for first in turn:
             for event in (first, *turn.ready()):
                 if isinstance(event, Update):
+                    if v2 and (event := logged_update(self.session, event)) is None:
+                        continue  # a v2 state_update or prompt echo: the task's frames say it
                     frame = {"update": event.raw}
                     if event.tool_call is not None:  # merged by id: readers need not fold
                         frame["toolCall"] = event.tool_call.raw
