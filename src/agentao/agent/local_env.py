@@ -11,7 +11,8 @@ whatever it left running in the background is then killed with the group.
 
 On timeout *and* on asyncio cancellation the group gets SIGTERM, then SIGKILL after
 a grace period (`kill_grace`, or the shorter `cancel_grace` so a cancelled turn
-answers fast). A killed shell's children are re-parented: where PID 1 does not reap
+answers fast). A cancel that lands while the command is still starting waits for the
+start and stops the group too: asyncio alone would kill only the shell. A killed shell's children are re-parented: where PID 1 does not reap
 (containers, microVMs), they would stay zombies and the group would never vanish, so
 LocalEnv makes the agent a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`) and reaps
 the group's members itself, only after asyncio has reaped the shell (we never wait
