@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import mmap
 import os
+import signal
+import struct
+import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -39,27 +42,71 @@ def exchange(a: Path, b: Path) -> None:
         raise OSError(err, os.strerror(err))
 
 
+# The swapper's loop, in a process of its own: a command the model ran is one. (A thread
+# of the test's process took turns with the tools for the GIL, so the tools ran only
+# while it was inside renameat2, in step with it: under load every read of a test saw
+# the same side of the swap, and "both sides were hit" failed.) It counts its swaps in
+# a shared file the test maps, and says "ready" once the first is done. It holds each
+# state SWAP_PAUSE seconds: a tool call (tens of microseconds) then sometimes fits in one
+# state and sometimes spans a swap, so both sides of the race are hit; unpaced, on a core
+# of its own, it swapped within every call, and no read inside could ever succeed.
+SWAP_PAUSE = 0.0001
+SWAP_LOOP = """
+import ctypes, mmap, os, struct, sys, time
+a, b, counter = map(os.fsencode, sys.argv[1:4])
+pause = float(sys.argv[4])
+libc = ctypes.CDLL(None, use_errno=True)
+with open(counter, "r+b") as f:
+    count = mmap.mmap(f.fileno(), 8)
+n = 0
+while True:
+    if libc.renameat2(-100, a, -100, b, 2) != 0:
+        sys.exit(f"renameat2: {os.strerror(ctypes.get_errno())}")
+    n += 1
+    struct.pack_into("q", count, 0, n)
+    time.sleep(pause)
+    if n == 1:
+        print("ready", flush=True)
+"""
+
+
 class Swapper:
-    """Exchanges ws/sub (a directory) and ws/alt (a symlink to out/) in a loop."""
+    """Exchanges ws/sub (a directory) and ws/alt (a symlink to out/) in a loop, in a
+    process of its own (SWAP_LOOP), until the block ends."""
 
     def __init__(self, ws: Path) -> None:
         self.ws = ws
-        self.swaps = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._counter = ws.parent / "swaps"
+        self._counter.write_bytes(bytes(8))
+        self._count: mmap.mmap | None = None
+        self._final: int | None = None  # the count once stopped
+        self._process: subprocess.Popen[str] | None = None
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            exchange(self.ws / "sub", self.ws / "alt")
-            self.swaps += 1
+    @property
+    def swaps(self) -> int:
+        if self._final is not None:
+            return self._final
+        assert self._count is not None
+        return struct.unpack_from("q", self._count, 0)[0]
 
     def __enter__(self) -> Swapper:
-        self._thread.start()
+        with open(self._counter, "r+b") as f:
+            self._count = mmap.mmap(f.fileno(), 8)
+        args = [str(self.ws / "sub"), str(self.ws / "alt"), str(self._counter), str(SWAP_PAUSE)]
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", SWAP_LOOP, *args], stdout=subprocess.PIPE, text=True
+        )
+        assert self._process.stdout is not None
+        assert self._process.stdout.readline() == "ready\n", "the swapper failed"
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        assert self._process is not None and self._count is not None
+        self._process.terminate()  # renameat2 is atomic: the loop stops between swaps
+        assert self._process.wait() == -signal.SIGTERM, "the swapper failed"
+        self._process.stdout.close()  # type: ignore[union-attr]
+        self._final = self.swaps
+        self._count.close()
         if (self.ws / "sub").is_symlink():
             exchange(self.ws / "sub", self.ws / "alt")
 

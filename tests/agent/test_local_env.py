@@ -110,6 +110,40 @@ async def test_cancel_kills_the_command_and_its_children(tmp_path: Path) -> None
         os.killpg(pgid, 0)
 
 
+async def test_a_cancel_while_the_command_starts_kills_what_it_already_forked(
+    tmp_path: Path,
+) -> None:
+    """Cancelled while asyncio still connects the shell's pipes (the shell runs already):
+    asyncio then kills the shell alone, and what it forked lived on. Seen under load as
+    the test above failing: its cancel landed in that window."""
+    fifo = tmp_path / "pgid"
+    os.mkfifo(fifo)
+    cmd = f"sleep 30 & sleep 30 & echo $$ > {fifo}; wait"
+    task = asyncio.create_task(LocalEnv().run_command(cmd, tmp_path, 60, 1000))
+    while not running_with(str(fifo)):  # noqa: ASYNC110 (no event: the spawn is the step)
+        await asyncio.sleep(0)  # one loop step at a time: in one of them the shell is spawned
+    # A blocking read holds this event loop (which would connect the shell's pipes) until
+    # the shell has forked both children and named its group: the cancel lands in the window.
+    with open(fifo) as names:  # noqa: ASYNC230 (blocking on purpose)
+        pgid = int(names.readline())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+
+
+def running_with(argument: str) -> bool:
+    """Whether a running process has `argument` (a path of this test's own) on its command line."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if argument.encode() in cmdline.read_bytes():
+                return True
+        except OSError:  # gone meanwhile
+            continue
+    return False
+
+
 def whole_line(path: Path) -> str | None:
     """The file's text once its line is written whole (None before)."""
     text = path.read_text() if path.exists() else ""

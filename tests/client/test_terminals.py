@@ -138,9 +138,10 @@ async def test_unknown_command_is_a_clear_error(ws, terms):
 
 
 async def started(terms: LocalTerminals, ws: Workspace, tid: str) -> None:
-    """Wait until the command printed its first line."""
+    """Wait until the command printed its first line, whole: unbuffered (PYTHONUNBUFFERED)
+    `print` writes a line in two, and under load the first part alone was taken for it."""
     for _ in range(500):
-        if (await terms.output(ws, tid))["output"]:
+        if "\n" in (await terms.output(ws, tid))["output"]:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("the command never printed")

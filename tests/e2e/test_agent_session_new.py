@@ -10,8 +10,10 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from tests.e2e.agent_process import agent_env, running, scripted_env, turn_update
 from tests.fakes.recording_http import AdminEndpoint
@@ -31,6 +33,22 @@ def ws(tmp_path):
     path.mkdir()
     (tmp_path / "file.txt").write_text("x")
     return path
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def refusing(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One agent, and its workspace, for the tests whose session/new is refused: a refused
+    session/new leaves no session behind, so each need not start an agent (~0.6 s each).
+    Its exit code is still checked (`running`), once they have all run."""
+    tmp = tmp_path_factory.mktemp("session-new-refused")
+    path = tmp / "ws"
+    path.mkdir()
+    (tmp / "file.txt").write_text("x")
+    async with running(scripted_env(tmp, [{"text": "ok"}])) as agent:
+        yield agent, path
+
+
+ON_THE_REFUSING_AGENT = pytest.mark.asyncio(loop_scope="module")  # where `refusing` runs
 
 
 async def test_c2_result_session_id_modes_config_options(env, ws):
@@ -56,11 +74,12 @@ async def test_c2_result_session_id_modes_config_options(env, ws):
     "cwd, problem",
     [("relative/dir", "absolute"), ("/no/such/dir", "does not exist"), ("FILE", "not a directory")],
 )
-async def test_c2_cwd_absolute_existing_directory(env, ws, cwd, problem):
+@ON_THE_REFUSING_AGENT
+async def test_c2_cwd_absolute_existing_directory(refusing, cwd, problem):
+    agent, ws = refusing
     if cwd == "FILE":
         cwd = str(ws.parent / "file.txt")
-    async with running(env) as agent:
-        reply = await agent.request("session/new", {"cwd": cwd, "mcpServers": []})
+    reply = await agent.request("session/new", {"cwd": cwd, "mcpServers": []})
     assert reply["error"]["code"] == -32602
     assert problem in reply["error"]["message"]
     assert reply["error"]["data"] == {"field": "cwd"}
@@ -96,9 +115,10 @@ BAD_MCP = [
 
 
 @pytest.mark.parametrize("why, servers, field", BAD_MCP, ids=[b[0] for b in BAD_MCP])
-async def test_c2_mcp_servers_malformed_is_32602(env, ws, why, servers, field):
-    async with running(env) as agent:
-        reply = await agent.request("session/new", {"cwd": str(ws), "mcpServers": servers})
+@ON_THE_REFUSING_AGENT
+async def test_c2_mcp_servers_malformed_is_32602(refusing, why, servers, field):
+    agent, ws = refusing
+    reply = await agent.request("session/new", {"cwd": str(ws), "mcpServers": servers})
     assert reply["error"]["code"] == -32602, reply
     assert field in reply["error"]["message"] or field in str(reply["error"].get("data"))
 
@@ -182,9 +202,10 @@ async def test_c2_without_public_only_the_same_mcp_url_is_called(tmp_path, ws, a
         assert await asyncio.to_thread(admin.hit.wait, 30)
 
 
-async def test_c2_mcp_servers_missing_is_32602(env, ws):
-    async with running(env) as agent:
-        reply = await agent.request("session/new", {"cwd": str(ws)})
+@ON_THE_REFUSING_AGENT
+async def test_c2_mcp_servers_missing_is_32602(refusing):
+    agent, ws = refusing
+    reply = await agent.request("session/new", {"cwd": str(ws)})
     assert reply["error"]["code"] == -32602
 
 

@@ -11,7 +11,8 @@ whatever it left running in the background is then killed with the group.
 
 On timeout *and* on asyncio cancellation the group gets SIGTERM, then SIGKILL after
 a grace period (`kill_grace`, or the shorter `cancel_grace` so a cancelled turn
-answers fast). A killed shell's children are re-parented: where PID 1 does not reap
+answers fast). A cancel that lands while the command is still starting waits for the
+start and stops the group too: asyncio alone would kill only the shell. A killed shell's children are re-parented: where PID 1 does not reap
 (containers, microVMs), they would stay zombies and the group would never vanish, so
 LocalEnv makes the agent a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`) and reaps
 the group's members itself, only after asyncio has reaped the shell (we never wait
@@ -36,7 +37,7 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
 from agentao import beneath
@@ -88,16 +89,7 @@ class LocalEnv:
             _become_subreaper()
         argv, env, fds = self._argv(command, cwd, confinement)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=str(cwd),
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-                pass_fds=fds.fds,
-            )
+            proc = await self._start(argv, cwd, env, fds.fds)
         finally:
             fds.close()  # bwrap holds its own copies of the checked roots
         buf = _HeadTail(output_limit)
@@ -125,6 +117,32 @@ class LocalEnv:
             truncated=buf.omitted > 0,
             timed_out=timed_out,
         )
+
+    async def _start(
+        self, argv: list[str], cwd: Path, env: dict[str, str], fds: Sequence[int]
+    ) -> asyncio.subprocess.Process:
+        """The started shell, its start not cut short by a cancel: cancelled while it
+        connects the pipes, asyncio kills the shell alone, and what the shell had forked
+        by then would live on outside any group we stop. So a cancel waits for the start,
+        stops the whole group, and is raised then."""
+        start = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
+                *argv,
+                cwd=str(cwd),
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=fds,
+            )
+        )
+        try:
+            return await asyncio.shield(start)
+        except asyncio.CancelledError:
+            proc = await start
+            await _stop_group(proc, self.limits.cancel_grace, self.limits.reap_timeout)
+            raise
 
     def _argv(
         self, command: str, cwd: Path, confinement: Confinement | None
