@@ -278,14 +278,21 @@ def in_a_terminal(
 ) -> tuple[str, int]:
     """Run `agentao ARGV` on a real pseudo-terminal: its output (ANSI codes removed) and
     exit code; `answer` = (prompt, keys) types the keys once the prompt shows."""
+    import fcntl
     import pty
     import re
     import select
+    import struct
+    import termios
 
     pid, fd = pty.fork()
     if pid == 0:  # the child: agentao on the pty
+        # A wide window, as people's terminals are, and its size from the pty alone (a
+        # pytest-xdist worker exports COLUMNS=80): a long tmp path is one line, not wrapped.
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 240, 0, 0))
+        inherited = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
         os.execve(
-            sys.executable, [sys.executable, "-m", "agentao", *argv], {**os.environ, **(env or {})}
+            sys.executable, [sys.executable, "-m", "agentao", *argv], {**inherited, **(env or {})}
         )
     out, answered, deadline = b"", False, time.monotonic() + 30
     while time.monotonic() < deadline:  # a bound, not a measurement
