@@ -60,7 +60,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import groupby
+from itertools import groupby, repeat
 from operator import attrgetter
 from typing import Any, Protocol
 
@@ -129,6 +129,21 @@ class TaskLog:
         event = TaskEvent(self.task_id, seq, type_, time.time(), payload)
         self._hub.queue(event)
         return event
+
+    def emit_run(self, type_: str, payloads: Sequence[dict[str, Any]]) -> int:
+        """`emit` a frame of type `type_` (not a terminal one) for each of `payloads`, in
+        order -- a burst of streamed updates, numbered and queued in one call -- and
+        return the seq of the first (`UNSTORED` once the store failed the task: nothing
+        is queued then)."""
+        if self.failure is not None:
+            return UNSTORED
+        if self.finished.is_set():
+            raise RuntimeError(f"task {self.task_id} has ended; {type_} not emitted")
+        if type_ in TERMINAL:
+            raise ValueError(f"a run of frames has no terminal frame: {type_}")
+        first = self._hub.append_run(self.task_id, self.conversation_id, type_, payloads)
+        self.last_seq = first + len(payloads) - 1
+        return first
 
     def subscribe(self) -> asyncio.Queue[TaskEvent]:
         queue: asyncio.Queue[TaskEvent] = asyncio.Queue()
@@ -396,6 +411,20 @@ class TaskHub:
     def queue(self, event: TaskEvent) -> None:
         self._writer.batch.frames.append(event)
         self._writer.kick()
+
+    def append_run(
+        self, task_id: str, conversation_id: str, type_: str, payloads: Sequence[dict[str, Any]]
+    ) -> int:
+        """Number a frame of the task for each of `payloads` (an open conversation's) and
+        queue them, in order; the seq of the first. The frames are made by C loops
+        (`map`): this runs for every streamed update, and they arrived at once."""
+        first = self._last_seq[conversation_id] + 1
+        self._last_seq[conversation_id] = first + len(payloads) - 1
+        seqs = range(first, first + len(payloads))
+        made = map(TaskEvent, repeat(task_id), seqs, repeat(type_), repeat(time.time()), payloads)
+        self._writer.batch.frames += made
+        self._writer.kick()
+        return first
 
     async def _write(self, batch: _Batch) -> None:
         # A store error goes up to the writer, which logs it and hands the batch to
