@@ -10,7 +10,9 @@ read, which also finds what another replica, or a settled dead gateway, appended
 meanwhile); one turn at a time per conversation, so nobody else numbers it while it is
 open here.
 `TaskLog.emit()` is synchronous: it numbers the frame and hands it to the hub, so a
-turn never waits for the disk.
+turn never waits for the disk. `TaskLog.emit_run()` does the same for a burst of
+streamed updates received at once, in one call (no Python step per update: the relay's
+cost per chunk, `bench/gateway.py`).
 The hub has one writer (`batches.BatchWriter`) for every task at once: it takes
 whatever conversation rows, task rows, new response rows, frames and ended tasks are
 waiting (a `_Batch`), stores them in one transaction, and only then gives each

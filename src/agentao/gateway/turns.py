@@ -9,7 +9,9 @@ consumer and puts it into its inbox (`items()`); the task stream's and remote AC
 turns have neither, their readers read the log. The inbox
 watches the log like any other reader: an item is released to the consumer only
 once its frame is stored, so an OpenAI client never sees what a reconnecting
-watcher could not read back.
+watcher could not read back. The updates the client has received at once (a burst)
+go onto the log and into the inbox in one call each (`TaskLog.emit_run`,
+`_Inbox.hold_run`): nothing in between runs Python once per update but the mapping.
 
 A store failure (`TaskLog.failed`) ends the consumer's items with a `TurnFailed`
 (code `store_failed`) at once, cancels the agent's turn, and makes the turn's result
