@@ -1,11 +1,12 @@
 """The relay's store path takes a burst of streamed updates with no Python step per
 update: the frames are numbered and queued (`TaskLog.emit_run`), cut into rows
 (`frame_rows`) and the consumer's steps held and released (`turns._Inbox`) by C loops,
-so the number of Python lines run is the same for 10 updates as for 1,000 (each line
-cost the gateway CPU per relayed chunk: `bench/gateway.py`'s relay row). Counted with
-a trace function, not timed. The controls show the fast ways give what the per-frame
-ways give: the same rows, the same numbers, a note between a task's frames still cuts
-its run.
+so the number of Python lines run is the same for 10 updates as for 1,000; a batch of
+text chunks is encoded as SSE (`openai_chat._Reply._encode_texts`) in the same number
+of Python calls. (Each line cost the gateway CPU per relayed chunk: `bench/gateway.py`'s
+relay row.) Counted with a trace function, not timed. The controls show the fast ways
+give what the per-frame ways give: the same rows, numbers and bytes, and a note
+between a task's frames still cuts its run.
 """
 
 from __future__ import annotations
@@ -13,30 +14,32 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
+from types import FrameType, SimpleNamespace
 from typing import Any
 
 import pytest
 
 from agentao.gateway.batches import WriterBackoff
 from agentao.gateway.mapping import Delta
+from agentao.gateway.openai_chat import ChatBody, _Reply
 from agentao.gateway.tasklog import TaskHub, TaskLog
-from agentao.gateway.turns import Step, _Inbox
+from agentao.gateway.turns import Step, TurnFailed, TurnItem, _Inbox
 from agentao.store.gateway import open_gateway_store
 from agentao.store.gateway_records import Conversation, TaskEvent, TaskRecord, frame_rows
 
 UPDATE = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}
 
 
-def agentao_lines(action: Callable[[], object]) -> int:
-    """How many lines of agentao's own code `action` runs (its own frame's not counted)."""
+def agentao_lines(action: Callable[[], object], counted: str = "line") -> int:
+    """How many lines of agentao's own code `action` runs (`counted="call"`: how many
+    Python functions of it it calls; a comprehension is one)."""
     lines = 0
 
     def tracer(frame: FrameType, event: str, _arg: Any) -> Any:
         nonlocal lines
         if "/agentao/" not in frame.f_code.co_filename:
             return None
-        if event == "line":
+        if event == counted:
             lines += 1
         return tracer
 
@@ -156,3 +159,58 @@ async def test_control_steps_are_released_only_up_to_the_stored_seq() -> None:
     assert [s.delta.text for s in await inbox.take()] == ["0", "1"]
     inbox.put_frames(run_of(1, first=15))
     assert [s.delta.text for s in await inbox.take()] == ["2", "3", "4"]
+
+
+# ---- the SSE bytes -----------------------------------------------------------------------
+
+
+def chat_reply(**body: Any) -> _Reply:
+    """A streaming chat answer's encoder, past its first chunk (which carries the role)."""
+    choice = SimpleNamespace(name="agentao")
+    chat = ChatBody(model="agentao", messages=[], stream=True, **body)
+    reply = _Reply("chatcmpl-1", 1, choice, chat, SimpleNamespace(prompt=[]))  # type: ignore[arg-type]
+    reply._first = {}
+    return reply
+
+
+def text_steps(n: int) -> list[TurnItem]:
+    return [Step(None, Delta(text=f'x"{i}\n')) for i in range(n)]  # type: ignore[arg-type]
+
+
+def per_item(reply: _Reply, batch: list[TurnItem]) -> bytes:
+    return b"".join([reply._encode(item) for item in batch])
+
+
+def test_a_batch_of_text_chunks_is_encoded_in_the_same_calls_whatever_its_length() -> None:
+    """Calls, not lines: two comprehensions pick the texts (cheaper than C passes)."""
+    reply = chat_reply()
+    ten, thousand = text_steps(10), text_steps(1_000)
+    assert agentao_lines(lambda: reply._encode_texts(ten), "call") == agentao_lines(
+        lambda: reply._encode_texts(thousand), "call"
+    )
+
+
+def test_control_a_batch_of_text_chunks_is_the_bytes_of_its_chunks_one_by_one() -> None:
+    reply, batch = chat_reply(), text_steps(3)
+    assert reply._encode_texts(batch) == per_item(reply, batch)
+    assert per_item(reply, batch).count(b"data: ") == 3
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        [*text_steps(2), Step(None, Delta(reasoning="thinking"))],  # type: ignore[arg-type]
+        [*text_steps(2), Step(None, Delta(text="a", reasoning="b"))],  # type: ignore[arg-type]
+        [*text_steps(2), TurnFailed("the agent exited", "agent_disconnected")],
+    ],
+    ids=["reasoning", "text-and-reasoning", "end"],
+)
+def test_control_any_other_batch_is_encoded_item_by_item(batch: list[TurnItem]) -> None:
+    assert chat_reply()._encode_texts(batch) is None
+
+
+def test_control_the_first_chunk_and_x_acp_are_encoded_item_by_item() -> None:
+    first = chat_reply()
+    first._first = {"role": "assistant"}
+    assert first._encode_texts(text_steps(2)) is None
+    assert chat_reply(x_acp=True)._encode_texts(text_steps(2)) is None
