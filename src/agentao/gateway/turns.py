@@ -9,7 +9,9 @@ consumer and puts it into its inbox (`items()`); the task stream's and remote AC
 turns have neither, their readers read the log. The inbox
 watches the log like any other reader: an item is released to the consumer only
 once its frame is stored, so an OpenAI client never sees what a reconnecting
-watcher could not read back.
+watcher could not read back. The updates the client has received at once (a burst)
+go onto the log and into the inbox in one call each (`TaskLog.emit_run`,
+`_Inbox.hold_run`): nothing in between runs Python once per update but the mapping.
 
 A store failure (`TaskLog.failed`) ends the consumer's items with a `TurnFailed`
 (code `store_failed`) at once, cancels the agent's turn, and makes the turn's result
@@ -27,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
+from bisect import bisect_right
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -95,17 +97,20 @@ class _Inbox:
     log has stored its frame (the inbox is a watcher of the log: `put_frames`, once per
     stored run of frames, for only the last seq matters). After the first item that is
     not a step, nothing more is taken in. (An asyncio.Queue does more per item than
-    this needs, and it is once per streamed update.)"""
+    this needs, and it is once per streamed update: the held steps and their seqs are
+    two lists, released by a C slice, not a Python step per update.)"""
 
     def __init__(self) -> None:
-        self._held: deque[tuple[int, Step]] = deque()  # (the seq of its frame, the step)
-        self._items: deque[TurnItem] = deque()
+        self._held_seqs: list[int] = []  # the seq of each held step's frame, ascending
+        self._held: list[Step] = []
+        self._items: list[TurnItem] = []
         self._ready = asyncio.Event()
         self._ended = False
 
-    def hold(self, seq: int, step: Step) -> None:
-        """A step whose frame `seq` is on its way to the store."""
-        self._held.append((seq, step))
+    def hold_run(self, first_seq: int, steps: list[Step]) -> None:
+        """Steps whose frames, `first_seq` on, one each, are on their way to the store."""
+        self._held_seqs += range(first_seq, first_seq + len(steps))
+        self._held += steps
 
     def put(self, item: TurnItem) -> None:
         """An item the consumer may have now (the turn's end: its frames are stored)."""
@@ -123,6 +128,7 @@ class _Inbox:
         """The log stored `frame`: release the steps up to it. A store failure (a frame
         with no seq) drops what is held and ends the items with it."""
         if frame.seq == UNSTORED:
+            self._held_seqs.clear()
             self._held.clear()
             error = frame.payload["error"]
             self.put(TurnFailed(error["message"], error["code"]))
@@ -130,19 +136,19 @@ class _Inbox:
         self._release(frame.seq)
 
     def _release(self, seq: int) -> None:
-        held, released = self._held, False
-        while held and held[0][0] <= seq:
-            self._items.append(held.popleft()[1])
-            released = True
-        if released:
-            self._ready.set()
+        seqs = self._held_seqs
+        if not seqs or seqs[0] > seq:
+            return
+        stored = len(seqs) if seqs[-1] <= seq else bisect_right(seqs, seq)
+        self._items += self._held[:stored]
+        del self._held[:stored], seqs[:stored]
+        self._ready.set()
 
     async def take(self) -> list[TurnItem]:
         while not self._items:
             self._ready.clear()
             await self._ready.wait()
-        items = list(self._items)
-        self._items.clear()
+        items, self._items = self._items, []
         return items
 
 
@@ -279,13 +285,16 @@ class GatewayTurn:
 
     async def _consume(self) -> TurnEnd:
         end = None
-        emit, feed = self.log.emit, self.mapper.feed  # once per update: bound once
+        feed = self.mapper.feed  # once per update: bound once
         consumed = self.context.consumed
         v2 = speaks_v2(self.session)  # its updates are logged as v1's (agent_protocol.py)
         turn = self._client_turn
         # Waits for the first event of a burst, then takes the rest already received at
-        # once (`Turn.ready`): one `__anext__` per burst, not one per streamed update.
+        # once (`Turn.ready`): one `__anext__` per burst, not one per streamed update,
+        # and the burst's frames are numbered and queued at once (`TaskLog.emit_run`).
         async for first in turn:
+            frames: list[dict[str, Any]] = []
+            steps: list[Step] = []  # one per frame, when consumed
             for event in (first, *turn.ready()):
                 if isinstance(event, Update):
                     if v2 and (event := logged_update(self.session, event)) is None:
@@ -293,14 +302,16 @@ class GatewayTurn:
                     frame = {"update": event.raw}
                     if event.tool_call is not None:  # merged by id: readers need not fold
                         frame["toolCall"] = event.tool_call.raw
-                    seq = emit("task-running", frame).seq
+                    frames.append(frame)
                     if consumed:  # mapped even once its consumer left (the transcript)
-                        step = Step(event, feed(event))
-                        inbox = self._inbox  # None once the consumer left (`detach`)
-                        if inbox is not None:
-                            inbox.hold(seq, step)
+                        steps.append(Step(event, feed(event)))
                 elif isinstance(event, TurnEnd):
                     end = event
+            if frames:
+                first_seq = self.log.emit_run("task-running", frames)
+                inbox = self._inbox  # None once the consumer left (`detach`)
+                if steps and inbox is not None:
+                    inbox.hold_run(first_seq, steps)
         if end is None:
             raise ClientError("the turn ended without a stop reason")
         return end

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -175,6 +176,9 @@ def frame_rows(events: Sequence[TaskEvent]) -> list[tuple[str, int, int, str, by
     `INSERT_LOG_FRAMES`: (task, first seq, last seq, task, frames). A run ends where the
     task's seqs skip (a note of its conversation came between): rows of one log never
     overlap, so reading them by first seq reads the log in order."""
+    if _one_run(events):  # a streamed answer's batch: no Python per frame
+        task = events[0].task_id
+        return [(task, events[0].seq, events[-1].seq, task, encode_json(events))]
     runs = _runs([(e.task_id, e.seq) for e in events])
     rows = []
     for run in runs:
@@ -193,6 +197,23 @@ def note_rows(notes: Sequence[LogNote]) -> list[tuple[str, int, int, bytes, str]
         frames = encode_json([notes[i].event for i in run])
         rows.append((first.conversation_id, first.event.seq, last.event.seq, frames, first.boot_id))
     return rows
+
+
+def _one_run(events: Sequence[TaskEvent]) -> bool:
+    """Whether `events` are one task's frames with contiguous seqs (what `_runs` would
+    keep as one run), checked by C loops (`map`) rather than a Python step per frame."""
+    if not events:
+        return False
+    first = events[0].seq
+    if events[-1].seq != first + len(events) - 1:
+        return False
+    return len(set(map(_task_id, events))) == 1 and list(map(_seq, events)) == list(
+        range(first, first + len(events))
+    )
+
+
+_task_id = attrgetter("task_id")
+_seq = attrgetter("seq")
 
 
 def _runs(keyed: Sequence[tuple[str, int]]) -> list[list[int]]:
