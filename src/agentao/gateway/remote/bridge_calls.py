@@ -28,6 +28,7 @@ from agentao.gateway.config import AgentSpec
 from agentao.gateway.remote.limits import check_change
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import InvalidParams
+from agentao.protocol.v2.from_v1 import config_option_v2
 
 MODE_CONFIG_ID = "mode"  # v2's config option for what v1 calls the session's mode
 SET_CONFIG = "session/set_config_option"
@@ -85,7 +86,7 @@ def config_options(
     principal: Principal, spec: AgentSpec, session: Session, v1_options: list[Any]
 ) -> list[dict[str, Any]]:
     """v2's whole config for `session`: its mode option, then the agent's options."""
-    options = [_option_v2(o) for o in v1_options if isinstance(o, dict)]
+    options = [config_option_v2(o) for o in v1_options if isinstance(o, dict)]
     if not session.modes:
         return options
     allowed = _allowed_modes(principal, spec, session)
@@ -105,14 +106,6 @@ def _allowed_modes(principal: Principal, spec: AgentSpec, session: Session) -> l
     rules = spec.rules(principal.ceiling)
     current = session.current_mode
     return [m for m in session.modes if m == current or rules.allows_mode(m)]
-
-
-def _option_v2(option: dict[str, Any]) -> dict[str, Any]:
-    """A v1 config option in v2: its `id` is v2's `configId`."""
-    wire = dict(option)
-    if "id" in wire:
-        wire["configId"] = wire.pop("id")
-    return wire
 
 
 __all__ = ["BRIDGED_METHODS", "MODE_CONFIG_ID", "bridged_call", "config_options", "session_config"]
