@@ -11,8 +11,11 @@ was negotiated:
   `tool_call_content_chunk` a `tool_call_update` with the call's content so far plus the
   chunk, a `plan_update` of items a v1 `plan`, a whole-message upsert (`agent_message`,
   `user_message`, `agent_thought`) a chunk of its text. A v2 `diff` (changed paths and a
-  git patch) becomes a v1 diff per file, its hunk lines shown as sent (`content_items`). Chunks keep their `messageId` (v1's
-  unstable schema has it too). What v1 has no kind for (`state_update`,
+  git patch) becomes a v1 diff per file, its hunk lines shown as sent (`content_items`).
+  A `config_option_update` is v1's (options by `id`, protocol/v2/to_v1.py), and when its
+  mode option (category `mode`) moved, a v1 `current_mode_update` follows it, since v2
+  has no mode update of its own (the view's mode follows). Chunks keep their
+  `messageId` (v1's unstable schema has it too). What v1 has no kind for (`state_update`,
   `terminal_update`, ...) stays a v2 typed value under its own kind; the view notes
   `state_update` and ignores the rest. `Update.raw` stays the update as the agent sent
   it (v2), for the relays that promise it unchanged; `kind` and `value` are the v1 ones.
