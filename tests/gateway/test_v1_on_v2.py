@@ -38,6 +38,8 @@ CONFIG = [
     {"configId": "effort", "name": "Effort", "type": "select", "currentValue": "low",
      "options": [{"groupId": "levels", "name": "Levels", "options": EFFORT}]},
 ]  # fmt: skip
+COMMANDS = [{"type": "command", "name": "plan", "description": "Plan first",
+             "input": {"type": "text", "hint": "what to plan"}}]  # fmt: skip
 # The agent switches itself back to `ask` in its turn (a plan mode ending, say).
 TURN = [{"set": {"configId": MODE_ID, "value": "ask"}}, {"say": ["done"]}]
 # `ask` keys may switch between ask and code (not yolo), and set any config option but
@@ -47,13 +49,13 @@ KEYS = (_key("admin", "all"), _key("asker", "ask"))
 ASKER = {"Authorization": "Bearer sk-asker"}
 # The gateway's one known addition to v1, on v1 agents too (service.py `_reopen`): the
 # official SDK's client opens a session's stream when a message names the session.
-LOAD_NAMES_ITS_SESSION = "#5 session/load: root field 'sessionId' not in LoadSessionResponse"
+LOAD_NAMES_ITS_SESSION = "session/load: root field 'sessionId' not in LoadSessionResponse"
 
 
 def ts_agent(tmp: Path, peers: NpmPeers) -> Any:
     spec = ts_spec(tmp, peers, [])
     script = Path(spec.sandbox.write[0]) / "script.json"
-    script.write_text(json.dumps({"turns": [TURN], "config": CONFIG}))
+    script.write_text(json.dumps({"turns": [TURN], "config": CONFIG, "commands": COMMANDS}))
     return replace(spec, ceilings=(("ask", RULES),))
 
 
@@ -85,9 +87,16 @@ async def test_a_v1_client_sets_modes_and_options_on_a_v2_agent_in_v1(
     v1 = v1_peer(gw, scheme)
     try:
         assert (await v1.open())["result"]["protocolVersion"] == 1
+        before = len(v1.received)
         opened = (await v1.call("session/new", {"cwd": cwd, "mcpServers": []}))["result"]
         sid = opened["sessionId"]
         await v1.watch(sid)
+        # the result's commands first, as the update a v1 agent sends (v1's results have none)
+        (commands,) = updates(v1.received[before:])
+        assert commands["availableCommands"] == [
+            {"name": "plan", "description": "Plan first", "input": {"hint": "what to plan"}}
+        ]
+        assert "availableCommands" not in opened
         assert opened["modes"] == {
             "currentModeId": "ask",
             "availableModes": [{"id": m["value"], "name": m["name"]} for m in MODES],
@@ -136,7 +145,8 @@ async def test_a_v1_client_sets_modes_and_options_on_a_v2_agent_in_v1(
             load = {"sessionId": sid, "cwd": cwd, "mcpServers": []}
             loaded = (await other.call("session/load", load))["result"]
             assert loaded["modes"]["currentModeId"] == "ask", loaded
-            assert other.errors(version=1) == [LOAD_NAMES_ITS_SESSION]
+            errors = [e.split(" ", 1)[1] for e in other.errors(version=1)]  # "#n " cut
+            assert errors == [LOAD_NAMES_ITS_SESSION]
         finally:
             await other.close()
         assert v1.errors(version=1) == []  # every message v1, by its schema

@@ -10,7 +10,8 @@
 // last turn plays the default turn (one text message). `config` (optional) is the v2
 // `configOptions` each new session starts with (a mode is an option of category `mode`):
 // session/new and session/resume answer them, session/set_config_option sets one (-32602
-// for an unknown id or value) and answers them all. A step is one of:
+// for an unknown id or value) and answers them all. `commands` (optional): the
+// `availableCommands` of every session/new result. A step is one of:
 //   {"say": ["Hel", "lo"]}            agent_message_chunk per piece, one messageId per step
 //   {"think": ["hmm"]}                agent_thought_chunk per piece
 //   {"tool": {"id", "title", "kind", "status", "content": "text"}}
@@ -233,7 +234,8 @@ const app = acp
     const session = { cwd: params.cwd, history: [], config, turn: null };
     sessions.set(sessionId, session);
     saveSession(sessionId, session);
-    return config.length ? { sessionId, configOptions: config } : { sessionId };
+    const result = config.length ? { sessionId, configOptions: config } : { sessionId };
+    return script.commands ? { ...result, availableCommands: script.commands } : result;
   })
   .onRequest("session/set_config_option", ({ params }) => {
     const session = requireSession(params.sessionId);

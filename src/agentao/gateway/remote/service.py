@@ -64,7 +64,12 @@ from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
 from agentao.gateway.remote.limits import check_change, remote_policy, session_params
 from agentao.gateway.remote.mcp_urls import checked_mcp_servers
 from agentao.gateway.remote.relay import SessionRelay, SessionRelays
-from agentao.gateway.remote.v1_calls import V1_ON_V2_METHODS, session_result, v1_call
+from agentao.gateway.remote.v1_calls import (
+    V1_ON_V2_METHODS,
+    commands_update,
+    session_result,
+    v1_call,
+)
 from agentao.gateway.replicas import Replica
 from agentao.gateway.sessions import Conversations, LiveConversation, TurnRequest
 from agentao.gateway.turns import GatewayTurn, TurnFailed
@@ -356,7 +361,7 @@ class RemoteAcp:
                 "sessionId": session.id,
                 **session_config(connection.principal, pool.spec, session),
             }
-        return {**self._session_result(session), "sessionId": session.id}
+        return {**self._session_result(connection, session), "sessionId": session.id}
 
     async def _reopen(
         self, connection: RemoteClient, params: dict[str, Any], *, replay: bool
@@ -382,15 +387,21 @@ class RemoteAcp:
             self._send_state(connection, conv, session_id)
             spec = self.conversations.pool(connection.agent).spec
             return session_config(connection.principal, spec, session)
-        result = {k: v for k, v in self._session_result(session).items() if k != "sessionId"}
+        result = self._session_result(connection, session)
+        result.pop("sessionId", None)
         # The official SDK's client opens a session's stream when a message names the
         # session: the reply says which, so the rest reaches it there.
         return {**result, "sessionId": session_id}
 
     @staticmethod
-    def _session_result(session: Session) -> dict[str, Any]:
-        """The agent's session result for a v1 client: as it is, or a v2 agent's in v1."""
-        return session_result(session) if speaks_v2(session) else to_builtins(session.response)
+    def _session_result(connection: RemoteClient, session: Session) -> dict[str, Any]:
+        """The agent's session result for a v1 client: as it is, or a v2 agent's in v1
+        (the commands in it sent first, as a v1 agent sends them: v1_calls.py)."""
+        if not speaks_v2(session):
+            return dict(to_builtins(session.response))
+        if (commands := commands_update(session)) is not None:
+            connection.send_update(session.id, commands)
+        return session_result(session)
 
     @staticmethod
     def _send_state(connection: RemoteClient, conv: LiveConversation, session_id: str) -> None:

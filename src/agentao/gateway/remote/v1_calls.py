@@ -6,7 +6,8 @@ requests mean what they mean in v1, whatever version the pool settled with the a
 client library. service.py hands such a client's session results and these methods here:
 
 session/new, session/load   the agent's v2 result (`configOptions` named by `configId`,
-    no `modes`) in v1's shape: `modes` from the mode option, the options by `id`.
+    no `modes`) in v1's shape: `modes` from the mode option, the options by `id`; its
+    `availableCommands` sent before it as v1's `available_commands_update`.
 session/set_mode   v2 has no set_mode: `modeId` becomes the agent's
     `session/set_config_option` of its mode option, held to the key's ceiling first
     (`check_change`, as for a v1 agent: -32600 `above_ceiling`, nothing sent); a mode the
@@ -27,6 +28,7 @@ from agentao.gateway.remote.limits import check_change
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import InvalidParams
 from agentao.protocol.v2.to_v1 import (
+    commands_update_v1,
     config_options_v1,
     mode_option,
     session_result_v1,
@@ -36,6 +38,13 @@ from agentao.protocol.v2.to_v1 import (
 SET_MODE = "session/set_mode"
 SET_CONFIG = "session/set_config_option"
 V1_ON_V2_METHODS = frozenset({SET_MODE, SET_CONFIG})
+
+
+def commands_update(session: Session) -> dict[str, Any] | None:
+    """The commands a v2 agent put in its session result, as the v1 update a v1 agent
+    sends before it (v1's results have no commands)."""
+    result = to_builtins(session.response)
+    return commands_update_v1(result.get("availableCommands") if isinstance(result, dict) else None)
 
 
 def session_result(session: Session) -> dict[str, Any]:
@@ -90,4 +99,4 @@ def _with_current(options: list[Any], mode: dict[str, Any], session: Session) ->
     return [current if o is mode else o for o in options]
 
 
-__all__ = ["V1_ON_V2_METHODS", "session_result", "v1_call"]
+__all__ = ["V1_ON_V2_METHODS", "commands_update", "session_result", "v1_call"]

@@ -11,6 +11,8 @@ modes             from the mode option: `availableModes` its values with their n
                   `currentModeId` its current value (absent when there is no mode option)
 set_config_option a v1 client's params in v2: an untagged value is v1's default, a value
                   id, which v2 tags `type: "id"`
+availableCommands the commands of a v2 session result, as the v1 `available_commands_update`
+                  a v1 agent sends instead (each untagged; only `command`s, text input)
 current_mode_update   what a v2 `config_option_update` means for v1's mode, when the mode
                   option's value is not the one the reader knew
 
@@ -86,6 +88,29 @@ def _choices(options: Any) -> list[dict[str, Any]]:
     return found
 
 
+def command_v1(command: dict[str, Any]) -> dict[str, Any]:
+    """A v2 command (tagged `command`) in v1: untagged, its text input untagged."""
+    wire = {k: v for k, v in command.items() if k != "type"}
+    given = command.get("input")
+    if isinstance(given, dict):
+        wire["input"] = {k: v for k, v in given.items() if k != "type"}
+    return wire
+
+
+def commands_update_v1(commands: Any) -> dict[str, Any] | None:
+    """v2 `availableCommands` as v1's `available_commands_update`; None for none."""
+    kept = [
+        command_v1(c)
+        for c in commands or ()
+        if isinstance(c, dict)
+        and c.get("type") == "command"
+        and (not isinstance(c.get("input"), dict) or c["input"].get("type") == "text")
+    ]
+    if not kept:
+        return None
+    return {"sessionUpdate": "available_commands_update", "availableCommands": kept}
+
+
 def session_result_v1(result: dict[str, Any]) -> dict[str, Any]:
     """A v2 session/new or session/resume result as v1's session/new or session/load
     result: `configOptions` in v1's shape and `modes` from the mode option."""
@@ -119,6 +144,8 @@ def mode_change(update: dict[str, Any], known: str | None) -> dict[str, Any] | N
 __all__ = [
     "MODE_CATEGORY",
     "VALUE_ID_TAG",
+    "command_v1",
+    "commands_update_v1",
     "config_option_v1",
     "config_options_v1",
     "mode_change",
