@@ -332,10 +332,10 @@ class RemoteAcp:
             return await bridged_call(connection.principal, spec, session, method, params)
         if method.startswith(("session/", "_")):  # set_mode, set_config_option, extensions
             spec = self.conversations.pool(connection.agent).spec
+            check_change(connection.principal, spec, method, params)  # before anything is sent
             session = await self.conversations.bind(relay.conv)
             if speaks_v2(session) and method in V1_ON_V2_METHODS:  # a v1 client, a v2 agent
                 return await v1_call(connection.principal, spec, session, method, params)
-            check_change(connection.principal, spec, method, params)
             return await session.channel.call_raw(method, params, session.channel.timeouts.request)
         raise MethodNotFound(method)
 
