@@ -153,6 +153,29 @@ async def test_a_v2_permission_request_is_answered_by_the_policy(
     assert answer["result"]["outcome"]["optionId"] == ("allow" if approve == "all" else "reject")
 
 
+async def test_a_v2_mode_change_reads_as_v1s_and_moves_the_sessions_mode(
+    v2_peers: NpmPeers, tmp_path: Path
+) -> None:
+    """v2 says a mode change only as a `config_option_update` of its mode option: the
+    client reads it as v1's (options by `id`) and as a `current_mode_update` after it."""
+    modes = [{"value": "ask", "name": "Ask"}, {"value": "code", "name": "Code"}]
+    option = {"configId": "approvals", "name": "Mode", "category": "mode", "type": "select",
+              "currentValue": "ask", "options": modes}  # fmt: skip
+    turn = [{"set": {"configId": "approvals", "value": "code"}}, {"say": ["done"]}]
+    script = tmp_path / "modes.json"
+    script.write_text(json.dumps({"turns": [turn], "config": [option]}))
+    agent = AgentCommand(tuple(v2_peers.agent_command("--script", str(script))))
+    async with Client(agent) as client:
+        session = await client.new_session(str(tmp_path))
+        assert (session.modes, session.current_mode) == (["ask", "code"], "ask")
+        events = await events_of(session, "go")
+    kinds = [e.kind for e in events if isinstance(e, Update)]
+    assert kinds.index("config_option_update") + 1 == kinds.index("current_mode_update")
+    (options,) = [e for e in events if isinstance(e, Update) and e.kind == "config_option_update"]
+    assert options.value.config_options[0].id == "approvals"  # decoded as v1's
+    assert session.current_mode == "code"
+
+
 async def test_a_v2_cancel_ends_the_turn_idle_cancelled(v2_peers: NpmPeers, tmp_path: Path) -> None:
     turn = [{"say": ["working"]}, {"wait_for_cancel": True}]
     record = tmp_path / "wire.jsonl"

@@ -6,8 +6,12 @@
 //
 //   node v2_agent.mjs [--script FILE] [--state DIR]
 //
-// The script is {"turns": [[step, ...], ...]}; a prompt beyond the last turn plays the
-// default turn (one text message). A step is one of:
+// The script is {"turns": [[step, ...], ...], "config": [option, ...]}; a prompt beyond the
+// last turn plays the default turn (one text message). `config` (optional) is the v2
+// `configOptions` each new session starts with (a mode is an option of category `mode`):
+// session/new and session/resume answer them, session/set_config_option sets one (-32602
+// for an unknown id or value) and answers them all. `commands` (optional): the
+// `availableCommands` of every session/new result. A step is one of:
 //   {"say": ["Hel", "lo"]}            agent_message_chunk per piece, one messageId per step
 //   {"think": ["hmm"]}                agent_thought_chunk per piece
 //   {"tool": {"id", "title", "kind", "status", "content": "text"}}
@@ -21,6 +25,8 @@
 //                                     read and write those files itself (a v2 agent calls no
 //                                     client fs/*), and say what happened as one message:
 //                                     {"read": {path: "ok: TEXT" | code}, "write": {...}}
+//   {"set": {"configId", "value"}}    the agent changes a config option itself (its mode,
+//                                     say) and sends `config_option_update`
 //   {"stop": "end_turn"}              the idle stop reason (default `end_turn`)
 // Every turn: `running`, the user message echoed with the prompt's messageId, the steps,
 // then `idle` with its stopReason and usage. session/cancel ends the turn `cancelled`.
@@ -56,7 +62,8 @@ function statePath(sessionId) {
 
 function saveSession(sessionId, session) {
   const path = statePath(sessionId);
-  if (path) writeFileSync(path, JSON.stringify({ cwd: session.cwd, history: session.history }));
+  const { cwd, history, config } = session;
+  if (path) writeFileSync(path, JSON.stringify({ cwd, history, config }));
 }
 
 function loadSession(sessionId) {
@@ -64,7 +71,7 @@ function loadSession(sessionId) {
   const path = statePath(sessionId);
   if (!path || !existsSync(path)) return null;
   const stored = JSON.parse(readFileSync(path, "utf8"));
-  const session = { cwd: stored.cwd, history: stored.history, turn: null };
+  const session = { cwd: stored.cwd, history: stored.history, config: stored.config, turn: null };
   sessions.set(sessionId, session);
   return session;
 }
@@ -155,6 +162,15 @@ function untilAborted(signal) {
   });
 }
 
+// The session's option `configId` set to `value`; false when either is unknown.
+function setOption(session, configId, value) {
+  const option = session.config.find((o) => o.configId === configId);
+  const values = (option?.options ?? []).flatMap((c) => c.options ?? [c]).map((c) => c.value);
+  if (!values.includes(value)) return false;
+  option.currentValue = value;
+  return true;
+}
+
 // Play one turn's steps; returns the stop reason.
 async function play(sessionId, steps, signal) {
   let stopReason = "end_turn";
@@ -167,7 +183,13 @@ async function play(sessionId, steps, signal) {
       if (!(await ask(sessionId, step.ask, signal))) return signal.aborted ? "cancelled" : "end_turn";
     } else if (step.wait_for_cancel) await untilAborted(signal);
     else if (step.fs) await chunks(sessionId, "agent_message_chunk", [JSON.stringify(tryFs(step.fs))]);
-    else if (step.stop) stopReason = step.stop;
+    else if (step.set) {
+      const session = sessions.get(sessionId);
+      setOption(session, step.set.configId, step.set.value);
+      saveSession(sessionId, session);
+      const body = { sessionUpdate: "config_option_update", configOptions: session.config };
+      await update(sessionId, body, { replayable: false });
+    } else if (step.stop) stopReason = step.stop;
   }
   return signal.aborted ? "cancelled" : stopReason;
 }
@@ -208,10 +230,23 @@ const app = acp
   })
   .onRequest("session/new", ({ params }) => {
     const sessionId = `v2-${randomUUID()}`;
-    const session = { cwd: params.cwd, history: [], turn: null };
+    const config = structuredClone(script.config ?? []);
+    const session = { cwd: params.cwd, history: [], config, turn: null };
     sessions.set(sessionId, session);
     saveSession(sessionId, session);
-    return { sessionId };
+    const result = config.length ? { sessionId, configOptions: config } : { sessionId };
+    return script.commands ? { ...result, availableCommands: script.commands } : result;
+  })
+  .onRequest("session/set_config_option", ({ params }) => {
+    const session = requireSession(params.sessionId);
+    if (!setOption(session, params.configId, params.value)) {
+      throw acp.RequestError.invalidParams(
+        { configId: params.configId, value: params.value },
+        "unknown config option or value",
+      );
+    }
+    saveSession(params.sessionId, session);
+    return { configOptions: session.config };
   })
   .onRequest("session/prompt", async ({ params }) => {
     const session = requireSession(params.sessionId);
@@ -239,7 +274,7 @@ const app = acp
       }
     }
     await state(params.sessionId, session.turn ? "running" : "idle");
-    return {};
+    return session.config?.length ? { configOptions: session.config } : {};
   })
   .onRequest("session/close", ({ params }) => {
     sessions.get(params.sessionId)?.turn?.controller.abort();

@@ -11,8 +11,11 @@ was negotiated:
   `tool_call_content_chunk` a `tool_call_update` with the call's content so far plus the
   chunk, a `plan_update` of items a v1 `plan`, a whole-message upsert (`agent_message`,
   `user_message`, `agent_thought`) a chunk of its text. A v2 `diff` (changed paths and a
-  git patch) becomes a v1 diff per file, its hunk lines shown as sent (`content_items`). Chunks keep their `messageId` (v1's
-  unstable schema has it too). What v1 has no kind for (`state_update`,
+  git patch) becomes a v1 diff per file, its hunk lines shown as sent (`content_items`).
+  A `config_option_update` is v1's (options by `id`, protocol/v2/to_v1.py), and when its
+  mode option (category `mode`) moved, a v1 `current_mode_update` follows it, since v2
+  has no mode update of its own (the view's mode follows). Chunks keep their
+  `messageId` (v1's unstable schema has it too). What v1 has no kind for (`state_update`,
   `terminal_update`, ...) stays a v2 typed value under its own kind; the view notes
   `state_update` and ignores the rest. `Update.raw` stays the update as the agent sent
   it (v2), for the relays that promise it unchanged; `kind` and `value` are the v1 ones.
@@ -41,11 +44,14 @@ from agentao.client.view import PATCH_META
 from agentao.protocol import schema
 from agentao.protocol.decode import decode_lenient, to_builtins
 from agentao.protocol.schema import UnknownVariant
+from agentao.protocol.v2.to_v1 import config_options_v1, mode_change
 
 log = logging.getLogger("agentao.client")
 
 VERSION = 2
 STATE_UPDATE = "state_update"
+CONFIG_UPDATE = "config_option_update"
+MODE_UPDATE = "current_mode_update"
 IDLE = "idle"
 CLIENT_INFO = {"name": "agentao", "title": "agentao client", "version": __version__}
 BASELINE = frozenset({"list", "resume", "close"})  # session methods `session: {}` promises
@@ -114,6 +120,8 @@ def to_v1(update: dict[str, Any], st: SessionState) -> tuple[str, dict[str, Any]
         return None
     if kind in _MESSAGE_KINDS:
         return _MESSAGE_KINDS[kind], _message_chunk(_MESSAGE_KINDS[kind], update)
+    if kind == CONFIG_UPDATE:  # v2 names options by `configId`, v1 by `id`
+        return kind, {**update, "configOptions": config_options_v1(update.get("configOptions"))}
     if kind in _V1_KINDS:
         return kind, update
     return None
@@ -249,7 +257,6 @@ _V1_KINDS = frozenset(
         "agent_message_chunk",
         "agent_thought_chunk",
         "available_commands_update",
-        "config_option_update",
         "session_info_update",
         "usage_update",
         "notice",
@@ -286,7 +293,13 @@ class V2Side:
 
     def session_update(self, params: Any, message: dict[str, Any]) -> None:
         st = self.side.state(params.session_id)
-        st.stream.push_update(fold_update(st, message["params"]["update"], params.update))
+        raw = message["params"]["update"]
+        known = st.current_mode
+        st.stream.push_update(fold_update(st, raw, params.update))
+        mode = mode_change(raw, known) if raw.get("sessionUpdate") == CONFIG_UPDATE else None
+        if mode is not None:  # v2 says a mode change only in its options; v1 says it apart
+            value = decode_v1(st.session_id, mode)
+            st.stream.push_update(st.apply(MODE_UPDATE, value, mode))
 
     async def session_request_permission(
         self, params: Any, message: dict[str, Any]

@@ -13,6 +13,9 @@ session/set_config_option   v2 has modes only as the `mode` config option (categ
     (the agent's modes the ceiling allows, the current one) and the agent's options;
     `session/new` and `session/resume` through the bridge answer the same config
     (`session_config`), so a v2 client can find the mode option at all.
+On a v2 agent (any agent that speaks both, under `auto`) the same answers hold: the
+agent's own mode option is replaced by the ceiling's view of it (under the agent's
+`configId`), and other options are passed on in v2 as they came.
 tool_call/cancel   -32602 `not_cancellable`: a v1 agent cannot stop one tool call (only
     the turn, `session/cancel`), so the bridge never advertises `capabilities.cancel`
     on a tool call (bridge.py drops it) and refuses the request.
@@ -23,11 +26,13 @@ from __future__ import annotations
 from typing import Any
 
 from agentao.client import Session
+from agentao.gateway.agent_protocol import MODE_CATEGORY, mode_option, speaks_v2
 from agentao.gateway.auth import Principal
 from agentao.gateway.config import AgentSpec
 from agentao.gateway.remote.limits import check_change
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import InvalidParams
+from agentao.protocol.v2.from_v1 import config_option_v2
 
 MODE_CONFIG_ID = "mode"  # v2's config option for what v1 calls the session's mode
 SET_CONFIG = "session/set_config_option"
@@ -47,13 +52,15 @@ async def bridged_call(
             "(session/cancel)",
             {"field": "toolCallId", "reason": "not_cancellable"},
         )
-    if params.get("configId") == MODE_CONFIG_ID and session.modes:
+    if params.get("configId") == mode_id(session) and session.modes:
         await _set_mode(principal, spec, session, params.get("value"))
         options = to_builtins(getattr(session.response, "config_options", None) or [])
     else:
-        v1 = {k: v for k, v in params.items() if not (k == "type" and v == V1_DEFAULT_TAG)}
-        check_change(principal, spec, SET_CONFIG, v1)
-        answer = await session.channel.call_raw(SET_CONFIG, v1, session.channel.timeouts.request)
+        if not speaks_v2(session):  # v1 reads an untagged value as a value id
+            params = {k: v for k, v in params.items() if not (k == "type" and v == V1_DEFAULT_TAG)}
+        check_change(principal, spec, SET_CONFIG, params)
+        channel = session.channel
+        answer = await channel.call_raw(SET_CONFIG, params, channel.timeouts.request)
         options = answer.get("configOptions") or [] if isinstance(answer, dict) else []
     return {"configOptions": config_options(principal, spec, session, options)}
 
@@ -64,13 +71,13 @@ async def _set_mode(principal: Principal, spec: AgentSpec, session: Session, val
     if not isinstance(value, str) or value not in session.modes:
         raise InvalidParams(
             f"Invalid params: unknown mode {value!r} (one of: {', '.join(allowed)})",
-            {"field": "value", "configId": MODE_CONFIG_ID},
+            {"field": "value", "configId": mode_id(session)},
         )
     if value not in allowed:
         raise InvalidParams(
             f"Invalid params: mode {value!r} is above this API key's ceiling "
             f"{principal.ceiling!r} (one of: {', '.join(allowed)})",
-            {"field": "value", "configId": MODE_CONFIG_ID, "reason": "above_ceiling"},
+            {"field": "value", "configId": mode_id(session), "reason": "above_ceiling"},
         )
     await session.set_mode(value)
 
@@ -85,12 +92,14 @@ def config_options(
     principal: Principal, spec: AgentSpec, session: Session, v1_options: list[Any]
 ) -> list[dict[str, Any]]:
     """v2's whole config for `session`: its mode option, then the agent's options."""
-    options = [_option_v2(o) for o in v1_options if isinstance(o, dict)]
+    options = [config_option_v2(o) for o in v1_options if isinstance(o, dict)]
     if not session.modes:
         return options
+    # A v2 agent's own mode option is replaced by the ceiling's view of it.
+    options = [o for o in options if o.get("category") != MODE_CATEGORY]
     allowed = _allowed_modes(principal, spec, session)
     mode = {
-        "configId": MODE_CONFIG_ID,
+        "configId": mode_id(session),
         "name": "Mode",
         "category": "mode",
         "type": "select",
@@ -100,19 +109,17 @@ def config_options(
     return [mode, *options]
 
 
+def mode_id(session: Session) -> str:
+    """The mode option's id: a v2 agent's own, else `mode` (a v1 agent has none)."""
+    option = mode_option(session.response) if speaks_v2(session) else None
+    return getattr(option, "config_id", None) or MODE_CONFIG_ID
+
+
 def _allowed_modes(principal: Principal, spec: AgentSpec, session: Session) -> list[str]:
     """The agent's modes this key may switch to (its current one among them)."""
     rules = spec.rules(principal.ceiling)
     current = session.current_mode
     return [m for m in session.modes if m == current or rules.allows_mode(m)]
-
-
-def _option_v2(option: dict[str, Any]) -> dict[str, Any]:
-    """A v1 config option in v2: its `id` is v2's `configId`."""
-    wire = dict(option)
-    if "id" in wire:
-        wire["configId"] = wire.pop("id")
-    return wire
 
 
 __all__ = ["BRIDGED_METHODS", "MODE_CONFIG_ID", "bridged_call", "config_options", "session_config"]

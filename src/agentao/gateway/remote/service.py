@@ -47,10 +47,11 @@ from typing import Any
 
 import msgspec
 
-from agentao.client import ClientError, TurnEnd, Update
+from agentao.client import ClientError, Session, TurnEnd, Update
 from agentao.client.content import prompt_text
 from agentao.client.files import LocalFiles
 from agentao.client.remote import SESSION_SCOPED  # their replies go to the session's stream
+from agentao.gateway.agent_protocol import logged_update, speaks_v2
 from agentao.gateway.auth import Principal, owns
 from agentao.gateway.config import McpUrlPolicy
 from agentao.gateway.errors import ApiError, TakenElsewhere
@@ -63,6 +64,12 @@ from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
 from agentao.gateway.remote.limits import check_change, remote_policy, session_params
 from agentao.gateway.remote.mcp_urls import checked_mcp_servers
 from agentao.gateway.remote.relay import SessionRelay, SessionRelays
+from agentao.gateway.remote.v1_calls import (
+    V1_ON_V2_METHODS,
+    commands_update,
+    session_result,
+    v1_call,
+)
 from agentao.gateway.replicas import Replica
 from agentao.gateway.sessions import Conversations, LiveConversation, TurnRequest
 from agentao.gateway.turns import GatewayTurn, TurnFailed
@@ -325,8 +332,10 @@ class RemoteAcp:
             return await bridged_call(connection.principal, spec, session, method, params)
         if method.startswith(("session/", "_")):  # set_mode, set_config_option, extensions
             spec = self.conversations.pool(connection.agent).spec
-            check_change(connection.principal, spec, method, params)
+            check_change(connection.principal, spec, method, params)  # before anything is sent
             session = await self.conversations.bind(relay.conv)
+            if speaks_v2(session) and method in V1_ON_V2_METHODS:  # a v1 client, a v2 agent
+                return await v1_call(connection.principal, spec, session, method, params)
             return await session.channel.call_raw(method, params, session.channel.timeouts.request)
         raise MethodNotFound(method)
 
@@ -344,15 +353,15 @@ class RemoteAcp:
         # What the agent sent while opening it (its commands, say), before anyone watched:
         # on the connection's stream, like the result (the session's is not open yet).
         for update in session.drain():
-            if isinstance(update, Update):
-                connection.send_update(session.id, update.raw)
+            if isinstance(update, Update) and (v1 := logged_update(session, update)) is not None:
+                connection.send_update(session.id, v1.raw)  # v1's shape, as in the log
         await relay.attach(connection, replay=False)
         if connection.bridge is not None:  # v2's result: the modes are a config option
             return {
                 "sessionId": session.id,
                 **session_config(connection.principal, pool.spec, session),
             }
-        return {**to_builtins(session.response), "sessionId": session.id}
+        return {**self._session_result(connection, session), "sessionId": session.id}
 
     async def _reopen(
         self, connection: RemoteClient, params: dict[str, Any], *, replay: bool
@@ -378,10 +387,21 @@ class RemoteAcp:
             self._send_state(connection, conv, session_id)
             spec = self.conversations.pool(connection.agent).spec
             return session_config(connection.principal, spec, session)
-        result = {k: v for k, v in to_builtins(session.response).items() if k != "sessionId"}
+        result = self._session_result(connection, session)
+        result.pop("sessionId", None)
         # The official SDK's client opens a session's stream when a message names the
         # session: the reply says which, so the rest reaches it there.
         return {**result, "sessionId": session_id}
+
+    @staticmethod
+    def _session_result(connection: RemoteClient, session: Session) -> dict[str, Any]:
+        """The agent's session result for a v1 client: as it is, or a v2 agent's in v1
+        (the commands in it sent first, as a v1 agent sends them: v1_calls.py)."""
+        if not speaks_v2(session):
+            return dict(to_builtins(session.response))
+        if (commands := commands_update(session)) is not None:
+            connection.send_update(session.id, commands)
+        return session_result(session)
 
     @staticmethod
     def _send_state(connection: RemoteClient, conv: LiveConversation, session_id: str) -> None:

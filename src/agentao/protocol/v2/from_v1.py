@@ -14,6 +14,8 @@ tool_call_update      tool_call_update; a `diff` content as v2's `changes` + a g
 plan                  plan_update `plan: {type: "items", planId, entries}`
 available_commands_update   each command tagged `type: "command"` (its input `text`)
 current_mode_update         nothing: v2 has modes only as the `mode` config option
+config_option_update        each option named by `configId` (v1 `id`), its groups by
+                            `groupId` (`config_option_v2`; to_v1.py is the mirror)
 anything else               as v1 writes it (session_info, usage, config options, notice,
                             compaction: the same shape in both)
 
@@ -91,7 +93,27 @@ def v2_update(wire: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if kind == "available_commands_update":
         return {**wire, "availableCommands": [command(c) for c in wire["availableCommands"]]}
+    if kind == "config_option_update":
+        options = wire.get("configOptions") or []
+        return {**wire, "configOptions": [config_option_v2(o) for o in options]}
     return wire
+
+
+def config_option_v2(option: dict[str, Any]) -> dict[str, Any]:
+    """A v1 config option (wire dict) in v2: `configId` for `id`, `groupId` for `group`."""
+    wire = {k: v for k, v in option.items() if k != "id"}
+    if "id" in option:
+        wire = {"configId": option["id"], **wire}
+    if isinstance(wire.get("options"), list):
+        wire["options"] = [_choice_v2(c) for c in wire["options"]]
+    return wire
+
+
+def _choice_v2(choice: Any) -> Any:
+    if not (isinstance(choice, dict) and "group" in choice):
+        return choice
+    group = {k: v for k, v in choice.items() if k != "group"}
+    return {"groupId": choice["group"], **group}
 
 
 def command(c: dict[str, Any]) -> dict[str, Any]:
@@ -204,6 +226,7 @@ __all__ = [
     "FromV1",
     "chunk",
     "command",
+    "config_option_v2",
     "diff",
     "new_message_id",
     "permission_request",
