@@ -89,8 +89,8 @@ def processes(gw: LiveGateway) -> list[list[dict[str, Any]]]:
 
 
 def recording(gw: LiveGateway) -> list[dict[str, Any]]:
-    """The lines of the processes that spoke v2 (a process offered v1, `protocol = "1"`,
-    is checked as v1: `schema_errors`)."""
+    """The lines of the processes that spoke v2 (under `auto`, the pool's first process
+    offered v1, which the TS agent refused: that one is checked as v1, `schema_errors`)."""
     return [line for run in processes(gw) if _version(run) == 2 for line in run]
 
 
@@ -133,9 +133,9 @@ def test_openai_chat_over_a_v2_only_agent(
     assert [c.choices[0].finish_reason for c in stream if c.choices][-1] == "stop"
     client = gw.gateway.pools[AGENT].workers[0].client
     assert client.protocol_version == 2  # natively, not through a fallback
-    # auto: each process offered v2 first, which the agent took: no v1 tried
+    # auto: each process offered v1 first, which the agent refused, then spoke v2
     workers = len(gw.gateway.pools[AGENT].workers)  # one per key ceiling
-    assert sorted(_version(run) for run in processes(gw)) == [2] * workers
+    assert sorted(_version(run) for run in processes(gw)) == [1] * workers + [2] * workers
     assert schema_errors(gw) == []  # everything the gateway sent, too
 
 
@@ -344,7 +344,7 @@ def test_a_conversation_comes_back_after_a_restart_by_resume(
     assert schema_errors(again) == []
 
 
-# ---- codex-acp 2.6.0, told which version to speak (it speaks both; `auto` drives it in v2) ----
+# ---- codex-acp 2.6.0, told to speak v2 (it speaks both; `auto` would drive it in v1) ---------
 
 
 def codex_spec(tmp: Path, peers: NpmPeers, fake: FakeLLM, protocol: int) -> AgentSpec:

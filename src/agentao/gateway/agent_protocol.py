@@ -18,10 +18,6 @@ gateway is here, in one place, so that the rest of it reads one shape:
   and config options named by `configId` in v2 (`model_choices`).
 * `initialize`: what the pool keeps of it for remote ACP clients is v1's shape, the
   bridge's input (`initialize_v1`).
-* remote v1 clients: their session results, `session/set_mode` and
-  `session/set_config_option` are translated (remote/v1_calls.py); a mode the agent
-  changes itself (a `config_option_update`) is logged as v1's, then as a
-  `current_mode_update` (client/v2.py).
 
 Confinement: a v2 agent calls none of the client's `fs/*` or `terminal/*`, so the pool's
 confined file service never bounds it; only its process's sandbox does (confine.py).
@@ -39,10 +35,11 @@ from agentao.protocol import schema
 from agentao.protocol.decode import to_builtins
 
 V2 = 2
-# `protocol = "auto"`: the versions a process is offered, in order. v2 first: every face
-# works over either (a remote v1 client on a v2 agent gets v1: remote/v1_calls.py), and
-# v2 is where agents are going; an agent that speaks only v1 is offered v1 at once.
-AUTO = (V2, 1)
+# `protocol = "auto"`: the versions a process is offered, in order. v1 first: the remote
+# ACP service passes a v1 client's other methods (set_mode, set_config_option, extensions)
+# and session results to the agent unchanged, which holds only for a v1 agent; so an agent
+# that speaks both is driven in v1, one that speaks only v2 natively in v2.
+AUTO = (1, V2)
 MODE_CATEGORY = "mode"
 USER_ECHO = "user_message_chunk"  # a v2 agent echoes each prompt; a v1 one does not
 # The v1 update structs: what a v2 update the client library translated decodes to.
@@ -181,7 +178,6 @@ def takes_images(client: Client) -> bool:
 
 __all__ = [
     "AUTO",
-    "MODE_CATEGORY",
     "V2",
     "can_reopen",
     "current_mode",

@@ -528,7 +528,7 @@ def _agent(name: str, spec: Any, where: str) -> AgentSpec:
 
 
 def _protocol(value: Any, where: str) -> int | None:
-    """`auto` (v2 where the agent speaks it, else v1: agent_protocol.AUTO), `1` or `2`."""
+    """`auto` (v1 where the agent speaks it, else v2: agent_protocol.AUTO), `1` or `2`."""
     if str(value) not in AGENT_PROTOCOLS or isinstance(value, bool):
         raise ConfigError(f"{where} must be one of {', '.join(map(repr, AGENT_PROTOCOLS))}")
     return AGENT_PROTOCOLS[str(value)]

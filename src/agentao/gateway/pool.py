@@ -24,7 +24,7 @@ client's workspace-restricted handlers, the agent runs its own shell
 pool (the conversation registry, which asks the turn's policy).
 
 Protocol versions. A process speaks the ACP version its agent's config names
-(`[agents.NAME] protocol`), by default `auto`: v2 where the agent speaks it, else v1
+(`[agents.NAME] protocol`), by default `auto`: v1 where the agent speaks it, else v2
 (`versions()`; a refused handshake tries the next version at once, and the pool then
 starts its processes in the version that worked). What differs for a v2 process
 (reopening a session with `session/resume`, modes as a config option, the log kept in
@@ -352,8 +352,8 @@ class AgentPool:
         return self.initialize_result
 
     def versions(self) -> tuple[int, ...]:
-        """The ACP versions a process offers, in order: the config's, else (`auto`) v2 where
-        the agent speaks it and v1 where it speaks only v1 (agent_protocol.AUTO)."""
+        """The ACP versions a process offers, in order: the config's, else (`auto`) v1 where
+        the agent speaks it and v2 where it speaks only v2 (agent_protocol.AUTO)."""
         return (self.protocol,) if self.protocol is not None else AUTO
 
     def settle(self, version: int) -> None:
