@@ -35,10 +35,10 @@ from agentao.protocol import schema
 from agentao.protocol.decode import to_builtins
 
 V2 = 2
-# `protocol = "auto"`: the versions a process is offered, in order. v1 first: the remote
-# ACP service passes a v1 client's other methods (set_mode, set_config_option, extensions)
-# and session results to the agent unchanged, which holds only for a v1 agent; so an agent
-# that speaks both is driven in v1, one that speaks only v2 natively in v2.
+# `protocol = "auto"`: the versions a process is offered, in order. v1 first, though every
+# face works over either: the client library relays at ~0.8x over v2 (each update read into
+# v1's typed events), and over v2 our agent sends its commands after a resume, where v1's load
+# sends them before its reply (docs/gateway.md, "Why `auto` prefers v1").
 AUTO = (1, V2)
 MODE_CATEGORY = "mode"
 USER_ECHO = "user_message_chunk"  # a v2 agent echoes each prompt; a v1 one does not
