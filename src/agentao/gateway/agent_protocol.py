@@ -36,7 +36,7 @@ from agentao.protocol.decode import to_builtins
 
 V2 = 2
 # `protocol = "auto"`: the versions a process is offered, in order. v1 first, though every
-# face works over either: the client library relays at ~0.8x over v2 (each update read into
+# face works over either: the client library relays at 0.6-0.8x over v2 (each update read into
 # v1's typed events), and over v2 our agent sends its commands after a resume, where v1's load
 # sends them before its reply (docs/gateway.md, "Why `auto` prefers v1").
 AUTO = (1, V2)
