@@ -477,13 +477,7 @@ async def test_tool_call_cancel_stops_a_running_shell_command_and_the_turn_goes_
 async def test_tool_call_cancel_refuses_an_unknown_a_waiting_and_a_final_call(env, ws, fake_llm):
     fake_llm.reply(tool_calls=[FakeToolCall("run_shell_command", {"command": SHELL}, id="s1")])
     fake_llm.reply(text=["after"])
-    asked = asyncio.Event()
-    answer = asyncio.Event()
-
-    async def held_permission(message: dict[str, Any]) -> dict[str, Any]:
-        asked.set()
-        await answer.wait()
-        return {"outcome": {"outcome": "selected", "optionId": "allow"}}
+    asked, answer, held_permission = held_permission_answer()
 
     async with running(env, init=False) as agent:
         agent.handlers["session/request_permission"] = held_permission
@@ -578,13 +572,7 @@ async def test_session_status_is_open_with_its_state_now_or_saved(env, ws, fake_
     fake_llm.reply(text=["answer"])
     stored = await _one_turn(env, ws, "question")
     _shell_turn(fake_llm)
-    asked = asyncio.Event()
-    answer = asyncio.Event()
-
-    async def held_permission(message: dict[str, Any]) -> dict[str, Any]:
-        asked.set()
-        await answer.wait()
-        return {"outcome": {"outcome": "selected", "optionId": "allow"}}
+    asked, answer, held_permission = held_permission_answer()
 
     async with running(env, init=False) as agent:
         agent.handlers["session/request_permission"] = held_permission
@@ -606,3 +594,15 @@ async def test_session_status_is_open_with_its_state_now_or_saved(env, ws, fake_
     assert done == {"status": "open", "state": {"state": "idle", "stopReason": "end_turn"}}
     assert unknown["error"]["code"] == -32002
     assert check_all(agent.received, agent.sent, version=2) == []
+
+
+def held_permission_answer() -> tuple[asyncio.Event, asyncio.Event, Any]:
+    """A permission handler that allows once `answer` is set: (asked, answer, handler)."""
+    asked, answer = asyncio.Event(), asyncio.Event()
+
+    async def held_permission(message: dict[str, Any]) -> dict[str, Any]:
+        asked.set()
+        await answer.wait()
+        return {"outcome": {"outcome": "selected", "optionId": "allow"}}
+
+    return asked, answer, held_permission

@@ -101,19 +101,26 @@ def v2_update(wire: dict[str, Any]) -> dict[str, Any] | None:
 
 def config_option_v2(option: dict[str, Any]) -> dict[str, Any]:
     """A v1 config option (wire dict) in v2: `configId` for `id`, `groupId` for `group`."""
-    wire = {k: v for k, v in option.items() if k != "id"}
-    if "id" in option:
-        wire = {"configId": option["id"], **wire}
+    return renamed_option(option, ("id", "configId"), ("group", "groupId"))
+
+
+def renamed_option(
+    option: dict[str, Any], option_id: tuple[str, str], group_id: tuple[str, str]
+) -> dict[str, Any]:
+    """A config option with its id field, and its select's groups' id field, renamed
+    (old, new): the one difference of shape between v1's options and v2's."""
+    wire = _renamed(option, *option_id)
     if isinstance(wire.get("options"), list):
-        wire["options"] = [_choice_v2(c) for c in wire["options"]]
+        wire["options"] = [
+            _renamed(c, *group_id) if isinstance(c, dict) else c for c in wire["options"]
+        ]
     return wire
 
 
-def _choice_v2(choice: Any) -> Any:
-    if not (isinstance(choice, dict) and "group" in choice):
-        return choice
-    group = {k: v for k, v in choice.items() if k != "group"}
-    return {"groupId": choice["group"], **group}
+def _renamed(wire: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    if old not in wire:
+        return wire
+    return {new: wire[old], **{k: v for k, v in wire.items() if k != old}}
 
 
 def command(c: dict[str, Any]) -> dict[str, Any]:
@@ -231,6 +238,7 @@ __all__ = [
     "new_message_id",
     "permission_request",
     "plan_update",
+    "renamed_option",
     "replay_from",
     "state_update",
     "terminal_text",

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentao.protocol.v2.from_v1 import renamed_option
+
 MODE_CATEGORY = "mode"
 V1_OPTION_TYPES = frozenset({"select", "boolean"})  # v2 may add custom types; v1 has two
 VALUE_ID_TAG = "id"  # v2's tag of a value id; v1 leaves it untagged
@@ -30,12 +32,7 @@ VALUE_ID_TAG = "id"  # v2's tag of a value id; v1 leaves it untagged
 
 def config_option_v1(option: dict[str, Any]) -> dict[str, Any]:
     """One v2 config option (wire dict) in v1's shape."""
-    wire = {k: v for k, v in option.items() if k != "configId"}
-    if "configId" in option:
-        wire = {"id": option["configId"], **wire}
-    if isinstance(wire.get("options"), list):
-        wire["options"] = [_choice_v1(c) for c in wire["options"]]
-    return wire
+    return renamed_option(option, ("configId", "id"), ("groupId", "group"))
 
 
 def config_options_v1(options: Any) -> list[dict[str, Any]]:
@@ -45,14 +42,6 @@ def config_options_v1(options: Any) -> list[dict[str, Any]]:
         for o in options or ()
         if isinstance(o, dict) and o.get("type") in V1_OPTION_TYPES
     ]
-
-
-def _choice_v1(choice: Any) -> Any:
-    """A select option's value, or a group of them (`groupId` in v2, `group` in v1)."""
-    if not (isinstance(choice, dict) and "groupId" in choice):
-        return choice
-    group = {k: v for k, v in choice.items() if k != "groupId"}
-    return {"group": choice["groupId"], **group}
 
 
 def mode_option(options: Any) -> dict[str, Any] | None:
