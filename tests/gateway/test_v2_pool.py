@@ -33,7 +33,7 @@ from agentao.gateway.config import AgentSpec, ApiKey, ConfigError, Limits, confi
 from agentao.gateway.confine import AgentSandbox
 from tests.e2e.test_v2_peers import codex_replies
 from tests.fakes.fake_llm import FakeLLM
-from tests.gateway.conftest import LiveGateway, key_protocol
+from tests.gateway.conftest import LiveGateway, key_protocol, scripted_spec
 from tests.gateway.test_remote_v2 import INIT_V1, HttpV2, is_update, states, update_of, updates
 from tests.npm_peers import PEERS_DIR, NpmPeers, codex_env
 from tests.schema_check import check_recording
@@ -427,3 +427,44 @@ def test_a_ceilings_start_mode_is_set_as_v2s_mode_option(
     turn = [r for r in fake_llm.requests if r.body.get("model") == fake_llm.model]
     told = json.dumps(turn[-1].body)
     assert "`sandbox_mode` is `read-only`" in told, "codex was not put in the ceiling's mode"
+
+
+# ---- our own agent, which speaks both, driven in v2 when the operator names it -------------
+
+
+@needs_bwrap
+def test_our_agent_named_protocol_2_is_driven_in_v2_through_every_face(
+    gateway_factory: Any, tmp_path: Path
+) -> None:
+    """`protocol = "2"` on an agent that speaks both (ours): the pool's process speaks v2, a
+    file write asks its permission in v2's shape and is answered by the request's policy,
+    the task stream and the OpenAI answer read it in the one (v1) shape, and the write is
+    the agent's own, inside its sandbox (no fs/* reaches the gateway)."""
+    spec = replace(scripted_spec(tmp_path), protocol=2)
+    gw = gateway_factory(agents=(spec,))
+    reply = gw.openai().chat.completions.create(
+        model=spec.name,
+        messages=[{"role": "user", "content": "write"}],
+        extra_headers={"X-Permission-Policy": "all"},
+    )
+    assert reply.choices[0].message.content == "Wrote hello.txt."
+    assert (Path(spec.cwd) / "hello.txt").read_text() == "hi\n"
+    client = gw.gateway.pools[spec.name].workers[0].client
+    assert client.protocol_version == 2
+    with gw.http() as http:
+        task = http.post(
+            "/v1/tasks",
+            json={"agent": spec.name, "prompt": "read"},
+            headers={"X-Permission-Policy": "all"},
+        ).json()
+    with connect(gw.ws_url(task["stream_url"])) as ws:
+        frames = [json.loads(m) for m in ws]
+    assert frames[-1]["type"] == "task-ended" and frames[-1]["stopReason"] == "end_turn"
+    # the policy answered the agent's v2 question at once: its answer is in the log
+    (answered,) = [f for f in frames if f["type"] == "permission-response"]
+    assert answered["optionId"] == "allow", answered
+    kinds = [f["update"]["sessionUpdate"] for f in frames if f["type"] == "task-running"]
+    # v1's shape, as from our agent over v1: the call opened once, no v2 state or echo
+    assert kinds.count("tool_call") == 1 and "tool_call_update" in kinds, kinds
+    assert "state_update" not in kinds and "user_message_chunk" not in kinds
+    assert not any("messageId" in f.get("update", {}) for f in frames)
