@@ -711,7 +711,10 @@ async def test_a_remote_acp_client_on_one_replica_shares_a_session_live_on_anoth
         # B loads the session A holds: the history as the gateway logged it.
         await at_b.initialize()
         await at_b.conn.load_session(session_id=sid, cwd=str(keyed_pair.work), mcp_servers=[])
-        assert at_b.kinds()[0] == "user_message_chunk" and at_b.texts(sid) == "Answer one."
+        # The SDK runs each notification's handler as a task of its own and resolves the
+        # reply at once: the replay (sent before the reply) may be handled just after it.
+        await _eventually(lambda: at_b.texts(sid) == "Answer one.")
+        assert at_b.kinds()[0] == "user_message_chunk"
 
         # B's prompt runs on A; A's question reaches B's client (A's own client leaves it
         # open), B's answer reaches A's agent, and the question is withdrawn from A's.
