@@ -29,10 +29,11 @@ from agentao.client import Session
 from agentao.gateway.agent_protocol import MODE_CATEGORY, mode_option, speaks_v2
 from agentao.gateway.auth import Principal
 from agentao.gateway.config import AgentSpec
+from agentao.gateway.remote.clients import RemoteClient
 from agentao.gateway.remote.limits import check_change
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import InvalidParams
-from agentao.protocol.v2.from_v1 import config_option_v2
+from agentao.protocol.v2.from_v1 import config_option_v2, state_update
 
 MODE_CONFIG_ID = "mode"  # v2's config option for what v1 calls the session's mode
 SET_CONFIG = "session/set_config_option"
@@ -82,6 +83,13 @@ async def _set_mode(principal: Principal, spec: AgentSpec, session: Session, val
     await session.set_mode(value)
 
 
+def send_state(connection: RemoteClient, session_id: str, running: bool) -> None:
+    """v2's current-state synchronization on resume, after the replay and before the
+    reply: `running` while a turn runs, else `idle`."""
+    update = state_update("running" if running else "idle")
+    connection.notify("session/update", {"sessionId": session_id, "update": update})
+
+
 def session_config(principal: Principal, spec: AgentSpec, session: Session) -> dict[str, Any]:
     """`configOptions` of a v2 session/new or session/resume result through the bridge."""
     v1 = to_builtins(getattr(session.response, "config_options", None) or [])
@@ -122,4 +130,11 @@ def _allowed_modes(principal: Principal, spec: AgentSpec, session: Session) -> l
     return [m for m in session.modes if m == current or rules.allows_mode(m)]
 
 
-__all__ = ["BRIDGED_METHODS", "MODE_CONFIG_ID", "bridged_call", "config_options", "session_config"]
+__all__ = [
+    "BRIDGED_METHODS",
+    "MODE_CONFIG_ID",
+    "bridged_call",
+    "config_options",
+    "send_state",
+    "session_config",
+]

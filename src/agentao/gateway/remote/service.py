@@ -47,7 +47,7 @@ from typing import Any
 
 import msgspec
 
-from agentao.client import ClientError, Session, TurnEnd, Update
+from agentao.client import ClientError, TurnEnd, Update
 from agentao.client.content import prompt_text
 from agentao.client.files import LocalFiles
 from agentao.client.remote import SESSION_SCOPED  # their replies go to the session's stream
@@ -58,7 +58,12 @@ from agentao.gateway.errors import ApiError, TakenElsewhere
 from agentao.gateway.peers import Peers
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.remote.bridge import V2, V2Bridge, initialize_result, user_message_id
-from agentao.gateway.remote.bridge_calls import BRIDGED_METHODS, bridged_call, session_config
+from agentao.gateway.remote.bridge_calls import (
+    BRIDGED_METHODS,
+    bridged_call,
+    send_state,
+    session_config,
+)
 from agentao.gateway.remote.clients import INIT_SCOPE, RemoteClient, RemoteClients
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
 from agentao.gateway.remote.limits import check_change, remote_policy, session_params
@@ -66,9 +71,8 @@ from agentao.gateway.remote.mcp_urls import checked_mcp_servers
 from agentao.gateway.remote.relay import SessionRelay, SessionRelays
 from agentao.gateway.remote.v1_calls import (
     V1_ON_V2_METHODS,
-    commands_update,
-    session_result,
     v1_call,
+    v1_result,
 )
 from agentao.gateway.replicas import Replica
 from agentao.gateway.sessions import Conversations, LiveConversation, TurnRequest
@@ -82,7 +86,6 @@ from agentao.protocol.connection import (
     RequestId,
     params_of,
 )
-from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import (
     AcpError,
     InternalError,
@@ -92,7 +95,7 @@ from agentao.protocol.errors import (
     RequestCancelled,
     SessionNotFound,
 )
-from agentao.protocol.v2.from_v1 import replay_from, state_update
+from agentao.protocol.v2.from_v1 import replay_from
 from agentao.store.gateway import GatewayStore
 
 log = logging.getLogger("agentao.gateway")
@@ -361,7 +364,7 @@ class RemoteAcp:
                 "sessionId": session.id,
                 **session_config(connection.principal, pool.spec, session),
             }
-        return {**self._session_result(connection, session), "sessionId": session.id}
+        return {**v1_result(connection, session), "sessionId": session.id}
 
     async def _reopen(
         self, connection: RemoteClient, params: dict[str, Any], *, replay: bool
@@ -384,31 +387,16 @@ class RemoteAcp:
         # agent): from the log when it holds it all (relay.py).
         await self.relays.relay(conv).attach(connection, replay)
         if connection.bridge is not None:  # v2: the state after the replay, before the reply
-            self._send_state(connection, conv, session_id)
+            send_state(
+                connection, session_id, conv.turn is not None and not conv.turn.done.is_set()
+            )
             spec = self.conversations.pool(connection.agent).spec
             return session_config(connection.principal, spec, session)
-        result = self._session_result(connection, session)
+        result = v1_result(connection, session)
         result.pop("sessionId", None)
         # The official SDK's client opens a session's stream when a message names the
         # session: the reply says which, so the rest reaches it there.
         return {**result, "sessionId": session_id}
-
-    @staticmethod
-    def _session_result(connection: RemoteClient, session: Session) -> dict[str, Any]:
-        """The agent's session result for a v1 client: as it is, or a v2 agent's in v1
-        (the commands in it sent first, as a v1 agent sends them: v1_calls.py)."""
-        if not speaks_v2(session):
-            return dict(to_builtins(session.response))
-        if (commands := commands_update(session)) is not None:
-            connection.send_update(session.id, commands)
-        return session_result(session)
-
-    @staticmethod
-    def _send_state(connection: RemoteClient, conv: LiveConversation, session_id: str) -> None:
-        """v2's current-state synchronization on resume: running while a turn runs."""
-        running = conv.turn is not None and not conv.turn.done.is_set()
-        update = state_update("running" if running else "idle")
-        connection.notify("session/update", _update(session_id, update))  # as the reply
 
     async def _conversation_of(
         self, connection: RemoteClient, session_id: str, params: dict[str, Any]
@@ -538,8 +526,7 @@ class RemoteAcp:
         far = self.far.session(conv)
         await far.attach(connection, replay)
         if connection.bridge is not None:  # v2: the state after the replay, before the reply
-            state = state_update("running" if await far.running() else "idle")
-            connection.notify("session/update", _update(str(conv.record.session_id), state))
+            send_state(connection, str(conv.record.session_id), await far.running())
             return {}
         return {"sessionId": conv.record.session_id}
 
@@ -572,10 +559,6 @@ def _prompt_of(params: dict[str, Any]) -> list[dict[str, Any]]:
             "Invalid params: prompt must be a list of content blocks", {"field": "prompt"}
         )
     return prompt
-
-
-def _update(session_id: str, update: Any) -> dict[str, Any]:
-    return {"sessionId": session_id, "update": update}
 
 
 def _is_response(message: Any) -> bool:

@@ -22,8 +22,10 @@ from __future__ import annotations
 from typing import Any
 
 from agentao.client import Session
+from agentao.gateway.agent_protocol import speaks_v2
 from agentao.gateway.auth import Principal
 from agentao.gateway.config import AgentSpec
+from agentao.gateway.remote.clients import RemoteClient
 from agentao.gateway.remote.limits import check_change
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import InvalidParams
@@ -38,6 +40,16 @@ from agentao.protocol.v2.to_v1 import (
 SET_MODE = "session/set_mode"
 SET_CONFIG = "session/set_config_option"
 V1_ON_V2_METHODS = frozenset({SET_MODE, SET_CONFIG})
+
+
+def v1_result(connection: RemoteClient, session: Session) -> dict[str, Any]:
+    """The agent's session result for a v1 client: as it is, or a v2 agent's in v1 (the
+    commands in it sent first, as a v1 agent sends them, before the reply)."""
+    if not speaks_v2(session):
+        return dict(to_builtins(session.response))
+    if (commands := commands_update(session)) is not None:
+        connection.send_update(session.id, commands)
+    return session_result(session)
 
 
 def commands_update(session: Session) -> dict[str, Any] | None:
@@ -99,4 +111,4 @@ def _with_current(options: list[Any], mode: dict[str, Any], session: Session) ->
     return [current if o is mode else o for o in options]
 
 
-__all__ = ["V1_ON_V2_METHODS", "commands_update", "session_result", "v1_call"]
+__all__ = ["V1_ON_V2_METHODS", "commands_update", "session_result", "v1_call", "v1_result"]
