@@ -13,6 +13,7 @@ schema, everything the agent got against v2's (tests/schema_check.py).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -174,5 +175,62 @@ async def test_a_v1_client_sets_codex_acps_mode_over_v2(
         client = gw.gateway.pools["codex"].workers[0].client
         assert client.protocol_version == 2
         assert v1.errors(version=1) == []
+    finally:
+        await v1.close()
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_a_v1_client_answers_a_v2_agents_question_and_cancels_its_turn(
+    gateway_factory: Any, tmp_path: Path, v2_peers: NpmPeers, scheme: str
+) -> None:
+    """A permission round trip (v1's question from v2's, the answer back to the agent in
+    v2), then `session/cancel` mid-turn: the v1 prompt's reply is `cancelled`, and the
+    agent was sent v2's `session/cancel`."""
+    ask = [
+        {"tool": {"id": "t1", "title": "Write hello.txt", "kind": "edit", "status": "pending"}},
+        {"ask": {"toolCallId": "t1", "title": "Write hello.txt?"}},
+        {"tool": {"id": "t1", "status": "completed", "content": "wrote it"}},
+        {"say": ["Wrote ", "hello.txt."]},
+    ]
+    long = [{"say": ["working"]}, {"wait_for_cancel": True}]
+    gw = gateway_factory(keys=KEYS, agents=(ts_spec(tmp_path, v2_peers, [ask, long]),))
+    cwd = gw.config.agents[0].cwd
+    v1 = v1_peer(gw, scheme)
+    try:
+        await v1.open()
+        sid = (await v1.call("session/new", {"cwd": cwd, "mcpServers": []}))["result"]["sessionId"]
+        await v1.watch(sid)
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "write"}]}
+        replied = asyncio.ensure_future(v1.call("session/prompt", prompt, sid))
+        asked = await v1.wait_for(lambda m: m.get("method") == "session/request_permission")
+        assert "toolCall" in asked["params"] and "subject" not in asked["params"]  # v1's shape
+        answer = {"outcome": {"outcome": "selected", "optionId": "allow"}}
+        await v1.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer}, sid)
+        assert (await replied)["result"]["stopReason"] == "end_turn"
+        answered = [
+            line["msg"]["result"]["outcome"]
+            for run in processes(gw)
+            for line in run
+            if line["dir"] == "send" and "outcome" in (line["msg"].get("result") or {})
+        ]
+        assert [a["optionId"] for a in answered] == ["allow"]
+
+        start = len(v1.received)
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "long"}]}
+        running = asyncio.ensure_future(v1.call("session/prompt", prompt, sid))
+        await v1.wait_for(
+            lambda m: (
+                (m.get("params") or {}).get("update", {}).get("sessionUpdate")
+                == "agent_message_chunk"
+            ),
+            start,
+        )
+        await v1.send(
+            {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}}, sid
+        )
+        assert (await running)["result"]["stopReason"] == "cancelled"
+        assert agent_got(gw, "session/cancel") == [{"sessionId": sid}]
+        assert v1.errors(version=1) == []
+        assert schema_errors(gw) == []
     finally:
         await v1.close()
