@@ -47,9 +47,11 @@ def exchange(a: Path, b: Path) -> None:
 # while it was inside renameat2, in step with it: under load every read of a test saw
 # the same side of the swap, and "both sides were hit" failed.) It counts its swaps in
 # a shared file the test maps, and says "ready" once the first is done. It holds each
-# state SWAP_PAUSE seconds: a tool call (tens of microseconds) then sometimes fits in one
-# state and sometimes spans a swap, so both sides of the race are hit; unpaced, on a core
-# of its own, it swapped within every call, and no read inside could ever succeed.
+# state from SWAP_PAUSE up to 32 times that, in turn: a tool call then sometimes fits in
+# one state and sometimes spans a swap, so both sides of the race are hit, however fast
+# the machine. Unpaced, on a core of its own, it swapped within every call, and no read
+# inside could ever succeed; at a fixed 0.1 ms a write (a temporary file and a rename)
+# never fit on CI's machine, and "both sides were hit" failed there.
 SWAP_PAUSE = 0.0001
 SWAP_LOOP = """
 import ctypes, mmap, os, struct, sys, time
@@ -64,7 +66,7 @@ while True:
         sys.exit(f"renameat2: {os.strerror(ctypes.get_errno())}")
     n += 1
     struct.pack_into("q", count, 0, n)
-    time.sleep(pause)
+    time.sleep(pause * (1 + n % 32))
     if n == 1:
         print("ready", flush=True)
 """
