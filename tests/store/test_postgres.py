@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 import threading
+from typing import Any
 
 import psycopg
 import pytest
@@ -139,3 +142,44 @@ async def test_a_replica_that_lost_the_lease_cannot_write_into_the_log(pg_url: s
         assert [(e.task_id, e.seq) for e in log] == [("t_a", 1), ("t_b", 2)]
     finally:
         await store.close()
+
+
+async def test_a_replica_stalled_inside_a_transaction_does_not_hold_the_others_up(
+    pg_url: str,
+) -> None:
+    """A stalls inside a transaction that holds its lease's row lock (a process stopped
+    mid-heartbeat). The server ends that session after `idle_in_transaction_seconds`, so B
+    takes the conversation over once the lease ran out, instead of waiting on the lock for
+    as long as A is stopped (what CI saw: a takeover hanging until the client gave up)."""
+    a = open_store(pg_url, idle_in_transaction_seconds=0.5)
+    b = open_store(pg_url, idle_in_transaction_seconds=0.5)
+    stalled = asyncio.Event()
+
+    async def stall(tx: Any) -> None:
+        await tx.execute("UPDATE gw_leases SET expires_at = expires_at WHERE boot_id = 'boot_a'")
+        stalled.set()
+        await asyncio.Event().wait()  # never commits: A is stopped here
+
+    try:
+        await a.create_conversation(Conversation("c1", "local", "agentao", "task"))
+        assert (await a.cluster.claim("c1", "boot_a", 0.1)).granted
+        stalling = asyncio.ensure_future(a.cluster.db.transaction(stall))
+        await stalled.wait()
+        # A bound on a hang, not a measurement: without the setting B waits forever.
+        claim = await asyncio.wait_for(_claimed_when_free(b, "c1", "boot_b"), 15)
+        assert claim.granted and claim.owner == "boot_b"
+        stalling.cancel()
+        with contextlib.suppress(asyncio.CancelledError, psycopg.Error):
+            await stalling
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def _claimed_when_free(store: Any, conversation: str, boot: str) -> Any:
+    for _ in range(300):
+        claim = await store.cluster.claim(conversation, boot, 30.0)
+        if claim.granted:
+            return claim
+        await asyncio.sleep(0.05)  # the holder's 0.1 s lease running out
+    raise AssertionError(f"never granted: held by {claim.owner}")

@@ -73,6 +73,9 @@ def create_app(
             readers=config.limits.store_readers,
             pool_size=config.limits.store_pool_size,
             connect_seconds=config.limits.store_connect_seconds,
+            # A replica stalled mid-transaction holds its leases' row locks: the server
+            # ends that transaction once the lease would have run out anyway.
+            idle_in_transaction_seconds=config.limits.lease_seconds,
         )
         log.info("store: %s", shown(target))  # a URL's password is never logged
     gateway = Gateway(config, store, local_token)

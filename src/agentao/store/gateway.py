@@ -513,10 +513,12 @@ def open_store(
     readers: int = 0,
     pool_size: int = DEFAULT_POOL_SIZE,
     connect_seconds: float = DEFAULT_CONNECT_SECONDS,
+    idle_in_transaction_seconds: float | None = None,
 ) -> GatewayStore:
     """The gateway's store at `target`: PostgreSQL at a `postgresql://` URL (a pool of
-    `pool_size`), else SQLite at that path (with `readers`). Raises `StoreUnavailable`
-    when a database cannot be reached."""
+    `pool_size`, a session idle that long inside a transaction ended by the server), else
+    SQLite at that path (with `readers`). Raises `StoreUnavailable` when a database cannot
+    be reached."""
     if not is_postgres_url(target):
         return open_gateway_store(target, readers=readers)
     try:
@@ -529,7 +531,12 @@ def open_store(
         raise StoreUnavailable(
             f"a PostgreSQL store needs the `postgres` extra (psycopg, psycopg-pool): {exc}"
         ) from None
-    return open_postgres_store(str(target), pool_size=pool_size, connect_seconds=connect_seconds)
+    return open_postgres_store(
+        str(target),
+        pool_size=pool_size,
+        connect_seconds=connect_seconds,
+        idle_in_transaction_seconds=idle_in_transaction_seconds,
+    )
 
 
 __all__ = [

@@ -480,11 +480,19 @@ def open_postgres_store(
     *,
     pool_size: int = DEFAULT_POOL_SIZE,
     connect_seconds: float = DEFAULT_CONNECT_SECONDS,
+    idle_in_transaction_seconds: float | None = None,
 ) -> PostgresGatewayStore:
     """A `PostgresGatewayStore` on the database at `url`, migrated (once, whichever
-    gateway comes first). Raises `StoreUnavailable` when it cannot be reached."""
+    gateway comes first). Raises `StoreUnavailable` when it cannot be reached.
+    `idle_in_transaction_seconds`: see `PgDatabase.open` (the gateway passes its lease)."""
     schemas = [PG_GATEWAY_SCHEMA, PG_REMOTE_SCHEMA, PG_CLUSTER_SCHEMA]
-    db = PgDatabase.open(url, schemas, pool_size=pool_size, connect_seconds=connect_seconds)
+    db = PgDatabase.open(
+        url,
+        schemas,
+        pool_size=pool_size,
+        connect_seconds=connect_seconds,
+        idle_in_transaction_seconds=idle_in_transaction_seconds,
+    )
     return PostgresGatewayStore(db, url)
 
 

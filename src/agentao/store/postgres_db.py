@@ -101,22 +101,32 @@ class PgDatabase:
         *,
         pool_size: int = DEFAULT_POOL_SIZE,
         connect_seconds: float = DEFAULT_CONNECT_SECONDS,
+        idle_in_transaction_seconds: float | None = None,
     ) -> PgDatabase:
         """Connect, migrate, and make the pool (opened on first use). Synchronous: call
-        before serving. Raises `StoreUnavailable` when the database cannot be reached."""
+        before serving. Raises `StoreUnavailable` when the database cannot be reached.
+
+        `idle_in_transaction_seconds`: the server ends a session of ours that sits that long
+        inside a transaction (PostgreSQL's `idle_in_transaction_session_timeout`). A replica
+        stalled mid-transaction (stopped, swapped out) would otherwise keep its row locks,
+        its leases' among them, and every other replica's takeover would wait on them."""
         with _connect_once(url, connect_seconds) as conn:
             migrate(conn, schemas)
+        kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "row_factory": dict_row,
+            "connect_timeout": _connect_timeout(connect_seconds),
+        }
+        if idle_in_transaction_seconds is not None:
+            ms = max(1, round(idle_in_transaction_seconds * 1000))
+            kwargs["options"] = f"-c idle_in_transaction_session_timeout={ms}"
         pool = AsyncConnectionPool(
             url,
             min_size=1,
             max_size=pool_size,
             open=False,
             timeout=connect_seconds,
-            kwargs={
-                "autocommit": True,
-                "row_factory": dict_row,
-                "connect_timeout": _connect_timeout(connect_seconds),
-            },
+            kwargs=kwargs,
             configure=_configure,
             name="agentao-store",
         )
