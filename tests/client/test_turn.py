@@ -34,10 +34,12 @@ async def test_ready_leaves_what_came_after_the_answer_to_the_next_turn(tmp_path
     turn = session.prompt("go")
     await peer.reply(chunk("mine"))
     peer.send(chunk("late"))  # after the prompt's answer: not this turn's
-    for _ in range(100):  # until the late one is read off the wire too
+    for _ in range(10_000):  # until the late one is read off the wire too (a bound)
         if client._connection.received(SID) == 2:
             break
         await asyncio.sleep(0)
+    else:  # else `ready() == []` below would hold whatever `ready` did
+        raise AssertionError("the late update was never read")
     first = await asyncio.wait_for(turn.__anext__(), 5)
     assert first.text == "mine" and turn.ready() == []
     assert isinstance(await asyncio.wait_for(turn.__anext__(), 5), TurnEnd)
