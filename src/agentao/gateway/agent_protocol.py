@@ -33,6 +33,7 @@ import msgspec
 from agentao.client import Client, Session, Update
 from agentao.protocol import schema
 from agentao.protocol.decode import to_builtins
+from agentao.protocol.v2.to_v1 import MODE_CATEGORY
 
 V2 = 2
 # `protocol = "auto"`: the versions a process is offered, in order. v1 first, though every
@@ -40,7 +41,6 @@ V2 = 2
 # v1's typed events), and over v2 our agent sends its commands after a resume, where v1's load
 # sends them before its reply (docs/gateway.md, "Why `auto` prefers v1").
 AUTO = (1, V2)
-MODE_CATEGORY = "mode"
 USER_ECHO = "user_message_chunk"  # a v2 agent echoes each prompt; a v1 one does not
 # The v1 update structs: what a v2 update the client library translated decodes to.
 _V1_UPDATES = get_args(schema.SessionUpdate)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentao.client import Session
-from agentao.gateway.agent_protocol import MODE_CATEGORY, mode_option, speaks_v2
+from agentao.gateway.agent_protocol import mode_option, speaks_v2
 from agentao.gateway.auth import Principal
 from agentao.gateway.config import AgentSpec
 from agentao.gateway.remote.clients import RemoteClient
@@ -34,12 +34,12 @@ from agentao.gateway.remote.limits import check_change
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import InvalidParams
 from agentao.protocol.v2.from_v1 import config_option_v2, state_update
+from agentao.protocol.v2.to_v1 import MODE_CATEGORY, set_config_params_v1
 
 MODE_CONFIG_ID = "mode"  # v2's config option for what v1 calls the session's mode
 SET_CONFIG = "session/set_config_option"
 CANCEL_TOOL_CALL = "tool_call/cancel"
 BRIDGED_METHODS = frozenset({SET_CONFIG, CANCEL_TOOL_CALL})
-V1_DEFAULT_TAG = "id"  # v2 tags a value id `type: "id"`; v1 reads an untagged value so
 
 
 async def bridged_call(
@@ -57,8 +57,8 @@ async def bridged_call(
         await _set_mode(principal, spec, session, params.get("value"))
         options = to_builtins(getattr(session.response, "config_options", None) or [])
     else:
-        if not speaks_v2(session):  # v1 reads an untagged value as a value id
-            params = {k: v for k, v in params.items() if not (k == "type" and v == V1_DEFAULT_TAG)}
+        if not speaks_v2(session):
+            params = set_config_params_v1(params)
         check_change(principal, spec, SET_CONFIG, params)
         channel = session.channel
         answer = await channel.call_raw(SET_CONFIG, params, channel.timeouts.request)

@@ -120,6 +120,12 @@ def set_config_params_v2(params: dict[str, Any]) -> dict[str, Any]:
     return {**params, "type": VALUE_ID_TAG}
 
 
+def set_config_params_v1(params: dict[str, Any]) -> dict[str, Any]:
+    """A v2 `session/set_config_option`'s params in v1 (a value id's `type: "id"` tag
+    dropped: v1 reads an untagged value as one)."""
+    return {k: v for k, v in params.items() if not (k == "type" and v == VALUE_ID_TAG)}
+
+
 def mode_change(update: dict[str, Any], known: str | None) -> dict[str, Any] | None:
     """The v1 `current_mode_update` a v2 `config_option_update` means, if its mode
     option's value is not `known` (the mode the reader had); else None."""
@@ -141,5 +147,6 @@ __all__ = [
     "mode_option",
     "modes_v1",
     "session_result_v1",
+    "set_config_params_v1",
     "set_config_params_v2",
 ]
