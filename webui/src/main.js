@@ -2,6 +2,7 @@
 import "./style.css";
 import { api } from "./api.js";
 import { $, el } from "./dom.js";
+import { Follower } from "./follow.js";
 import { ModelPicker } from "./models.js";
 import { desk } from "./permissions.js";
 import { SessionList } from "./sessions.js";
@@ -16,6 +17,7 @@ const state = {
   view: new ConversationView(), // the open conversation's turns
 };
 
+const follower = new Follower();
 const models = new ModelPicker(() => newChat());
 const sessions = new SessionList({
   onOpen: (conv) => openSession(conv),
@@ -85,6 +87,7 @@ async function submit(event) {
   $("prompt").value = "";
   $("empty").hidden = true;
   const conversation = state.view;
+  follower.follow(); // a person who sends a prompt wants to see its answer
   const view = conversation.started(prompt);
   try {
     const task = await api("/v1/tasks", {
@@ -116,7 +119,7 @@ async function openSession(conv) {
   if (state.opening !== token) return; // another session was clicked meanwhile
   state.view.render(view.items);
   for (const taskId of view.running) if (!state.view.turn(taskId).ended) watch(taskId);
-  $("log").scrollTop = $("log").scrollHeight;
+  follower.follow();
 }
 
 async function openById(id) {

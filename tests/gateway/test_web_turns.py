@@ -1,0 +1,119 @@
+"""The web UI's rough edges (issue 23), in real headless Chromium at 1280 and 390 px wide.
+
+Following a streaming turn (and not, once the reader scrolled up), the open session's
+permission question pinned where it is seen and answered, and its deadline held off while
+the page is open. Screenshots of each flow go under the test's tmp path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.gateway.conftest import DEFAULT_SCRIPT, LiveGateway
+from tests.gateway.test_web import (  # noqa: F401 (fixtures)
+    DESKTOP,
+    PHONE,
+    browser,
+    chromium,
+    last_turn,
+    open_page,
+    send,
+)
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Locator, Page
+
+LINES = 80  # enough to overflow a tall desktop window several times
+FIRST = "\n\n".join(f"First part, line {i}." for i in range(LINES))
+SECOND = "\n\n".join(f"Second part, line {i}." for i in range(LINES))
+READ = {"name": "read_file", "arguments": {"file_path": "notes.txt"}}
+LONG_SCRIPT: list[dict[str, Any]] = [
+    # A long answer, then a read the agent asks about: the turn waits there for an answer.
+    {"match": "long", "text": FIRST, "tool_calls": [READ]},
+    {"match": "long", "text": SECOND},
+    *DEFAULT_SCRIPT,
+]
+WIDTHS = pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])
+
+
+@pytest.fixture
+def gateway(gateway_factory: Callable[..., LiveGateway]) -> LiveGateway:
+    return gateway_factory(script=LONG_SCRIPT)
+
+
+@pytest.fixture
+def page(browser: Browser, gateway: LiveGateway, viewport: dict[str, int]) -> Iterator[Page]:  # noqa: F811
+    phone = viewport == PHONE
+    page = open_page(browser, gateway.url, viewport=viewport, is_mobile=phone, has_touch=phone)
+    yield page
+    page.context.close()
+
+
+def choose_policy(page: Page, policy: str) -> None:
+    """The policy picker is in the sidebar, behind ☰ on a phone."""
+    menu = page.locator("#menu")
+    if menu.is_visible():
+        menu.click()
+    page.select_option("#policy", policy)
+    if menu.is_visible():
+        page.click("#scrim", position={"x": 380, "y": 400})  # beside the sidebar: closes it
+        page.wait_for_function("!document.body.classList.contains('sidebar-open')")
+
+
+def in_view(node: Locator) -> bool:
+    """Is `node` wholly inside the transcript's visible part (and the window's)?"""
+    return bool(
+        node.evaluate(
+            """n => { const r = n.getBoundingClientRect();
+                const l = document.getElementById('log').getBoundingClientRect();
+                return r.height > 0 && r.top >= l.top - 1 && r.bottom <= l.bottom + 1
+                    && r.bottom <= innerHeight; }"""
+        )
+    )
+
+
+def answer_over_http(gw: LiveGateway, option: str) -> None:
+    """Another party (a script of the same key) answers the open question."""
+    with gw.http() as http:
+        (ask,) = http.get("/v1/permissions").json()["data"]
+        chosen = next(o["optionId"] for o in ask["options"] if o["kind"] == option)
+        reply = http.post(f"/v1/permissions/{ask['requestId']}", json={"optionId": chosen})
+    assert reply.status_code == 200, reply.text
+
+
+@WIDTHS
+def test_the_transcript_follows_the_turn_until_the_reader_scrolls_up(
+    page: Page, gateway: LiveGateway, viewport: dict[str, int], tmp_path: Path
+) -> None:
+    choose_policy(page, "ask")
+    send(page, "a long answer please")
+    turn = page.locator(".turn").last
+    card = turn.locator(".permission")
+    card.wait_for()  # the first part has streamed, and the turn waits on the question
+    last_first = turn.locator(".text p", has_text=f"First part, line {LINES - 1}.")
+    last_first.wait_for()
+    assert in_view(card) and in_view(last_first)  # followed down to the newest
+    assert page.locator("#jump").is_hidden()
+
+    log = page.locator("#log")
+    log.evaluate("l => l.scrollTo(0, 0)")  # the reader goes back up to read
+    page.locator("#jump").wait_for()  # offered at once: the reader is not at the end
+    answer_over_http(gateway, "allow_once")  # the turn goes on: the second part streams in
+    done = last_turn(page)
+    last_line = done.locator(".text p", has_text=f"Second part, line {LINES - 1}.")
+    last_line.wait_for(state="attached")
+    assert log.evaluate("l => l.scrollTop") == 0  # not yanked back down
+    assert not in_view(last_line)
+    assert page.locator("#jump").is_visible()
+    page.screenshot(path=str(tmp_path / f"web-jump-{viewport['width']}.png"))
+
+    page.click("#jump")
+    assert in_view(last_line)  # the newest again, and followed from here on
+    assert page.locator("#jump").is_hidden()
+    send(page, "and now?")  # a new turn is followed without the button
+    page.locator(".turn").last.locator(".text p", has_text="Answer one.").wait_for()
+    assert in_view(last_turn(page).locator(".text p"))

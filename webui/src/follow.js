@@ -1,0 +1,49 @@
+// Following a turn: while the reader is at the bottom of the transcript, whatever the
+// agent adds keeps it there; once they scroll up to read, nothing yanks them back, and a
+// "Jump to latest" button appears, which follows again (as does scrolling back down).
+import { $ } from "./dom.js";
+
+const BOTTOM_SLACK_PX = 48; // this close to the end still counts as reading the newest
+
+export class Follower {
+  constructor(log = $("log"), jump = $("jump")) {
+    this.log = log;
+    this.jump = jump;
+    this.following = true;
+    // Only a person's scrolling decides: ours lands at the bottom, which says "follow".
+    log.addEventListener("scroll", () => this.scrolled());
+    jump.addEventListener("click", () => this.follow());
+    // Text, tools and questions all arrive as changes below the log.
+    new MutationObserver(() => this.grew()).observe(log, {
+      childList: true,
+      subtree: true,
+      characterData: true,
+    });
+  }
+
+  atBottom() {
+    const { scrollHeight, scrollTop, clientHeight } = this.log;
+    return scrollHeight - scrollTop - clientHeight <= BOTTOM_SLACK_PX;
+  }
+
+  scrolled() {
+    this.following = this.atBottom();
+    this.jump.hidden = this.following;
+  }
+
+  grew() {
+    if (this.following) this.toEnd();
+    else this.jump.hidden = this.atBottom();
+  }
+
+  // Follow again: the reader asked (the button), sent a prompt, or opened a session.
+  follow() {
+    this.following = true;
+    this.toEnd();
+  }
+
+  toEnd() {
+    this.log.scrollTop = this.log.scrollHeight;
+    this.jump.hidden = true;
+  }
+}
