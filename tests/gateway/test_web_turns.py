@@ -7,13 +7,18 @@ the page is open. Screenshots of each flow go under the test's tmp path.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from websockets.sync.client import connect
 
-from tests.gateway.conftest import DEFAULT_SCRIPT, LiveGateway
+from agentao.gateway.auth import WS_PROTOCOL
+from agentao.gateway.config import ApiKey, Limits
+from tests.gateway.conftest import DEFAULT_SCRIPT, LiveGateway, key_protocol
 from tests.gateway.test_web import (  # noqa: F401 (fixtures)
     DESKTOP,
     PHONE,
@@ -117,3 +122,101 @@ def test_the_transcript_follows_the_turn_until_the_reader_scrolls_up(
     send(page, "and now?")  # a new turn is followed without the button
     page.locator(".turn").last.locator(".text p", has_text="Answer one.").wait_for()
     assert in_view(last_turn(page).locator(".text p"))
+
+
+@WIDTHS
+def test_the_open_session_s_question_is_pinned_announced_and_answered_there(
+    page: Page, viewport: dict[str, int], tmp_path: Path
+) -> None:
+    choose_policy(page, "ask")
+    send(page, "a long answer please")
+    inline = page.locator(".turn .permission")
+    inline.wait_for()  # in the transcript, where it was asked
+    pinned = page.locator("#asking .permission")
+    pinned.wait_for()
+    assert page.locator("#asking").get_attribute("role") == "alert"  # announced
+    assert pinned.locator(".ask-title").inner_text() == "Permission needed: Read notes.txt"
+    page.locator("#log").evaluate("l => l.scrollTo(0, 0)")  # reading the start of the answer
+    page.locator("#jump").wait_for()
+    assert not in_view(inline)
+    box = pinned.bounding_box()  # still in sight, on a phone too (not behind ☰)
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= viewport["height"]
+    assert page.locator("#pending").is_hidden()  # the banner is for other sessions'
+    page.screenshot(path=str(tmp_path / f"web-pinned-question-{viewport['width']}.png"))
+    pinned.locator("button.allow").click()
+    turn = last_turn(page)
+    decision = turn.locator(".permission .decision")
+    assert decision.inner_text() == "Approved: a person in the web UI chose Allow"
+    assert page.locator("#asking").is_hidden()
+    assert turn.locator(".tool").get_attribute("data-status") == "completed"
+
+
+WINDOW = 2.0  # the test's permission deadline: short, and held off by the page's presence
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP], ids=["1280"])
+def test_a_question_the_page_shows_outlives_its_deadline(
+    browser: Browser,  # noqa: F811
+    gateway_factory: Callable[..., LiveGateway],
+    viewport: dict[str, int],
+) -> None:
+    gw = gateway_factory(script=LONG_SCRIPT, limits=Limits(permission_deadline_seconds=WINDOW))
+    page = open_page(browser, gw.url, viewport=viewport)
+    choose_policy(page, "ask")
+    send(page, "a long answer please")
+    page.locator("#asking .permission").wait_for()
+    with gw.http() as http:
+        (ask,) = http.get("/v1/permissions").json()["data"]
+    assert ask["window"] == WINDOW
+    # Past the deadline it was asked with (and again): the page's presence moved it on.
+    page.wait_for_function(f"() => Date.now() / 1000 > {ask['deadline'] + 2 * WINDOW}")
+    with gw.http() as http:
+        assert [a["requestId"] for a in http.get("/v1/permissions").json()["data"]] == [
+            ask["requestId"]
+        ]
+    page.locator("#asking .permission button.allow").click()
+    decision = last_turn(page).locator(".permission .decision")
+    assert decision.inner_text() == "Approved: a person in the web UI chose Allow"
+    page.context.close()
+
+
+def key(name: str, secret: str) -> ApiKey:
+    return ApiKey(name, hashlib.sha256(secret.encode()).hexdigest(), ceiling="all")
+
+
+def test_presence_is_the_owner_s_and_bounded(gateway_factory: Callable[..., LiveGateway]) -> None:
+    """Another key cannot keep a question open (nor learn it exists); the owner's presence
+    moves the deadline to now plus the window, never past `permission_wait_max_seconds`."""
+    gw = gateway_factory(
+        script=LONG_SCRIPT,
+        keys=(key("alice", "sk-alice"), key("mallory", "sk-mallory")),
+        limits=Limits(permission_deadline_seconds=30, permission_wait_max_seconds=40),
+    )
+    with gw.http("sk-alice") as alice:
+        task = alice.post(
+            "/v1/tasks",
+            json={"agent": "agentao", "prompt": "a long answer", "permission_policy": "ask"},
+        )
+        assert task.status_code == 201, task.text
+        ask = wait_for_question(gw, task.json(), "sk-alice")
+        with gw.http("sk-mallory") as mallory:
+            refused = mallory.post(f"/v1/permissions/{ask['requestId']}/presence")
+        assert refused.status_code == 400
+        assert refused.json()["error"]["code"] == "permission_request_not_found"
+        moved = alice.post(f"/v1/permissions/{ask['requestId']}/presence").json()
+        assert ask["deadline"] <= moved["deadline"] <= moved["now"] + 30
+        assert moved["deadline"] <= ask["deadline"] - 30 + 40  # asked + the most it waits
+        unknown = alice.post("/v1/permissions/perm_0123456789abcdef/presence")
+        assert unknown.status_code == 400
+        alice.post(f"/v1/tasks/{task.json()['id']}/cancel")
+
+
+def wait_for_question(gw: LiveGateway, task: dict[str, Any], secret: str) -> dict[str, Any]:
+    """The task's question, from its stream's `permission-request` frame."""
+    protocols = [WS_PROTOCOL, key_protocol(secret)]
+    with connect(gw.ws_url(task["stream_url"]), subprotocols=protocols) as ws:  # type: ignore[arg-type]
+        for message in ws:
+            frame = json.loads(message)
+            if frame["type"] == "permission-request":
+                return dict(frame)
+    raise AssertionError("the turn ended without asking")

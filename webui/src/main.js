@@ -35,7 +35,7 @@ function setRunning(running) {
 // The open conversation is in the URL's fragment, so a reload comes back to it.
 function setConversation(id) {
   state.conversation = id;
-  desk.current = id;
+  if (desk.current !== id) desk.open(id);
   sessions.select(id);
   history.replaceState(null, "", id ? `#${id}` : location.pathname);
 }
@@ -60,7 +60,6 @@ function clearLog() {
   setRunning(false);
   $("log").replaceChildren();
   state.view = new ConversationView();
-  desk.shownInTurn.clear();
   renderPlan([]);
   showUsage(null);
 }

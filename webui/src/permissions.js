@@ -1,6 +1,12 @@
 // Permission requests waiting for a person: a card for each (what the tool will do, a
-// countdown to its deadline, the agent's choices), in its turn and, wherever the page is,
-// in the banner at the top, with a badge on its session.
+// countdown to its deadline, the agent's choices), in its turn; the open session's also
+// pinned above the prompt (announced, answered there, never scrolled away nor behind ☰),
+// and other sessions' in the banner at the top, with a badge on their session and on ☰.
+//
+// While a card shows a question, the page tells the gateway it is here
+// (`POST /v1/permissions/{id}/presence`) once half of the question's window is left: the
+// deadline moves on, so a person reading it is not cut off (up to the gateway's
+// `permission_wait_max_seconds`); a question nobody has open still ends at its deadline.
 //
 // The banner asks the gateway (`GET /v1/permissions`) every PENDING_POLL_MS, so a question
 // from an API caller's turn shows up whichever session is open, and again after a reload.
@@ -31,6 +37,7 @@ export class AskCard {
     for (const option of ask.options || []) this.buttons.append(this.choice(option));
     this.clock = el("span", "countdown");
     this.clock.dataset.deadline = String(ask.deadline || 0);
+    this.clock.dataset.window = String(ask.window || 0);
     this.buttons.append(this.clock);
     this.decision = el("div", "decision");
     this.root.append(this.buttons, this.decision);
@@ -84,15 +91,43 @@ function tick(node) {
 }
 
 setInterval(() => {
-  for (const node of document.querySelectorAll(".countdown[data-deadline]")) tick(node);
+  const clocks = document.querySelectorAll(".countdown[data-deadline]");
+  for (const node of clocks) tick(node);
+  for (const node of clocks) beat(node);
 }, TICK_MS);
+
+// ---- the page is here: the deadlines of the questions it shows move on -----------------
+
+const beating = new Set(); // requestIds whose presence is on its way
+
+async function beat(countdown) {
+  const card = countdown.closest(".permission");
+  const requestId = card && card.dataset.requestId;
+  const seconds = Number(countdown.dataset.window); // what one presence gives
+  const left = Number(countdown.dataset.deadline) - serverNow();
+  if (!requestId || !seconds || left > seconds / 2 || beating.has(requestId)) return;
+  beating.add(requestId);
+  try {
+    const moved = await api(`/v1/permissions/${requestId}/presence`, { method: "POST" });
+    clock.offset = moved.now - Date.now() / 1000;
+    for (const node of document.querySelectorAll(".permission .countdown")) {
+      if (node.closest(".permission").dataset.requestId !== requestId) continue;
+      node.dataset.deadline = String(moved.deadline);
+      tick(node);
+    }
+  } catch {
+    // Answered or ended meanwhile: its decision, or the next listing, says so.
+  } finally {
+    beating.delete(requestId);
+  }
+}
 
 // ---- every open question, wherever it was asked -------------------------------------------
 
 class PendingDesk {
   constructor() {
     this.asks = new Map(); // requestId -> the question, as /v1/permissions lists it
-    this.shownInTurn = new Set(); // requestIds with a card in the open conversation's turns
+    this.pinned = new Map(); // requestId -> an open question drawn in the open conversation
     this.listeners = [];
     this.current = null; // the open conversation's id
   }
@@ -114,8 +149,24 @@ class PendingDesk {
     this.render();
   }
 
+  // A question of the open conversation, drawn in its turn: pinned at once (the listing
+  // comes a poll later).
+  pin(item) {
+    this.pinned.set(item.requestId, item);
+    this.render();
+  }
+
+  // Another conversation was opened (null: none): its own questions are pinned as its
+  // turns draw them.
+  open(conversationId) {
+    this.current = conversationId;
+    this.pinned.clear();
+    this.render();
+  }
+
   answered(requestId) {
     this.asks.delete(requestId);
+    this.pinned.delete(requestId);
     this.render();
   }
 
@@ -127,27 +178,46 @@ class PendingDesk {
   }
 
   render() {
-    const banner = $("pending");
-    const elsewhere = [...this.asks.values()].filter(
-      (a) => !(a.conversationId === this.current && this.shownInTurn.has(a.requestId)));
-    banner.replaceChildren();
-    for (const ask of elsewhere) {
-      const card = new AskCard(ask);
-      const open = el("button", "open", "Open session");
-      open.type = "button";
-      open.addEventListener("click", () => this.listeners.forEach((f) => f("open", ask)));
-      card.buttons.append(open);
-      banner.append(card.root);
-    }
-    banner.hidden = elsewhere.length === 0;
-    const count = this.asks.size;
+    const listed = [...this.asks.values()];
+    const here = new Map(this.pinned);
+    for (const a of listed) if (a.conversationId === this.current) here.set(a.requestId, a);
+    const elsewhere = listed.filter((a) => a.conversationId !== this.current);
+    showCards($("asking"), [...here.values()], (ask) => new AskCard(ask));
+    showCards($("pending"), elsewhere, (ask) => this.elsewhereCard(ask));
+    const menu = $("menu"); // on a phone the sessions' badges are behind it
+    menu.dataset.waiting = elsewhere.length ? String(elsewhere.length) : "";
+    menu.setAttribute("aria-label", elsewhere.length
+      ? `Sessions (${elsewhere.length} waiting for permission)` : "Sessions");
+    const count = new Set([...here.keys(), ...this.asks.keys()]).size;
     document.title = count ? `(${count}) agentao: permission needed` : "agentao";
     this.listeners.forEach((f) => f("counts", this.counts()));
+  }
+
+  elsewhereCard(ask) {
+    const card = new AskCard(ask);
+    const open = el("button", "open", "Open session");
+    open.type = "button";
+    open.addEventListener("click", () => this.listeners.forEach((f) => f("open", ask)));
+    card.buttons.append(open);
+    return card;
   }
 
   on(listener) {
     this.listeners.push(listener);
   }
+}
+
+// Cards for `asks` in `box`, keyed by request id: one already shown stays as it is (its
+// countdown, its focus; a live region announces only what is new), a gone one goes.
+function showCards(box, asks, make) {
+  const wanted = new Set(asks.map((a) => a.requestId));
+  const shown = new Set();
+  for (const node of [...box.children]) {
+    if (wanted.has(node.dataset.requestId)) shown.add(node.dataset.requestId);
+    else node.remove();
+  }
+  for (const ask of asks) if (!shown.has(ask.requestId)) box.append(make(ask).root);
+  box.hidden = asks.length === 0;
 }
 
 export const desk = new PendingDesk();

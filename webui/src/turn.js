@@ -138,8 +138,7 @@ export class TurnView {
       card = new AskCard(item);
       this.nodes.set(item.id, card);
       this.assistant.append(card.root);
-      desk.shownInTurn.add(item.requestId);
-      desk.render();
+      if (!item.decision && !this.ended) desk.pin(item);
     }
     if (item.decision && !card.root.dataset.decision) {
       card.decided(item.decision);
@@ -163,7 +162,11 @@ export class TurnView {
     this.ended = true;
     this.root.dataset.state = cls;
     if (stopReason) this.root.dataset.stopReason = stopReason;
-    for (const node of this.nodes.values()) if (node instanceof AskCard) node.disable();
+    for (const node of this.nodes.values()) {
+      if (!(node instanceof AskCard)) continue;
+      node.disable();
+      desk.answered(node.ask.requestId); // a question ends with its turn: unpinned
+    }
     if (text) this.root.append(el("div", cls === "error" ? "error" : "ended", text));
     if (usage) this.root.append(el("div", "turn-usage", turnUsage(usage)));
   }

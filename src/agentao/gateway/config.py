@@ -122,6 +122,10 @@ class Limits:
     retry_after_seconds: int = 1  # Retry-After on a 409 for a busy session
     cancel_grace_seconds: float = 2.0  # a new request waits this long for a cancelling turn
     permission_deadline_seconds: float = 60.0  # "ask": no human answer by then -> reject
+    # ... unless someone watches it: each presence (`POST /v1/permissions/{id}/presence`,
+    # which the web UI sends while it shows the question) moves the deadline to then plus
+    # permission_deadline_seconds, but never past this long after the question was asked.
+    permission_wait_max_seconds: float = 3600.0
     ping_interval_seconds: float = 15.0  # task-stream keep-alive frames
     max_request_bytes: int = 16 * 1024 * 1024  # a larger HTTP body -> 413
     restart_backoff_seconds: float = 0.5  # first delay before restarting a crashed agent

@@ -4,7 +4,10 @@ Policies (see `config.py`): `reject` picks `reject_once`; `reads` approves tool
 kinds read/search/think and rejects the rest; `all` approves with `allow_once`;
 `ask` sends a `permission-request` frame on the turn's task stream and waits for
 a `permission-response` (WebSocket, or `POST /v1/permissions/{id}`) until the
-deadline, then rejects. Never an `*_always` option: the gateway does not hand
+deadline, then rejects. A watcher's presence (`POST /v1/permissions/{id}/presence`,
+sent by the web UI while it shows the question) moves the deadline to then plus the
+question's window, up to `max_wait_seconds` after it was asked: a person reading it is
+not cut off, and a question nobody watches still ends. Never an `*_always` option: the gateway does not hand
 out standing permissions, and a human is offered the `*_once` choices only.
 
 Every decision is recorded on the task stream as a `permission-response` frame
@@ -42,8 +45,11 @@ class PendingAsk:
     task_id: str
     owner: str
     request: PermissionRequest
-    deadline: float
+    deadline: float  # moved on by a watcher's presence, up to `latest`
     future: asyncio.Future[PermissionAnswer] = field(repr=False)
+    window: float = 0.0  # seconds each presence gives
+    latest: float = 0.0  # the deadline never goes past this
+    asked: float = field(default_factory=time.time)
 
     @property
     def choices(self) -> tuple[PermissionOption, ...]:
@@ -60,6 +66,7 @@ class PendingAsk:
                 {"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in self.choices
             ],
             "deadline": self.deadline,
+            "window": self.window,
         }
 
 
@@ -74,8 +81,9 @@ class UnknownRequest(AnswerRejected):
 class PermissionDesk:
     """Open questions to humans, across all tasks."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_wait_seconds: float = 3600.0) -> None:
         self._pending: dict[str, PendingAsk] = {}
+        self.max_wait_seconds = max_wait_seconds  # however long someone watches
 
     async def decide(
         self,
@@ -105,19 +113,23 @@ class PermissionDesk:
         seconds: float,
     ) -> PermissionAnswer:
         future: asyncio.Future[PermissionAnswer] = asyncio.get_running_loop().create_future()
+        now = time.time()
         ask = PendingAsk(
             "perm_" + uuid.uuid4().hex[:16],
             task_log.task_id,
             owner,
             request,
-            time.time() + seconds,
+            now + seconds,
             future,
+            window=seconds,
+            latest=now + max(seconds, self.max_wait_seconds),
+            asked=now,
         )
         self._pending[ask.id] = ask
         task_log.emit("permission-request", ask.frame())
         by: reasons.Decider = "human"
         try:
-            answer = await asyncio.wait_for(asyncio.shield(future), seconds)
+            answer = await _until_answered(ask)
         except TimeoutError:
             by = "deadline"
             option = choose(request.options, allow=False, remember=False)
@@ -156,12 +168,31 @@ class PermissionDesk:
             why = reasons.by_person(chosen, channel) + said
             ask.future.set_result(PermissionAnswer(option_id, why))
 
+    def present(self, request_id: str, principal: Principal) -> float:
+        """The question's owner watches it: its deadline moves to now plus its window
+        (never back, never past its latest). The deadline then."""
+        ask = self._pending.get(request_id)
+        if ask is None or not owns(principal, ask.owner):
+            raise UnknownRequest(f"no open permission request {request_id!r}")
+        ask.deadline = max(ask.deadline, min(time.time() + ask.window, ask.latest))
+        return ask.deadline
+
     def pending(self, principal: Principal) -> list[PendingAsk]:
         return [a for a in self._pending.values() if owns(principal, a.owner)]
 
     def open_for(self, task_id: str) -> list[PendingAsk]:
         """The questions of one task still open (for a watcher that comes late)."""
         return [a for a in self._pending.values() if a.task_id == task_id]
+
+
+async def _until_answered(ask: PendingAsk) -> PermissionAnswer:
+    """The answer, or TimeoutError once the deadline passed with nobody present since."""
+    while True:
+        try:
+            return await asyncio.wait_for(asyncio.shield(ask.future), ask.deadline - time.time())
+        except TimeoutError:
+            if ask.deadline <= time.time():
+                raise
 
 
 def _record(

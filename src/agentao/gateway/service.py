@@ -83,7 +83,7 @@ class Gateway:
         self.replica = Replica(store.cluster, self.boot.id, self.recovery, self.limits)
         self.peers = Peers(self.replica, config)
         self.hub = TaskHub(store, self.boot.id, self.replica.stored, WriterBackoff.of(self.limits))
-        self.desk = PermissionDesk()
+        self.desk = PermissionDesk(self.limits.permission_wait_max_seconds)
         self.pools: dict[str, AgentPool] = {}
         self.live_responses: dict[str, LiveResponse] = {}  # responses being produced
         self.background: set[asyncio.Task[None]] = set()  # background responses and tasks

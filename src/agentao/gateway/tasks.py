@@ -7,7 +7,7 @@ conversation's number: a later turn's first frame follows the earlier turn's las
 
     task-started         taskId, conversationId, agent, sessionId, source, prompt
     task-running         update: the ACP update exactly as the agent sent it (unknown fields too)
-    permission-request   requestId, toolCallId, title, kind, toolCall, options, deadline
+    permission-request   requestId, toolCallId, title, kind, toolCall, options, deadline, window
     permission-response  requestId, toolCallId, title, optionId, outcome, approved, by, reason
     task-ended           stopReason, usage (the agent's, or null)
     task-error           error: {message, code}
@@ -32,6 +32,10 @@ keys, the handshake carries `Authorization` or offers the key as a subprotocol
 watcher may send `{"type": "permission-response", "requestId", "optionId"}`
 (optionId null rejects) or `{"type": "cancel"}`. Every task is here, whether it
 was started here, by Chat Completions or by the Responses API.
+
+`POST /v1/permissions/{id}` answers a question; `POST /v1/permissions/{id}/presence`
+says its owner watches it (the web UI, while it shows it): the deadline moves to now
+plus `window` seconds, up to `Limits.permission_wait_max_seconds` after it was asked.
 """
 
 from __future__ import annotations
@@ -239,6 +243,20 @@ async def answer_permission(request_id: str, request: Request) -> Any:
     except AnswerRejected as exc:
         raise BadRequest(str(exc), param="optionId") from None
     return {"requestId": request_id, "optionId": body.option_id, "accepted": True}
+
+
+@router.post("/v1/permissions/{request_id}/presence")
+async def permission_presence(request_id: str, request: Request) -> Any:
+    """Someone (the web UI, while it shows the question) watches it: its deadline moves
+    on (`Limits.permission_wait_max_seconds`). The deadline now, on the server's clock."""
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    check_id(request_id, "request_id")
+    try:
+        deadline = gw.desk.present(request_id, principal)
+    except UnknownRequest as exc:
+        raise BadRequest(str(exc), param="requestId", code=UNKNOWN_REQUEST) from None
+    return {"requestId": request_id, "deadline": deadline, "now": time.time()}
 
 
 @router.post("/v1/tasks/{task_id}/cancel")

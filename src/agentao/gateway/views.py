@@ -10,7 +10,7 @@ become items beside them. A reader gets keyed items, each `{"id", "kind", "turn"
     message     role (user | agent | thought), text  (live: `append`, the new text only)
     tool_call   title, toolKind, status, diffs [{path, created, lines}], output, input
     plan        entries                      notice    title, text
-    permission  requestId, title, toolKind, tool (as tool_call), options, deadline, decision
+    permission  requestId, title, toolKind, tool (as tool_call), options, deadline, window, decision
     decision    approved, title, reason      (a policy's answer, nobody asked)
     plan/usage  with ids `plan` and `usage`: the session's latest, outside any turn
 
@@ -166,6 +166,7 @@ class ConversationView:
             "tool": tool_item(tool) if tool is not None else None,
             "options": payload.get("options") or [],
             "deadline": payload.get("deadline"),
+            "window": payload.get("window"),  # seconds a watcher's presence gives (tasks.py)
             "decision": None,
         }
         self.order.append(key)
