@@ -89,7 +89,9 @@ def test_a_human_approves_through_the_task_stream(shared_gateway: LiveGateway) -
             if frame["type"] == "permission-request":
                 assert frame["title"] == "Write hello.txt" and frame["kind"] == "edit"
                 kinds = {o["kind"] for o in frame["options"]}
-                assert "allow_always" not in kinds  # humans get the *_once choices
+                # A human gets the *_once choices and "Always allow" (the agent keeps
+                # it for this session), never a standing reject.
+                assert kinds == {"allow_once", "allow_always", "reject_once"}
                 allow = next(o for o in frame["options"] if o["kind"] == "allow_once")
                 ws.send(
                     json.dumps(

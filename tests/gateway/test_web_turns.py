@@ -40,6 +40,14 @@ LONG_SCRIPT: list[dict[str, Any]] = [
     # A long answer, then a read the agent asks about: the turn waits there for an answer.
     {"match": "long", "text": FIRST, "tool_calls": [READ]},
     {"match": "long", "text": SECOND},
+    {"match": "again", "text": "First try."},
+    {"match": "again", "text": "Second try."},
+    *DEFAULT_SCRIPT,
+]
+# A command the agent asks about by itself (no rule of the user's: a rule would win).
+TOUCH = {"name": "run_shell_command", "arguments": {"command": "touch made.txt"}}
+ALWAYS_SCRIPT: list[dict[str, Any]] = [
+    *[{"match": "touch", "tool_calls": [TOUCH]}, {"match": "touch", "text": "Made it."}] * 2,
     *DEFAULT_SCRIPT,
 ]
 WIDTHS = pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])
@@ -149,6 +157,54 @@ def test_the_open_session_s_question_is_pinned_announced_and_answered_there(
     assert decision.inner_text() == "Approved: a person in the web UI chose Allow"
     assert page.locator("#asking").is_hidden()
     assert turn.locator(".tool").get_attribute("data-status") == "completed"
+
+
+@WIDTHS
+def test_always_allow_where_the_agent_offers_it(
+    browser: Browser,  # noqa: F811
+    gateway_factory: Callable[..., LiveGateway],
+    viewport: dict[str, int],
+    tmp_path: Path,
+) -> None:
+    gw = gateway_factory(script=ALWAYS_SCRIPT)
+    phone = viewport == PHONE
+    page = open_page(browser, gw.url, viewport=viewport, is_mobile=phone, has_touch=phone)
+    choose_policy(page, "ask")
+    send(page, "touch a file")
+    card = page.locator("#asking .permission")
+    card.wait_for()
+    assert card.locator("button").all_inner_texts() == ["Allow", "Always allow", "Reject"]
+    page.screenshot(path=str(tmp_path / f"web-always-allow-{viewport['width']}.png"))
+    card.locator("button.allow-always").click()
+    first = last_turn(page)
+    assert first.locator(".permission .decision").inner_text() == (
+        "Approved: a person in the web UI chose Always allow"
+    )
+    send(page, "touch it again")  # the same command, in the same session: not asked
+    second = last_turn(page)
+    assert second.locator(".tool").get_attribute("data-status") == "completed"
+    assert second.locator(".permission").count() == 0
+    page.context.close()
+
+
+@WIDTHS
+def test_retry_sends_the_last_prompt_again_as_a_new_turn(
+    page: Page, viewport: dict[str, int], tmp_path: Path
+) -> None:
+    send(page, "try again")
+    page.locator(".turn").last.locator(".text p", has_text="First try.").wait_for()
+    last_turn(page)
+    page.click("#retry")  # the last prompt again, as a new turn
+    retried = page.locator(".turn").nth(1)
+    retried.locator(".text p", has_text="Second try.").wait_for()
+    assert retried.locator(".user").inner_text() == "try again"
+    assert page.locator(".turn").count() == 2  # the first try stays in the transcript
+    last_turn(page)
+    page.screenshot(path=str(tmp_path / f"web-retry-{viewport['width']}.png"))
+    if page.locator("#menu").is_visible():  # a phone: "New chat" is behind ☰
+        page.click("#menu")
+    page.click("#new-chat")
+    assert page.locator("#retry").is_hidden()  # nothing to retry in a new chat
 
 
 WINDOW = 2.0  # the test's permission deadline: short, and held off by the page's presence

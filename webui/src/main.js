@@ -29,6 +29,7 @@ function setStatus(text) { $("status").textContent = text; }
 function setRunning(running) {
   $("send").disabled = running;
   $("stop").hidden = !running;
+  $("retry").hidden = running || !lastPrompt();
   setStatus(running ? "working…" : "");
 }
 
@@ -57,8 +58,8 @@ sessionEvents.usage = showUsage;
 function clearLog() {
   if (state.stream) state.stream.close();
   state.stream = null;
-  setRunning(false);
   $("log").replaceChildren();
+  setRunning(false);
   state.view = new ConversationView();
   renderPlan([]);
   showUsage(null);
@@ -79,12 +80,28 @@ function watch(taskId) {
   state.stream = stream;
 }
 
-async function submit(event) {
+function submit(event) {
   event.preventDefault();
   const prompt = $("prompt").value.trim();
   if (!prompt || state.stream) return;
   $("prompt").value = "";
+  send(prompt);
+}
+
+// Retry: the last turn's prompt again, as a new turn of the same conversation.
+function retry() {
+  const prompt = lastPrompt();
+  if (prompt && !state.stream) send(prompt);
+}
+
+function lastPrompt() {
+  const turns = $("log").querySelectorAll(".turn > .user");
+  return turns.length ? turns[turns.length - 1].textContent : "";
+}
+
+async function send(prompt) {
   $("empty").hidden = true;
+  $("retry").hidden = true; // one retry per click, not one per click while it is sent
   const conversation = state.view;
   follower.follow(); // a person who sends a prompt wants to see its answer
   const view = conversation.started(prompt);
@@ -104,6 +121,7 @@ async function submit(event) {
     sessions.load(); // a new conversation shows in the list at once
   } catch (error) {
     view.end(error.message, "error");
+    setRunning(false);
   }
 }
 
@@ -118,6 +136,7 @@ async function openSession(conv) {
   if (state.opening !== token) return; // another session was clicked meanwhile
   state.view.render(view.items);
   for (const taskId of view.running) if (!state.view.turn(taskId).ended) watch(taskId);
+  if (!state.stream) setRunning(false); // offers a retry of its last turn
   follower.follow();
 }
 
@@ -168,6 +187,7 @@ async function main() {
   $("composer").addEventListener("submit", submit);
   $("prompt").addEventListener("keydown", onPromptKey);
   document.addEventListener("keydown", onKey);
+  $("retry").addEventListener("click", retry);
   $("stop").addEventListener("click", () => state.stream && state.stream.send({ type: "cancel" }));
   $("new-chat").addEventListener("click", newChat);
   $("menu").addEventListener("click", toggleSidebar);

@@ -44,9 +44,11 @@ export class AskCard {
     tick(this.clock);
   }
 
+  // "Always allow" (the agent's allow_always, which it keeps for this session) is a
+  // button of its own kind, so a quick click on "Allow" never grants it.
   choice(option) {
-    const allow = option.kind.startsWith("allow");
-    const node = el("button", allow ? "allow" : "reject", option.name || option.kind);
+    const cls = { allow_once: "allow", allow_always: "allow-always" }[option.kind] || "reject";
+    const node = el("button", cls, option.name || option.kind);
     node.type = "button";
     node.dataset.optionId = option.optionId;
     node.addEventListener("click", () => this.answer(option.optionId));

@@ -7,8 +7,13 @@ a `permission-response` (WebSocket, or `POST /v1/permissions/{id}`) until the
 deadline, then rejects. A watcher's presence (`POST /v1/permissions/{id}/presence`,
 sent by the web UI while it shows the question) moves the deadline to then plus the
 question's window, up to `max_wait_seconds` after it was asked: a person reading it is
-not cut off, and a question nobody watches still ends. Never an `*_always` option: the gateway does not hand
-out standing permissions, and a human is offered the `*_once` choices only.
+not cut off, and a question nobody watches still ends.
+
+A policy never picks an `*_always` option: the gateway hands out no standing permission
+by itself. A human is offered the `*_once` choices and
+the agent's `allow_always` where it has one ("always allow": the agent keeps that grant
+for this session only, so for one conversation of one key, and narrowed as the agent
+narrows it, e.g. this command prefix or this path); never `reject_always`.
 
 Every decision is recorded on the task stream as a `permission-response` frame
 that says who decided (`policy`, `human`, `deadline`, `cancelled`) and why, in the
@@ -36,6 +41,8 @@ from agentao.gateway.tasklog import TaskLog
 
 log = logging.getLogger("agentao.gateway")
 
+HUMAN_CHOICES = frozenset({"allow_once", "allow_always", "reject_once"})
+
 
 @dataclass(slots=True)
 class PendingAsk:
@@ -53,7 +60,8 @@ class PendingAsk:
 
     @property
     def choices(self) -> tuple[PermissionOption, ...]:
-        return tuple(o for o in self.request.options if not o.always)
+        """What a human is offered: the `*_once` options, and the agent's allow_always."""
+        return tuple(o for o in self.request.options if o.kind in HUMAN_CHOICES)
 
     def frame(self) -> dict[str, object]:
         return {
