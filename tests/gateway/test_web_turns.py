@@ -7,17 +7,21 @@ the page is open. Screenshots of each flow go under the test's tmp path.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from acp import text_block
 from websockets.sync.client import connect
 
 from agentao.gateway.auth import WS_PROTOCOL
 from agentao.gateway.config import ApiKey, Limits
+from tests.gateway.acp_peers import SdkPeer
 from tests.gateway.conftest import DEFAULT_SCRIPT, LiveGateway, key_protocol
 from tests.gateway.test_web import (  # noqa: F401 (fixtures)
     DESKTOP,
@@ -276,3 +280,76 @@ def wait_for_question(gw: LiveGateway, task: dict[str, Any], secret: str) -> dic
             if frame["type"] == "permission-request":
                 return dict(frame)
     raise AssertionError("the turn ended without asking")
+
+
+FACES = {  # how each face's session is started, by its first prompt
+    "chat": "plan the chat completions",
+    "responses": "plan the responses call",
+    "task": "plan the task stream",
+    "acp": "plan the remote acp session",
+    "page": "plan the page session",
+}
+
+
+def acp_session(gw: LiveGateway, secret: str, prompt: str) -> None:
+    """A remote ACP client's session (as `agentao run --agent URL` opens one), in a thread
+    of its own: the browser's driver holds this one."""
+
+    async def run() -> None:
+        headers = {"Authorization": f"Bearer {secret}"}
+        peer = await SdkPeer.connect(f"{gw.url}/acp", headers=headers)
+        try:
+            await peer.initialize()
+            cwd = gw.config.agents[0].cwd
+            sid = (await peer.conn.new_session(cwd=cwd, mcp_servers=[])).session_id
+            await peer.conn.prompt(session_id=sid, prompt=[text_block(prompt)])
+        finally:
+            await peer.close()
+
+    thread = threading.Thread(target=asyncio.run, args=(run(),))
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive()
+
+
+def test_every_face_s_sessions_are_listed_for_their_key_only(
+    browser: Browser,  # noqa: F811
+    gateway_factory: Callable[..., LiveGateway],
+    tmp_path: Path,
+) -> None:
+    gw = gateway_factory(keys=(key("alice", "sk-alice"), key("mallory", "sk-mallory")))
+    alice = gw.openai("sk-alice")
+    alice.chat.completions.create(
+        model="agentao", messages=[{"role": "user", "content": FACES["chat"]}]
+    )
+    alice.responses.create(model="agentao", input=FACES["responses"])
+    with gw.http("sk-alice") as http:
+        task = http.post("/v1/tasks", json={"agent": "agentao", "prompt": FACES["task"]})
+        assert task.status_code == 201, task.text
+    acp_session(gw, "sk-alice", FACES["acp"])
+    with gw.http("sk-mallory") as http:  # another key's session, and its question
+        theirs = http.post("/v1/tasks", json={"agent": "agentao", "prompt": "mallory's plan"})
+        assert theirs.status_code == 201, theirs.text
+
+    page = open_page_with_key(browser, gw.url, "sk-alice")
+    send(page, FACES["page"])
+    last_turn(page)
+    titles = page.locator("#sessions li .title")
+    page.locator("#sessions li", has_text=FACES["page"]).wait_for()
+    page.locator("#sessions li", has_text=FACES["task"]).wait_for()
+    assert sorted(titles.all_inner_texts()) == sorted(FACES.values())
+    page.fill("#search", "mallory")  # not found by a search either
+    page.locator("#no-sessions", has_text="No session matches.").wait_for()
+    page.screenshot(path=str(tmp_path / "web-sessions-of-one-key-1280.png"))
+    page.context.close()
+
+
+def open_page_with_key(browser: Browser, url: str, secret: str) -> Page:  # noqa: F811
+    context = browser.new_context(viewport=DESKTOP, reduced_motion="reduce")
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    page.goto(url)
+    page.fill("#key-input", secret)
+    page.press("#key-input", "Enter")
+    page.wait_for_selector("body[data-ready='true']")
+    return page
