@@ -12,6 +12,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +22,9 @@ from websockets.sync.client import connect
 
 from agentao.gateway.auth import WS_PROTOCOL
 from agentao.gateway.config import ApiKey, Limits
+from agentao.gateway.confine import AgentSandbox
 from tests.gateway.acp_peers import SdkPeer
-from tests.gateway.conftest import DEFAULT_SCRIPT, LiveGateway, key_protocol
+from tests.gateway.conftest import DEFAULT_SCRIPT, LiveGateway, key_protocol, scripted_spec
 from tests.gateway.test_web import (  # noqa: F401 (fixtures)
     DESKTOP,
     PHONE,
@@ -353,3 +355,109 @@ def open_page_with_key(browser: Browser, url: str, secret: str) -> Page:  # noqa
     page.press("#key-input", "Enter")
     page.wait_for_selector("body[data-ready='true']")
     return page
+
+
+# ---- the working directory ---------------------------------------------------------------
+
+
+@pytest.fixture
+def roomy(gateway_factory: Callable[..., LiveGateway], tmp_path: Path) -> LiveGateway:
+    """An agent with a second root (a sandbox write path), a subdirectory in its cwd, and
+    ways out: a directory beside the roots and a symlink in the workspace pointing to it."""
+    spec = scripted_spec(tmp_path / "agent", ALWAYS_SCRIPT)
+    extra = tmp_path / "extra-root"
+    extra.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    work = Path(spec.cwd)
+    (work / "sub").mkdir()
+    (work / "escape").symlink_to(outside)
+    spec = replace(spec, sandbox=AgentSandbox(write=(str(extra),)))
+    return gateway_factory(agents=(spec,))
+
+
+def test_a_new_conversation_works_where_it_is_told_within_the_agent_s_roots(
+    roomy: LiveGateway, tmp_path: Path
+) -> None:
+    work = Path(roomy.config.agents[0].cwd)
+    with roomy.http() as http:
+        listed = http.get("/v1/agents/agentao/workdirs").json()
+        assert listed["cwd"] == str(work.resolve())
+        assert listed["roots"] == [str(work.resolve()), str((tmp_path / "extra-root").resolve())]
+        refused = {
+            path: http.post("/v1/tasks", json={"agent": "agentao", "prompt": "hi", "cwd": path})
+            for path in (
+                str(tmp_path / "outside"),  # beside the roots
+                f"{work}/../../outside",  # up and out
+                str(work / "escape"),  # a symlink in the workspace, pointing out
+                "relative/dir",
+                str(work / "notes.txt"),  # inside, but a file
+            )
+        }
+        codes = {path: r.json()["error"]["code"] for path, r in refused.items()}
+        assert {r.status_code for r in refused.values()} == {400}, codes
+        assert list(codes.values()) == [
+            "cwd_outside_roots",
+            "cwd_outside_roots",
+            "cwd_outside_roots",
+            "cwd_not_absolute",
+            "cwd_not_a_directory",
+        ]
+        assert "which resolves to" in refused[str(work / "escape")].json()["error"]["message"]
+        assert http.get("/v1/conversations").json()["data"] == []  # nothing was started
+
+        extra = tmp_path / "extra-root"
+        body = {"agent": "agentao", "prompt": "touch a file", "permission_policy": "all"}
+        task = http.post("/v1/tasks", json={**body, "cwd": str(extra)}).json()
+        wait_ended(roomy, task)
+        assert (extra / "made.txt").exists() and not (work / "made.txt").exists()
+        view = http.get(f"/v1/conversations/{task['conversation_id']}/view").json()
+        assert view["cwd"] == str(extra.resolve())
+        assert view["mode"]  # the mode its session opened in
+        later = {"agent": "agentao", "prompt": "hi", "conversation_id": task["conversation_id"]}
+        elsewhere = http.post("/v1/tasks", json={**later, "cwd": str(work)})
+        assert elsewhere.status_code == 400
+        assert elsewhere.json()["error"]["code"] == "cwd_fixed"
+
+
+def wait_ended(gw: LiveGateway, task: dict[str, Any]) -> None:
+    """Read the task's stream until it ends (the server closes it)."""
+    with connect(gw.ws_url(task["stream_url"])) as ws:
+        for _ in ws:
+            pass
+
+
+@WIDTHS
+def test_the_page_chooses_and_shows_the_working_directory_and_mode(
+    browser: Browser,  # noqa: F811
+    roomy: LiveGateway,
+    viewport: dict[str, int],
+    tmp_path: Path,
+) -> None:
+    phone = viewport == PHONE
+    page = open_page(browser, roomy.url, viewport=viewport, is_mobile=phone, has_touch=phone)
+    work = Path(roomy.config.agents[0].cwd).resolve()
+    extra = (tmp_path / "extra-root").resolve()
+    roots = page.locator("#cwd-roots option")
+    assert [o.get_attribute("value") for o in roots.all()] == [str(work), str(extra)]
+    assert page.get_attribute("#cwd", "placeholder") == str(work)  # where it works by default
+    choose_policy(page, "all")
+    page.fill("#cwd", str(extra))
+    send(page, "touch a file")
+    last_turn(page)
+    assert (extra / "made.txt").exists() and not (work / "made.txt").exists()
+    where = page.locator("#session-where")
+    where.locator(".mode").wait_for()  # its mode, beside its directory
+    assert where.locator(".cwd").inner_text() == str(extra)
+    assert page.locator("#cwd-picker").is_hidden()  # a conversation keeps its directory
+    page.screenshot(path=str(tmp_path / f"web-workdir-{viewport['width']}.png"))
+
+    if phone:
+        page.click("#menu")
+    page.click("#new-chat")
+    assert page.locator("#cwd-picker").is_visible()
+    page.fill("#cwd", str(work / "escape"))  # a symlink out: refused, and said why
+    send(page, "hello")
+    error = last_turn(page).locator(".error")
+    assert "lies outside the directories agent 'agentao' may work in" in error.inner_text()
+    page.context.close()

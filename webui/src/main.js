@@ -9,6 +9,7 @@ import { SessionList } from "./sessions.js";
 import { TaskStream } from "./stream.js";
 import { ConversationView, sessionEvents } from "./turn.js";
 import { showUsage } from "./usage.js";
+import { WorkdirPicker } from "./workdir.js";
 
 const state = {
   conversation: null, // the conversation the next prompt continues
@@ -18,6 +19,7 @@ const state = {
 };
 
 const follower = new Follower();
+const workdir = new WorkdirPicker();
 const models = new ModelPicker(() => newChat());
 const sessions = new SessionList({
   onOpen: (conv) => openSession(conv),
@@ -74,6 +76,7 @@ function watch(taskId) {
       state.stream = null;
       setRunning(false);
       sessions.load();
+      if (state.conversation) showWhere(state.conversation); // its mode, once it is open
       if (!models.known()) models.load(); // an agent lists its models with its first session
     },
   });
@@ -113,8 +116,10 @@ async function send(prompt) {
         prompt,
         conversation_id: state.conversation,
         permission_policy: $("policy").value,
+        cwd: state.conversation ? null : workdir.choice(), // a conversation keeps its own
       }),
     });
+    if (!state.conversation) showWhere(task.conversation_id); // where it started, checked
     setConversation(task.conversation_id);
     conversation.adopt(task.id, view);
     watch(task.id);
@@ -135,6 +140,7 @@ async function openSession(conv) {
   const view = await api(`/v1/conversations/${conv.id}/view`);
   if (state.opening !== token) return; // another session was clicked meanwhile
   state.view.render(view.items);
+  workdir.showSession(view.cwd, view.mode);
   for (const taskId of view.running) if (!state.view.turn(taskId).ended) watch(taskId);
   if (!state.stream) setRunning(false); // offers a retry of its last turn
   follower.follow();
@@ -148,10 +154,22 @@ async function openById(id) {
   }
 }
 
+// The directory and mode of a conversation just started here (the gateway's word).
+async function showWhere(id) {
+  try {
+    const view = await api(`/v1/conversations/${id}/view`);
+    if (state.conversation === id) workdir.showSession(view.cwd, view.mode);
+  } catch {
+    // shown when the session is next opened
+  }
+}
+
 function newChat() {
   state.opening = null;
   clearLog();
   setConversation(null);
+  workdir.showNew();
+  workdir.load($("agent").value);
   $("empty").hidden = false;
   closeSidebar();
   $("prompt").focus();
@@ -195,6 +213,7 @@ async function main() {
   // A gateway that needs a key answers 401 and api() asks for one; a keyless gateway's
   // login link set a session cookie instead, which same-origin requests carry by themselves.
   await models.load();
+  await workdir.load($("agent").value);
   await sessions.load();
   desk.start();
   const fragment = location.hash.slice(1);

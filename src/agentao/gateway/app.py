@@ -32,6 +32,7 @@ from agentao.gateway import (
     openai_responses,
     tasks,
     web,
+    workdirs,
 )
 from agentao.gateway.auth import CLIENT_HEADER, POLICY_HEADER
 from agentao.gateway.bodylimit import BodyLimit
@@ -104,6 +105,7 @@ def create_app(
     app.include_router(openai_responses.router)
     app.include_router(tasks.router)
     app.include_router(conversations_api.router)
+    app.include_router(workdirs.router)
     app.include_router(web.router)
     app.include_router(login.router)
     app.include_router(acp_routes.router)

@@ -5,7 +5,9 @@
     POST   /v1/conversations/{id}  {title}    rename (the agent's later titles keep off it)
     DELETE /v1/conversations/{id}             with its tasks, frames and responses; 409 mid-turn
     GET    /v1/conversations/{id}/tasks       its turns, oldest first
-    GET    /v1/conversations/{id}/view        its turns folded into keyed items (`views.py`)
+    GET    /v1/conversations/{id}/view        its turns folded into keyed items (`views.py`),
+                                              with `cwd` (where its session works) and
+                                              `mode` (its session's, when known)
 
 Only the owner sees a conversation (another key's is a 404, as everywhere), and only
 conversations of agents the key may use. Titles are short and never raw JSON (`titles.py`).
@@ -18,6 +20,7 @@ from typing import Any
 import msgspec
 from fastapi import APIRouter, Request
 
+from agentao.gateway.agent_protocol import current_mode
 from agentao.gateway.auth import Principal, owns
 from agentao.gateway.config import Limits
 from agentao.gateway.errors import BadRequest, NotFound
@@ -26,6 +29,7 @@ from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import LiveConversation
 from agentao.gateway.titles import short_title
 from agentao.gateway.views import conversation_frames, fold
+from agentao.gateway.workdirs import session_cwd
 from agentao.store.gateway import IN_FLIGHT_TASK
 from agentao.store.gateway_records import Conversation
 
@@ -94,11 +98,25 @@ async def conversation_tasks(conversation_id: str, request: Request) -> Any:
 async def conversation_view(conversation_id: str, request: Request) -> Any:
     """What the web UI draws: the conversation's stored frames folded once (`views.py`)."""
     gw: Gateway = request.app.state.gateway
-    await _owned(gw, gw.principal(request), conversation_id)
+    record = await _owned(gw, gw.principal(request), conversation_id)
     tasks = await gw.store.list_tasks(conversation_id)
     view = fold(await conversation_frames(gw.store, conversation_id))
     running = [t.id for t in tasks if t.status == IN_FLIGHT_TASK]
-    return {"object": "view", "items": view.items(), "running": running}
+    live = await gw.conversations.get(conversation_id)
+    return {
+        "object": "view",
+        "items": view.items(),
+        "running": running,
+        "cwd": session_cwd(live.pool.spec, record) if live is not None else None,
+        "mode": view.session.mode or _live_mode(live),
+    }
+
+
+def _live_mode(live: LiveConversation | None) -> str | None:
+    """The mode its session opened in (the agent says so in its answer), while it is open
+    here; a later change is in the log (`current_mode_update`)."""
+    session = live.session if live is not None else None
+    return current_mode(session.response) if session is not None else None
 
 
 def conversation_json(c: Conversation, limits: Limits) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 
 from agentao.client.content import prompt_text
+from agentao.gateway import workdirs
 from agentao.gateway.auth import (
     CLIENT_HEADER,
     WEB_CLIENT,
@@ -99,6 +100,7 @@ class TaskBody(msgspec.Struct, kw_only=True):
     prompt: str | list[dict[str, Any]]
     conversation_id: str | None = None
     permission_policy: str | None = None
+    cwd: str | None = None  # a new conversation's directory, within the agent's (workdirs.py)
 
 
 class PermissionAnswer(msgspec.Struct, kw_only=True):
@@ -120,8 +122,13 @@ async def start_task(request: Request) -> Any:
             raise NotFound("no such conversation", param="conversation_id")
         if conv.record.agent != choice.agent:
             raise BadRequest(f"the conversation belongs to {conv.record.agent!r}", param="agent")
+        workdirs.check_kept(conv.pool.spec, conv.record, body.cwd)
     else:
-        conv = await gw.conversations.create(principal.name, choice.agent, "task")
+        spec = gw.pools[choice.agent].spec
+        where = workdirs.new_session_params(spec, body.cwd)
+        conv = await gw.conversations.create(
+            principal.name, choice.agent, "task", session_params=where
+        )
     title = prompt_text(blocks).strip()
     turn = await gw.conversations.begin(
         conv,

@@ -1,0 +1,111 @@
+"""Where a conversation's agent session works: its working directory, chosen and checked.
+
+    GET /v1/agents/{name}/workdirs   {agent, cwd, roots}: the agent's configured cwd and
+                                     every root a session of it may work in
+
+A new conversation of the task stream (`POST /v1/tasks` with `cwd`, the web UI's folder
+picker) may open its session in any directory inside the agent's roots: its configured
+`cwd` and its `[agents.NAME.sandbox] write` paths, all its confined process can write
+(remote ACP sessions are held to the same roots, `remote/limits.py`). The path must be
+absolute and is resolved first, so a `..` or a symlink that leads out is refused like a
+path outside: a 400 whose code says why. The agent is given the resolved path, the one
+that was checked. A conversation keeps its directory: naming another on a later turn is
+a 400 too.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from agentao.gateway.config import AgentSpec
+from agentao.gateway.errors import BadRequest
+from agentao.gateway.pool import SessionParams
+from agentao.gateway.service import Gateway
+from agentao.store.gateway_records import Conversation
+
+router = APIRouter()
+
+# Error codes (`error.code`) of a refused `cwd`.
+CWD_NOT_ABSOLUTE = "cwd_not_absolute"
+CWD_OUTSIDE_ROOTS = "cwd_outside_roots"
+CWD_NOT_A_DIRECTORY = "cwd_not_a_directory"
+CWD_FIXED = "cwd_fixed"
+
+
+def roots(spec: AgentSpec) -> list[str]:
+    """The directories a session of `spec` may work in (resolved), its cwd first."""
+    found = [os.path.realpath(p) for p in (spec.cwd, *spec.sandbox.write)]
+    return list(dict.fromkeys(found))
+
+
+def checked_cwd(spec: AgentSpec, path: str) -> str:
+    """`path` resolved, if it is an absolute path to a directory inside `spec`'s roots;
+    else a 400 naming `cwd` with a code saying why."""
+    if not Path(path).is_absolute():
+        raise BadRequest(
+            f"cwd must be an absolute path, got {path!r}", param="cwd", code=CWD_NOT_ABSOLUTE
+        )
+    real = os.path.realpath(path)
+    allowed = roots(spec)
+    if not any(Path(real).is_relative_to(root) for root in allowed):
+        seen = path if real == path else f"{path} (which resolves to {real})"
+        raise BadRequest(
+            f"cwd {seen} lies outside the directories agent {spec.name!r} may work in "
+            f"({', '.join(allowed)}); its [agents.{spec.name}.sandbox] write paths add roots",
+            param="cwd",
+            code=CWD_OUTSIDE_ROOTS,
+        )
+    if not os.path.isdir(real):
+        raise BadRequest(f"cwd {path} is not a directory", param="cwd", code=CWD_NOT_A_DIRECTORY)
+    return real
+
+
+def new_session_params(spec: AgentSpec, cwd: str | None) -> dict[str, Any] | None:
+    """A new conversation's stored session params for `cwd` (None: the agent's own)."""
+    return SessionParams(checked_cwd(spec, cwd)).stored() if cwd else None
+
+
+def check_kept(spec: AgentSpec, record: Conversation, cwd: str | None) -> None:
+    """A later turn may repeat its conversation's directory, never name another."""
+    if cwd and checked_cwd(spec, cwd) != session_cwd(spec, record):
+        raise BadRequest(
+            "a conversation keeps the directory it started in: start a new one to work elsewhere",
+            param="cwd",
+            code=CWD_FIXED,
+        )
+
+
+def session_cwd(spec: AgentSpec, record: Conversation) -> str:
+    """Where the conversation's session works (resolved)."""
+    return SessionParams.of(record.session_params).cwd or os.path.realpath(spec.cwd)
+
+
+@router.get("/v1/agents/{name}/workdirs")
+async def agent_workdirs(name: str, request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    choice = gw.resolve_model(gw.principal(request), name, "name")
+    return listing(gw.pools[choice.agent].spec)
+
+
+def listing(spec: AgentSpec) -> dict[str, Any]:
+    """What `GET /v1/agents/{name}/workdirs` answers (a few resolved config paths)."""
+    return {"agent": spec.name, "cwd": os.path.realpath(spec.cwd), "roots": roots(spec)}
+
+
+__all__ = [
+    "CWD_FIXED",
+    "CWD_NOT_ABSOLUTE",
+    "CWD_NOT_A_DIRECTORY",
+    "CWD_OUTSIDE_ROOTS",
+    "check_kept",
+    "checked_cwd",
+    "listing",
+    "new_session_params",
+    "roots",
+    "router",
+    "session_cwd",
+]
