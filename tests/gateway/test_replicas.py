@@ -914,6 +914,10 @@ def test_a_question_s_answer_goes_to_the_holder_found_in_the_log_asking_nobody_e
         # An id no log holds: the same 400, from B alone.
         nobody = httpx.post(f"{b.url}/v1/permissions/perm_nobody", json=allow, headers=auth)
         assert nobody.json()["error"]["code"] == "permission_request_not_found"
+        # A page on B that shows it holds its deadline off: passed to A, whose desk has it.
+        moved = httpx.post(f"{answer}/presence", headers=auth)
+        assert moved.status_code == 200, moved.text
+        assert moved.json()["deadline"] >= asked[0]["deadline"]
         # The owner's answer: one forward, B to A (the holder, found in the log).
         assert httpx.post(answer, json=allow, headers=auth).json()["accepted"] is True
         _until(lambda: (keyed_pair.work / "one.txt").exists(), "A's turn wrote the file")
@@ -922,7 +926,8 @@ def test_a_question_s_answer_goes_to_the_holder_found_in_the_log_asking_nobody_e
             for line in keyed_pair.since(b).splitlines()
             if "passing POST /v1/permissions/" in line
         ]
-        assert len(passed) == 1 and a.url in passed[0]
+        assert len(passed) == 2 and all(a.url in line for line in passed)
+        assert sum("/presence" in line for line in passed) == 1
         _until(lambda: _questions(b, ALICE) == [], "the answered question is no longer open")
         # Nothing went to the third replica: not the listings, not the answers.
         assert counting.asked == []
