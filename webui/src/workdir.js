@@ -37,7 +37,13 @@ export class WorkdirPicker {
   showSession(cwd, mode) {
     $("cwd-picker").hidden = true;
     const where = $("session-where");
-    where.replaceChildren(el("span", "cwd", cwd || "the agent's directory"));
+    // A long path is cut at its start (the container runs right to left); the path
+    // itself stays left to right, its leading "/" where it belongs.
+    const path = el("bdi", "", cwd || "the agent's directory");
+    path.dir = "ltr";
+    const shown = el("span", "cwd");
+    shown.append(path);
+    where.replaceChildren(shown);
     if (mode) where.append(el("span", "mode", mode));
     where.title = cwd || "";
     where.hidden = false;
