@@ -21,7 +21,7 @@ from acp import text_block
 from websockets.sync.client import connect
 
 from agentao.gateway.auth import WS_PROTOCOL
-from agentao.gateway.config import ApiKey, Limits
+from agentao.gateway.config import ApiKey, ConfigError, Limits, load_config
 from agentao.gateway.confine import AgentSandbox
 from tests.gateway.acp_peers import SdkPeer
 from tests.gateway.conftest import DEFAULT_SCRIPT, LiveGateway, key_protocol, scripted_spec
@@ -273,9 +273,9 @@ def test_presence_is_the_owner_s_and_bounded(gateway_factory: Callable[..., Live
         alice.post(f"/v1/tasks/{task.json()['id']}/cancel")
 
 
-def wait_for_question(gw: LiveGateway, task: dict[str, Any], secret: str) -> dict[str, Any]:
+def wait_for_question(gw: LiveGateway, task: dict[str, Any], secret: str | None) -> dict[str, Any]:
     """The task's question, from its stream's `permission-request` frame."""
-    protocols = [WS_PROTOCOL, key_protocol(secret)]
+    protocols = [WS_PROTOCOL, key_protocol(secret)] if secret else [WS_PROTOCOL]
     with connect(gw.ws_url(task["stream_url"]), subprotocols=protocols) as ws:  # type: ignore[arg-type]
         for message in ws:
             frame = json.loads(message)
@@ -461,3 +461,47 @@ def test_the_page_chooses_and_shows_the_working_directory_and_mode(
     error = last_turn(page).locator(".error")
     assert "lies outside the directories agent 'agentao' may work in" in error.inner_text()
     page.context.close()
+
+
+def test_always_allow_is_offered_only_where_the_agent_s_config_allows_it(
+    gateway_factory: Callable[..., LiveGateway], tmp_path: Path
+) -> None:
+    """Another agent's "always" may outlive its session (written into the project) and so
+    reach other keys' sessions in that directory: offered only when its config says so."""
+    spec = scripted_spec(tmp_path / "agent", ALWAYS_SCRIPT, always_allow=False)
+    gw = gateway_factory(agents=(spec,))
+    body = {"agent": "agentao", "prompt": "touch a file", "permission_policy": "ask"}
+    with gw.http() as http:
+        task = http.post("/v1/tasks", json=body).json()
+        ask = wait_for_question(gw, task, None)
+        assert {o["kind"] for o in ask["options"]} == {"allow_once", "reject_once"}
+        always = "allow_always"  # our agent's id for it, still in its request
+        answer = http.post(f"/v1/permissions/{ask['requestId']}", json={"optionId": always})
+        assert answer.status_code == 400 and answer.json()["error"]["param"] == "optionId"
+        http.post(f"/v1/tasks/{task['id']}/cancel")
+
+
+@pytest.mark.parametrize(
+    ("command", "setting", "offered"),
+    [
+        ("agentao --acp", None, True),  # ours keeps the grant for its session
+        ("claude-code-acp", None, False),  # another's "always" is its own business
+        ("claude-code-acp", True, True),
+        ("agentao --acp", False, False),
+    ],
+)
+def test_always_allow_setting(
+    tmp_path: Path, command: str, setting: bool | None, offered: bool
+) -> None:
+    line = "" if setting is None else f"always_allow = {str(setting).lower()}\n"
+    path = tmp_path / "gateway.toml"
+    path.write_text(f'[agents.a]\ncommand = "{command}"\ncwd = "{tmp_path}"\n{line}')
+    (spec,) = load_config(path).agents
+    assert spec.offers_always() is offered
+
+
+def test_always_allow_must_be_a_boolean(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(f'[agents.a]\ncommand = "x"\ncwd = "{tmp_path}"\nalways_allow = "yes"\n')
+    with pytest.raises(ConfigError, match=r"agents\.a\.always_allow must be true or false"):
+        load_config(path)

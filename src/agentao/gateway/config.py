@@ -31,6 +31,7 @@ A config file looks like this (every section optional)::
     cwd = "/srv/work"                   # the sessions' working directory (writable)
     env = { LLM_PROVIDER = "SCRIPTED" }
     protocol = "auto"                   # ACP version: 1 if it speaks it, else 2 ("1", "2": only it)
+    always_allow = true                 # offer a person its "Always allow" (default: ours only)
 
     [agents.agentao.sandbox]            # the agent process's confinement (confine.py)
     read = ["/srv/docs"]                # more paths it may read
@@ -105,7 +106,7 @@ _SERVER_SETTINGS = frozenset(
 CrossReplica = Literal["forward", "redirect"]
 CROSS_REPLICA: tuple[CrossReplica, ...] = ("forward", "redirect")
 _AGENT_SETTINGS = frozenset(
-    {"command", "processes", "cwd", "env", "sandbox", "ceilings", "protocol"}
+    {"command", "processes", "cwd", "env", "sandbox", "ceilings", "protocol", "always_allow"}
 )
 AGENT_PROTOCOLS = {"auto": None, "1": 1, "2": 2}  # `[agents.NAME] protocol` -> Client(protocol=)
 _KEY_SETTINGS = frozenset({"name", "key", "key_sha256", "agents", "ceiling", "policy"})
@@ -196,6 +197,13 @@ class AgentSpec:
     sandbox: AgentSandbox = field(default_factory=AgentSandbox)
     ceilings: tuple[tuple[str, CeilingRules], ...] = ()  # ceiling -> rules (ceilings.py)
     protocol: int | None = None  # the ACP version its processes speak; None: auto (pool.py)
+    # Offer a person the agent's allow_always ("Always allow")? None: for our agent only,
+    # which keeps such a grant for its session; another agent's may outlive it (written
+    # into the project, say) and reach other keys' sessions in the same directory.
+    always_allow: bool | None = None
+
+    def offers_always(self) -> bool:
+        return is_our_agent(self.command) if self.always_allow is None else self.always_allow
 
     def rules(self, ceiling: str) -> CeilingRules:
         """What a key with `ceiling` may change on this agent (the default when unnamed)."""
@@ -528,7 +536,16 @@ def _agent(name: str, spec: Any, where: str) -> AgentSpec:
         sandbox=sandbox,
         ceilings=ceilings,
         protocol=_protocol(spec.get("protocol", "auto"), f"{where}: agents.{name}.protocol"),
+        always_allow=_optional_bool(
+            spec.get("always_allow"), f"{where}: agents.{name}.always_allow"
+        ),
     )
+
+
+def _optional_bool(value: Any, where: str) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false")
+    return value
 
 
 def _protocol(value: Any, where: str) -> int | None:

@@ -10,10 +10,11 @@ question's window, up to `max_wait_seconds` after it was asked: a person reading
 not cut off, and a question nobody watches still ends.
 
 A policy never picks an `*_always` option: the gateway hands out no standing permission
-by itself. A human is offered the `*_once` choices and
-the agent's `allow_always` where it has one ("always allow": the agent keeps that grant
-for this session only, so for one conversation of one key, and narrowed as the agent
-narrows it, e.g. this command prefix or this path); never `reject_always`.
+by itself. A human is offered the `*_once` choices and,
+where the agent's config allows it (`AgentSpec.offers_always`: our agent, by default),
+the agent's `allow_always` ("Always allow": our agent keeps that grant for this session
+only, so for one conversation of one key, narrowed to this command prefix, path or
+origin); never `reject_always`.
 
 Every decision is recorded on the task stream as a `permission-response` frame
 that says who decided (`policy`, `human`, `deadline`, `cancelled`) and why, in the
@@ -41,7 +42,8 @@ from agentao.gateway.tasklog import TaskLog
 
 log = logging.getLogger("agentao.gateway")
 
-HUMAN_CHOICES = frozenset({"allow_once", "allow_always", "reject_once"})
+ONCE_CHOICES = frozenset({"allow_once", "reject_once"})
+HUMAN_CHOICES = ONCE_CHOICES | {"allow_always"}
 
 
 @dataclass(slots=True)
@@ -55,13 +57,16 @@ class PendingAsk:
     deadline: float  # moved on by a watcher's presence, up to `latest`
     future: asyncio.Future[PermissionAnswer] = field(repr=False)
     window: float = 0.0  # seconds each presence gives
+    always_allow: bool = False  # the agent's allow_always is offered too
     latest: float = 0.0  # the deadline never goes past this
     asked: float = field(default_factory=time.time)
 
     @property
     def choices(self) -> tuple[PermissionOption, ...]:
-        """What a human is offered: the `*_once` options, and the agent's allow_always."""
-        return tuple(o for o in self.request.options if o.kind in HUMAN_CHOICES)
+        """What a human is offered: the `*_once` options, and the agent's allow_always
+        where its config allows it."""
+        offered = HUMAN_CHOICES if self.always_allow else ONCE_CHOICES
+        return tuple(o for o in self.request.options if o.kind in offered)
 
     def frame(self) -> dict[str, object]:
         return {
@@ -101,6 +106,7 @@ class PermissionDesk:
         *,
         owner: str,
         deadline_seconds: float,
+        always_allow: bool = False,
     ) -> PermissionAnswer:
         """The option id to answer with (None: `cancelled`), and why. Under "ask" the first
         answer at the desk wins: a person's over HTTP or the task stream, or a remote ACP
@@ -111,7 +117,7 @@ class PermissionDesk:
             answer = PermissionAnswer(option, reasons.by_policy(policy, request.kind, allow))
             _record(task_log, request, answer, by="policy", request_id=None)
             return answer
-        return await self._ask(request, task_log, owner, deadline_seconds)
+        return await self._ask(request, task_log, owner, deadline_seconds, always_allow)
 
     async def _ask(
         self,
@@ -119,6 +125,7 @@ class PermissionDesk:
         task_log: TaskLog,
         owner: str,
         seconds: float,
+        always_allow: bool,
     ) -> PermissionAnswer:
         future: asyncio.Future[PermissionAnswer] = asyncio.get_running_loop().create_future()
         now = time.time()
@@ -131,6 +138,7 @@ class PermissionDesk:
             future,
             window=seconds,
             latest=now + max(seconds, self.max_wait_seconds),
+            always_allow=always_allow,
             asked=now,
         )
         self._pending[ask.id] = ask

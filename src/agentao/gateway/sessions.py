@@ -432,6 +432,7 @@ class Conversations:
             self.desk,
             request.inline_reasoning,
             consumed=request.source in CONSUMED_SOURCES,
+            always_allow=conv.pool.spec.offers_always(),
         )
         turn = GatewayTurn(session, request.prompt, task_log, context, self._ended)
         conv.turn = turn

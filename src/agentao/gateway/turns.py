@@ -90,6 +90,7 @@ class TurnContext:
     # An OpenAI consumer reads the turn's items (Chat Completions, Responses). Without
     # one (the task stream, remote ACP: readers of the log), nothing is mapped for it.
     consumed: bool = True
+    always_allow: bool = False  # a person may pick the agent's allow_always (config.py)
 
 
 class _Inbox:
@@ -234,6 +235,7 @@ class GatewayTurn:
             self.log,
             owner=ctx.owner,
             deadline_seconds=ctx.deadline_seconds,
+            always_allow=ctx.always_allow,
         )
 
     # ---- the run ----------------------------------------------------------------------
