@@ -1,8 +1,12 @@
 """The web UI's rough edges (issue 23), in real headless Chromium at 1280 and 390 px wide.
 
-Following a streaming turn (and not, once the reader scrolled up), the open session's
-permission question pinned where it is seen and answered, and its deadline held off while
-the page is open. Screenshots of each flow go under the test's tmp path.
+Following a streaming turn (and not, once the reader scrolled up); the open session's
+permission question pinned, announced and answered where it is seen, its deadline held
+off while the page shows it; "Always allow" where the agent offers it (and its config
+allows it); retrying the last turn; every face's sessions listed, for their key only; the
+working directory chosen within the agent's roots (and refused outside them) and shown
+with the mode. Screenshots of each flow go under the test's tmp path (copies of one per
+flow are in docs/img/web-*.png).
 """
 
 from __future__ import annotations
@@ -340,9 +344,9 @@ def test_every_face_s_sessions_are_listed_for_their_key_only(
     page.locator("#sessions li", has_text=FACES["page"]).wait_for()
     page.locator("#sessions li", has_text=FACES["task"]).wait_for()
     assert sorted(titles.all_inner_texts()) == sorted(FACES.values())
+    page.screenshot(path=str(tmp_path / "web-sessions-of-one-key-1280.png"))
     page.fill("#search", "mallory")  # not found by a search either
     page.locator("#no-sessions", has_text="No session matches.").wait_for()
-    page.screenshot(path=str(tmp_path / "web-sessions-of-one-key-1280.png"))
     page.context.close()
 
 
