@@ -396,6 +396,8 @@ def test_a_new_conversation_works_where_it_is_told_within_the_agent_s_roots(
                 str(work / "escape"),  # a symlink in the workspace, pointing out
                 "relative/dir",
                 str(work / "notes.txt"),  # inside, but a file
+                f"{work}/\x00",  # what no path holds
+                str(work) + "/a" * 3000,  # longer than any path to a directory
             )
         }
         codes = {path: r.json()["error"]["code"] for path, r in refused.items()}
@@ -406,6 +408,8 @@ def test_a_new_conversation_works_where_it_is_told_within_the_agent_s_roots(
             "cwd_outside_roots",
             "cwd_not_absolute",
             "cwd_not_a_directory",
+            "cwd_invalid",
+            "cwd_invalid",
         ]
         assert "which resolves to" in refused[str(work / "escape")].json()["error"]["message"]
         assert http.get("/v1/conversations").json()["data"] == []  # nothing was started

@@ -8,7 +8,7 @@ picker) may open its session in any directory inside the agent's roots: its conf
 `cwd` and its `[agents.NAME.sandbox] write` paths, all its confined process can write
 (remote ACP sessions are held to the same roots, `remote/limits.py`). The path must be
 absolute and is resolved first, so a `..` or a symlink that leads out is refused like a
-path outside: a 400 whose code says why. The agent is given the resolved path, the one
+path outside: a 400 whose code says why (so is a NUL, or a path past PATH_MAX). The agent is given the resolved path, the one
 that was checked. A conversation keeps its directory: naming another on a later turn is
 a 400 too.
 """
@@ -34,6 +34,10 @@ CWD_NOT_ABSOLUTE = "cwd_not_absolute"
 CWD_OUTSIDE_ROOTS = "cwd_outside_roots"
 CWD_NOT_A_DIRECTORY = "cwd_not_a_directory"
 CWD_FIXED = "cwd_fixed"
+CWD_INVALID = "cwd_invalid"
+# Linux's PATH_MAX: no longer path names a directory, and resolving one would cost a
+# lookup per component on the event loop.
+MAX_PATH_BYTES = 4096
 
 
 def roots(spec: AgentSpec) -> list[str]:
@@ -45,6 +49,12 @@ def roots(spec: AgentSpec) -> list[str]:
 def checked_cwd(spec: AgentSpec, path: str) -> str:
     """`path` resolved, if it is an absolute path to a directory inside `spec`'s roots;
     else a 400 naming `cwd` with a code saying why."""
+    if "\x00" in path or len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        raise BadRequest(
+            f"cwd must be a path of at most {MAX_PATH_BYTES} bytes without NUL",
+            param="cwd",
+            code=CWD_INVALID,
+        )
     if not Path(path).is_absolute():
         raise BadRequest(
             f"cwd must be an absolute path, got {path!r}", param="cwd", code=CWD_NOT_ABSOLUTE
@@ -98,9 +108,11 @@ def listing(spec: AgentSpec) -> dict[str, Any]:
 
 __all__ = [
     "CWD_FIXED",
+    "CWD_INVALID",
     "CWD_NOT_ABSOLUTE",
     "CWD_NOT_A_DIRECTORY",
     "CWD_OUTSIDE_ROOTS",
+    "MAX_PATH_BYTES",
     "check_kept",
     "checked_cwd",
     "listing",
