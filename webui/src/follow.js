@@ -19,6 +19,8 @@ export class Follower {
       subtree: true,
       characterData: true,
     });
+    // So does the log growing shorter: a question pinned below it, a phone's keyboard.
+    new ResizeObserver(() => this.grew()).observe(log);
   }
 
   atBottom() {

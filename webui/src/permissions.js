@@ -4,7 +4,7 @@
 // and other sessions' in the banner at the top, with a badge on their session and on ☰.
 //
 // While a card shows a question, the page tells the gateway it is here
-// (`POST /v1/permissions/{id}/presence`) once half of the question's window is left: the
+// (`POST /v1/permissions/{id}/presence`) once two thirds of its window are left: the
 // deadline moves on, so a person reading it is not cut off (up to the gateway's
 // `permission_wait_max_seconds`); a question nobody has open still ends at its deadline.
 //
@@ -19,6 +19,9 @@ import { countdown } from "./words.js";
 
 export const PENDING_POLL_MS = 2000; // how often the banner asks for open questions
 const TICK_MS = 1000; // countdowns are redrawn this often
+// The page says it is here once this share of a question's window is left: early enough
+// that a busy browser (a tick late, a slow request) is never past the deadline.
+const PRESENCE_AT = 2 / 3;
 
 // The server's clock minus ours (seconds): deadlines are the server's times.
 const clock = { offset: 0 };
@@ -107,7 +110,7 @@ async function beat(countdown) {
   const requestId = card && card.dataset.requestId;
   const seconds = Number(countdown.dataset.window); // what one presence gives
   const left = Number(countdown.dataset.deadline) - serverNow();
-  if (!requestId || !seconds || left > seconds / 2 || beating.has(requestId)) return;
+  if (!requestId || !seconds || left > seconds * PRESENCE_AT || beating.has(requestId)) return;
   beating.add(requestId);
   try {
     const moved = await api(`/v1/permissions/${requestId}/presence`, { method: "POST" });
