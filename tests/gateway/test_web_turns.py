@@ -140,6 +140,14 @@ def test_the_transcript_follows_the_turn_until_the_reader_scrolls_up(
     send(page, "and now?")  # a new turn is followed without the button
     page.locator(".turn").last.locator(".text p", has_text="Answer one.").wait_for()
     assert in_view(last_turn(page).locator(".text p"))
+    # The transcript grows shorter (a phone's keyboard opens): the newest stays in sight.
+    page.set_viewport_size({"width": viewport["width"], "height": viewport["height"] - 300})
+    page.wait_for_function(
+        """() => { const n = document.querySelector('.turn:last-child .text p');
+            const r = n.getBoundingClientRect();
+            const l = document.getElementById('log').getBoundingClientRect();
+            return r.bottom <= l.bottom + 1; }"""
+    )
 
 
 @WIDTHS
