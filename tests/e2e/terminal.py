@@ -10,6 +10,7 @@ window, cursor moves and redraws applied) rather than the byte stream's transien
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ import pexpect
 import pyte
 
 ROWS, COLUMNS = 40, 100
+TURN_END = re.compile(r"^\d+\.\ds( ·|$)", re.MULTILINE)  # `1.2s · tokens: ...`
 WAIT = 30.0  # the bound of one wait: a slow machine, never a measurement
 
 
@@ -85,9 +87,9 @@ class Terminal:
         return self.wait_for(lambda s: test(s) and _idle(s), what or f"idle after {check!r}")
 
     def wait_turns(self, count: int) -> str:
-        """The screen once `count` turns ended (each ends with its usage line) and the
-        prompt is back."""
-        return self.wait_idle(lambda s: s.count("tokens: ") >= count, f"{count} turns")
+        """The screen once `count` turns ended (each ends with its line of elapsed time
+        and usage) and the prompt is back."""
+        return self.wait_idle(lambda s: len(TURN_END.findall(s)) >= count, f"{count} turns")
 
     def exit_status(self) -> int:
         """Read to the end; the exit status."""

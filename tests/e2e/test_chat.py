@@ -111,3 +111,64 @@ def test_an_edit_shows_its_diff_and_long_shell_output_is_cut(chat, fake_llm, ws)
     assert "… 18 more lines" in output
     term.line("/quit")
     assert term.exit_status() == 0
+
+
+def test_ctrl_c_cancels_the_turn_and_the_next_prompt_works(chat, fake_llm):
+    fake_llm.hang("partial answer")
+    fake_llm.reply("after the cancel")
+    term = chat(flow="cancel")
+    term.wait_idle("session ")
+    term.line("slow")
+    term.wait_for("partial answer")
+    term.type("\x03")  # Ctrl-C, as the terminal sends it
+    assert fake_llm.requests[0].wait_disconnected(timeout=30)  # the agent stopped the call
+    screen = term.wait_turns(1)
+    assert "— cancelled" in screen
+    term.line("go on")
+    screen = term.wait_turns(2)
+    assert "after the cancel" in screen.split("go on")[1]
+    term.line("/quit")
+    assert term.exit_status() == 0
+
+
+def test_help_is_answered_without_the_model_and_ctrl_c_ctrl_d_exit_0(chat, fake_llm):
+    term = chat(flow="help")
+    term.wait_idle("session ")
+    term.line("/help")
+    screen = term.wait_idle("/quit")
+    assert "local commands" in screen and "/model" in screen and "/compact" in screen
+    assert "/init" in screen  # the agent's own commands, from available_commands_update
+    term.line("/nosuch")
+    term.wait_idle("unknown command /nosuch")
+    term.type("half a line")
+    term.type("\x03")  # clears the line; the program goes on
+    term.wait_idle("Ctrl-C again or Ctrl-D to quit")
+    assert fake_llm.requests == []  # nothing of it reached the model
+    term.type("\x04")  # Ctrl-D at an empty prompt
+    assert term.exit_status() == 0
+
+
+def test_continue_shows_the_old_prompts_and_answers_in_order(chat, fake_llm):
+    fake_llm.reply("first answer")
+    fake_llm.reply("second answer")
+    fake_llm.reply("third answer")
+    first = chat(flow="before-continue")
+    first.wait_idle("session ")
+    first.line("first prompt")
+    first.wait_turns(1)
+    first.line("second prompt")
+    first.wait_turns(2)
+    first.line("/quit")
+    assert first.exit_status() == 0
+    again = chat("-c", flow="continue")
+    screen = again.wait_idle("resumed session")
+    history = ["first prompt", "first answer", "second prompt", "second answer"]
+    positions = [screen.index(text) for text in history]
+    assert positions == sorted(positions)
+    again.line("third prompt")
+    screen = again.wait_turns(1)
+    assert (
+        screen.index("second answer") < screen.index("third prompt") < screen.index("third answer")
+    )
+    again.line("/quit")
+    assert again.exit_status() == 0

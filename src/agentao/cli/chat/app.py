@@ -179,6 +179,7 @@ class Chat:
     def cancel(self) -> None:
         """Ctrl-C during a turn: `session/cancel`; the session goes on."""
         if self._turn is not None and not self._turn.done:
+            self.screen.flush()  # what came so far goes above the note, in order
             self.screen.note("cancelling…")
             self._cancelling = asyncio.ensure_future(self._turn.cancel())
 
