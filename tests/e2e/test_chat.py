@@ -4,6 +4,10 @@ a text capture in the test's tmp dir (`screen-<flow>.txt`)."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,8 +31,8 @@ def chat(fake_llm: FakeLLM, ws: Path, home: Path, tmp_path: Path) -> Iterator:
     """Start `agentao ARGS...` in `ws`; every terminal is closed (and its screen kept)."""
     started: list[tuple[str, Terminal]] = []
 
-    def start(*argv: str, flow: str = "chat") -> Terminal:
-        env = {**fake_llm.env(), "AGENTAO_HOME": str(home)}
+    def start(*argv: str, flow: str = "chat", env: dict[str, str] | None = None) -> Terminal:
+        env = {**fake_llm.env(), "AGENTAO_HOME": str(home), **(env or {})}
         term = Terminal(list(argv), ws, env)
         started.append((flow, term))
         return term
@@ -172,3 +176,185 @@ def test_continue_shows_the_old_prompts_and_answers_in_order(chat, fake_llm):
     )
     again.line("/quit")
     assert again.exit_status() == 0
+
+
+def test_model_lists_and_switches_and_mode_too(chat, fake_llm, tmp_path):
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "models.toml").write_text(
+        f'[providers.openai]\nbase_url = "{fake_llm.base_url}"\n'
+        '[[providers.openai.models]]\nid = "fake-model"\ncontext_window = 128000\n'
+        '[[providers.openai.models]]\nid = "other-model"\ncontext_window = 64000\n'
+    )
+    fake_llm.reply("from the other model")
+    term = chat(flow="model", env={"AGENTAO_CONFIG_DIR": str(config)})
+    term.wait_idle("session ")
+    term.line("/model")
+    screen = term.wait_idle("openai/other-model")
+    assert "* openai/fake-model" in screen  # the current one is marked
+    term.line("/model openai/nosuch")
+    term.wait_idle("no model 'openai/nosuch'")
+    term.line("/model openai/other-model")
+    term.wait_idle("model: openai/other-model")
+    term.line("/mode")
+    screen = term.wait_idle("full-access")
+    assert "* workspace-write" in screen
+    term.line("/mode plan")
+    term.wait_idle("mode: plan")
+    assert fake_llm.requests == []  # all of it answered without the model
+    term.line("hello")
+    screen = term.wait_turns(1)
+    assert fake_llm.requests[0].body["model"] == "other-model"
+    assert screen.count("mode: plan") == 1  # the agent's own word of it is not a change
+    term.line("/quit")
+    assert term.exit_status() == 0
+
+
+def test_mentions_go_as_embedded_files_and_never_leave_the_workspace(chat, fake_llm, ws, tmp_path):
+    (ws / "src").mkdir()
+    (ws / "src" / "notes.md").write_text("the secret sauce is salt\n")
+    (tmp_path / "outside.txt").write_text("private key material\n")
+    (ws / "link.txt").symlink_to(tmp_path / "outside.txt")
+    fake_llm.reply("read them")
+    term = chat(flow="mention")
+    term.wait_idle("session ")
+    term.type("look at @src/no")
+    term.type("\t")  # completed from the workspace
+    term.wait_for("@src/notes.md")
+    term.line(" and @../outside.txt and @link.txt")
+    screen = term.wait_turns(1)
+    assert "not sent: @../outside.txt: outside the workspace" in screen
+    assert "not sent: @link.txt: outside the workspace" in screen
+    sent = str(fake_llm.requests[0].body["messages"])
+    assert "the secret sauce is salt" in sent  # embedded: the agent declares embeddedContext
+    assert "private key material" not in sent
+    term.line("/quit")
+    assert term.exit_status() == 0
+
+
+def test_a_shell_line_runs_here_and_multi_line_input_and_history(chat, fake_llm, ws):
+    fake_llm.reply("two lines seen")
+    term = chat(flow="input")
+    term.wait_idle("session ")
+    term.line("!echo local > here.txt && echo ran-it")
+    term.wait_idle("! exit 0")
+    assert (ws / "here.txt").read_text() == "local\n" and fake_llm.requests == []
+    term.type("line one")
+    term.type("\n")  # Ctrl-J: a newline, not send
+    term.type("line two")
+    term.type("\x1b\r")  # Esc-Enter: a newline too
+    term.line("line three")
+    term.wait_turns(1)
+    last = fake_llm.requests[0].body["messages"][-1]["content"]
+    assert "line one\nline two\nline three" in str(last).replace("\\n", "\n")
+    term.line("/quit")
+    assert term.exit_status() == 0
+    again = chat(flow="history")
+    again.wait_idle("session ")
+    again.type("\x1b[A")  # Up: the history file of the state directory, across sessions
+    again.wait_for("> /quit")
+    again.type("\x1b[A")
+    again.wait_for(lambda s: "line three" in s.split("session ")[-1], "the prompt from before")
+    again.type("\x03")
+    again.type("\x04")
+    assert again.exit_status() == 0
+
+
+def test_sessions_resume_picker_resume_id_and_clear(chat, fake_llm, ws, home):
+    fake_llm.reply("answer one")
+    fake_llm.reply("answer two")
+    first = chat(flow="sessions-1")
+    first.wait_idle("session ")
+    first.line("prompt one")
+    first.wait_turns(1)
+    first.line("/clear")
+    screen = first.wait_idle(lambda s: s.count("session ") >= 2, "a new session")
+    first.line("prompt two")
+    first.wait_turns(2)
+    first.line("/sessions")
+    screen = first.wait_idle("2. ")
+    ids = re.findall(r"^\d\. \S+ \S+  (\S+)  prompt (\w+)", screen, re.MULTILINE)
+    assert [title for _, title in ids] == ["two", "one"]  # the latest first
+    first.line(f"/resume {ids[1][0]}")
+    screen = first.wait_idle("resumed session")
+    resumed = screen.split("resumed session")[-1]
+    assert "prompt one" in resumed and "answer one" in resumed and "prompt two" not in resumed
+    first.line("/quit")
+    assert first.exit_status() == 0
+    listed = subprocess.run(
+        [sys.executable, "-m", "agentao", "sessions"],
+        cwd=ws,
+        env={**os.environ, **fake_llm.env(), "AGENTAO_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0
+    assert [line.split()[3] for line in listed.stdout.splitlines()] == [i for i, _ in ids]
+    picker = chat("--resume", flow="picker")
+    picker.wait_for("resume which (1-2)?")
+    picker.type("2")
+    screen = picker.wait_idle("resumed session")
+    assert "answer one" in screen.split("resumed session")[-1]
+    picker.line("/quit")
+    assert picker.exit_status() == 0
+
+
+FAKE_AGENT = Path(__file__).resolve().parent.parent / "fakes" / "fake_agents" / "scenario.py"
+
+
+def test_any_agent_its_options_by_key_and_links_without_embedded_context(chat, ws):
+    """--agent CMD: another agent (v1, no embeddedContext, its options in its own order)."""
+    (ws / "a.txt").write_text("contents stay home\n")
+    term = chat("--agent", f"{sys.executable} {FAKE_AGENT}", flow="other-agent")
+    term.wait_idle("session ")
+    term.line("echo look at @a.txt")
+    screen = term.wait_turns(1)
+    assert '"type": "resource_link"' in screen and "a.txt" in screen
+    assert "contents stay home" not in screen  # a link: the agent reads it itself, or not
+    term.line("perm edit")
+    screen = term.wait_for("answer 1-3")
+    question = screen[screen.rindex("permission?") :]
+    assert "1 Always" in question and "2 Allow" in question and "3 Reject" in question
+    term.type("2")
+    screen = term.wait_turns(2)
+    assert '"optionId": "yes"' in screen  # the agent got the option the key named
+    term.line("perm-hang")
+    term.wait_for("answer 1-1")
+    term.type("\x03")  # Ctrl-C at the question: the turn is cancelled, not the program
+    screen = term.wait_turns(3)
+    assert "— cancelled" in screen.split("perm-hang")[-1]
+    term.line("hello")
+    screen = term.wait_turns(4)
+    assert "hello" in screen.split("> hello")[-1]
+    term.line("/quit")
+    assert term.exit_status() == 0
+
+
+def test_thoughts_the_plan_elapsed_time_and_agent_commands(chat, fake_llm):
+    todos = [
+        {"content": "read the code", "status": "completed"},
+        {"content": "fix the bug", "status": "in_progress"},
+    ]
+    fake_llm.reply(
+        reasoning=["weighing the options"],
+        tool_calls=[FakeToolCall("todo_write", {"todos": todos}, id="t1")],
+    )
+    fake_llm.reply("planned", delay=0.3)
+    fake_llm.reply("initialized")
+    term = chat(flow="plan")
+    term.wait_idle("session ")
+    term.line("plan it")
+    screen = term.wait_turns(1)
+    assert "thinking: weighing the options" in screen
+    assert "[x] read the code" in screen and "[~] fix the bug" in screen
+    assert "working 0s" in term.raw  # the live line, while the turn ran
+    assert "working" not in screen  # ... and gone once it ended
+    term.type("/ini")
+    term.type("\t")  # the agent's own command, completed
+    term.wait_for("> /init")
+    term.line("")
+    term.wait_turns(2)
+    assert len(fake_llm.requests) == 3  # /init went to the agent, which asked the model
+    term.line("/quit")
+    assert term.exit_status() == 0

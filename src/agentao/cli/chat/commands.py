@@ -123,7 +123,7 @@ async def _mode(chat: Chat, args: str) -> str:
         chat.screen.error(f"no mode {args!r} (offered: {', '.join(offered) or 'none'})")
         return DONE
     await chat.session.set_mode(args)
-    chat.screen.note(f"mode: {args}")
+    chat.screen.mode(args)
     return DONE
 
 

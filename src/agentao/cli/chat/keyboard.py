@@ -48,9 +48,9 @@ class ChatCompleter(Completer):
         if before.startswith("/") and " " not in before:
             for name, description in self.commands():
                 if name.startswith(before[1:]):
-                    yield Completion(
-                        f"/{name}", -len(before), display_meta=description.splitlines()[0:1]
-                    )
+                    # the first line only, as plain text: the agent's words are no style
+                    meta = description.splitlines()[0] if description.strip() else ""
+                    yield Completion(f"/{name}", -len(before), display_meta=meta)
         elif word.startswith("@"):
             for path in workspace_files(self.cwd, word[1:]):
                 yield Completion(f"@{path}", -len(word))

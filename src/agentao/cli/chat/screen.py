@@ -93,6 +93,7 @@ class Screen:
         self.tools: dict[str, ToolCallState] = {}  # announced, not printed final yet
         self.started = time.monotonic()
         self._live: Live | None = None
+        self.shown_mode: str | None = None
 
     # ---- the live area ----------------------------------------------------------------
 
@@ -151,7 +152,7 @@ class Screen:
             self.flush()
             self.plan(update.value.entries)
         elif kind == "current_mode_update" and update.value is not None:
-            self.note(f"mode: {update.value.current_mode_id}")
+            self.mode(update.value.current_mode_id)
 
     def replayed(self, events: list[Event]) -> None:
         """A resumed session's history: each old prompt, then what answered it, in order."""
@@ -160,6 +161,12 @@ class Screen:
                 self.update(event, replayed=True)
         self.flush()
         self.finish_tools()
+
+    def mode(self, mode: str) -> None:
+        """`mode: plan`, once per change (the agent tells again what /mode just set)."""
+        if mode != self.shown_mode:
+            self.shown_mode = mode
+            self.note(f"mode: {mode}")
 
     def user(self, text: str) -> None:
         self.console.print(Text("> ", style="bold cyan") + Text(text))
