@@ -358,3 +358,29 @@ def test_thoughts_the_plan_elapsed_time_and_agent_commands(chat, fake_llm):
     assert len(fake_llm.requests) == 3  # /init went to the agent, which asked the model
     term.line("/quit")
     assert term.exit_status() == 0
+
+
+# What a model (or a file it read) may say to take over the terminal: clear the screen,
+# set the window title, write the clipboard (OSC 52), move up and erase the question.
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07\x1b]52;c;cm0gLXJmIH4=\x07\x1b[1A\x1b[2K\x9b2J"
+
+
+def test_the_agents_words_cannot_drive_the_terminal(chat, fake_llm, ws):
+    fake_llm.reply(
+        reasoning=[f"think {HOSTILE}"],
+        text=[f"answer {HOSTILE} end"],
+        tool_calls=[shell(f"echo hi # {HOSTILE}", "h1")],
+    )
+    fake_llm.reply(f"after {HOSTILE}")
+    term = chat(flow="hostile")
+    term.wait_idle("session ")
+    term.line("go")
+    screen = term.wait_for("answer 1-3")
+    assert "permission?" in screen and "echo hi #" in screen  # nothing erased the question
+    term.type("3")
+    screen = term.wait_turns(1)
+    assert "answer" in screen and "end" in screen and "after" in screen
+    for sequence in ("\x1b[2J", "\x1b]0;", "\x1b]52;", "\x1b[1A\x1b[2K\x9b", "\x9b"):
+        assert sequence not in term.raw, repr(sequence)
+    term.line("/quit")
+    assert term.exit_status() == 0

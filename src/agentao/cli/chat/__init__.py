@@ -113,8 +113,10 @@ async def _list(agent: Any, cwd: str, screen: Any) -> int:
     except ClientError as exc:
         screen.error(str(exc))
         return EXIT_ERROR
+    from agentao.cli.chat.screen import printable
+
     for line in session_lines(found) or [f"no sessions in {cwd}"]:
-        print(line)
+        print(printable(line))  # titles are the agent's words
     return EXIT_OK
 
 

@@ -28,7 +28,7 @@ from agentao.cli.chat.keyboard import (
     quiet_terminal,
 )
 from agentao.cli.chat.mentions import prompt_blocks
-from agentao.cli.chat.screen import Screen
+from agentao.cli.chat.screen import Screen, printable
 from agentao.cli.chat.sessions import (
     ChatError,
     last_session_id,
@@ -222,7 +222,8 @@ def _choices(request: PermissionRequest) -> FormattedText:
     parts: list[tuple[str, str]] = []
     for i, option in enumerate(request.options, 1):
         style = "ansigreen" if option.allows else "ansired"
-        parts += [("bold", f"  {i} "), (style, option.name or option.kind), ("", "\n")]
+        name = printable(option.name or option.kind)
+        parts += [("bold", f"  {i} "), (style, name), ("", "\n")]
     parts.append(("bold", f"answer 1-{len(request.options)} (Ctrl-C cancels the turn) "))
     return FormattedText(parts)
 

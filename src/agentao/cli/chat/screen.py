@@ -13,6 +13,7 @@ rich markup, so nothing they contain can restyle or hide part of the screen.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,10 @@ STATUS_STYLE = {"completed": "green", "failed": "red"}
 PLAN_BOX = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 FINAL = frozenset({"completed", "failed"})
 CODE_THEME = "monokai"
+# C0 controls but tab and newline, DEL and C1 controls: ESC starts the sequences that clear
+# the screen, move the cursor, set the title or write the clipboard (OSC 52), and C1's CSI
+# (0x9b) is ESC [ to many terminals; rich passes them all through.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 
 
@@ -42,6 +47,12 @@ class ScreenLimits:
     output_lines: int = 12  # a shell command's (or a read's) output, then "N more lines"
     diff_lines: int = 40  # an edit's diff lines, then "N more lines"
     refresh_per_second: float = 8.0  # the live area's redraws (spinner and elapsed time)
+
+
+def printable(text: str) -> str:
+    """The agent's (or a file's, or a command's) words with the terminal's control
+    characters taken out: shown, never obeyed."""
+    return CONTROL.sub("", text)
 
 
 def split_markdown(text: str) -> int:
@@ -121,7 +132,7 @@ class Screen:
         return list(self.tools.values())
 
     def markdown(self, text: str) -> Markdown:
-        return Markdown(text, code_theme=CODE_THEME)
+        return Markdown(printable(text), code_theme=CODE_THEME)
 
     # ---- events -----------------------------------------------------------------------
 
@@ -169,7 +180,7 @@ class Screen:
             self.note(f"mode: {mode}")
 
     def user(self, text: str) -> None:
-        self.console.print(Text("> ", style="bold cyan") + Text(text))
+        self.console.print(Text("> ", style="bold cyan") + Text(printable(text)))
 
     def turn_ended(self, end: TurnEnd, context: Any = None) -> None:
         self.flush()
@@ -188,30 +199,31 @@ class Screen:
             verdict, style = "cancelled", "yellow"
         else:
             verdict, style = chosen.name or chosen.kind, "green" if decision.approved else "red"
-        line = Text("permission: ", style="bold") + Text(request.title) + Text(" → ")
-        self.console.print(line + Text(verdict, style=style))
+        line = Text("permission: ", style="bold") + Text(printable(request.title)) + Text(" → ")
+        self.console.print(line + Text(printable(verdict), style=style))
 
     def question(self, request: PermissionRequest, tool: ToolCallState | None) -> None:
         """What the agent asks to do: its title, the command and where, or the diff."""
         self.flush()
-        line = Text("permission? ", style="bold yellow") + Text(request.title, style="bold")
-        self.console.print(line + Text(f" ({request.kind})", style="dim"))
+        title = Text(printable(request.title), style="bold")
+        line = Text("permission? ", style="bold yellow") + title
+        self.console.print(line + Text(f" ({printable(request.kind)})", style="dim"))
         raw = request.tool_call.get("rawInput")
         raw = raw if isinstance(raw, dict) else {}
         if isinstance(raw.get("command"), str):
-            self.console.print(Text("  $ ", style="dim") + Text(raw["command"]))
+            self.console.print(Text("  $ ", style="dim") + Text(printable(raw["command"])))
         if isinstance(raw.get("cwd"), str):  # where it would run matters as much as what
-            self.console.print(Text("  in ", style="dim") + Text(raw["cwd"]))
+            self.console.print(Text("  in ", style="dim") + Text(printable(raw["cwd"])))
         for diff in diffs(tool) if tool is not None else ():
-            self.console.print(Text(f"  {diff.summary()}", style="dim"))
+            self.console.print(Text(printable(f"  {diff.summary()}"), style="dim"))
             self._cut_lines(diff.lines(), self.limits.diff_lines, diff=True)
 
     def note(self, text: str) -> None:
         if text:
-            self.console.print(Text(text, style="dim"))
+            self.console.print(Text(printable(text), style="dim"))
 
     def error(self, text: str) -> None:
-        self.console.print(Text("error: ", style="bold red") + Text(text))
+        self.console.print(Text("error: ", style="bold red") + Text(printable(text)))
 
     # ---- text -------------------------------------------------------------------------
 
@@ -233,7 +245,7 @@ class Screen:
             self.console.print(self.markdown(text))
 
     def _flush_thought(self) -> None:
-        text, self.pending_thought = self.pending_thought.strip(), ""
+        text, self.pending_thought = printable(self.pending_thought).strip(), ""
         if text:
             self.console.print(
                 Text("thinking: ", style="dim bold") + Text(text, style="dim italic")
@@ -264,7 +276,7 @@ class Screen:
     def _cut_lines(self, lines: list[str], limit: int, *, diff: bool = False) -> None:
         for line in lines[:limit]:
             style = DIFF_STYLES.get(line[:1], "dim") if diff else "dim"
-            self.console.print(Text("    ") + Text(line, style=style), soft_wrap=True)
+            self.console.print(Text("    ") + Text(printable(line), style=style), soft_wrap=True)
         if len(lines) > limit:
             self.console.print(Text(f"    … {len(lines) - limit} more lines", style="dim italic"))
 
@@ -272,19 +284,19 @@ class Screen:
         self.console.print(Text("Plan", style="bold"))
         for entry in entries:
             box = PLAN_BOX.get(entry.status, "[ ]")
-            self.console.print(Text(f"  {box} ") + Text(entry.content))
+            self.console.print(Text(f"  {box} ") + Text(printable(entry.content)))
 
 
 def tool_line(tool: ToolCallState) -> Text:
     """`✓ Run ls (execute) completed · exit 0`."""
     style = STATUS_STYLE.get(tool.status, "yellow")
     line = Text(f"{STATUS_MARK.get(tool.status, '·')} ", style=style)
-    line += Text(tool.title or tool.tool_call_id, style=f"bold {style}")
-    line += Text(f" ({tool.kind}) {tool.status}", style="dim")
+    line += Text(printable(tool.title or tool.tool_call_id), style=f"bold {style}")
+    line += Text(printable(f" ({tool.kind}) {tool.status}"), style="dim")
     if (code := exit_code(tool)) is not None:
         line += Text(f" · exit {code}", style="dim")
     for diff in diffs(tool):
-        line += Text(f" · {diff.summary()}", style="dim")
+        line += Text(printable(f" · {diff.summary()}"), style="dim")
     return line
 
 
@@ -299,4 +311,4 @@ def usage_line(usage: Any, context: Any, elapsed: float) -> str:
     return " · ".join(parts)
 
 
-__all__ = ["Screen", "ScreenLimits", "split_markdown", "tool_line", "usage_line"]
+__all__ = ["Screen", "ScreenLimits", "printable", "split_markdown", "tool_line", "usage_line"]
