@@ -9,17 +9,33 @@ a name neither knows is refused here, so a typo never costs a model request.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from agentao.cli.chat.screen import Screen
 from agentao.cli.chat.sessions import ChatError, list_sessions, session_lines
+from agentao.client.client import Client
+from agentao.client.session import Session
 
-if TYPE_CHECKING:
-    from agentao.cli.chat.app import Chat
+
+class Chat(Protocol):
+    """What a command uses of the session (app.Chat; named here, not imported: app runs
+    the commands)."""
+
+    client: Client
+    cwd: str
+    screen: Screen
+    session: Session
+    current_values: dict[str, Any]
+
+    async def new_session(self) -> None: ...
+    async def reopen(self, session_id: str) -> None: ...
+    def option(self, category: str) -> Any: ...
+
 
 QUIT = "quit"  # what a command returns to end the session
 SEND = "send"  # ... to send the line to the agent as it is
 DONE = "done"  # ... when it was answered here
-Command = Callable[["Chat", str], Awaitable[str]]
+Command = Callable[[Chat, str], Awaitable[str]]
 
 LOCAL: dict[str, tuple[str, Command]] = {}
 
@@ -167,4 +183,4 @@ def option_choices(option: Any) -> list[tuple[str, str]]:
     return out
 
 
-__all__ = ["DONE", "LOCAL", "QUIT", "SEND", "agent_commands", "completions", "dispatch"]
+__all__ = ["DONE", "LOCAL", "QUIT", "SEND", "Chat", "agent_commands", "completions", "dispatch"]
