@@ -18,14 +18,22 @@ from pathlib import Path
 
 import pexpect
 import pyte
+from rich.style import Style
+from rich.text import Text
 
 ROWS, COLUMNS = 40, 100
 TURN_END = re.compile(r"^\d+\.\ds( ·|$)", re.MULTILINE)  # `1.2s · tokens: ...`
-WAIT = 30.0  # the bound of one wait: a slow machine, never a measurement
+WAIT = float(
+    os.environ.get("TWAIT", "30")
+)  # the bound of one wait: a slow machine, never a measurement
 
 
 class Terminal:
-    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, argv: list[str], cwd: Path, env: dict[str, str], shell: str | None = None
+    ) -> None:
+        """`agentao ARGV` in `cwd`; with `shell`, that `sh -c` line instead, `$AGENTAO`
+        naming the command."""
         inherited = {
             k: v
             for k, v in os.environ.items()
@@ -36,9 +44,13 @@ class Terminal:
         self.pyte = pyte.HistoryScreen(COLUMNS, ROWS, history=5000)
         self.stream = pyte.Stream(self.pyte)
         self.raw = ""
+        command = [sys.executable, "-m", "agentao", *argv]
+        if shell is not None:
+            full_env["AGENTAO"] = " ".join(command)
+            command = ["sh", "-c", shell]
         self.child = pexpect.spawn(
-            sys.executable,
-            ["-m", "agentao", *argv],
+            command[0],
+            command[1:],
             cwd=str(cwd),
             env=full_env,
             dimensions=(ROWS, COLUMNS),
@@ -110,6 +122,20 @@ class Terminal:
         """Keep the final screen (a text capture of the flow) beside the test's files."""
         path.write_text(self.screen() + "\n")
 
+    def save_svg(self, path: Path, title: str) -> None:
+        """The final screen, colours and all, as an SVG picture (rich draws it)."""
+        from rich.console import Console
+
+        console = Console(record=True, width=COLUMNS, file=open(os.devnull, "w"))  # noqa: SIM115
+        lines = [_styled(row) for row in self.pyte.history.top]
+        lines += [_styled(self.pyte.buffer[y]) for y in range(ROWS)]
+        while lines and not lines[-1].plain:
+            lines.pop()  # the window's empty rows below the last line
+        for line in lines:
+            console.print(line)
+        console.file.close()
+        path.write_text(console.export_svg(title=title))
+
     def close(self) -> None:
         if self.child.isalive():
             self.child.terminate(force=True)
@@ -117,6 +143,29 @@ class Terminal:
 
 def _line(row: dict, width: int) -> str:
     return "".join(row[x].data if x in row else " " for x in range(width)).rstrip()
+
+
+def _styled(row: dict) -> Text:
+    """One emulated row as rich text: each character with its colour and weight."""
+    text = Text()
+    for x in range(COLUMNS):
+        char = row.get(x)
+        if char is None:
+            text.append(" ")
+            continue
+        text.append(char.data, Style(color=_colour(char.fg), bold=char.bold, dim=False))
+    text.rstrip()
+    return text
+
+
+def _colour(fg: str) -> str | None:
+    """pyte's colour (a name, `brightred`, or six hex digits) as rich names it."""
+    if fg == "default":
+        return None
+    if re.fullmatch(r"[0-9a-fA-F]{6}", fg):
+        return f"#{fg}"
+    fg = fg.replace("brown", "yellow")  # pyte's name for ANSI colour 3
+    return fg.replace("bright", "bright_") if fg.startswith("bright") else fg
 
 
 def _idle(screen: str) -> bool:

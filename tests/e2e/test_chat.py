@@ -1,6 +1,6 @@
 """`agentao` with no command: the interactive session in a real pty, with our agent
 (`agentao --acp` as a subprocess) on the fake LLM. Each flow's final screen is kept as
-a text capture in the test's tmp dir (`screen-<flow>.txt`)."""
+a text capture and a picture in the test's tmp dir (`screen-<flow>.txt`, `.svg`)."""
 
 from __future__ import annotations
 
@@ -31,15 +31,18 @@ def chat(fake_llm: FakeLLM, ws: Path, home: Path, tmp_path: Path) -> Iterator:
     """Start `agentao ARGS...` in `ws`; every terminal is closed (and its screen kept)."""
     started: list[tuple[str, Terminal]] = []
 
-    def start(*argv: str, flow: str = "chat", env: dict[str, str] | None = None) -> Terminal:
+    def start(
+        *argv: str, flow: str = "chat", env: dict[str, str] | None = None, shell: str | None = None
+    ) -> Terminal:
         env = {**fake_llm.env(), "AGENTAO_HOME": str(home), **(env or {})}
-        term = Terminal(list(argv), ws, env)
+        term = Terminal(list(argv), ws, env, shell)
         started.append((flow, term))
         return term
 
     yield start
     for flow, term in started:
         term.save(tmp_path / f"screen-{flow}.txt")
+        term.save_svg(tmp_path / f"screen-{flow}.svg", f"agentao: {flow}")
         term.close()
 
 
@@ -133,6 +136,32 @@ def test_ctrl_c_cancels_the_turn_and_the_next_prompt_works(chat, fake_llm):
     assert "after the cancel" in screen.split("go on")[1]
     term.line("/quit")
     assert term.exit_status() == 0
+
+
+def test_ctrl_c_twice_at_the_prompt_exits_0_with_the_terminal_as_it_was(chat, fake_llm):
+    """Even after a turn cancelled by Ctrl-C (echo is off during a turn) and a permission
+    question (prompt_toolkit's raw mode), the shell gets its terminal settings back."""
+    fake_llm.reply(tool_calls=[shell("true", "q1")])
+    fake_llm.hang("partial")
+    # set -m: agentao runs as a job in its own process group, as an interactive shell runs
+    # it (else the turn's Ctrl-C would interrupt this shell too)
+    script = 'set -m; stty -g; $AGENTAO; echo "status $?"; stty -g'
+    term = chat(flow="sane", shell=script)
+    term.wait_idle("session ")
+    term.line("ask then hang")
+    term.wait_for("answer 1-3")
+    term.type("1")
+    term.wait_for("partial")
+    term.type("\x03")
+    term.wait_turns(1)
+    term.type("\x03")
+    term.wait_idle("Ctrl-C again or Ctrl-D to quit")
+    term.type("\x03")
+    screen = term.wait_for("status ")
+    assert term.exit_status() == 0
+    screen = term.screen()
+    before, after = screen.splitlines()[0], screen.splitlines()[-1]
+    assert "status 0" in screen and before == after and ":" in before
 
 
 def test_help_is_answered_without_the_model_and_ctrl_c_ctrl_d_exit_0(chat, fake_llm):

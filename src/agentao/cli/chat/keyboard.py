@@ -109,7 +109,9 @@ async def ask_key(question: FormattedText, keys: Iterable[str]) -> str:
         key_bindings=bindings,
         full_screen=False,
     )
-    return await app.run_async()
+    # handle_sigint=False: it would take over SIGINT and, leaving, remove the turn's handler
+    # (Ctrl-C would no longer cancel the turn after a question). Ctrl-C here is a key.
+    return await app.run_async(handle_sigint=False)
 
 
 @contextlib.contextmanager
