@@ -23,9 +23,7 @@ from rich.text import Text
 
 ROWS, COLUMNS = 40, 100
 TURN_END = re.compile(r"^\d+\.\ds( ·|$)", re.MULTILINE)  # `1.2s · tokens: ...`
-WAIT = float(
-    os.environ.get("TWAIT", "30")
-)  # the bound of one wait: a slow machine, never a measurement
+WAIT = 30.0  # the bound of one wait: a slow machine, never a measurement
 
 
 class Terminal:
