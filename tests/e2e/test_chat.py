@@ -263,6 +263,7 @@ def test_mentions_go_as_embedded_files_and_never_leave_the_workspace(chat, fake_
 
 def test_a_shell_line_runs_here_and_multi_line_input_and_history(chat, fake_llm, ws):
     fake_llm.reply("two lines seen")
+    fake_llm.reply("paste seen")
     term = chat(flow="input")
     term.wait_idle("session ")
     term.line("!echo local > here.txt && echo ran-it")
@@ -276,6 +277,11 @@ def test_a_shell_line_runs_here_and_multi_line_input_and_history(chat, fake_llm,
     term.wait_turns(1)
     last = fake_llm.requests[0].body["messages"][-1]["content"]
     assert "line one\nline two\nline three" in str(last).replace("\\n", "\n")
+    term.type("\x1b[200~pasted a\rpasted b\x1b[201~")  # a bracketed paste: its Enter is text
+    term.line("")
+    term.wait_turns(2)
+    last = fake_llm.requests[1].body["messages"][-1]["content"]
+    assert "pasted a\npasted b" in str(last).replace("\\n", "\n")
     term.line("/quit")
     assert term.exit_status() == 0
     again = chat(flow="history")
@@ -283,7 +289,7 @@ def test_a_shell_line_runs_here_and_multi_line_input_and_history(chat, fake_llm,
     again.type("\x1b[A")  # Up: the history file of the state directory, across sessions
     again.wait_for("> /quit")
     again.type("\x1b[A")
-    again.wait_for(lambda s: "line three" in s.split("session ")[-1], "the prompt from before")
+    again.wait_for(lambda s: "pasted b" in s.split("session ")[-1], "the prompt from before")
     again.type("\x03")
     again.type("\x04")
     assert again.exit_status() == 0
@@ -413,3 +419,24 @@ def test_the_agents_words_cannot_drive_the_terminal(chat, fake_llm, ws):
         assert sequence not in term.raw, repr(sequence)
     term.line("/quit")
     assert term.exit_status() == 0
+
+
+def test_without_a_provider_or_a_terminal_it_says_what_to_do(ws, home):
+    term = Terminal([], ws, {"AGENTAO_HOME": str(home)})  # no provider variables at all
+    try:
+        term.wait_for("agentao demo")
+        assert term.exit_status() == 1
+        screen = term.screen()
+        assert "OPENAI_API_KEY" in screen and "agentao doctor" in screen
+    finally:
+        term.close()
+    piped = subprocess.run(
+        [sys.executable, "-m", "agentao"],
+        stdin=subprocess.DEVNULL,
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert piped.returncode == 2
+    assert "needs a terminal" in piped.stdout + piped.stderr and "agentao run" in piped.stderr

@@ -30,6 +30,10 @@ from agentao.client.remote import AgentUrl, is_agent_url
 from agentao.local_token import LocalTokenError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+PROVIDER_HINT = (
+    "agentao's agent needs an LLM provider: `agentao doctor` checks its settings, "
+    "`agentao demo` runs a session without one"
+)
 
 
 def agent_of(text: str | None) -> AgentCommand | AgentUrl:
@@ -47,16 +51,19 @@ def main(args: argparse.Namespace) -> int:
     """`agentao [--agent CMD|URL] [-c | --resume [ID]]`."""
     from agentao.cli.chat.screen import Screen
 
-    screen = Screen()
     if not sys.stdin.isatty():
-        screen.error("the interactive session needs a terminal (for one prompt: agentao run)")
-        return EXIT_USAGE
+        return _usage("the interactive session needs a terminal (for one prompt: agentao run)")
     try:
         agent = agent_of(args.chat_agent)
     except (ValueError, LocalTokenError) as exc:
-        screen.error(f"bad --agent: {exc}")
-        return EXIT_USAGE
-    return asyncio.run(_session(agent, os.getcwd(), args, screen))
+        return _usage(f"bad --agent: {exc}")
+    return asyncio.run(_session(agent, os.getcwd(), args, Screen()))
+
+
+def _usage(text: str) -> int:
+    """A usage error, on stderr (stdout may be a pipe a script reads)."""
+    sys.stderr.write(f"agentao: {text}\n")
+    return EXIT_USAGE
 
 
 async def _session(agent: Any, cwd: str, args: argparse.Namespace, screen: Any) -> int:
@@ -84,20 +91,23 @@ async def _session(agent: Any, cwd: str, args: argparse.Namespace, screen: Any) 
             return await chat.loop()
     except ClientError as exc:
         screen.error(str(exc))
+        if agent == AgentCommand.ours():  # most likely: no provider set up yet
+            screen.note(PROVIDER_HINT)
         return EXIT_ERROR
 
 
 def sessions_main(args: argparse.Namespace) -> int:
-    """`agentao sessions`: the sessions of this directory, the latest first."""
+    """`agentao sessions`: the sessions of this directory, the latest first (errors on
+    stderr)."""
+    from rich.console import Console
+
     from agentao.cli.chat.screen import Screen
 
-    screen = Screen()
     try:
         agent = agent_of(args.chat_agent)
     except (ValueError, LocalTokenError) as exc:
-        screen.error(f"bad --agent: {exc}")
-        return EXIT_USAGE
-    return asyncio.run(_list(agent, os.getcwd(), screen))
+        return _usage(f"bad --agent: {exc}")
+    return asyncio.run(_list(agent, os.getcwd(), Screen(Console(stderr=True))))
 
 
 async def _list(agent: Any, cwd: str, screen: Any) -> int:
@@ -120,4 +130,12 @@ async def _list(agent: Any, cwd: str, screen: Any) -> int:
     return EXIT_OK
 
 
-__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "agent_of", "main", "sessions_main"]
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "PROVIDER_HINT",
+    "agent_of",
+    "main",
+    "sessions_main",
+]
