@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from agentao.cli.chat.sessions import LIST_PAGES
 from tests.e2e.terminal import Terminal
 from tests.fakes.fake_llm import FakeLLM, FakeToolCall
 
@@ -440,3 +441,16 @@ def test_without_a_provider_or_a_terminal_it_says_what_to_do(ws, home):
     )
     assert piped.returncode == 2
     assert "needs a terminal" in piped.stdout + piped.stderr and "agentao run" in piped.stderr
+
+
+def test_an_agent_whose_session_list_never_ends_is_read_to_a_bound(ws):
+    agent = f"{sys.executable} {FAKE_AGENT} --endless-list"
+    listed = subprocess.run(
+        [sys.executable, "-m", "agentao", "--agent", agent, "sessions"],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert len(listed.stdout.splitlines()) == LIST_PAGES

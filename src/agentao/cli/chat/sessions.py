@@ -14,6 +14,8 @@ from agentao.client.client import Client
 from agentao.client.events import Event
 from agentao.client.session import Session
 
+LIST_PAGES = 20  # pages of `session/list` read at most: an agent's cursors may never end
+
 
 class ChatError(Exception):
     """Something the person asked for that this agent or directory cannot give."""
@@ -27,12 +29,13 @@ class SessionInfo:
 
 
 async def list_sessions(client: Client, cwd: str) -> list[SessionInfo]:
-    """The agent's sessions in `cwd`, the most recently updated first."""
+    """The agent's sessions in `cwd`, the most recently updated first (the first
+    `LIST_PAGES` pages)."""
     if not client.supports("list"):
         raise ChatError("this agent does not list its sessions (no session/list)")
     found: list[SessionInfo] = []
     cursor: str | None = None
-    while True:
+    for _ in range(LIST_PAGES):
         page = await client.list_sessions(cwd, cursor)
         for item in getattr(page, "sessions", None) or ():
             found.append(_info(item))
@@ -75,6 +78,7 @@ def session_lines(sessions: list[SessionInfo]) -> list[str]:
 
 
 __all__ = [
+    "LIST_PAGES",
     "ChatError",
     "SessionInfo",
     "last_session_id",
