@@ -454,3 +454,17 @@ def test_an_agent_whose_session_list_never_ends_is_read_to_a_bound(ws):
     )
     assert listed.returncode == 0, listed.stderr
     assert len(listed.stdout.splitlines()) == LIST_PAGES
+
+
+def test_a_request_the_agent_refuses_is_an_error_line_not_the_end(chat, fake_llm):
+    fake_llm.reply("still here")
+    term = chat(flow="refused")
+    term.wait_idle("session ")
+    term.line("/resume no-such-session")
+    screen = term.wait_idle("error: ")
+    assert "no-such-session" in screen.split("error: ")[-1] or "not found" in screen
+    term.line("hello")
+    screen = term.wait_turns(1)
+    assert "still here" in screen
+    term.line("/quit")
+    assert term.exit_status() == 0

@@ -80,6 +80,7 @@ async def _session(agent: Any, cwd: str, args: argparse.Namespace, screen: Any) 
 
     # Every always-option the agent offers may be chosen by the person (key 2): `remember`.
     policy = ClientPolicy(approve="ask", remember=True)
+    opened = False
     try:
         async with Client(agent, policy=policy, handlers=Handlers(permission=ask)) as client:
             chat = Chat(client, cwd, screen)
@@ -88,10 +89,11 @@ async def _session(agent: Any, cwd: str, args: argparse.Namespace, screen: Any) 
             except ChatError as exc:
                 screen.error(str(exc))
                 return EXIT_USAGE
+            opened = True
             return await chat.loop()
     except ClientError as exc:
         screen.error(str(exc))
-        if agent == AgentCommand.ours():  # most likely: no provider set up yet
+        if not opened and agent == AgentCommand.ours():  # most likely: no provider set up
             screen.note(PROVIDER_HINT)
         return EXIT_ERROR
 

@@ -37,6 +37,7 @@ from agentao.cli.chat.sessions import (
     session_lines,
 )
 from agentao.client.client import Client
+from agentao.client.errors import AgentError
 from agentao.client.events import Event, TurnEnd
 from agentao.client.permissions import PermissionAnswer, PermissionRequest
 from agentao.client.session import Session
@@ -124,8 +125,12 @@ class Chat:
             except EOFError:
                 return 0
             interrupted = False
-            if await self.answer(line.strip()) == commands.QUIT:
-                return 0
+            try:
+                if await self.answer(line.strip()) == commands.QUIT:
+                    return 0
+            except AgentError as exc:  # it refused this one request; the session goes on
+                self.screen.pause()
+                self.screen.error(str(exc))
 
     async def answer(self, line: str) -> str:
         """One line: a local shell command, a command, or a prompt."""
