@@ -363,6 +363,8 @@ def test_any_agent_its_options_by_key_and_links_without_embedded_context(chat, w
     term.line("hello")
     screen = term.wait_turns(4)
     assert "hello" in screen.split("> hello")[-1]
+    term.line("/compact")  # this agent offers no such command: nothing is sent
+    term.wait_idle("this agent offers no /compact")
     term.line("/quit")
     assert term.exit_status() == 0
 
@@ -392,6 +394,9 @@ def test_thoughts_the_plan_elapsed_time_and_agent_commands(chat, fake_llm):
     term.line("")
     term.wait_turns(2)
     assert len(fake_llm.requests) == 3  # /init went to the agent, which asked the model
+    term.line("/compact")  # the agent offers it: sent as its own command, which it answers
+    screen = term.wait_turns(3)
+    assert "Nothing to compact" in screen.split("> /compact")[-1]
     term.line("/quit")
     assert term.exit_status() == 0
 
