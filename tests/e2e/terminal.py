@@ -102,9 +102,11 @@ class Terminal:
         return self.wait_idle(lambda s: len(TURN_END.findall(s)) >= count, f"{count} turns")
 
     def exit_status(self) -> int:
-        """Read to the end; the exit status."""
+        """Read to the end; the exit status (fails if it does not end within WAIT)."""
+        deadline = time.monotonic() + WAIT
         while self._pump(0.5):
-            pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"still running\n--- screen ---\n{self.screen()}")
         self.child.wait()
         return self.child.exitstatus if self.child.exitstatus is not None else -1
 

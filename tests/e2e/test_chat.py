@@ -473,3 +473,21 @@ def test_a_request_the_agent_refuses_is_an_error_line_not_the_end(chat, fake_llm
     assert "still here" in screen
     term.line("/quit")
     assert term.exit_status() == 0
+
+
+def test_an_agent_that_cannot_reopen_sessions_says_so(chat, tmp_path):
+    """A v1 agent without `loadSession`: --resume ends with a usage error, /resume is an
+    error line and the session goes on."""
+    agent = f"{sys.executable} {FAKE_AGENT} --no-load"
+    term = chat("--agent", agent, "--resume", "some-id", flow="cannot-reopen")
+    screen = term.wait_for("cannot reopen")
+    assert term.exit_status() == 2
+    term = chat("--agent", agent, flow="cannot-reopen-2")
+    term.wait_idle("session ")
+    term.line("/resume some-id")
+    term.wait_idle("cannot reopen")
+    term.line("hello")
+    screen = term.wait_turns(1)
+    assert "hello" in screen.split("> hello")[-1]
+    term.line("/quit")
+    assert term.exit_status() == 0

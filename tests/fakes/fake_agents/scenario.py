@@ -38,7 +38,8 @@ a client that asks for it (capabilities.session; a prompt is answered `{messageI
 turn ends with a `state_update` idle; chunks carry a messageId); --early-update sends a session/update for the new session *before*
 the session/new result; --auth answers session/new with -32000 until
 `authenticate` was called; --endless-list lists its sessions (v1) a page at a time, every
-page naming a next one (a client that follows cursors blindly never stops).
+page naming a next one (a client that follows cursors blindly never stops); --no-load
+declares no `loadSession` (a v1 agent that cannot reopen a session).
 """
 
 from __future__ import annotations
@@ -85,7 +86,10 @@ def on_initialize(msg: dict[str, Any]) -> None:
         msg,
         {
             "protocolVersion": 1,
-            "agentCapabilities": {"loadSession": True, "sessionCapabilities": sessions},
+            "agentCapabilities": {
+                "loadSession": "--no-load" not in ARGS,
+                "sessionCapabilities": sessions,
+            },
             "authMethods": auth,
             "agentInfo": {"name": "fake", "version": "0"},
             "_meta": {"extra": True},

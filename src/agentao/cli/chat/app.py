@@ -78,11 +78,8 @@ class Chat:
         self.screen.note(f"session {self.session.id} · {self.cwd} · /help for commands")
 
     async def reopen(self, session_id: str) -> None:
-        try:
-            session, history = await reopen(self.client, session_id, self.cwd)
-        except ChatError as exc:
-            self.screen.error(str(exc))
-            return
+        """Show `session_id`'s history and go on in it (ChatError: this agent cannot)."""
+        session, history = await reopen(self.client, session_id, self.cwd)
         self.session, self.current_values = session, {}
         self.screen.note(f"resumed session {session.id} · {self.cwd}")
         self.screen.replayed(history)

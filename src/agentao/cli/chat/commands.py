@@ -115,7 +115,10 @@ async def _resume(chat: Chat, args: str) -> str:
     if not args:
         chat.screen.error("which session? /sessions lists them")
         return DONE
-    await chat.reopen(args)
+    try:
+        await chat.reopen(args)
+    except ChatError as exc:  # this agent cannot reopen sessions: the current one goes on
+        chat.screen.error(str(exc))
     return DONE
 
 
