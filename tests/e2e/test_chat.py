@@ -491,3 +491,18 @@ def test_an_agent_that_cannot_reopen_sessions_says_so(chat, tmp_path):
     assert "hello" in screen.split("> hello")[-1]
     term.line("/quit")
     assert term.exit_status() == 0
+
+
+def test_ctrl_c_stops_a_shell_line_not_the_session(chat, fake_llm):
+    fake_llm.reply("still here")
+    term = chat(flow="shell-interrupt")
+    term.wait_idle("session ")
+    term.line("!echo started; sleep 60")
+    term.wait_for("started")
+    term.type("\x03")  # reaches the command (the terminal's foreground), not the session
+    term.wait_idle("! exit ")
+    term.line("hello")
+    screen = term.wait_turns(1)
+    assert "still here" in screen
+    term.line("/quit")
+    assert term.exit_status() == 0

@@ -150,7 +150,10 @@ class Chat:
         with _ignore_interrupt():  # Ctrl-C reaches the command, not us
             process = await asyncio.create_subprocess_shell(command, cwd=self.cwd)
             code = await process.wait()
-        self.screen.note(f"! exit {code}")
+        if code < 0:  # the terminal echoed ^C where the cursor was: the note gets its own line
+            self.screen.note(f"\n! exit {code} (stopped by signal {-code})")
+        else:
+            self.screen.note(f"! exit {code}")
 
     async def prompt(self, line: str) -> None:
         mentions = prompt_blocks(line, self.cwd, embed=self.embeds())
