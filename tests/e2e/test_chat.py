@@ -4,6 +4,7 @@ a text capture and a picture in the test's tmp dir (`screen-<flow>.txt`, `.svg`)
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -100,8 +101,11 @@ def test_a_permission_approved_and_one_rejected_by_keys(chat, fake_llm, ws):
     assert term.exit_status() == 0
 
 
-def test_an_edit_shows_its_diff_and_long_shell_output_is_cut(chat, fake_llm, ws):
+def test_an_edit_shows_its_diff_and_long_shell_output_is_cut(chat, fake_llm, ws, home):
     (ws / "notes.txt").write_text("alpha\nbeta\n")
+    # The user's rule: edits ask first (workspace-write would let them through).
+    rules = {"rules": [{"action": "ask", "tool": "replace"}]}
+    (home / "permissions.json").write_text(json.dumps(rules))
     edit = {"file_path": "notes.txt", "old_string": "beta", "new_string": "gamma"}
     fake_llm.reply(tool_calls=[FakeToolCall("replace", edit, id="e1")])
     fake_llm.reply(tool_calls=[shell("seq 1 30", "s1")])
@@ -109,7 +113,11 @@ def test_an_edit_shows_its_diff_and_long_shell_output_is_cut(chat, fake_llm, ws)
     term = chat(flow="diff")
     term.wait_idle("session ")
     term.line("edit and count")
-    term.wait_for("answer 1-3")
+    screen = term.wait_for("answer 1-3")
+    question = screen[screen.rindex("permission?") :]
+    assert "-beta" in question and "+gamma" in question  # the diff, before it is allowed
+    term.type("1")
+    term.wait_for(lambda s: s.count("answer 1-3") == 2, "the command's question")
     term.type("1")
     screen = term.wait_turns(1)
     assert "-beta" in screen and "+gamma" in screen  # the diff stays in the scrollback

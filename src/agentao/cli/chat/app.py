@@ -38,10 +38,11 @@ from agentao.cli.chat.sessions import (
 )
 from agentao.client.client import Client
 from agentao.client.errors import AgentError
-from agentao.client.events import Event, TurnEnd
+from agentao.client.events import Event, ToolCallState, TurnEnd
 from agentao.client.permissions import PermissionAnswer, PermissionRequest
 from agentao.client.session import Session
 from agentao.client.turn import Turn
+from agentao.client.view import merge_tool_call, tool_call_of
 from agentao.store.paths import state_dir
 
 PROMPT = FormattedText([("bold ansicyan", "> ")])
@@ -206,7 +207,7 @@ class Chat:
             self._held = []
             self.screen.pause()
             try:
-                self.screen.question(request, self.session.tool_calls.get(request.tool_call_id))
+                self.screen.question(request, self._proposed(request))
                 keys = [str(i) for i in range(1, len(request.options) + 1)]
                 key = await ask_key(_choices(request), keys)
             finally:
@@ -221,6 +222,12 @@ class Chat:
         option = request.options[int(key) - 1]
         reason = f"the person at the terminal chose {option.name or option.kind}"
         return PermissionAnswer(option.option_id, reason)
+
+    def _proposed(self, request: PermissionRequest) -> ToolCallState | None:
+        """The call as announced, with what the question itself carries (a proposed diff)."""
+        known = self.session.tool_calls.get(request.tool_call_id)
+        asked = tool_call_of(request.tool_call) if request.tool_call else None
+        return merge_tool_call(known, asked) if asked is not None else known
 
 
 def _choices(request: PermissionRequest) -> FormattedText:

@@ -214,9 +214,12 @@ class Screen:
             self.console.print(Text("  $ ", style="dim") + Text(printable(raw["command"])))
         if isinstance(raw.get("cwd"), str):  # where it would run matters as much as what
             self.console.print(Text("  in ", style="dim") + Text(printable(raw["cwd"])))
-        for diff in diffs(tool) if tool is not None else ():
+        shown = diffs(tool) if tool is not None else []
+        for diff in shown:
             self.console.print(Text(printable(f"  {diff.summary()}"), style="dim"))
             self._cut_lines(diff.lines(), self.limits.diff_lines, diff=True)
+        if not shown:  # no diff proposed: the edit as its input says, where it says it
+            self._cut_lines(proposed_edit(raw), self.limits.diff_lines, diff=True)
 
     def note(self, text: str) -> None:
         if text:
@@ -287,6 +290,15 @@ class Screen:
             self.console.print(Text(f"  {box} ") + Text(printable(entry.content)))
 
 
+def proposed_edit(raw_input: dict[str, Any]) -> list[str]:
+    """An edit's input as diff lines: `old_string` / `new_string` (agentao's replace, and
+    others' edit tools of that shape) as `-` / `+` lines; nothing for any other input."""
+    old, new = raw_input.get("old_string"), raw_input.get("new_string")
+    if not (isinstance(old, str) and isinstance(new, str)):
+        return []
+    return [f"-{line}" for line in old.splitlines()] + [f"+{line}" for line in new.splitlines()]
+
+
 def tool_line(tool: ToolCallState) -> Text:
     """`✓ Run ls (execute) completed · exit 0`."""
     style = STATUS_STYLE.get(tool.status, "yellow")
@@ -311,4 +323,12 @@ def usage_line(usage: Any, context: Any, elapsed: float) -> str:
     return " · ".join(parts)
 
 
-__all__ = ["Screen", "ScreenLimits", "printable", "split_markdown", "tool_line", "usage_line"]
+__all__ = [
+    "Screen",
+    "ScreenLimits",
+    "printable",
+    "proposed_edit",
+    "split_markdown",
+    "tool_line",
+    "usage_line",
+]
