@@ -121,6 +121,7 @@ class Terminal:
     def save(self, path: Path) -> None:
         """Keep the final screen (a text capture of the flow) beside the test's files."""
         path.write_text(self.screen() + "\n")
+        path.with_suffix(".raw").write_text(self.raw)  # the byte stream, to tell why
 
     def save_svg(self, path: Path, title: str) -> None:
         """The final screen, colours and all, as an SVG picture (rich draws it)."""

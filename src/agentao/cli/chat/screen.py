@@ -13,6 +13,7 @@ rich markup, so nothing they contain can restyle or hide part of the screen.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from dataclasses import dataclass
@@ -104,6 +105,7 @@ class Screen:
         self.tools: dict[str, ToolCallState] = {}  # announced, not printed final yet
         self.started = time.monotonic()
         self._live: Live | None = None
+        self._ticker: asyncio.Task[None] | None = None
         self.shown_mode: str | None = None
 
     # ---- the live area ----------------------------------------------------------------
@@ -113,17 +115,27 @@ class Screen:
         self.resume()
 
     def resume(self) -> None:
+        """Show the live area again. It is redrawn on the event loop's thread only (rich's
+        own refresh thread would draw it while this thread prints: one of them then erases
+        a line of the other's, and a printed line went missing from the scrollback)."""
         if self._live is None and self.console.is_terminal:
             self._live = Live(
-                _Working(self),
-                console=self.console,
-                transient=True,
-                refresh_per_second=self.limits.refresh_per_second,
+                _Working(self), console=self.console, transient=True, auto_refresh=False
             )
-            self._live.start()
+            self._live.start(refresh=True)
+            self._ticker = asyncio.get_running_loop().create_task(self._tick(self._live))
+
+    async def _tick(self, live: Live) -> None:
+        """The spinner and the elapsed time move while nothing else is printed."""
+        while True:
+            await asyncio.sleep(1 / self.limits.refresh_per_second)
+            live.refresh()
 
     def pause(self) -> None:
         """Take the live area off the screen (before a question, or the turn's end)."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
         if self._live is not None:
             self._live.stop()
             self._live = None
