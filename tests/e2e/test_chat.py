@@ -514,3 +514,16 @@ def test_ctrl_c_stops_a_shell_line_not_the_session(chat, fake_llm):
     assert "still here" in screen
     term.line("/quit")
     assert term.exit_status() == 0
+
+
+def test_the_agents_question_to_the_person_is_answered_with_a_line(chat):
+    term = chat("--agent", f"{sys.executable} {FAKE_AGENT}", flow="ask-user")
+    term.wait_idle("session ")
+    term.line("ask which colour?")
+    term.wait_for("answer>")
+    assert "question? which colour?" in term.screen()
+    term.line("blue")
+    screen = term.wait_turns(1)
+    assert '"answer": "blue"' in screen  # the agent reports what it got
+    term.line("/quit")
+    assert term.exit_status() == 0

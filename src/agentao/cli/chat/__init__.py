@@ -78,11 +78,17 @@ async def _session(agent: Any, cwd: str, args: argparse.Namespace, screen: Any) 
         assert chat is not None  # questions come only once a session is open
         return await chat.ask(request)
 
+    async def ask_user(session_id: str, question: str) -> str | None:
+        assert chat is not None
+        return await chat.ask_user(session_id, question)
+
     # Every always-option the agent offers may be chosen by the person (key 2): `remember`.
     policy = ClientPolicy(approve="ask", remember=True)
     opened = False
     try:
-        async with Client(agent, policy=policy, handlers=Handlers(permission=ask)) as client:
+        async with Client(
+            agent, policy=policy, handlers=Handlers(permission=ask, ask_user=ask_user)
+        ) as client:
             chat = Chat(client, cwd, screen)
             try:
                 await chat.open(args.resume, args.continue_last)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from prompt_toolkit.formatted_text import FormattedText
@@ -24,6 +24,7 @@ from agentao.cli.chat.keyboard import (
     CANCEL,
     ChatCompleter,
     ask_key,
+    ask_line,
     prompt_session,
     quiet_terminal,
 )
@@ -201,27 +202,44 @@ class Chat:
 
     # ---- permissions ------------------------------------------------------------------
 
-    async def ask(self, request: PermissionRequest) -> PermissionAnswer:
-        """The agent asks: pause the live area, show the call, one key answers."""
+    @contextlib.asynccontextmanager
+    async def _taking_screen(self) -> AsyncIterator[None]:
+        """A question has the screen: the live area off, events held until it is answered."""
         async with self._asking:
             self._held = []
             self.screen.pause()
             try:
-                self.screen.question(request, self._proposed(request))
-                keys = [str(i) for i in range(1, len(request.options) + 1)]
-                key = await ask_key(_choices(request), keys)
+                yield
             finally:
                 held, self._held = self._held, None
                 if self._turn is not None and not self._turn.done:
                     self.screen.resume()
                 for event in held:
                     self.show(event)
+
+    async def ask(self, request: PermissionRequest) -> PermissionAnswer:
+        """The agent asks permission: show the call, one key answers."""
+        async with self._taking_screen():
+            self.screen.question(request, self._proposed(request))
+            keys = [str(i) for i in range(1, len(request.options) + 1)]
+            key = await ask_key(_choices(request), keys)
         if key == CANCEL:
             self.cancel()
             return PermissionAnswer(None, "the person at the terminal cancelled the turn")
         option = request.options[int(key) - 1]
         reason = f"the person at the terminal chose {option.name or option.kind}"
         return PermissionAnswer(option.option_id, reason)
+
+    async def ask_user(self, session_id: str, question: str) -> str | None:
+        """The agent's question to the person (`_agentao.cn/ask_user`): a line answers;
+        Ctrl-C cancels the turn (None: the agent is told no one answered)."""
+        async with self._taking_screen():
+            self.screen.asked(question)
+            try:
+                return await ask_line()
+            except (KeyboardInterrupt, EOFError):
+                self.cancel()
+                return None
 
     def _proposed(self, request: PermissionRequest) -> ToolCallState | None:
         """The call as announced, with what the question itself carries (a proposed diff)."""

@@ -114,6 +114,13 @@ async def ask_key(question: FormattedText, keys: Iterable[str]) -> str:
     return await app.run_async(handle_sigint=False)
 
 
+async def ask_line() -> str:
+    """One line typed in answer to the agent's question (KeyboardInterrupt on Ctrl-C)."""
+    session: PromptSession[str] = PromptSession(key_bindings=input_bindings())
+    # handle_sigint=False: as in ask_key, the turn's Ctrl-C handler stays in place
+    return await session.prompt_async(FormattedText([("bold", "answer> ")]), handle_sigint=False)
+
+
 @contextlib.contextmanager
 def quiet_terminal() -> Iterator[None]:
     """During a turn: no echo, no line editing (keys would land in the live area); Ctrl-C
@@ -138,6 +145,7 @@ __all__ = [
     "MENTION_SCAN_FILES",
     "ChatCompleter",
     "ask_key",
+    "ask_line",
     "input_bindings",
     "prompt_session",
     "quiet_terminal",

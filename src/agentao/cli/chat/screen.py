@@ -233,6 +233,11 @@ class Screen:
         if not shown:  # no diff proposed: the edit as its input says, where it says it
             self._cut_lines(proposed_edit(raw), self.limits.diff_lines, diff=True)
 
+    def asked(self, question: str) -> None:
+        """The agent's question to the person."""
+        self.flush()
+        self.console.print(Text("question? ", style="bold yellow") + Text(printable(question)))
+
     def note(self, text: str) -> None:
         if text:
             self.console.print(Text(printable(text), style="dim"))
