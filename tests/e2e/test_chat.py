@@ -525,5 +525,10 @@ def test_the_agents_question_to_the_person_is_answered_with_a_line(chat):
     term.line("blue")
     screen = term.wait_turns(1)
     assert '"answer": "blue"' in screen  # the agent reports what it got
+    term.line("ask and again?")
+    term.wait_for(lambda s: s.count("answer>") == 2, "the second question")
+    term.type("\x03")  # Ctrl-C at the question: the turn is cancelled, the session goes on
+    screen = term.wait_turns(2)
+    assert "cancelling…" in screen.split("ask and again?")[-1]
     term.line("/quit")
     assert term.exit_status() == 0
