@@ -20,8 +20,10 @@ def _parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="agentao",
-        description="Agent Client Protocol: an agent (--acp), a client (run, demo, connect) "
-        "and an OpenAI-compatible gateway (serve).",
+        description="Agent Client Protocol: with no command, an interactive session with an "
+        "agent in this directory (agentao's needs an LLM provider: see `agentao doctor`; "
+        "`agentao demo` needs none). Also an agent (--acp), a client (run, demo, connect, "
+        "sessions) and an OpenAI-compatible gateway (serve).",
     )
     parser.add_argument("--version", action="version", version=f"agentao {__version__}")
     parser.add_argument("--acp", action="store_true", help="serve ACP on stdio (for editors)")
@@ -31,7 +33,22 @@ def _parser() -> argparse.ArgumentParser:
         const="",
         default=None,
         metavar="SESSION_ID",
-        help="with --acp: the first session/new resumes the latest (or the named) session",
+        help="reopen a session of this directory with its history (without ID: pick one); "
+        "with --acp: the first session/new resumes the latest (or the named) session",
+    )
+    parser.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_last",
+        action="store_true",
+        help="reopen the last session of this directory",
+    )
+    parser.add_argument(
+        "--agent",
+        dest="chat_agent",
+        metavar="CMD|URL",
+        help="the interactive session's (and `sessions`') agent: a command, e.g. "
+        '"qwen --acp", or a remote agent\'s URL; default: agentao',
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_serve(commands)
@@ -51,6 +68,12 @@ def _parser() -> argparse.ArgumentParser:
         "remote transport) and back. The bearer key comes from AGENTAO_REMOTE_KEY.",
     )
     connect.add_argument("url", help="http(s)://host/acp or ws(s)://host/acp")
+    commands.add_parser(
+        "sessions",
+        help="the sessions of this directory (agentao's, or --agent's), the latest first",
+        description="List the sessions the agent keeps for the current directory: when each "
+        "was last updated, its id (for `agentao --resume ID`) and its title.",
+    )
     doctor = commands.add_parser(
         "doctor",
         help="check this machine: LLM provider and endpoint, shell sandbox, rules, state",
@@ -259,5 +282,10 @@ def _main(argv: list[str] | None) -> int:
         from agentao.gateway.main import run_serve
 
         return run_serve(args)
-    _parser().print_help(sys.stderr)
-    return 2
+    if args.command == "sessions":
+        from agentao.cli.chat import sessions_main
+
+        return sessions_main(args)
+    from agentao.cli.chat import main as chat_main
+
+    return chat_main(args)

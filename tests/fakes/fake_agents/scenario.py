@@ -37,7 +37,9 @@ answers a version-2 `initialize` in v2's shape without `capabilities.session`; -
 a client that asks for it (capabilities.session; a prompt is answered `{messageId}` and its
 turn ends with a `state_update` idle; chunks carry a messageId); --early-update sends a session/update for the new session *before*
 the session/new result; --auth answers session/new with -32000 until
-`authenticate` was called.
+`authenticate` was called; --endless-list lists its sessions (v1) a page at a time, every
+page naming a next one (a client that follows cursors blindly never stops); --no-load
+declares no `loadSession` (a v1 agent that cannot reopen a session).
 """
 
 from __future__ import annotations
@@ -79,11 +81,15 @@ def on_initialize(msg: dict[str, Any]) -> None:
         return
     state["caps"] = msg.get("params", {}).get("clientCapabilities")
     auth = [{"id": "key", "name": "API key"}] if "--auth" in ARGS else []
+    sessions: dict[str, Any] = {"close": {}, **({"list": {}} if "--endless-list" in ARGS else {})}
     wire.reply(
         msg,
         {
             "protocolVersion": 1,
-            "agentCapabilities": {"loadSession": True, "sessionCapabilities": {"close": {}}},
+            "agentCapabilities": {
+                "loadSession": "--no-load" not in ARGS,
+                "sessionCapabilities": sessions,
+            },
             "authMethods": auth,
             "agentInfo": {"name": "fake", "version": "0"},
             "_meta": {"extra": True},
@@ -395,6 +401,10 @@ def main() -> None:
             wire.reply(msg, {})
         elif method == "session/prompt":
             on_prompt(msg)
+        elif method == "session/list" and "--endless-list" in ARGS:
+            page = int(msg["params"].get("cursor") or 0)
+            listed = {"sessionId": f"s{page}", "cwd": msg["params"].get("cwd", "/")}
+            wire.reply(msg, {"sessions": [listed], "nextCursor": str(page + 1)})
         elif method in ("session/set_mode", "session/set_config_option", "session/close"):
             wire.reply(msg, {})
         elif "id" in msg and method is not None:

@@ -1,0 +1,351 @@
+"""What the interactive session prints: a turn's events as rich output in the scrollback.
+
+Everything finished goes to the terminal's scrollback and stays there: markdown blocks of
+the answer (a block is printed once the blank line after it arrives, outside a code fence),
+thoughts (dim, labelled), each tool call with its final status, its diffs and its shell
+output (cut at `ScreenLimits.output_lines`, with an "N more lines" line), the plan, and the
+usage line after the turn. What is still moving (the unfinished markdown block, the
+running tool calls, the elapsed time) is drawn in one transient `rich.live.Live` area below
+it, which `pause()` removes before anything else takes the screen (a permission question)
+and `resume()` brings back. The agent's words are printed as text or markdown, never as
+rich markup, so nothing they contain can restyle or hide part of the screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.spinner import Spinner
+from rich.text import Text
+
+from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
+from agentao.client.permissions import PermissionRequest
+from agentao.client.view import diffs, exit_code, output_text
+
+STATUS_MARK = {"pending": "…", "in_progress": "⋯", "completed": "✓", "failed": "✗"}
+STATUS_STYLE = {"completed": "green", "failed": "red"}
+PLAN_BOX = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+FINAL = frozenset({"completed", "failed"})
+CODE_THEME = "monokai"
+# C0 controls but tab and newline, DEL and C1 controls: ESC starts the sequences that clear
+# the screen, move the cursor, set the title or write the clipboard (OSC 52), and C1's CSI
+# (0x9b) is ESC [ to many terminals; rich passes them all through.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenLimits:
+    """Named limits of what one tool call may put in the scrollback."""
+
+    output_lines: int = 12  # a shell command's (or a read's) output, then "N more lines"
+    diff_lines: int = 40  # an edit's diff lines, then "N more lines"
+    refresh_per_second: float = 8.0  # the live area's redraws (spinner and elapsed time)
+
+
+def printable(text: str) -> str:
+    """The agent's (or a file's, or a command's) words with the terminal's control
+    characters taken out: shown, never obeyed."""
+    return CONTROL.sub("", text)
+
+
+def split_markdown(text: str) -> int:
+    """Where `text` may be cut so that everything before it is whole markdown blocks: after
+    the last blank line outside a code fence (0: nothing is whole yet)."""
+    cut, fenced, offset = 0, False, 0
+    for line in text.splitlines(keepends=True):
+        offset += len(line)
+        if not line.endswith("\n"):
+            break  # the last, unfinished line
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+            if not fenced:
+                cut = offset  # a closed fence ends its block
+        elif not stripped and not fenced:
+            cut = offset
+    return cut
+
+
+class _Working:
+    """The live area: the unfinished markdown block, running tools, spinner and time."""
+
+    def __init__(self, screen: Screen) -> None:
+        self.screen = screen
+        self.spinner = Spinner("dots", style="cyan")
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        screen = self.screen
+        parts: list[Any] = []
+        if screen.pending_text.strip():
+            parts.append(screen.markdown(screen.pending_text))
+        for tool in screen.running_tools():
+            parts.append(tool_line(tool))
+        elapsed = time.monotonic() - screen.started
+        self.spinner.text = Text(f"working {elapsed:.0f}s · Ctrl-C cancels", style="dim")
+        parts.append(self.spinner)
+        yield Group(*parts)
+
+
+class Screen:
+    """Prints a session's events; one instance for the whole interactive session."""
+
+    def __init__(self, console: Console | None = None, limits: ScreenLimits | None = None) -> None:
+        self.console = console or Console(highlight=False)
+        self.limits = limits or ScreenLimits()
+        self.pending_text = ""  # the answer's unfinished markdown block
+        self.pending_thought = ""
+        self.tools: dict[str, ToolCallState] = {}  # announced, not printed final yet
+        self.started = time.monotonic()
+        self._live: Live | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self.shown_mode: str | None = None
+
+    # ---- the live area ----------------------------------------------------------------
+
+    def turn_started(self) -> None:
+        self.started = time.monotonic()
+        self.resume()
+
+    def resume(self) -> None:
+        """Show the live area again. It is redrawn on the event loop's thread only (rich's
+        own refresh thread would draw it while this thread prints: one of them then erases
+        a line of the other's, and a printed line went missing from the scrollback)."""
+        if self._live is None and self.console.is_terminal:
+            self._live = Live(
+                _Working(self), console=self.console, transient=True, auto_refresh=False
+            )
+            self._live.start(refresh=True)
+            self._ticker = asyncio.get_running_loop().create_task(self._tick(self._live))
+
+    async def _tick(self, live: Live) -> None:
+        """The spinner and the elapsed time move while nothing else is printed."""
+        while True:
+            await asyncio.sleep(1 / self.limits.refresh_per_second)
+            live.refresh()
+
+    def pause(self) -> None:
+        """Take the live area off the screen (before a question, or the turn's end)."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def running_tools(self) -> list[ToolCallState]:
+        return list(self.tools.values())
+
+    def markdown(self, text: str) -> Markdown:
+        return Markdown(printable(text), code_theme=CODE_THEME)
+
+    # ---- events -----------------------------------------------------------------------
+
+    def event(self, event: Event) -> None:
+        if isinstance(event, Update):
+            self.update(event)
+        elif isinstance(event, PermissionDecision):
+            self.permission(event)
+        elif isinstance(event, TurnEnd):
+            self.turn_ended(event)
+
+    def update(self, update: Update, *, replayed: bool = False) -> None:
+        kind = update.kind
+        if kind == "agent_message_chunk" and update.text is not None:
+            self._flush_thought()
+            self.pending_text += update.text
+            self._print_whole_blocks()
+        elif kind == "agent_thought_chunk" and update.text is not None:
+            self._flush_text()
+            self.pending_thought += update.text
+        elif kind == "user_message_chunk" and update.text is not None and replayed:
+            self.flush()
+            self.user(update.text)
+        elif kind in ("tool_call", "tool_call_update") and update.tool_call is not None:
+            self.flush()
+            self._tool(update.tool_call)
+        elif kind == "plan" and update.value is not None:
+            self.flush()
+            self.plan(update.value.entries)
+        elif kind == "current_mode_update" and update.value is not None:
+            self.mode(update.value.current_mode_id)
+
+    def replayed(self, events: list[Event]) -> None:
+        """A resumed session's history: each old prompt, then what answered it, in order."""
+        for event in events:
+            if isinstance(event, Update):
+                self.update(event, replayed=True)
+        self.flush()
+        self.finish_tools()
+
+    def mode(self, mode: str) -> None:
+        """`mode: plan`, once per change (the agent tells again what /mode just set)."""
+        if mode != self.shown_mode:
+            self.shown_mode = mode
+            self.note(f"mode: {mode}")
+
+    def user(self, text: str) -> None:
+        self.console.print(Text("> ", style="bold cyan") + Text(printable(text)))
+
+    def turn_ended(self, end: TurnEnd, context: Any = None) -> None:
+        self.flush()
+        self.finish_tools()
+        self.pause()
+        elapsed = time.monotonic() - self.started
+        if end.stop_reason != "end_turn":
+            style = "yellow" if end.stop_reason == "cancelled" else "red"
+            self.console.print(Text(f"— {end.stop_reason}", style=style))
+        self.note(usage_line(end.usage, context, elapsed))
+
+    def permission(self, decision: PermissionDecision) -> None:
+        request = decision.request
+        chosen = next((o for o in request.options if o.option_id == decision.option_id), None)
+        if decision.cancelled_by_turn or chosen is None:
+            verdict, style = "cancelled", "yellow"
+        else:
+            verdict, style = chosen.name or chosen.kind, "green" if decision.approved else "red"
+        line = Text("permission: ", style="bold") + Text(printable(request.title)) + Text(" → ")
+        self.console.print(line + Text(printable(verdict), style=style))
+
+    def question(self, request: PermissionRequest, tool: ToolCallState | None) -> None:
+        """What the agent asks to do: its title, the command and where, or the diff."""
+        self.flush()
+        title = Text(printable(request.title), style="bold")
+        line = Text("permission? ", style="bold yellow") + title
+        self.console.print(line + Text(f" ({printable(request.kind)})", style="dim"))
+        raw = request.tool_call.get("rawInput")
+        raw = raw if isinstance(raw, dict) else {}
+        if isinstance(raw.get("command"), str):
+            self.console.print(Text("  $ ", style="dim") + Text(printable(raw["command"])))
+        if isinstance(raw.get("cwd"), str):  # where it would run matters as much as what
+            self.console.print(Text("  in ", style="dim") + Text(printable(raw["cwd"])))
+        shown = diffs(tool) if tool is not None else []
+        for diff in shown:
+            self.console.print(Text(printable(f"  {diff.summary()}"), style="dim"))
+            self._cut_lines(diff.lines(), self.limits.diff_lines, diff=True)
+        if not shown:  # no diff proposed: the edit as its input says, where it says it
+            self._cut_lines(proposed_edit(raw), self.limits.diff_lines, diff=True)
+
+    def asked(self, question: str) -> None:
+        """The agent's question to the person."""
+        self.flush()
+        self.console.print(Text("question? ", style="bold yellow") + Text(printable(question)))
+
+    def note(self, text: str) -> None:
+        if text:
+            self.console.print(Text(printable(text), style="dim"))
+
+    def error(self, text: str) -> None:
+        self.console.print(Text("error: ", style="bold red") + Text(printable(text)))
+
+    # ---- text -------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Print what is still pending of the answer and the thought."""
+        self._flush_thought()
+        self._flush_text()
+
+    def _print_whole_blocks(self) -> None:
+        cut = split_markdown(self.pending_text)
+        if cut:
+            whole, self.pending_text = self.pending_text[:cut], self.pending_text[cut:]
+            if whole.strip():
+                self.console.print(self.markdown(whole))
+
+    def _flush_text(self) -> None:
+        text, self.pending_text = self.pending_text, ""
+        if text.strip():
+            self.console.print(self.markdown(text))
+
+    def _flush_thought(self) -> None:
+        text, self.pending_thought = printable(self.pending_thought).strip(), ""
+        if text:
+            self.console.print(
+                Text("thinking: ", style="dim bold") + Text(text, style="dim italic")
+            )
+
+    # ---- tools and plan ---------------------------------------------------------------
+
+    def _tool(self, tool: ToolCallState) -> None:
+        if tool.status not in FINAL:
+            self.tools[tool.tool_call_id] = tool
+            return
+        self.tools.pop(tool.tool_call_id, None)
+        self.print_tool(tool)
+
+    def finish_tools(self) -> None:
+        """Tool calls the turn left unfinished (a cancel) keep their last status on screen."""
+        for tool in list(self.tools.values()):
+            self.print_tool(tool)
+        self.tools.clear()
+
+    def print_tool(self, tool: ToolCallState) -> None:
+        self.console.print(tool_line(tool))
+        for diff in diffs(tool):
+            self._cut_lines(diff.lines(), self.limits.diff_lines, diff=True)
+        if not diffs(tool) and tool.kind in ("execute", "read", "search", "fetch"):
+            self._cut_lines(output_text(tool).rstrip("\n").splitlines(), self.limits.output_lines)
+
+    def _cut_lines(self, lines: list[str], limit: int, *, diff: bool = False) -> None:
+        for line in lines[:limit]:
+            style = DIFF_STYLES.get(line[:1], "dim") if diff else "dim"
+            self.console.print(Text("    ") + Text(printable(line), style=style), soft_wrap=True)
+        if len(lines) > limit:
+            self.console.print(Text(f"    … {len(lines) - limit} more lines", style="dim italic"))
+
+    def plan(self, entries: Any) -> None:
+        self.console.print(Text("Plan", style="bold"))
+        for entry in entries:
+            box = PLAN_BOX.get(entry.status, "[ ]")
+            self.console.print(Text(f"  {box} ") + Text(printable(entry.content)))
+
+
+def proposed_edit(raw_input: dict[str, Any]) -> list[str]:
+    """An edit's input as diff lines: `old_string` / `new_string` (agentao's replace, and
+    others' edit tools of that shape) as `-` / `+` lines; nothing for any other input."""
+    old, new = raw_input.get("old_string"), raw_input.get("new_string")
+    if not (isinstance(old, str) and isinstance(new, str)):
+        return []
+    return [f"-{line}" for line in old.splitlines()] + [f"+{line}" for line in new.splitlines()]
+
+
+def tool_line(tool: ToolCallState) -> Text:
+    """`✓ Run ls (execute) completed · exit 0`."""
+    style = STATUS_STYLE.get(tool.status, "yellow")
+    line = Text(f"{STATUS_MARK.get(tool.status, '·')} ", style=style)
+    line += Text(printable(tool.title or tool.tool_call_id), style=f"bold {style}")
+    line += Text(printable(f" ({tool.kind}) {tool.status}"), style="dim")
+    if (code := exit_code(tool)) is not None:
+        line += Text(f" · exit {code}", style="dim")
+    for diff in diffs(tool):
+        line += Text(printable(f" · {diff.summary()}"), style="dim")
+    return line
+
+
+def usage_line(usage: Any, context: Any, elapsed: float) -> str:
+    """`1.2s · tokens: 1,234 in · 56 out · context 12,345 / 128,000 (10%)`."""
+    parts = [f"{elapsed:.1f}s"]
+    if usage is not None:
+        parts.append(f"tokens: {usage.input_tokens:,} in · {usage.output_tokens:,} out")
+    used, size = getattr(context, "used", None), getattr(context, "size", None)
+    if isinstance(used, int) and isinstance(size, int) and size > 0:
+        parts.append(f"context {used:,} / {size:,} ({used * 100 // size}%)")
+    return " · ".join(parts)
+
+
+__all__ = [
+    "Screen",
+    "ScreenLimits",
+    "printable",
+    "proposed_edit",
+    "split_markdown",
+    "tool_line",
+    "usage_line",
+]
