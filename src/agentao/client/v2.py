@@ -7,7 +7,8 @@ edge, so that sessions, turns, the view and every reader see the same typed even
 was negotiated:
 
 * a v2 `session/update` becomes the v1 update it means (`to_v1`): a `tool_call_update` for
-  an id never seen is a v1 `tool_call` (then updates, merged by id as before), a
+  an id never seen is a v1 `tool_call` (then updates, merged by id as before; a call
+  stopped alone, v2's `cancelled`, ends `failed`, v1's word for it), a
   `tool_call_content_chunk` a `tool_call_update` with the call's content so far plus the
   chunk, a `plan_update` of items a v1 `plan`, a whole-message upsert (`agent_message`,
   `user_message`, `agent_thought`) a chunk of its text. A v2 `diff` (changed paths and a
@@ -130,6 +131,8 @@ def to_v1(update: dict[str, Any], st: SessionState) -> tuple[str, dict[str, Any]
 def _tool_call(update: dict[str, Any], known: bool) -> dict[str, Any]:
     tag = "tool_call_update" if known else "tool_call"
     wire = {k: v for k, v in update.items() if k != "name"}  # v2's `name`: v1 has none
+    if wire.get("status") == "cancelled":  # stopped alone (tool_call/cancel): v1 has no
+        wire["status"] = "failed"  # such status, and reads a stopped call as failed
     if isinstance(wire.get("content"), list):
         wire["content"] = [v1 for item in wire["content"] for v1 in content_items(item)]
     if not known:

@@ -16,9 +16,13 @@ session/set_config_option   v2 has modes only as the `mode` config option (categ
 On a v2 agent (any agent that speaks both, under `auto`) the same answers hold: the
 agent's own mode option is replaced by the ceiling's view of it (under the agent's
 `configId`), and other options are passed on in v2 as they came.
-tool_call/cancel   -32602 `not_cancellable`: a v1 agent cannot stop one tool call (only
-    the turn, `session/cancel`), so the bridge never advertises `capabilities.cancel`
-    on a tool call (bridge.py drops it) and refuses the request.
+tool_call/cancel   on a v2 agent, passed to it when the id is one of this session's tool
+    calls (the calls its updates named, which the log holds too; the agent answers for
+    one that no longer runs), else -32602 `unknown` and nothing is sent: a client reaches
+    only the calls of a session it is attached to (service.py: another key's session is
+    not found). On a v1 agent -32602 `not_cancellable`: v1 cannot stop one tool call
+    (only the turn, `session/cancel`), so the bridge never advertises
+    `capabilities.cancel` there (bridge.py drops it) and refuses the request.
 """
 
 from __future__ import annotations
@@ -47,12 +51,7 @@ async def bridged_call(
 ) -> dict[str, Any]:
     """Answer one of BRIDGED_METHODS for a v2 client on the v1 `session`."""
     if method == CANCEL_TOOL_CALL:
-        raise InvalidParams(
-            f"Invalid params: tool call {params.get('toolCallId')!r} is not cancellable: "
-            "the agent behind this gateway speaks ACP v1, which stops only a whole turn "
-            "(session/cancel)",
-            {"field": "toolCallId", "reason": "not_cancellable"},
-        )
+        return await _cancel_tool_call(session, params.get("toolCallId"))
     if params.get("configId") == mode_id(session) and session.modes:
         await _set_mode(principal, spec, session, params.get("value"))
         options = to_builtins(getattr(session.response, "config_options", None) or [])
@@ -64,6 +63,27 @@ async def bridged_call(
         answer = await channel.call_raw(SET_CONFIG, params, channel.timeouts.request)
         options = answer.get("configOptions") or [] if isinstance(answer, dict) else []
     return {"configOptions": config_options(principal, spec, session, options)}
+
+
+async def _cancel_tool_call(session: Session, tool_call_id: Any) -> dict[str, Any]:
+    """`tool_call/cancel` passed to a v2 agent for a call of this session (the agent says
+    whether it still runs); -32602 and nothing sent for any other id, or on a v1 agent."""
+    if not speaks_v2(session):
+        raise InvalidParams(
+            f"Invalid params: tool call {tool_call_id!r} is not cancellable: the agent "
+            "behind this gateway speaks ACP v1, which stops only a whole turn (session/cancel)",
+            {"field": "toolCallId", "reason": "not_cancellable"},
+        )
+    if not isinstance(tool_call_id, str) or tool_call_id not in session.tool_calls:
+        raise InvalidParams(
+            f"Invalid params: tool call {tool_call_id!r} is unknown in this session",
+            {"field": "toolCallId", "reason": "unknown"},
+        )
+    params = {"sessionId": session.id, "toolCallId": tool_call_id}
+    answer = await session.channel.call_raw(
+        CANCEL_TOOL_CALL, params, session.channel.timeouts.request
+    )
+    return answer if isinstance(answer, dict) else {}
 
 
 async def _set_mode(principal: Principal, spec: AgentSpec, session: Session, value: Any) -> None:

@@ -1,0 +1,178 @@
+"""A remote v2 client stops one tool call of a v2 agent through the gateway (`tool_call/cancel`).
+
+Real gateway; behind it our own agent under `protocol = 2` (its shell tool is stoppable:
+agent/stoppable.py), every line it reads and writes recorded (tests/fakes/tee_agent.py).
+The tool call's `capabilities.cancel` reaches the v2 client from the log as the agent
+advertised it; the client's cancel is passed to the agent, which kills the command and
+goes on with the turn (a v1 reader of the session sees the call end `failed`); an id the session never had is -32602 with nothing sent to the
+agent; a session another key opened is not found. Over HTTP/SSE and WebSocket; every
+message the gateway sends a client is checked against its version's schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentao.gateway.config import AgentSandbox, AgentSpec, ApiKey
+from tests.gateway.conftest import LiveGateway, scripted_spec
+from tests.gateway.test_remote_v2 import (
+    INIT_V1,
+    HttpV2,
+    Message,
+    V2Peer,
+    is_update,
+    peer_for,
+    update_of,
+    updates,
+    v1_text,
+)
+from tests.gateway.test_v2_pool import TEE, needs_bwrap
+
+pytestmark = [pytest.mark.timeout(60), needs_bwrap]
+HOLD = "exec 3>held.fifo; echo started >&3; sleep 60"  # holds the FIFO open while it runs
+SCRIPT = [
+    {
+        "match": "hold",
+        "tool_calls": [{"name": "run_shell_command", "arguments": {"command": HOLD}, "id": "s1"}],
+    },
+    {"match": "hold", "text": "Stopped."},
+]
+FINAL = ("completed", "failed", "cancelled")
+
+
+def _key(name: str) -> ApiKey:
+    digest = hashlib.sha256(f"sk-{name}".encode()).hexdigest()
+    return ApiKey(name, digest, ceiling="all", policy="ask")
+
+
+def _auth(name: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer sk-{name}"}
+
+
+def v2_agent(tmp: Path) -> AgentSpec:
+    """Our agent driven in v2, each line it reads and writes in `tmp/agent-log/agent.jsonl`."""
+    spec = replace(scripted_spec(tmp, SCRIPT), protocol=2)
+    logs = tmp / "agent-log"
+    logs.mkdir(exist_ok=True)
+    command = (sys.executable, str(TEE), str(logs / "agent.jsonl"), "--", *spec.command)
+    sandbox = AgentSandbox(read=(str(TEE.parent),), write=(str(logs),))
+    return replace(spec, command=command, sandbox=sandbox)
+
+
+def agent_received(tmp: Path, method: str) -> list[Message]:
+    lines = (tmp / "agent-log" / "agent.jsonl").read_text().splitlines()
+    sent = [line["msg"] for line in map(json.loads, lines) if line["dir"] == "send"]
+    return [m for m in sent if m.get("method") == method]
+
+
+def running(message: Message) -> bool:
+    update = update_of(message)
+    return update.get("toolCallId") == "s1" and update.get("status") == "in_progress"
+
+
+async def _allow(peer: V2Peer) -> None:
+    """Answer the agent's permission question for the shell command, if it asks one."""
+    asked = await peer.wait_for(
+        lambda m: m.get("method") == "session/request_permission" or running(m)
+    )
+    if asked.get("method") == "session/request_permission":
+        answer = {"outcome": {"outcome": "selected", "optionId": "allow"}}
+        await peer.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer})
+
+
+async def _open_session(peer: V2Peer, cwd: str) -> str:
+    await peer.open()
+    sid = (await peer.call("session/new", {"cwd": cwd}))["result"]["sessionId"]
+    await peer.watch(sid)
+    return sid
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_a_v2_clients_tool_call_cancel_reaches_a_v2_agent(
+    gateway_factory: Any, tmp_path: Path, scheme: str
+) -> None:
+    keys = (_key("alice"), _key("bob"))
+    gw: LiveGateway = gateway_factory(agents=(v2_agent(tmp_path),), keys=keys)
+    cwd = gw.config.agents[0].cwd
+    fifo = Path(cwd) / "held.fifo"
+    os.mkfifo(fifo)
+    alice, bob = peer_for(gw, scheme, _auth("alice")), peer_for(gw, scheme, _auth("bob"))
+    watcher = HttpV2(f"http://127.0.0.1:{gw.port}/acp", INIT_V1, _auth("alice"))
+    try:
+        sid = await _open_session(alice, cwd)
+        await watcher.open()
+        loaded = {"sessionId": sid, "cwd": cwd, "mcpServers": []}
+        assert "result" in await watcher.call("session/load", loaded)
+        await watcher.watch(sid)
+        bobs = await _open_session(bob, cwd)
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "hold it"}]}
+        await alice.call("session/prompt", prompt, sid)
+        held = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # the command's end meets it
+        try:
+            await _allow(alice)
+            started = await _read(held)  # the command runs
+            offered = await alice.wait_for(running)
+            unknown = await alice.call("tool_call/cancel", {"sessionId": sid, "toolCallId": "s9"})
+            # bob: alice's session is not his; his own session never had her call
+            theirs = await bob.call("tool_call/cancel", {"sessionId": sid, "toolCallId": "s1"})
+            mine = await bob.call("tool_call/cancel", {"sessionId": bobs, "toolCallId": "s1"})
+            accepted = await alice.call("tool_call/cancel", {"sessionId": sid, "toolCallId": "s1"})
+            assert "result" in accepted, accepted  # (else the command runs on)
+            rest = await _read_to_eof(held)  # EOF: every writer killed
+        finally:
+            os.close(held)
+        idle = await alice.wait_for(is_update("state_update", state="idle"))
+        await watcher.wait_for(lambda m: "Stopped." in v1_text(watcher.received))
+        assert alice.errors() == [] and bob.errors() == []
+        # (v1's load reply names its session on purpose, for the SDK's client: service.py)
+        assert [e for e in watcher.errors(1) if "LoadSessionResponse" not in e] == []
+    finally:
+        await alice.close()
+        await bob.close()
+        await watcher.close()
+    assert started == b"started\n" and rest == b""
+    assert update_of(offered)["capabilities"] == {"cancel": {}}, offered  # as the agent said
+    assert accepted == {"jsonrpc": "2.0", "id": accepted["id"], "result": {}}, accepted
+    assert update_of(idle)["stopReason"] == "end_turn"  # the turn went on after the tool
+    final = [u for u in updates(alice.received) if u.get("toolCallId") == "s1"][-1]
+    assert final["capabilities"] is None and final["status"] == "cancelled", final
+    # a v1 reader of the same session: v1's word for it, and no v2 field
+    (v1_final,) = [u for u in updates(watcher.received) if u.get("status") in FINAL]
+    assert v1_final["status"] == "failed" and "capabilities" not in v1_final, v1_final
+    assert unknown["error"]["code"] == -32602, unknown
+    assert unknown["error"]["data"]["reason"] == "unknown"
+    assert theirs["error"]["code"] == -32002, theirs  # not found: not bob's to see
+    assert mine["error"]["code"] == -32602 and mine["error"]["data"]["reason"] == "unknown"
+    # only alice's one cancel reached the agent
+    assert [m["params"] for m in agent_received(tmp_path, "tool_call/cancel")] == [
+        {"sessionId": sid, "toolCallId": "s1"}
+    ]
+
+
+async def _read(fd: int) -> bytes:
+    """What the FIFO has once it is readable (b"" at its end: no writer left). A FIFO no
+    writer has opened yet is not readable on Linux, so this waits for the command."""
+    readable = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_reader(fd, readable.set)
+    try:
+        await readable.wait()
+    finally:
+        loop.remove_reader(fd)
+    return os.read(fd, 64)
+
+
+async def _read_to_eof(fd: int) -> bytes:
+    data = b""
+    while chunk := await _read(fd):
+        data += chunk
+    return data
