@@ -111,9 +111,13 @@ def send_state(connection: RemoteClient, session_id: str, running: bool) -> None
 
 
 def session_config(principal: Principal, spec: AgentSpec, session: Session) -> dict[str, Any]:
-    """`configOptions` of a v2 session/new or session/resume result through the bridge."""
+    """`configOptions` of a v2 session/new or session/resume result through the bridge,
+    and a v2 agent's `availableCommands` from its own result (a v1 agent's come as the
+    update it sent, which the client is sent too)."""
     v1 = to_builtins(getattr(session.response, "config_options", None) or [])
-    return {"configOptions": config_options(principal, spec, session, v1)}
+    result = {"configOptions": config_options(principal, spec, session, v1)}
+    commands = getattr(session.response, "available_commands", None) if speaks_v2(session) else None
+    return {**result, "availableCommands": to_builtins(commands)} if commands else result
 
 
 def config_options(
