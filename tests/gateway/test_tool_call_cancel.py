@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from agentao.gateway.config import AgentSandbox, AgentSpec, ApiKey
@@ -171,8 +172,80 @@ async def _read(fd: int) -> bytes:
     return os.read(fd, 64)
 
 
+async def _holders_route(holder: LiveGateway, sid: str) -> tuple[Any, Any]:
+    """The route a replica passes a session call on by, asked by bob (not the owner) and
+    by alice with a method it does not serve."""
+    async with httpx.AsyncClient(base_url=holder.url) as http:
+        listed = await http.get("/v1/conversations", headers=_auth("alice"))
+        path = f"/v1/conversations/{listed.json()['data'][0]['id']}/acp"
+        params = {"sessionId": sid, "toolCallId": "s1"}
+        call = {"method": "tool_call/cancel", "params": params}
+        bobs = await http.post(path, json=call, headers=_auth("bob"))
+        call = {"method": "session/prompt", "params": params}
+        return bobs, await http.post(path, json=call, headers=_auth("alice"))
+
+
 async def _read_to_eof(fd: int) -> bytes:
     data = b""
     while chunk := await _read(fd):
         data += chunk
     return data
+
+
+async def test_a_v2_clients_session_calls_reach_the_replica_holding_its_session(
+    gateway_factory: Any, tmp_path: Path, pg_url: str
+) -> None:
+    """B serves its v2 client a session A holds: its `session/set_config_option` and
+    `tool_call/cancel` go to A once and are answered as A answers its own client (the
+    agent got each once); an unknown id is refused there with nothing sent to the agent."""
+    spec, keys = v2_agent(tmp_path), (_key("alice"), _key("bob"))
+    a = gateway_factory(agents=(spec,), keys=keys, store=pg_url)
+    b = gateway_factory(agents=(spec,), keys=keys, store=pg_url)
+    fifo = Path(spec.cwd) / "held.fifo"
+    os.mkfifo(fifo)
+    at_a, at_b = peer_for(a, "ws", _auth("alice")), peer_for(b, "ws", _auth("alice"))
+    bob = peer_for(b, "ws", _auth("bob"))
+    try:
+        sid = await _open_session(at_a, spec.cwd)
+        await at_b.open()
+        await bob.open()
+        resumed = await at_b.call("session/resume", {"sessionId": sid, "cwd": spec.cwd})
+        assert resumed["result"] == {}, resumed  # served from the store: A holds it
+        mode = {"sessionId": sid, "configId": "mode", "type": "id", "value": "full-access"}
+        far_set = await at_b.call("session/set_config_option", mode)
+        here_set = await at_a.call("session/set_config_option", mode)
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "hold it"}]}
+        turn = len(at_b.received)  # (the resume's state was idle too)
+        await at_a.call("session/prompt", prompt)
+        held = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            await _allow(at_a)
+            started = await _read(held)
+            offered = await at_b.wait_for(running)  # from the shared log
+            unknown = await at_b.call("tool_call/cancel", {"sessionId": sid, "toolCallId": "s9"})
+            theirs = await bob.call("tool_call/cancel", {"sessionId": sid, "toolCallId": "s1"})
+            accepted = await at_b.call("tool_call/cancel", {"sessionId": sid, "toolCallId": "s1"})
+            assert "result" in accepted, accepted  # (else the command runs on)
+            rest = await _read_to_eof(held)
+        finally:
+            os.close(held)
+        idle = await at_b.wait_for(is_update("state_update", state="idle"), turn)
+        bobs, other = await _holders_route(a, sid)
+        assert at_a.errors() == [] and at_b.errors() == [] and bob.errors() == []
+    finally:
+        for peer in (at_a, at_b, bob):
+            await peer.close()
+    assert "result" in far_set and far_set["result"] == here_set["result"], (far_set, here_set)
+    [current] = [o for o in far_set["result"]["configOptions"] if o["configId"] == "mode"]
+    assert current["currentValue"] == "full-access"
+    assert started == b"started\n" and rest == b"" and accepted["result"] == {}
+    assert update_of(offered)["capabilities"] == {"cancel": {}}
+    assert update_of(idle)["stopReason"] == "end_turn"
+    assert unknown["error"]["code"] == -32602 and unknown["error"]["data"]["reason"] == "unknown"
+    assert theirs["error"]["code"] == -32002, theirs
+    assert bobs.status_code == 404, bobs.text  # the holder's route: only the owner's
+    assert other.json()["error"]["code"] == -32601  # and only the bridged methods
+    assert len(agent_received(tmp_path, "session/set_config_option")) == 2  # once each
+    assert [m["params"] for m in agent_received(tmp_path, "tool_call/cancel")] == [
+        {"sessionId": sid, "toolCallId": "s1"}
+    ]

@@ -6,6 +6,10 @@
     DELETE /v1/conversations/{id}             with its tasks, frames and responses; 409 mid-turn
     GET    /v1/conversations/{id}/tasks       its turns, oldest first
     GET    /v1/conversations/{id}/view        its turns folded into keyed items (`views.py`)
+    POST   /v1/conversations/{id}/acp  {method, params}   a remote v2 client's session call
+           (`session/set_config_option`, `tool_call/cancel`) another replica passes on to
+           the one holding the session (remote/far.py); answered `{result}` or `{error}`,
+           JSON-RPC's members, as the client's own replica would answer it
 
 Only the owner sees a conversation (another key's is a 404, as everywhere), and only
 conversations of agents the key may use. Titles are short and never raw JSON (`titles.py`).
@@ -22,6 +26,7 @@ from agentao.gateway.auth import Principal, owns
 from agentao.gateway.config import Limits
 from agentao.gateway.errors import BadRequest, NotFound
 from agentao.gateway.identifiers import check_id
+from agentao.gateway.remote.bridge_calls import held_call
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import LiveConversation
 from agentao.gateway.titles import short_title
@@ -34,6 +39,11 @@ router = APIRouter()
 
 class Rename(msgspec.Struct, kw_only=True):
     title: str
+
+
+class SessionCall(msgspec.Struct, kw_only=True):
+    method: str
+    params: dict[str, Any]
 
 
 @router.get("/v1/conversations")
@@ -70,6 +80,20 @@ async def delete_conversation(conversation_id: str, request: Request) -> Any:
     conv = await _live(gw, gw.principal(request), conversation_id)
     await gw.conversations.delete(conv)
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
+
+
+@router.post("/v1/conversations/{conversation_id}/acp", include_in_schema=False)
+async def session_call(conversation_id: str, request: Request) -> Any:
+    """A remote v2 client's session call on the conversation, held here (holders.py passes
+    the request on to the holder, as it came, when another replica holds it)."""
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    body = await gw.decode(request, SessionCall)
+    conv = await _live(gw, principal, conversation_id)
+    session = await gw.conversations.bind(conv)
+    spec = gw.conversations.pool(conv.record.agent).spec
+    params = {**body.params, "sessionId": session.id}  # this conversation's, whatever it said
+    return await held_call(principal, spec, session, body.method, params)
 
 
 @router.get("/v1/conversations/{conversation_id}/tasks")

@@ -23,20 +23,23 @@ tool_call/cancel   on a v2 agent, passed to it when the id is one of this sessio
     not found). On a v1 agent -32602 `not_cancellable`: v1 cannot stop one tool call
     (only the turn, `session/cancel`), so the bridge never advertises
     `capabilities.cancel` there (bridge.py drops it) and refuses the request.
+
+A v2 client of a session another replica holds has these passed on to the holder once
+(far.py), which answers them here as for its own clients (`held_call`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agentao.client import Session
+from agentao.client import ClientError, Session
 from agentao.gateway.agent_protocol import mode_option, speaks_v2
 from agentao.gateway.auth import Principal
 from agentao.gateway.config import AgentSpec
 from agentao.gateway.remote.clients import RemoteClient
 from agentao.gateway.remote.limits import check_change
 from agentao.protocol.decode import to_builtins
-from agentao.protocol.errors import InvalidParams
+from agentao.protocol.errors import AcpError, InternalError, InvalidParams, MethodNotFound
 from agentao.protocol.v2.from_v1 import config_option_v2, state_update
 from agentao.protocol.v2.to_v1 import MODE_CATEGORY, set_config_params_v1
 
@@ -63,6 +66,23 @@ async def bridged_call(
         answer = await channel.call_raw(SET_CONFIG, params, channel.timeouts.request)
         options = answer.get("configOptions") or [] if isinstance(answer, dict) else []
     return {"configOptions": config_options(principal, spec, session, options)}
+
+
+async def held_call(
+    principal: Principal, spec: AgentSpec, session: Session, method: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """One of BRIDGED_METHODS that another replica passed on for its v2 client of the
+    session held here (`POST /v1/conversations/{id}/acp`): answered as for a client here,
+    as JSON-RPC's `result` or `error` member, which that replica relays as it is."""
+    if method not in BRIDGED_METHODS:
+        return {"error": MethodNotFound(method).to_wire()}
+    try:
+        result = await bridged_call(principal, spec, session, method, params)
+    except AcpError as exc:
+        return {"error": exc.to_wire()}
+    except ClientError as exc:  # the agent failed the request
+        return {"error": {"code": getattr(exc, "code", InternalError.code), "message": str(exc)}}
+    return {"result": result}
 
 
 async def _cancel_tool_call(session: Session, tool_call_id: Any) -> dict[str, Any]:
@@ -159,6 +179,7 @@ __all__ = [
     "MODE_CONFIG_ID",
     "bridged_call",
     "config_options",
+    "held_call",
     "send_state",
     "session_config",
 ]

@@ -493,17 +493,20 @@ class RemoteAcp:
         if method == "session/close":
             self.far.detach(far, connection)
             return {}
-        if method != "session/prompt":
+        bridged = connection.bridge is not None and method in BRIDGED_METHODS  # to the holder
+        if method != "session/prompt" and not bridged:
             raise InvalidRequest(
                 f"Invalid Request: {method} is not available here while this session is live "
                 "on another gateway replica"
             )
         try:
-            return await far.prompt(
-                connection, _prompt_of(params), remote_policy(connection.principal)
-            )
+            if bridged:
+                return await far.session_call(connection, method, params)
+            policy = remote_policy(connection.principal)
+            return await far.prompt(connection, _prompt_of(params), policy)
         except asyncio.CancelledError:  # $/cancel_request: the turn ends on its holder too
-            self._spawn(far.cancel())
+            if not bridged:
+                self._spawn(far.cancel())
             raise
         except NowFree:  # nobody holds it any more: it moves here, with its watchers
             pass
@@ -512,6 +515,8 @@ class RemoteAcp:
         for watcher in list(far.clients.values()):
             self.far.detach(far, watcher)
             await relay.attach(watcher, replay=False)
+        if bridged:
+            return await self._call(connection, method, params)  # now a session of ours
         return await self._prompt(connection, relay, params)
 
     async def _held_elsewhere(self, conv: LiveConversation) -> bool:
