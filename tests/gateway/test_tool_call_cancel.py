@@ -172,9 +172,9 @@ async def _read(fd: int) -> bytes:
     return os.read(fd, 64)
 
 
-async def _holders_route(holder: LiveGateway, sid: str) -> tuple[Any, Any]:
+async def _holders_route(holder: LiveGateway, sid: str) -> tuple[Any, Any, str]:
     """The route a replica passes a session call on by, asked by bob (not the owner) and
-    by alice with a method it does not serve."""
+    by alice with a method it does not serve; and the conversation's title there."""
     async with httpx.AsyncClient(base_url=holder.url) as http:
         listed = await http.get("/v1/conversations", headers=_auth("alice"))
         path = f"/v1/conversations/{listed.json()['data'][0]['id']}/acp"
@@ -182,7 +182,8 @@ async def _holders_route(holder: LiveGateway, sid: str) -> tuple[Any, Any]:
         call = {"method": "tool_call/cancel", "params": params}
         bobs = await http.post(path, json=call, headers=_auth("bob"))
         call = {"method": "session/prompt", "params": params}
-        return bobs, await http.post(path, json=call, headers=_auth("alice"))
+        other = await http.post(path, json=call, headers=_auth("alice"))
+        return bobs, other, listed.json()["data"][0]["title"]
 
 
 async def _read_to_eof(fd: int) -> bytes:
@@ -195,8 +196,8 @@ async def _read_to_eof(fd: int) -> bytes:
 async def test_a_v2_clients_session_calls_reach_the_replica_holding_its_session(
     gateway_factory: Any, tmp_path: Path, pg_url: str
 ) -> None:
-    """B serves its v2 client a session A holds: its `session/set_config_option` and
-    `tool_call/cancel` go to A once and are answered as A answers its own client (the
+    """B serves its v2 client a session A holds: its `session/set_config_option`,
+    `session/set_title` and `tool_call/cancel` go to A once and are answered as A answers its own client (the
     agent got each once); an unknown id is refused there with nothing sent to the agent."""
     spec, keys = v2_agent(tmp_path), (_key("alice"), _key("bob"))
     a = gateway_factory(agents=(spec,), keys=keys, store=pg_url)
@@ -214,6 +215,7 @@ async def test_a_v2_clients_session_calls_reach_the_replica_holding_its_session(
         mode = {"sessionId": sid, "configId": "mode", "type": "id", "value": "full-access"}
         far_set = await at_b.call("session/set_config_option", mode)
         here_set = await at_a.call("session/set_config_option", mode)
+        far_title = await at_b.call("session/set_title", {"sessionId": sid, "title": "Held\n A"})
         prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "hold it"}]}
         turn = len(at_b.received)  # (the resume's state was idle too)
         await at_a.call("session/prompt", prompt)
@@ -230,7 +232,7 @@ async def test_a_v2_clients_session_calls_reach_the_replica_holding_its_session(
         finally:
             os.close(held)
         idle = await at_b.wait_for(is_update("state_update", state="idle"), turn)
-        bobs, other = await _holders_route(a, sid)
+        bobs, other, title = await _holders_route(a, sid)
         assert at_a.errors() == [] and at_b.errors() == [] and bob.errors() == []
     finally:
         for peer in (at_a, at_b, bob):
@@ -245,6 +247,7 @@ async def test_a_v2_clients_session_calls_reach_the_replica_holding_its_session(
     assert theirs["error"]["code"] == -32002, theirs
     assert bobs.status_code == 404, bobs.text  # the holder's route: only the owner's
     assert other.json()["error"]["code"] == -32601  # and only the bridged methods
+    assert far_title["result"] == {"title": "Held A"} and title == "Held A"  # A's rename
     assert len(agent_received(tmp_path, "session/set_config_option")) == 2  # once each
     assert [m["params"] for m in agent_received(tmp_path, "tool_call/cancel")] == [
         {"sessionId": sid, "toolCallId": "s1"}

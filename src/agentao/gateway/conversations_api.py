@@ -29,7 +29,7 @@ from agentao.gateway.identifiers import check_id
 from agentao.gateway.remote.bridge_calls import held_call
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import LiveConversation
-from agentao.gateway.titles import short_title
+from agentao.gateway.titles import person_title, short_title
 from agentao.gateway.views import conversation_frames, fold
 from agentao.store.gateway import IN_FLIGHT_TASK
 from agentao.store.gateway_records import Conversation
@@ -163,12 +163,10 @@ def _may_use(principal: Principal, c: Conversation) -> bool:
 
 
 def _title(value: str, limits: Limits) -> str:
-    title = " ".join(value.split())  # one line: newlines and tabs as spaces
-    if not title:
-        raise BadRequest("title must not be empty", param="title")
-    if len(title) > limits.max_title_chars:
-        raise BadRequest(f"title is longer than {limits.max_title_chars} characters", param="title")
-    return title
+    try:
+        return person_title(value, limits.max_title_chars)
+    except ValueError as exc:
+        raise BadRequest(str(exc), param="title") from None
 
 
 def _query(q: str | None, limits: Limits) -> str | None:

@@ -155,6 +155,7 @@ def initialize_result(v1: dict[str, Any]) -> dict[str, Any]:
             "session": {
                 "prompt": markers,
                 "mcp": {"stdio": {}, **({"http": {}} if mcp.get("http") else {})},
+                "title": {},  # session/set_title: the gateway's own (bridge_calls.py)
             }
         },
     }

@@ -23,6 +23,11 @@ tool_call/cancel   on a v2 agent, passed to it when the id is one of this sessio
     not found). On a v1 agent -32602 `not_cancellable`: v1 cannot stop one tool call
     (only the turn, `session/cancel`), so the bridge never advertises
     `capabilities.cancel` there (bridge.py drops it) and refuses the request.
+session/set_title   (unstable, advertised as `session.title` to every v2 client) the
+    gateway's own, whatever the agent: the conversation's title, as a person's rename
+    (`Conversations.rename`: the web UI's list, `/v1/conversations` and `session/list`
+    show it, and the agent's later titles keep off it); normalized to one line and
+    answered `{title}` as stored; empty or above `[limits] max_title_chars` is -32602.
 
 A v2 client of a session another replica holds has these passed on to the holder once
 (far.py), which answers them here as for its own clients (`held_call`).
@@ -38,6 +43,7 @@ from agentao.gateway.auth import Principal
 from agentao.gateway.config import AgentSpec
 from agentao.gateway.remote.clients import RemoteClient
 from agentao.gateway.remote.limits import check_change
+from agentao.gateway.titles import person_title
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import AcpError, InternalError, InvalidParams, MethodNotFound
 from agentao.protocol.v2.from_v1 import config_option_v2, state_update
@@ -46,6 +52,7 @@ from agentao.protocol.v2.to_v1 import MODE_CATEGORY, set_config_params_v1
 MODE_CONFIG_ID = "mode"  # v2's config option for what v1 calls the session's mode
 SET_CONFIG = "session/set_config_option"
 CANCEL_TOOL_CALL = "tool_call/cancel"
+SET_TITLE = "session/set_title"  # unstable; the gateway's own (the conversation's title)
 BRIDGED_METHODS = frozenset({SET_CONFIG, CANCEL_TOOL_CALL})
 
 
@@ -66,6 +73,15 @@ async def bridged_call(
         answer = await channel.call_raw(SET_CONFIG, params, channel.timeouts.request)
         options = answer.get("configOptions") or [] if isinstance(answer, dict) else []
     return {"configOptions": config_options(principal, spec, session, options)}
+
+
+def checked_title(value: Any, limit: int) -> str:
+    """`session/set_title`'s title as the conversation stores it (titles.person_title), or
+    -32602 saying why."""
+    try:
+        return person_title(value if isinstance(value, str) else "", limit)
+    except ValueError as exc:
+        raise InvalidParams(f"Invalid params: {exc}", {"field": "title"}) from None
 
 
 async def held_call(
@@ -177,7 +193,9 @@ def _allowed_modes(principal: Principal, spec: AgentSpec, session: Session) -> l
 __all__ = [
     "BRIDGED_METHODS",
     "MODE_CONFIG_ID",
+    "SET_TITLE",
     "bridged_call",
+    "checked_title",
     "config_options",
     "held_call",
     "send_state",

@@ -198,6 +198,14 @@ class FarSession(ConversationReader):
             raise PeerError(error.get("code"), str(error.get("message")), error.get("data"))
         return answer["result"]
 
+    async def rename(self, client: RemoteClient, title: str) -> None:
+        """A v2 client's `session/set_title`: the holder's rename, with the client's key."""
+        reply = await self._on_holder(
+            "POST", f"/v1/conversations/{self.conv.id}", {"title": title}, client
+        )
+        if reply.status_code != 200:
+            raise InternalError(f"the replica holding this session: {error_message(reply)}")
+
     async def running(self) -> bool:
         """Whether a turn of the conversation runs (on the holder), as the store says."""
         return any(t.status == IN_FLIGHT_TASK for t in await self.store.list_tasks(self.conv.id))
