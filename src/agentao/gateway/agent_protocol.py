@@ -39,8 +39,8 @@ from agentao.protocol.v2.to_v1 import MODE_CATEGORY
 
 V2 = 2
 # `protocol = "auto"`: the versions a process is offered, in order. v1 first, though every
-# face works over either: the client library relays at 0.6-0.8x over v2 (each update read into
-# v1's typed events) (docs/gateway.md, "Why `auto` prefers v1").
+# face works over either: the client library relays at 0.7-0.85x over v2 (docs/gateway.md,
+# "Why `auto` prefers v1").
 AUTO = (1, V2)
 CANCELLED = "cancelled"  # a v2 tool call's end that v1 has no status for (v1 reads `failed`)
 USER_ECHO = "user_message_chunk"  # a v2 agent echoes each prompt; a v1 one does not
