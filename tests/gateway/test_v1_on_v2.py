@@ -23,8 +23,8 @@ import pytest
 
 from agentao.gateway.ceilings import CeilingRules
 from tests.fakes.fake_llm import FakeLLM
-from tests.gateway.conftest import LiveGateway
-from tests.gateway.test_remote_v2 import INIT_V1, HttpV2, WsV2, updates
+from tests.gateway.conftest import LiveGateway, scripted_spec
+from tests.gateway.test_remote_v2 import INIT_V1, HttpV2, WsV2, peer_for, updates
 from tests.gateway.test_v2_pool import _key, codex_spec, processes, schema_errors, ts_spec
 from tests.npm_peers import NpmPeers
 
@@ -234,3 +234,58 @@ async def test_a_v1_client_answers_a_v2_agents_question_and_cancels_its_turn(
         assert schema_errors(gw) == []
     finally:
         await v1.close()
+
+
+# ---- our own agent under `protocol = 2`: its commands come before a v1 load's reply -----
+
+
+def _commands_then_reply(messages: list[dict[str, Any]], reply_id: int) -> list[str]:
+    """The order in which the commands update and the reply to `reply_id` arrived."""
+    order = []
+    for message in messages:
+        if message.get("id") == reply_id and "method" not in message:
+            order.append("reply")
+        elif message.get("params", {}).get("update", {}).get("sessionUpdate") == (
+            "available_commands_update"
+        ):
+            order.append("commands")
+    return order
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_a_v1_client_loading_our_v2_agents_session_gets_its_commands_first(
+    gateway_factory: Any, tmp_path: Path, scheme: str
+) -> None:
+    """As over v1 (the agent's `session/load` sends its commands before its reply), a v1
+    client gets `available_commands_update` before its `session/new` and `session/load`
+    replies, though our agent speaks v2 (its results carry the commands); a v2 client
+    gets them in its results."""
+    gw = gateway_factory(agents=(replace(scripted_spec(tmp_path), protocol=2),))
+    cwd = gw.config.agents[0].cwd
+    first, again, v2 = v1_peer(gw, scheme), v1_peer(gw, scheme), peer_for(gw, scheme)
+    try:
+        await first.open()
+        before = len(first.received)
+        opened = await first.call("session/new", {"cwd": cwd, "mcpServers": []})
+        sid = opened["result"]["sessionId"]
+        await again.open()
+        before_load = len(again.received)
+        loaded = await again.call("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+        await v2.open()
+        resumed = await v2.call("session/resume", {"sessionId": sid, "cwd": cwd})
+        created = await v2.call("session/new", {"cwd": cwd})
+        errors = [e for p in (first, again) for e in p.errors(version=1)]
+        assert [e for e in errors if not e.endswith(LOAD_NAMES_ITS_SESSION)] == []
+        assert v2.errors() == []
+    finally:
+        for peer in (first, again, v2):
+            await peer.close()
+    assert _commands_then_reply(first.received[before:], opened["id"]) == ["commands", "reply"]
+    assert _commands_then_reply(again.received[before_load:], loaded["id"]) == [
+        "commands",
+        "reply",
+    ]
+    (commands,) = [u for u in updates(again.received) if "availableCommands" in u]
+    assert "compact" in {c["name"] for c in commands["availableCommands"]}, commands
+    for result in (resumed["result"], created["result"]):  # v2: in the result itself
+        assert "compact" in {c["name"] for c in result["availableCommands"]}, result

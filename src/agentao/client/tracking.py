@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from agentao.client.v2 import is_idle
 from agentao.protocol.connection import (
     Connection,
     Notification,
@@ -63,8 +64,6 @@ class TrackingConnection(Connection):
         return event
 
     def _maybe_idle(self, event: Notification) -> None:
-        from agentao.client.v2 import is_idle
-
         update = event.message.get("params", {}).get("update")
         session_id = event.session_id
         if session_id is not None and is_idle(update):

@@ -7,7 +7,8 @@ edge, so that sessions, turns, the view and every reader see the same typed even
 was negotiated:
 
 * a v2 `session/update` becomes the v1 update it means (`to_v1`): a `tool_call_update` for
-  an id never seen is a v1 `tool_call` (then updates, merged by id as before), a
+  an id never seen is a v1 `tool_call` (then updates, merged by id as before; a call
+  stopped alone, v2's `cancelled`, ends `failed`, v1's word for it), a
   `tool_call_content_chunk` a `tool_call_update` with the call's content so far plus the
   chunk, a `plan_update` of items a v1 `plan`, a whole-message upsert (`agent_message`,
   `user_message`, `agent_thought`) a chunk of its text. A v2 `diff` (changed paths and a
@@ -15,7 +16,9 @@ was negotiated:
   A `config_option_update` is v1's (options by `id`, protocol/v2/to_v1.py), and when its
   mode option (category `mode`) moved, a v1 `current_mode_update` follows it, since v2
   has no mode update of its own (the view's mode follows). Chunks keep their
-  `messageId` (v1's unstable schema has it too). What v1 has no kind for (`state_update`,
+  `messageId` (v1's unstable schema has it too); a chunk of plain text, the hot path of a
+  relay, becomes v1's struct straight from the v2 one the endpoint decoded (`fold_update`),
+  with no second decode. What v1 has no kind for (`state_update`,
   `terminal_update`, ...) stays a v2 typed value under its own kind; the view notes
   `state_update` and ignores the rest. `Update.raw` stays the update as the agent sent
   it (v2), for the relays that promise it unchanged; `kind` and `value` are the v1 ones.
@@ -44,6 +47,7 @@ from agentao.client.view import PATCH_META
 from agentao.protocol import schema
 from agentao.protocol.decode import decode_lenient, to_builtins
 from agentao.protocol.schema import UnknownVariant
+from agentao.protocol.v2 import schema as v2
 from agentao.protocol.v2.to_v1 import config_options_v1, mode_change
 
 log = logging.getLogger("agentao.client")
@@ -130,6 +134,8 @@ def to_v1(update: dict[str, Any], st: SessionState) -> tuple[str, dict[str, Any]
 def _tool_call(update: dict[str, Any], known: bool) -> dict[str, Any]:
     tag = "tool_call_update" if known else "tool_call"
     wire = {k: v for k, v in update.items() if k != "name"}  # v2's `name`: v1 has none
+    if wire.get("status") == "cancelled":  # stopped alone (tool_call/cancel): v1 has no
+        wire["status"] = "failed"  # such status, and reads a stopped call as failed
     if isinstance(wire.get("content"), list):
         wire["content"] = [v1 for item in wire["content"] for v1 in content_items(item)]
     if not known:
@@ -231,12 +237,29 @@ def decode_v1(session_id: str, wire: dict[str, Any]) -> Any:
 def fold_update(st: SessionState, raw: dict[str, Any], value: Any) -> Any:
     """Fold a v2 update (`raw` as received, `value` its v2 typed struct) into the session
     as the v1 update it means (`to_v1`); the `Update` event to queue."""
+    v1_chunk = _V1_CHUNKS.get(type(value))
+    if v1_chunk is not None and _plain_text(value):  # the hot path: no second decode
+        text = schema.TextContentBlock(text=value.content.text)
+        return st.apply(
+            raw["sessionUpdate"], v1_chunk(content=text, message_id=value.message_id), raw
+        )
     translated = to_v1(raw, st)
     if translated is None:  # no v1 kind: the v2 typed value, under its own kind
         kept = None if type(value) is UnknownVariant else value
         return st.apply(raw["sessionUpdate"], kept, raw)
     kind, wire = translated  # `raw` rides along as received (events.Update.raw)
     return st.apply(kind, decode_v1(st.session_id, wire), raw)
+
+
+def _plain_text(chunk: Any) -> bool:
+    """A chunk of plain text: nothing beyond its text and message id to carry over."""
+    content = chunk.content
+    return (
+        type(content) is v2.TextContentBlock
+        and content.annotations is None
+        and content.meta is None
+        and chunk.meta is None
+    )
 
 
 def permission_params(params: dict[str, Any], request_id: Any) -> dict[str, Any]:
@@ -251,6 +274,12 @@ def permission_params(params: dict[str, Any], request_id: Any) -> dict[str, Any]
     return v1
 
 
+# A v2 chunk's typed value -> the v1 struct it becomes (the same kind, the same fields).
+_V1_CHUNKS: dict[type, type] = {
+    v2.AgentMessageChunk: schema.AgentMessageChunk,
+    v2.AgentThoughtChunk: schema.AgentThoughtChunk,
+    v2.UserMessageChunk: schema.UserMessageChunk,
+}
 _V1_KINDS = frozenset(
     {
         "user_message_chunk",

@@ -10,7 +10,9 @@ gateway is here, in one place, so that the rest of it reads one shape:
   from it, gateway/remote/bridge.py). A v2 agent's update is logged, mapped to OpenAI
   chunks and offered as `x_acp` as the v1 update the client library read it as
   (`logged_update`); what a v1 agent would not have sent (a `state_update`: the log has
-  the turn's own frames; the echo of the prompt) is not logged.
+  the turn's own frames; the echo of the prompt) is not logged. What a tool call says
+  that v1 cannot (`capabilities.cancel`, a `cancelled` end) is kept under its `_meta`
+  (meta.V2_TOOL_CALL), for the bridge to give back to v2 clients.
 * reopening a stored session after a restart: v1 `session/load`, v2 `session/resume`
   with `replayFrom: start` (v2 has no load); either way the history is replayed before the
   answer, into the session's view (`reopen`, `can_reopen`).
@@ -31,16 +33,16 @@ from typing import Any, get_args
 import msgspec
 
 from agentao.client import Client, Session, Update
-from agentao.protocol import schema
+from agentao.protocol import meta, schema
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.v2.to_v1 import MODE_CATEGORY
 
 V2 = 2
 # `protocol = "auto"`: the versions a process is offered, in order. v1 first, though every
-# face works over either: the client library relays at 0.6-0.8x over v2 (each update read into
-# v1's typed events), and over v2 our agent sends its commands after a resume, where v1's load
-# sends them before its reply (docs/gateway.md, "Why `auto` prefers v1").
+# face works over either: the client library relays at 0.7-0.85x over v2 (docs/gateway.md,
+# "Why `auto` prefers v1").
 AUTO = (1, V2)
+CANCELLED = "cancelled"  # a v2 tool call's end that v1 has no status for (v1 reads `failed`)
 USER_ECHO = "user_message_chunk"  # a v2 agent echoes each prompt; a v1 one does not
 # The v1 update structs: what a v2 update the client library translated decodes to.
 _V1_UPDATES = get_args(schema.SessionUpdate)
@@ -60,7 +62,20 @@ def logged_update(session: Session, update: Update) -> Update | None:
         return None
     wire = to_builtins(update.value)
     wire.pop("messageId", None)  # v2's message ids: the bridge derives its own from the log
+    if (kept := _v2_tool_call_fields(update.raw)) is not None:
+        wire["_meta"] = {**(wire.get("_meta") or {}), meta.V2_TOOL_CALL: kept}
     return msgspec.structs.replace(update, raw=wire)
+
+
+def _v2_tool_call_fields(raw: Any) -> dict[str, Any] | None:
+    """What a v2 tool call update says that v1 cannot (meta.V2_TOOL_CALL): whether
+    `tool_call/cancel` may stop it now, and a `cancelled` end; None when it says neither."""
+    if not isinstance(raw, dict) or raw.get("sessionUpdate") != "tool_call_update":
+        return None
+    kept = {k: raw[k] for k in ("capabilities",) if k in raw}
+    if raw.get("status") == CANCELLED:
+        kept["status"] = CANCELLED
+    return kept or None
 
 
 def can_reopen(client: Client) -> bool:

@@ -8,6 +8,10 @@
     GET    /v1/conversations/{id}/view        its turns folded into keyed items (`views.py`),
                                               with `cwd` (where its session works) and
                                               `mode` (its session's, when known)
+    POST   /v1/conversations/{id}/acp  {method, params}   a remote v2 client's session call
+           (`session/set_config_option`, `tool_call/cancel`) another replica passes on to
+           the one holding the session (remote/far.py); answered `{result}` or `{error}`,
+           JSON-RPC's members, as the client's own replica would answer it
 
 Only the owner sees a conversation (another key's is a 404, as everywhere), and only
 conversations of agents the key may use. Titles are short and never raw JSON (`titles.py`).
@@ -25,9 +29,10 @@ from agentao.gateway.auth import Principal, owns
 from agentao.gateway.config import Limits
 from agentao.gateway.errors import BadRequest, NotFound
 from agentao.gateway.identifiers import check_id
+from agentao.gateway.remote.bridge_calls import held_call
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import LiveConversation
-from agentao.gateway.titles import short_title
+from agentao.gateway.titles import person_title, short_title
 from agentao.gateway.views import conversation_frames, fold
 from agentao.gateway.workdirs import session_cwd
 from agentao.store.gateway import IN_FLIGHT_TASK
@@ -38,6 +43,11 @@ router = APIRouter()
 
 class Rename(msgspec.Struct, kw_only=True):
     title: str
+
+
+class SessionCall(msgspec.Struct, kw_only=True):
+    method: str
+    params: dict[str, Any]
 
 
 @router.get("/v1/conversations")
@@ -74,6 +84,20 @@ async def delete_conversation(conversation_id: str, request: Request) -> Any:
     conv = await _live(gw, gw.principal(request), conversation_id)
     await gw.conversations.delete(conv)
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
+
+
+@router.post("/v1/conversations/{conversation_id}/acp", include_in_schema=False)
+async def session_call(conversation_id: str, request: Request) -> Any:
+    """A remote v2 client's session call on the conversation, held here (holders.py passes
+    the request on to the holder, as it came, when another replica holds it)."""
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    body = await gw.decode(request, SessionCall)
+    conv = await _live(gw, principal, conversation_id)
+    session = await gw.conversations.bind(conv)
+    spec = gw.conversations.pool(conv.record.agent).spec
+    params = {**body.params, "sessionId": session.id}  # this conversation's, whatever it said
+    return await held_call(principal, spec, session, body.method, params)
 
 
 @router.get("/v1/conversations/{conversation_id}/tasks")
@@ -157,12 +181,10 @@ def _may_use(principal: Principal, c: Conversation) -> bool:
 
 
 def _title(value: str, limits: Limits) -> str:
-    title = " ".join(value.split())  # one line: newlines and tabs as spaces
-    if not title:
-        raise BadRequest("title must not be empty", param="title")
-    if len(title) > limits.max_title_chars:
-        raise BadRequest(f"title is longer than {limits.max_title_chars} characters", param="title")
-    return title
+    try:
+        return person_title(value, limits.max_title_chars)
+    except ValueError as exc:
+        raise BadRequest(str(exc), param="title") from None
 
 
 def _query(q: str | None, limits: Limits) -> str | None:

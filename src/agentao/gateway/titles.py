@@ -4,7 +4,8 @@ Who titles a conversation (`Conversation.title_by`), strongest last:
 
     prompt   short_title() of its first prompt, when it starts
     agent    the agent's own title (`session_info_update`), after a turn that sent one
-    person   a rename; neither of the others replaces it
+    person   a rename (or a remote v2 client's `session/set_title`), `person_title()`;
+             neither of the others replaces it
 
 A prompt's text may be a Chat Completions transcript rendered for the agent
 (`transcript.render`: "[System]\\n…", "[Assistant]\\n…" parts, the newest user words
@@ -22,6 +23,18 @@ LABELS = ("[System]\n", "[Assistant]\n")  # what `transcript.render` puts before
 TITLED_BY = ("prompt", "agent", "person")
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)(?:"|$)')  # the last one may be cut off
 _SPACES = re.compile(r"\s+")
+
+
+def person_title(value: str, limit: int) -> str:
+    """A title a person gives (a rename, a remote client's `session/set_title`) as stored:
+    one line, newlines and runs of spaces as one space; ValueError saying why when it is
+    empty that way or longer than `limit`."""
+    title = " ".join(value.split())
+    if not title:
+        raise ValueError("title must not be empty")
+    if len(title) > limit:
+        raise ValueError(f"title is longer than {limit} characters")
+    return title
 
 
 def short_title(text: str | None, limit: int) -> str:
@@ -74,4 +87,4 @@ def _strings(value: Any) -> Any:
             yield from _strings(item)
 
 
-__all__ = ["LABELS", "TITLED_BY", "short_title"]
+__all__ = ["LABELS", "TITLED_BY", "person_title", "short_title"]

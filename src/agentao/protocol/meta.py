@@ -16,6 +16,10 @@ REASON  in a `session/request_permission` result: why the client answered as it 
 ESTIMATED  in a `usage_update`: true when `used` is an estimate (the provider reported no
         token counts).
 COMPACTION in a finished `compaction_update`: {tokensBefore, tokensAfter, detail}.
+V2_TOOL_CALL  in a v1 `tool_call`/`tool_call_update` the gateway logged from a v2 agent:
+        what v1 has no field for, kept for the v2 readers of the log (the bridge puts it
+        back): {capabilities?, status?} (`capabilities` as the agent sent it, `null`
+        included; `status` only v2's own `cancelled`, which v1 reads as `failed`).
 """
 
 from __future__ import annotations
@@ -25,5 +29,6 @@ MODE_ID = "agentao.cn/modeId"
 REASON = "agentao.cn/reason"
 ESTIMATED = "agentao.cn/estimated"
 COMPACTION = "agentao.cn/compaction"
+V2_TOOL_CALL = "agentao.cn/v2ToolCall"
 
-__all__ = ["COMPACTION", "ESTIMATED", "MODE_ID", "REASON", "USAGE"]
+__all__ = ["COMPACTION", "ESTIMATED", "MODE_ID", "REASON", "USAGE", "V2_TOOL_CALL"]

@@ -113,8 +113,10 @@ class AcpAgent:
     # ---- session lifecycle -----------------------------------------------------------
 
     async def session_new(
-        self, params: schema.NewSessionRequest, message: dict[str, Any]
+        self, params: schema.NewSessionRequest, message: dict[str, Any], *, commands: bool = True
     ) -> schema.NewSessionResponse:
+        """A new session (or `--resume`'s); its commands sent after the reply unless the
+        caller puts them in its result (`commands` false: v2, server/v2.py)."""
         cwd = directory(params.cwd, "cwd")
         extra = directories(params.additional_directories, "additionalDirectories")
         raw_servers = params_of(message).get("mcpServers")
@@ -131,7 +133,7 @@ class AcpAgent:
             live = self.factory.open(agent, llm, {}, servers, catalog)
             await self.archive.create(agent, live.engine)
         self.sessions.add(live)
-        live.setup = self._after_reply(self._setup(live, replay=replay))
+        live.setup = self._after_reply(self._setup(live, replay=replay, commands=commands))
         return schema.NewSessionResponse(
             session_id=live.id,
             modes=opts.mode_state(live.agent.mode_id, live.ceiling),
@@ -352,9 +354,11 @@ class AcpAgent:
         agent.provider_id, agent.model = llm.provider_id, llm.model
         return llm
 
-    async def _setup(self, live: LiveSession, replay: bool) -> None:
-        """After the reply: the commands, a resumed history, then the MCP servers."""
-        await live.send(commands_update())
+    async def _setup(self, live: LiveSession, replay: bool, commands: bool = True) -> None:
+        """After the reply: the commands (unless the reply had them: v2), a resumed
+        history, then the MCP servers."""
+        if commands:
+            await live.send(commands_update())
         if replay:
             await self._replay(live)
         if live.mcp_servers:

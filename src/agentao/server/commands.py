@@ -1,5 +1,6 @@
 """Slash commands over ACP: offered with `available_commands_update` after `session/new`
-and `session/load`, and run when a prompt starts with one (agent/commands.py).
+and `session/load` (over v2 in the new, resume and fork results: `commands_v2`), and run
+when a prompt starts with one (agent/commands.py).
 
 Each command is a turn of its own: it claims the session like a prompt (so a second
 prompt is "busy" and `session/cancel` stops it), its events go out as updates, and it
@@ -8,6 +9,8 @@ A command that fails (an unknown provider, say) answers in words and ends the tu
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from agentao.agent.ceiling import ModeAboveCeiling
 from agentao.agent.commands import (
@@ -23,7 +26,9 @@ from agentao.agent.config import split_model_value
 from agentao.agent.events import TurnEnded, TurnEvent
 from agentao.agent.providers.messages import UserMessage
 from agentao.agent.turn import compact_now, drive_turn
+from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import AcpError, InvalidParams
+from agentao.protocol.v2.from_v1 import command
 from agentao.server import config_options as opts
 from agentao.server.live import LiveSession
 from agentao.server.models import switch_model
@@ -38,6 +43,13 @@ from agentao.server.updates import (
 
 def commands_update() -> object:
     return available_commands_update(COMMANDS)
+
+
+def commands_v2() -> list[dict[str, Any]]:
+    """The commands as v2's `availableCommands`, which v2 puts in the session/new, resume
+    and fork results themselves (so a client has them before the reply, as v1's load)."""
+    wire = to_builtins(commands_update())
+    return [command(c) for c in wire["availableCommands"]]
 
 
 def prompt_body(
@@ -130,4 +142,4 @@ async def _emit_all(live: LiveSession, events: list[TurnEvent], usage: bool = Fa
     return ended
 
 
-__all__ = ["apply_mode", "commands_update", "prompt_body"]
+__all__ = ["apply_mode", "commands_update", "commands_v2", "prompt_body"]

@@ -12,7 +12,10 @@ connection send through a `V2Outbox` (server/v2_updates.py writes each event and
 v2) and ask the person through `V2Interaction` (v2's `session/request_permission`, and
 `requires_action` / `running` around every question).
 
-session/new       mcpServers optional; configOptions carry the mode and the model
+session/new       mcpServers optional; configOptions carry the mode and the model, and
+                  `availableCommands` the slash commands (v1 sends them as an update
+                  after new, before load's reply; v2 has them in new, resume and fork
+                  results, so a client, or a gateway's v1 client, has them before the reply)
 session/prompt    checked, then inserted: `state_update running`, the user message echoed
                   with its `messageId`, the reply `{messageId}`; the turn runs after the
                   reply and ends with `state_update idle` + stopReason (usage under
@@ -36,7 +39,8 @@ tool_call/cancel  stops one running tool call that advertised `capabilities.canc
                   first); the model is told and the turn goes on (agent/stoppable.py).
                   -32602 with data.reason unknown / not_cancellable / final
 session/fork      (unstable) a new session with the source's stored history, its own id,
-                  the source untouched (server/fork.py); answers its configOptions
+                  the source untouched (server/fork.py); answers its configOptions and
+                  availableCommands
 session/status    (unstable) `open` with the state now (`running`, `requires_action`, or
                   `idle` with the last turn's stop reason; none before a first turn) or
                   `saved` (stored, not live: resume it); unknown -32002
@@ -268,9 +272,9 @@ class AgentV2:
     # ---- session lifecycle -----------------------------------------------------------
 
     async def session_new(self, params: v2.NewSessionRequest, message: dict[str, Any]) -> Any:
-        reply = await self.agent.session_new(params, message)
+        reply = await self.agent.session_new(params, message, commands=False)
         live = self.agent.sessions.get(reply.session_id)
-        return {"sessionId": live.id, "configOptions": config_options(live)}
+        return {"sessionId": live.id, **session_result(live)}
 
     async def session_prompt(self, params: v2.PromptRequest) -> dict[str, Any]:
         from agentao.server.commands import prompt_body
@@ -315,16 +319,16 @@ class AgentV2:
         live = await self.agent._restore(params, params_of(message).get("mcpServers"))
         if replay:  # the history before the reply, as v1's load does
             await self.agent._replay(live)
-        live.setup = self.agent._after_reply(self.agent._setup(live, replay=False))
-        return {"configOptions": config_options(live)}
+        live.setup = self.agent._after_reply(self.agent._setup(live, False, commands=False))
+        return session_result(live)
 
     async def session_fork(self, params: v2.ForkSessionRequest, message: dict[str, Any]) -> Any:
         """A new session with the source's stored history (server/fork.py)."""
         from agentao.server.fork import fork_session
 
         live = await fork_session(self.agent, params, message)
-        live.setup = self.agent._after_reply(self.agent._setup(live, replay=False))
-        return {"sessionId": live.id, "configOptions": config_options(live)}
+        live.setup = self.agent._after_reply(self.agent._setup(live, False, commands=False))
+        return {"sessionId": live.id, **session_result(live)}
 
     async def session_status(self, params: v2.SessionStatusRequest) -> dict[str, Any]:
         """`open` (live here, with its state now) or `saved` (stored: resume it); an
@@ -386,6 +390,14 @@ class AgentV2:
         outbox = live.outbox
         assert isinstance(outbox, V2Outbox), "a v2 session sends through a V2Outbox"
         return outbox
+
+
+def session_result(live: LiveSession) -> dict[str, Any]:
+    """What a v2 session/new, resume or fork result says of the session: its config, and
+    its commands (in the result, so a client has them before the reply, as v1's load)."""
+    from agentao.server.commands import commands_v2
+
+    return {"configOptions": config_options(live), "availableCommands": commands_v2()}
 
 
 def state_now(live: LiveSession) -> dict[str, Any] | None:

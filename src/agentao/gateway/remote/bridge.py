@@ -8,8 +8,10 @@ agent's own v2 view uses), so a v1 and a v2 client can watch one conversation at
 task-started          state_update running, then the prompt as user_message_chunk
                       with the `messageId` the prompt's reply named (`user_message_id`)
 task-running,         the agent's v1 update in v2: chunks with messageIds, keyed
-session-update        tool_call_update / plan_update (`FromV1`); a tool call never
-                      with `capabilities` (no `tool_call/cancel` on a v1 agent)
+session-update        tool_call_update / plan_update (`FromV1`); a tool call with
+                      `capabilities` only as a v2 agent sent them (the log keeps them
+                      under `_meta`: agent_protocol.py), never from a v1 agent (no
+                      `tool_call/cancel` there)
 permission-request    state_update requires_action (the question itself goes out as
                       v2's `session/request_permission`: `permission_params`)
 permission-response   state_update running
@@ -89,7 +91,7 @@ class V2Bridge:
             return []
         new_id = frame_message_id(conversation_id, event.seq)
         translated = self.view.update(session_id, update, new_id)
-        return [] if translated is None else [_uncancellable(translated)]
+        return [] if translated is None else [_v2_tool_call(translated)]
 
     def update(self, session_id: str, update: dict[str, Any]) -> dict[str, Any] | None:
         """A v1 update the gateway sends outside the log (what the agent sent while a
@@ -103,11 +105,18 @@ class V2Bridge:
         return method, params
 
 
-def _uncancellable(update: dict[str, Any]) -> dict[str, Any]:
-    """A tool call through the bridge never offers `tool_call/cancel`: the v1 agent cannot
-    stop one tool (bridge_calls.py refuses it), whatever its update carried."""
-    if update.get("sessionUpdate") == "tool_call_update" and "capabilities" in update:
-        return {k: v for k, v in update.items() if k != "capabilities"}
+def _v2_tool_call(update: dict[str, Any]) -> dict[str, Any]:
+    """A tool call offers `tool_call/cancel` only as a v2 agent did (its capabilities kept
+    in the log under meta.V2_TOOL_CALL, with a `cancelled` end); from a v1 agent, which
+    cannot stop one tool (bridge_calls.py refuses it), never, whatever its update carried."""
+    if update.get("sessionUpdate") != "tool_call_update":
+        return update
+    update = {k: v for k, v in update.items() if k != "capabilities"}
+    extra = update.get("_meta")
+    if isinstance(extra, dict) and isinstance(kept := extra.get(meta.V2_TOOL_CALL), dict):
+        rest = {k: v for k, v in extra.items() if k != meta.V2_TOOL_CALL}
+        update = {k: v for k, v in update.items() if k != "_meta"}
+        update.update({**({"_meta": rest} if rest else {}), **kept})
     return update
 
 
@@ -146,6 +155,7 @@ def initialize_result(v1: dict[str, Any]) -> dict[str, Any]:
             "session": {
                 "prompt": markers,
                 "mcp": {"stdio": {}, **({"http": {}} if mcp.get("http") else {})},
+                "title": {},  # session/set_title: the gateway's own (bridge_calls.py)
             }
         },
     }

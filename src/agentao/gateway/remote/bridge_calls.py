@@ -16,29 +16,43 @@ session/set_config_option   v2 has modes only as the `mode` config option (categ
 On a v2 agent (any agent that speaks both, under `auto`) the same answers hold: the
 agent's own mode option is replaced by the ceiling's view of it (under the agent's
 `configId`), and other options are passed on in v2 as they came.
-tool_call/cancel   -32602 `not_cancellable`: a v1 agent cannot stop one tool call (only
-    the turn, `session/cancel`), so the bridge never advertises `capabilities.cancel`
-    on a tool call (bridge.py drops it) and refuses the request.
+tool_call/cancel   on a v2 agent, passed to it when the id is one of this session's tool
+    calls (the calls its updates named, which the log holds too; the agent answers for
+    one that no longer runs), else -32602 `unknown` and nothing is sent: a client reaches
+    only the calls of a session it is attached to (service.py: another key's session is
+    not found). On a v1 agent -32602 `not_cancellable`: v1 cannot stop one tool call
+    (only the turn, `session/cancel`), so the bridge never advertises
+    `capabilities.cancel` there (bridge.py drops it) and refuses the request.
+session/set_title   (unstable, advertised as `session.title` to every v2 client) the
+    gateway's own, whatever the agent: the conversation's title, as a person's rename
+    (`Conversations.rename`: the web UI's list, `/v1/conversations` and `session/list`
+    show it, and the agent's later titles keep off it); normalized to one line and
+    answered `{title}` as stored; empty or above `[limits] max_title_chars` is -32602.
+
+A v2 client of a session another replica holds has these passed on to the holder once
+(far.py), which answers them here as for its own clients (`held_call`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agentao.client import Session
+from agentao.client import ClientError, Session
 from agentao.gateway.agent_protocol import mode_option, speaks_v2
 from agentao.gateway.auth import Principal
 from agentao.gateway.config import AgentSpec
 from agentao.gateway.remote.clients import RemoteClient
 from agentao.gateway.remote.limits import check_change
+from agentao.gateway.titles import person_title
 from agentao.protocol.decode import to_builtins
-from agentao.protocol.errors import InvalidParams
+from agentao.protocol.errors import AcpError, InternalError, InvalidParams, MethodNotFound
 from agentao.protocol.v2.from_v1 import config_option_v2, state_update
 from agentao.protocol.v2.to_v1 import MODE_CATEGORY, set_config_params_v1
 
 MODE_CONFIG_ID = "mode"  # v2's config option for what v1 calls the session's mode
 SET_CONFIG = "session/set_config_option"
 CANCEL_TOOL_CALL = "tool_call/cancel"
+SET_TITLE = "session/set_title"  # unstable; the gateway's own (the conversation's title)
 BRIDGED_METHODS = frozenset({SET_CONFIG, CANCEL_TOOL_CALL})
 
 
@@ -47,12 +61,7 @@ async def bridged_call(
 ) -> dict[str, Any]:
     """Answer one of BRIDGED_METHODS for a v2 client on the v1 `session`."""
     if method == CANCEL_TOOL_CALL:
-        raise InvalidParams(
-            f"Invalid params: tool call {params.get('toolCallId')!r} is not cancellable: "
-            "the agent behind this gateway speaks ACP v1, which stops only a whole turn "
-            "(session/cancel)",
-            {"field": "toolCallId", "reason": "not_cancellable"},
-        )
+        return await _cancel_tool_call(session, params.get("toolCallId"))
     if params.get("configId") == mode_id(session) and session.modes:
         await _set_mode(principal, spec, session, params.get("value"))
         options = to_builtins(getattr(session.response, "config_options", None) or [])
@@ -64,6 +73,53 @@ async def bridged_call(
         answer = await channel.call_raw(SET_CONFIG, params, channel.timeouts.request)
         options = answer.get("configOptions") or [] if isinstance(answer, dict) else []
     return {"configOptions": config_options(principal, spec, session, options)}
+
+
+def checked_title(value: Any, limit: int) -> str:
+    """`session/set_title`'s title as the conversation stores it (titles.person_title), or
+    -32602 saying why."""
+    try:
+        return person_title(value if isinstance(value, str) else "", limit)
+    except ValueError as exc:
+        raise InvalidParams(f"Invalid params: {exc}", {"field": "title"}) from None
+
+
+async def held_call(
+    principal: Principal, spec: AgentSpec, session: Session, method: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """One of BRIDGED_METHODS that another replica passed on for its v2 client of the
+    session held here (`POST /v1/conversations/{id}/acp`): answered as for a client here,
+    as JSON-RPC's `result` or `error` member, which that replica relays as it is."""
+    if method not in BRIDGED_METHODS:
+        return {"error": MethodNotFound(method).to_wire()}
+    try:
+        result = await bridged_call(principal, spec, session, method, params)
+    except AcpError as exc:
+        return {"error": exc.to_wire()}
+    except ClientError as exc:  # the agent failed the request
+        return {"error": {"code": getattr(exc, "code", InternalError.code), "message": str(exc)}}
+    return {"result": result}
+
+
+async def _cancel_tool_call(session: Session, tool_call_id: Any) -> dict[str, Any]:
+    """`tool_call/cancel` passed to a v2 agent for a call of this session (the agent says
+    whether it still runs); -32602 and nothing sent for any other id, or on a v1 agent."""
+    if not speaks_v2(session):
+        raise InvalidParams(
+            f"Invalid params: tool call {tool_call_id!r} is not cancellable: the agent "
+            "behind this gateway speaks ACP v1, which stops only a whole turn (session/cancel)",
+            {"field": "toolCallId", "reason": "not_cancellable"},
+        )
+    if not isinstance(tool_call_id, str) or tool_call_id not in session.tool_calls:
+        raise InvalidParams(
+            f"Invalid params: tool call {tool_call_id!r} is unknown in this session",
+            {"field": "toolCallId", "reason": "unknown"},
+        )
+    params = {"sessionId": session.id, "toolCallId": tool_call_id}
+    answer = await session.channel.call_raw(
+        CANCEL_TOOL_CALL, params, session.channel.timeouts.request
+    )
+    return answer if isinstance(answer, dict) else {}
 
 
 async def _set_mode(principal: Principal, spec: AgentSpec, session: Session, value: Any) -> None:
@@ -91,9 +147,13 @@ def send_state(connection: RemoteClient, session_id: str, running: bool) -> None
 
 
 def session_config(principal: Principal, spec: AgentSpec, session: Session) -> dict[str, Any]:
-    """`configOptions` of a v2 session/new or session/resume result through the bridge."""
+    """`configOptions` of a v2 session/new or session/resume result through the bridge,
+    and a v2 agent's `availableCommands` from its own result (a v1 agent's come as the
+    update it sent, which the client is sent too)."""
     v1 = to_builtins(getattr(session.response, "config_options", None) or [])
-    return {"configOptions": config_options(principal, spec, session, v1)}
+    result = {"configOptions": config_options(principal, spec, session, v1)}
+    commands = getattr(session.response, "available_commands", None) if speaks_v2(session) else None
+    return {**result, "availableCommands": to_builtins(commands)} if commands else result
 
 
 def config_options(
@@ -133,8 +193,11 @@ def _allowed_modes(principal: Principal, spec: AgentSpec, session: Session) -> l
 __all__ = [
     "BRIDGED_METHODS",
     "MODE_CONFIG_ID",
+    "SET_TITLE",
     "bridged_call",
+    "checked_title",
     "config_options",
+    "held_call",
     "send_state",
     "session_config",
 ]

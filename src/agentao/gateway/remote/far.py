@@ -27,9 +27,13 @@ once for here and for the holder) whose frames are the store's:
 
 When no live replica holds the conversation any more (its holder stopped or its lease
 ran out), `prompt` raises `NowFree` and the caller reopens the session here.
-What a far session cannot do: the agent's own session methods (`session/set_mode`,
-config options) and the agent's `fs/*` requests to this client (the holder serves
-those itself, confined to the session's directories).
+* a v2 client's `session/set_config_option` and `tool_call/cancel` go to the holder
+  once (`POST /v1/conversations/{id}/acp`, the client's key), which answers them as for
+  a client of its own (bridge_calls.held_call); its answer or error is relayed.
+
+What a far session cannot do: a v1 client's `session/set_mode` and config options, and
+the agent's `fs/*` requests to this client (the holder serves those itself, confined to
+the session's directories).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from agentao.gateway.remote.clients import RemoteClient
 from agentao.gateway.remote.reader import ConversationReader
 from agentao.gateway.replicas import Replica
 from agentao.gateway.sessions import LiveConversation
-from agentao.protocol.errors import InternalError, InvalidRequest
+from agentao.protocol.errors import InternalError, InvalidRequest, PeerError
 from agentao.store.gateway import IN_FLIGHT_TASK, GatewayStore
 from agentao.store.gateway_records import TaskEvent
 
@@ -180,6 +184,27 @@ class FarSession(ConversationReader):
         if reply.status_code != 201:
             raise InternalError(f"the replica holding this session: {error_message(reply)}")
         return str(reply.json()["id"])
+
+    async def session_call(self, client: RemoteClient, method: str, params: Any) -> Any:
+        """A v2 client's session call (bridge_calls.py), passed on to the holder once with
+        the client's key, and answered as the holder answers it (`NowFree` if none)."""
+        path = f"/v1/conversations/{self.conv.id}/acp"
+        reply = await self._on_holder("POST", path, {"method": method, "params": params}, client)
+        answer = reply.json() if reply.status_code == 200 else None
+        if not isinstance(answer, dict) or not ("result" in answer or "error" in answer):
+            raise InternalError(f"the replica holding this session: {error_message(reply)}")
+        if "error" in answer:
+            error = answer["error"]
+            raise PeerError(error.get("code"), str(error.get("message")), error.get("data"))
+        return answer["result"]
+
+    async def rename(self, client: RemoteClient, title: str) -> None:
+        """A v2 client's `session/set_title`: the holder's rename, with the client's key."""
+        reply = await self._on_holder(
+            "POST", f"/v1/conversations/{self.conv.id}", {"title": title}, client
+        )
+        if reply.status_code != 200:
+            raise InternalError(f"the replica holding this session: {error_message(reply)}")
 
     async def running(self) -> bool:
         """Whether a turn of the conversation runs (on the holder), as the store says."""

@@ -42,7 +42,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Coroutine
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -60,13 +59,16 @@ from agentao.gateway.pool import AgentPool
 from agentao.gateway.remote.bridge import V2, V2Bridge, initialize_result, user_message_id
 from agentao.gateway.remote.bridge_calls import (
     BRIDGED_METHODS,
+    SET_TITLE,
     bridged_call,
+    checked_title,
     send_state,
     session_config,
 )
 from agentao.gateway.remote.clients import INIT_SCOPE, RemoteClient, RemoteClients
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
 from agentao.gateway.remote.limits import check_change, remote_policy, session_params
+from agentao.gateway.remote.listing import session_list
 from agentao.gateway.remote.mcp_urls import checked_mcp_servers
 from agentao.gateway.remote.relay import SessionRelay, SessionRelays
 from agentao.gateway.remote.v1_calls import (
@@ -314,6 +316,13 @@ class RemoteAcp:
         if method == "initialize":
             raise InvalidRequest("Invalid Request: this connection is already initialized")
         far = self.far.find(str(params.get("sessionId")), connection)
+        if connection.bridge is not None and method == SET_TITLE:  # the conversation's
+            title = checked_title(params.get("title"), self.limits.max_title_chars)
+            if far is not None:
+                await far.rename(connection, title)
+            else:
+                await self.conversations.rename(self._attached(connection, params).conv, title)
+            return {"title": title}
         if far is not None:
             return await self._far_call(connection, far, method, params)
         relay = self._attached(connection, params)
@@ -417,20 +426,7 @@ class RemoteAcp:
         raise SessionNotFound(session_id)
 
     async def _list(self, connection: RemoteClient) -> dict[str, Any]:
-        limit = self.limits.conversations_listed
-        records = await self.store.list_conversations(connection.principal.name, limit)
-        sessions = [
-            {
-                "sessionId": r.session_id,
-                "cwd": (r.session_params or {}).get("cwd")
-                or self.conversations.pool(r.agent).spec.cwd,
-                "title": r.title,
-                "updatedAt": _iso(r.updated_at),
-            }
-            for r in records
-            if r.agent == connection.agent and r.session_id is not None
-        ]
-        return {"sessions": sessions}
+        return await session_list(self.conversations, connection.principal, connection.agent)
 
     def _attached(self, connection: RemoteClient, params: dict[str, Any]) -> SessionRelay:
         session_id = params.get("sessionId")
@@ -493,17 +489,20 @@ class RemoteAcp:
         if method == "session/close":
             self.far.detach(far, connection)
             return {}
-        if method != "session/prompt":
+        bridged = connection.bridge is not None and method in BRIDGED_METHODS  # to the holder
+        if method != "session/prompt" and not bridged:
             raise InvalidRequest(
                 f"Invalid Request: {method} is not available here while this session is live "
                 "on another gateway replica"
             )
         try:
-            return await far.prompt(
-                connection, _prompt_of(params), remote_policy(connection.principal)
-            )
+            if bridged:
+                return await far.session_call(connection, method, params)
+            policy = remote_policy(connection.principal)
+            return await far.prompt(connection, _prompt_of(params), policy)
         except asyncio.CancelledError:  # $/cancel_request: the turn ends on its holder too
-            self._spawn(far.cancel())
+            if not bridged:
+                self._spawn(far.cancel())
             raise
         except NowFree:  # nobody holds it any more: it moves here, with its watchers
             pass
@@ -512,6 +511,8 @@ class RemoteAcp:
         for watcher in list(far.clients.values()):
             self.far.detach(far, watcher)
             await relay.attach(watcher, replay=False)
+        if bridged:
+            return await self._call(connection, method, params)  # now a session of ours
         return await self._prompt(connection, relay, params)
 
     async def _held_elsewhere(self, conv: LiveConversation) -> bool:
@@ -581,10 +582,6 @@ def _scope_of(message: Any) -> str:
 def _scope(method: str, params: dict[str, Any]) -> str:
     session_id = params.get("sessionId")
     return session_id if method in SESSION_SCOPED and isinstance(session_id, str) else ""
-
-
-def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
 
 
 __all__ = ["RemoteAcp"]

@@ -1,0 +1,68 @@
+"""A remote v2 client titles its session (`session/set_title`, unstable), through the gateway.
+
+Real gateway, our agent behind it. The gateway advertises `session.title` to v2 clients
+and serves the method itself: the title is the conversation's, as a person's rename
+(`POST /v1/conversations/{id}`), so the web UI's list, `GET /v1/conversations` and
+`session/list` show it and the agent's later titles keep off it. A title is normalized
+(one line) and answered as stored; an empty or too long one is -32602; another key's
+session is not found. Every message the gateway sends a client is checked against its
+version's schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import httpx
+import pytest
+
+from agentao.gateway.config import ApiKey, Limits
+from tests.gateway.conftest import LiveGateway
+from tests.gateway.test_remote_v2 import peer_for
+
+pytestmark = pytest.mark.timeout(60)
+LIMIT = 40  # [limits] max_title_chars, small here
+
+
+def _key(name: str) -> ApiKey:
+    digest = hashlib.sha256(f"sk-{name}".encode()).hexdigest()
+    return ApiKey(name, digest, ceiling="all", policy="all")
+
+
+def _auth(name: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer sk-{name}"}
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_a_v2_client_titles_its_session_as_a_person_renames_it(
+    gateway_factory: Any, scheme: str
+) -> None:
+    limits = Limits(max_title_chars=LIMIT)
+    gw: LiveGateway = gateway_factory(keys=(_key("alice"), _key("bob")), limits=limits)
+    cwd = gw.config.agents[0].cwd
+    alice, bob = peer_for(gw, scheme, _auth("alice")), peer_for(gw, scheme, _auth("bob"))
+    try:
+        init = await alice.open()
+        await bob.open()
+        sid = (await alice.call("session/new", {"cwd": cwd}))["result"]["sessionId"]
+        titled = await alice.call(
+            "session/set_title", {"sessionId": sid, "title": " Fix\n the  bug "}
+        )
+        empty = await alice.call("session/set_title", {"sessionId": sid, "title": " \n "})
+        long = await alice.call("session/set_title", {"sessionId": sid, "title": "x" * (LIMIT + 1)})
+        theirs = await bob.call("session/set_title", {"sessionId": sid, "title": "Mine now"})
+        listed = await alice.call("session/list", {})
+        assert alice.errors() == [] and bob.errors() == []
+    finally:
+        await alice.close()
+        await bob.close()
+    assert init["result"]["capabilities"]["session"]["title"] == {}  # advertised: served
+    assert titled["result"] == {"title": "Fix the bug"}, titled  # as stored
+    assert empty["error"]["code"] == -32602 and long["error"]["code"] == -32602
+    assert theirs["error"]["code"] == -32002, theirs
+    (session,) = listed["result"]["sessions"]
+    assert session["title"] == "Fix the bug"
+    async with httpx.AsyncClient(base_url=gw.url) as http:
+        convs = (await http.get("/v1/conversations", headers=_auth("alice"))).json()["data"]
+    assert [(c["title"], c["title_by"]) for c in convs] == [("Fix the bug", "person")]
