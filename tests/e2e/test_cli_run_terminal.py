@@ -122,6 +122,21 @@ def test_a_deliberate_reject_is_not_a_failure(fake_llm, env, ws):
     assert not (ws / "made").exists()
 
 
+@pytest.mark.parametrize("json_lines", [[], ["--json"]], ids=["text", "json"])
+def test_with_stdout_in_a_file_the_question_is_asked_on_the_terminal(
+    fake_llm, env, ws, tmp_path, json_lines
+):
+    shell_turn(fake_llm)
+    out = tmp_path / "out.txt"
+    run = shlex.join(agentao_argv("run", "--cwd", str(ws), "--approve", "ask", *json_lines, "go"))
+    with TerminalScreen(["/bin/bash", "-c", f"{run} > {shlex.quote(str(out))}"], env) as term:
+        term.expect(b"Choose")
+        term.send(b"1\r")
+        assert term.wait() == 0
+    assert "Choose [1/2] (2): 1" in term.lines() and "Choose" not in out.read_text()
+    assert (ws / "made").exists()
+
+
 def test_a_policy_rejection_still_exits_3_with_the_advice(fake_llm, env, ws):
     shell_turn(fake_llm)
     with run_on_a_terminal(env, ws, "go") as term:

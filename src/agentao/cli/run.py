@@ -156,8 +156,8 @@ def _question(policy: ClientPolicy, view: Any) -> TerminalQuestion | None:
     if policy.approve != "ask" or not sys.stdin.isatty():
         return None
     console = getattr(view, "console", None)
-    if console is None:  # --json: stdout is for the events
-        from rich.console import Console
+    if console is None or not console.is_terminal:  # --json, or stdout piped to a file:
+        from rich.console import Console  # the person reads the question on stderr
 
         console = Console(stderr=True, highlight=False)
     return TerminalQuestion(view, console, remember=policy.remember)
