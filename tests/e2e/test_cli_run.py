@@ -355,3 +355,25 @@ def test_mode_and_model_are_set_first(scripted, workspace, tmp_path, protocol):
             ("mode", "plan"),
             ("model", "scripted/other"),
         ]
+
+
+def test_json_lines_carry_local_answers_and_the_replay(fake_llm, workspace, tmp_path):
+    """--json keeps one object a line: `/help` is one "local" object (no model request);
+    a resumed session's history comes first, each object marked "replayed"."""
+    from tests.e2e.agent_process import agent_env
+
+    env = agent_env(tmp_path / "home", **fake_llm.env())
+    helped = agentao("run", "--json", "--cwd", str(workspace), "/help", env=env)
+    answers = [json.loads(line) for line in helped.stdout.splitlines()]
+    [local] = [a for a in answers if a["type"] == "local"]
+    assert helped.returncode == 0 and answers[-1] == local and fake_llm.requests == []
+    assert "local commands (answered here, not sent):" in local["lines"]
+    fake_llm.reply("first answer")
+    fake_llm.reply("second answer")
+    assert agentao("run", "--cwd", str(workspace), "first", env=env).returncode == 0
+    resumed = agentao("run", "--json", "--continue", "--cwd", str(workspace), "again", env=env)
+    events = [json.loads(line) for line in resumed.stdout.splitlines()]
+    replayed = [e for e in events if e.get("replayed")]
+    kinds = [e["update"]["sessionUpdate"] for e in replayed if e["type"] == "update"]
+    assert "user_message_chunk" in kinds and "agent_message_chunk" in kinds
+    assert events.index(replayed[-1]) < len(events) - 1 and events[-1]["type"] == "end"

@@ -37,7 +37,7 @@ from agentao.cli.render import ConsoleView, JsonView
 from agentao.client.client import Client
 from agentao.client.config import AgentCommand, ClientPolicy
 from agentao.client.errors import ClientError
-from agentao.client.events import TurnEnd
+from agentao.client.events import TurnEnd, Update
 from agentao.client.permissions import PolicyPermissions
 from agentao.client.remote import AgentUrl, is_agent_url
 from agentao.client.serving import Handlers
@@ -135,7 +135,7 @@ async def run(opts: RunOptions, view: Any) -> int:
         async with client:
             session = await open_session(client, opts)
             view.started(client, session)
-            view.replayed(session.drain())
+            show_history(session.drain(), view)
             for what, value in opts.setup:
                 await apply_setting(session, what, value)
             local = parse_local(opts.prompt)
@@ -148,6 +148,16 @@ async def run(opts: RunOptions, view: Any) -> int:
     except ClientError as exc:  # the agent failed to start, answer, or stay
         view.error(str(exc))
     return EXIT_ERROR
+
+
+def show_history(events: list[Any], view: Any) -> None:
+    """What came before the prompt: a history (a prompt in it) is shown as replayed; else
+    (a fresh session's commands, state, …) as updates of the turn, as they always were."""
+    if any(isinstance(e, Update) and e.kind == "user_message_chunk" for e in events):
+        view.replayed(events)
+        return
+    for event in events:
+        view.event(event)
 
 
 def _question(policy: ClientPolicy, view: Any) -> TerminalQuestion | None:
