@@ -311,6 +311,10 @@ __all__ = [
     "EXIT_OK",
     "EXIT_PERMISSION",
     "EXIT_USAGE",
+    "answer_locally",
+    "apply_setting",
     "main",
+    "open_session",
     "run",
+    "show_history",
 ]
