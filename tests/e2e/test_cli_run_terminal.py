@@ -90,6 +90,22 @@ def test_finished_tool_lines_stay_with_what_they_did(fake_llm, env, ws):
     assert "All done." in lines
 
 
+def test_escape_sequences_from_the_agent_are_shown_not_obeyed(fake_llm, env, ws):
+    """A command's output, a title and the answer may carry terminal control sequences
+    (from the model, or a file in the repo): clearing the screen, moving the cursor.
+    They are printed as text; what was on the screen stays."""
+    command = r"printf 'safe\033[2J\033[Hgone\n'"
+    fake_llm.reply(tool_calls=[FakeToolCall("run_shell_command", {"command": command})])
+    fake_llm.reply("An answer\x1b[2J\x1b[1Awith escapes.")
+    with run_on_a_terminal(env, ws, "--approve", "all", "go") as term:
+        code = term.wait()
+    lines = term.lines()
+    assert code == 0, term.text()
+    assert lines[0].startswith("agentao ") and " · session " in lines[0]  # not cleared
+    assert r"    safe\x1b[2J\x1b[Hgone" in lines, term.text()
+    assert r"An answer\x1b[2J\x1b[1Awith escapes." in lines, term.text()
+
+
 def test_ctrl_c_at_the_question_cancels_exits_130_and_leaves_the_terminal_sane(fake_llm, env, ws):
     """Under a shell, as a person runs it: after Ctrl-C the shell gets its prompt back at
     once, the terminal echoes and edits lines again, and the next line typed is the

@@ -21,7 +21,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentao.cli.render import DIFF_LINES, OUTPUT_LINES, ConsoleView, tool_details, tool_line
+from agentao.cli.render import (
+    DIFF_LINES,
+    OUTPUT_LINES,
+    ConsoleView,
+    printable,
+    tool_details,
+    tool_line,
+)
 from agentao.client.events import Event, ToolCallState, TurnEnd, Update
 
 WAITING = "Waiting for the agent…"
@@ -99,6 +106,7 @@ class TerminalView(ConsoleView):
             self._refresh(now=True)
 
     def _append(self, block: str, text: str) -> None:
+        text = printable(text)
         if block != self._block:
             self._flush()
             self._block, text = block, text.lstrip("\n")

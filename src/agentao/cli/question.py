@@ -21,6 +21,7 @@ import asyncio
 import os
 from typing import Any
 
+from agentao.cli.render import shown
 from agentao.client.permissions import PermissionAnswer, PermissionOption, PermissionRequest
 
 MAX_ANSWER_BYTES = 4096  # one read of a typed line; a longer one is not a number anyway
@@ -75,17 +76,16 @@ class TerminalQuestion:
             self.console.print(f"[red]Please choose one of {', '.join(choices)}[/]")
 
     def _show(self, request: PermissionRequest, offered: list[PermissionOption]) -> None:
-        from rich.markup import escape
-
-        # The agent's words are shown as text, never as markup that could hide part of them.
-        title, kind = escape(request.title), escape(request.kind)
+        # The agent's words are shown as text, never as markup or control sequences that
+        # could hide part of them.
+        title, kind = shown(request.title), shown(request.kind)
         self.console.print(f"[bold yellow]Permission[/] {title} [dim]({kind})[/]")
         raw_input = request.tool_call.get("rawInput")
         cwd = raw_input.get("cwd") if isinstance(raw_input, dict) else None
         if isinstance(cwd, str):  # where a command would run matters as much as what it is
-            self.console.print(f"  [dim]in[/] {escape(cwd)}")
+            self.console.print(f"  [dim]in[/] {shown(cwd)}")
         for i, option in enumerate(offered, 1):
-            name, option_kind = escape(option.name), escape(option.kind)
+            name, option_kind = shown(option.name), shown(option.kind)
             self.console.print(f"  [bold]{i}[/] {name} [dim]{option_kind}[/]")
 
 

@@ -15,6 +15,7 @@ labelled `you>` before its answer, and a rule between it and the new turn.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import IO, Any
 
@@ -25,6 +26,8 @@ from agentao.protocol.decode import to_builtins
 DIFF_LINES = 20  # lines of each edit's diff shown under its tool line (0: summary only)
 OUTPUT_LINES = 10  # lines of a command's output shown under its tool line
 REPLAY_RULE = "── earlier in this session ↑ · new turn ↓ ──"
+# C0 and C1 control characters but tab and newline: an agent's text shows them, never obeys
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _STATUS = {"pending": "…", "in_progress": "⋯", "completed": "✓", "failed": "✗"}
 _PLAN = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 
@@ -70,9 +73,8 @@ class ConsoleView:
             self.info(line)
 
     def info(self, text: str) -> None:
-        from rich.markup import escape
 
-        self._line(f"[dim]{escape(text)}[/]")
+        self._line(f"[dim]{shown(text)}[/]")
 
     def started(self, client: Any, session: Any) -> None:
         info = client.agent_info
@@ -80,14 +82,12 @@ class ConsoleView:
         self.info(f"{name} · session {session.id} · {session.cwd}")
 
     def error(self, text: str) -> None:
-        from rich.markup import escape
 
-        self._line(f"[bold red]error:[/] {escape(text)}", stderr=True)
+        self._line(f"[bold red]error:[/] {shown(text)}", stderr=True)
 
     def replayed(self, events: list[Event]) -> None:
         """History replayed by `session/load` (or a resume), shown compactly: each old
         prompt labelled as the user's before its answer, then a rule before the new turn."""
-        from rich.markup import escape
 
         prompt = ""  # a prompt may come in several chunks: one labelled line for them all
         for event in events:
@@ -95,11 +95,11 @@ class ConsoleView:
                 prompt += event.text or ""
                 continue
             if prompt:
-                self._line(f"[bold cyan]you>[/] {escape(prompt.rstrip())}")
+                self._line(f"[bold cyan]you>[/] {shown(prompt.rstrip())}")
                 prompt = ""
             self.event(event)
         if prompt:
-            self._line(f"[bold cyan]you>[/] {escape(prompt.rstrip())}")
+            self._line(f"[bold cyan]you>[/] {shown(prompt.rstrip())}")
         if any(isinstance(e, Update) and e.kind == "user_message_chunk" for e in events):
             self._line(f"[dim]{REPLAY_RULE}[/]")
         else:
@@ -108,7 +108,7 @@ class ConsoleView:
     def local_answer(self, lines: list[str]) -> None:
         """What a local command (`/help`, `/model`) answered."""
         for line in lines:
-            self.console.print(line, markup=False, emoji=False)
+            self.console.print(printable(line), markup=False, emoji=False)
 
     # ---- updates --------------------------------------------------------------------
 
@@ -131,6 +131,7 @@ class ConsoleView:
             text = text.lstrip("\n")  # a paragraph break right after a block is already there
             if not text:
                 return
+        text = printable(text)
         self.console.print(text, style=style, end="", markup=False, emoji=False, soft_wrap=True)
         self._mid_line = not text.endswith("\n")
         self._stream = stream
@@ -151,28 +152,26 @@ class ConsoleView:
                 self.console.print(line)
 
     def _plan(self, entries: Any) -> None:
-        from rich.markup import escape
 
         lines = ["[bold]Plan[/]"]
         for entry in entries:
             box = _PLAN.get(entry.status, "[ ]")
-            lines.append(f"  {escape(box)} {escape(entry.content)}")
+            lines.append(f"  {shown(box)} {shown(entry.content)}")
         self._line("\n".join(lines))
 
     def _permission(self, decision: PermissionDecision) -> None:
-        from rich.markup import escape
 
         request = decision.request
         chosen = next((o for o in request.options if o.option_id == decision.option_id), None)
         if decision.cancelled_by_turn or chosen is None:
             verdict = "[yellow]cancelled[/]"
         elif decision.approved:
-            verdict = f"[green]{escape(chosen.name or chosen.kind)}[/]"
+            verdict = f"[green]{shown(chosen.name or chosen.kind)}[/]"
         else:
-            verdict = f"[red]{escape(chosen.name or chosen.kind)}[/]"
-        why = f" [dim]({escape(decision.reason)})[/]" if decision.reason else ""
+            verdict = f"[red]{shown(chosen.name or chosen.kind)}[/]"
+        why = f" [dim]({shown(decision.reason)})[/]" if decision.reason else ""
         self._line(
-            f"🔒 permission: {escape(request.title)} [dim]({request.kind})[/] → {verdict}{why}"
+            f"🔒 permission: {shown(request.title)} [dim]({shown(request.kind)})[/] → {verdict}{why}"
         )
 
     # ---- lines ----------------------------------------------------------------------
@@ -194,14 +193,27 @@ class ConsoleView:
         self._stream = None
 
 
-def tool_line(tool: ToolCallState) -> str:
-    """A tool call's status line (markup): mark, title, kind, status, what it did."""
+def printable(text: str) -> str:
+    """Text from the agent (its answer, a title, a command's output) with its control
+    characters shown as `\\xNN`, not obeyed: an escape sequence in it must not move the
+    cursor, clear the screen, retitle the window or overwrite a permission question."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
+
+
+def shown(text: str) -> str:
+    """Agent text as markup that prints it literally (`printable`, rich markup escaped)."""
     from rich.markup import escape
 
+    return escape(printable(text))
+
+
+def tool_line(tool: ToolCallState) -> str:
+    """A tool call's status line (markup): mark, title, kind, status, what it did."""
+
     mark = _STATUS.get(tool.status, "·")
-    text = f"{mark} {escape(tool.title or tool.tool_call_id)} [dim]({tool.kind})[/]"
+    text = f"{mark} {shown(tool.title or tool.tool_call_id)} [dim]({shown(tool.kind)})[/]"
     parts = _summary(tool)
-    text += f" [dim]{tool.status}[/]" + escape(" — " + "; ".join(parts) if parts else "")
+    text += f" [dim]{shown(tool.status)}[/]" + shown(" — " + "; ".join(parts) if parts else "")
     style = {"completed": "green", "failed": "red"}.get(tool.status, "yellow")
     return f"[{style}]{text}[/]"
 
@@ -227,17 +239,16 @@ def _is_command(tool: ToolCallState) -> bool:
 def tool_details(tool: ToolCallState, diff_lines: int, output_lines: int) -> list[str]:
     """The lines (markup) kept under a finished tool call: an edit's diff, a command's
     output, each cut with "… N more lines"."""
-    from rich.markup import escape
 
     lines: list[str] = []
     if tool.status == "completed" and diff_lines:
         styles = {"+": "green", "-": "red", "@": "cyan"}
         for diff in diffs(tool):
             for line in _cut(diff.lines(), diff_lines):
-                lines.append(f"    [{styles.get(line[:1], 'dim')}]{escape(line)}[/]")
+                lines.append(f"    [{styles.get(line[:1], 'dim')}]{shown(line)}[/]")
     if _is_command(tool) and output_lines:
         output = output_text(tool).rstrip("\n").splitlines()
-        lines += [f"    [dim]{escape(line)}[/]" for line in _cut(output, output_lines)]
+        lines += [f"    [dim]{shown(line)}[/]" for line in _cut(output, output_lines)]
     return lines
 
 
@@ -337,6 +348,8 @@ __all__ = [
     "OUTPUT_LINES",
     "ConsoleView",
     "JsonView",
+    "printable",
+    "shown",
     "to_json",
     "tool_details",
     "tool_line",
