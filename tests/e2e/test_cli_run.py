@@ -377,3 +377,14 @@ def test_json_lines_carry_local_answers_and_the_replay(fake_llm, workspace, tmp_
     kinds = [e["update"]["sessionUpdate"] for e in replayed if e["type"] == "update"]
     assert "user_message_chunk" in kinds and "agent_message_chunk" in kinds
     assert events.index(replayed[-1]) < len(events) - 1 and events[-1]["type"] == "end"
+
+
+def test_continue_with_no_session_here_exits_2_before_any_prompt(fake_llm, workspace, tmp_path):
+    from tests.e2e.agent_process import agent_env
+
+    env = agent_env(tmp_path / "home", **fake_llm.env())
+    result = agentao("run", "--continue", "--cwd", str(workspace), "hi", env=env)
+    assert result.returncode == 2 and fake_llm.requests == []
+    assert f"--continue: no session to continue in {workspace}" in result.stderr
+    both = agentao("run", "--continue", "--resume", "x", "--cwd", str(workspace), "hi", env=env)
+    assert both.returncode == 2 and "--continue and --resume: give one" in both.stderr

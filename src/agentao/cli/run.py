@@ -187,11 +187,11 @@ async def open_session(client: Client, opts: RunOptions) -> Session:
 async def latest_session(client: Client, cwd: str) -> str:
     """The id of the session last updated in `cwd` (`session/list`), or UsageError."""
     if not client.supports("list"):
-        raise UsageError("--resume without an id: this agent cannot list its sessions")
+        raise UsageError("--continue: this agent cannot list its sessions (use --resume ID)")
     listed = await client.list_sessions(cwd)
     sessions = [s for s in getattr(listed, "sessions", None) or () if s.cwd == cwd]
     if not sessions:
-        raise UsageError(f"--resume: no session to resume in {cwd}")
+        raise UsageError(f"--continue: no session to continue in {cwd}")
     return max(sessions, key=lambda s: s.updated_at or "").session_id
 
 
