@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.terminal_screen import TerminalScreen
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 FAKE = ROOT / "tests" / "fakes" / "fake_agents" / "scenario.py"
 SCRIPT = ROOT / "src" / "agentao" / "cli" / "demo_script.json"
@@ -262,10 +264,16 @@ def test_a_terminal_gets_markdown_a_spinner_and_usage(scripted, workspace, tmp_p
     script = tmp_path / "md.json"
     reply = {"text": MARKDOWN, "usage": {"input_tokens": 1234, "output_tokens": 56}}
     script.write_text(json.dumps({"responses": [reply]}))
-    env = {**scripted, "AGENTAO_SCRIPT": str(script), "COLUMNS": "100"}
-    text, code = in_a_terminal(["run", "--cwd", str(workspace), "look"], env=env)
+    env = {**scripted, "AGENTAO_SCRIPT": str(script)}
+    argv = [sys.executable, "-m", "agentao", "run", "--cwd", str(workspace), "look"]
+    with TerminalScreen(argv, {**os.environ, **env}) as term:
+        code = term.wait()
     assert code == 0
-    assert "Waiting for the agent" in text  # the spinner's line, before the first token
+    # the spinner's line, before the first token (drawn, then cleared: in the bytes)
+    assert "Waiting for the agent" in term.output.decode(errors="replace")
+    # What stays on the screen; not the bytes, where a tick may have drawn the region
+    # while the streamed text stopped mid-table (shown as text until the table is whole).
+    text = term.text()
     assert "Findings" in text and "fine" in text and "print('hi')" in text
     assert "**fine**" not in text and "| name |" not in text and "```" not in text  # rendered
     assert "tokens: 1,234 in · 56 out" in text
