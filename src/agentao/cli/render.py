@@ -88,7 +88,6 @@ class ConsoleView:
     def replayed(self, events: list[Event]) -> None:
         """History replayed by `session/load` (or a resume), shown compactly: each old
         prompt labelled as the user's before its answer, then a rule before the new turn."""
-
         prompt = ""  # a prompt may come in several chunks: one labelled line for them all
         for event in events:
             if isinstance(event, Update) and event.kind == "user_message_chunk":
