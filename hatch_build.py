@@ -4,8 +4,9 @@ The gateway's web UI is written in `webui/src/` and uses npm packages (marked, D
 highlight.js) pinned in `webui/package-lock.json`; esbuild bundles them into
 `src/agentao/gateway/web/dist/`, which git ignores. So `pip install .` and
 `pip install -e .` run `npm ci && npm run build` here whenever the bundle is missing or
-older than its sources, and fail with a clear message when npm is not installed. A source
-distribution carries the built bundle, so installing from one needs no npm.
+older than its sources. Without npm the build stops with one line saying what to install
+(`NO_NPM`, raised as SystemExit: pip then shows that line, not a traceback of this hook). A
+source distribution carries the built bundle, so installing from one needs no npm.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ WEBUI = "webui"
 BUNDLE = "src/agentao/gateway/web/dist"
 BUNDLE_FILES = ("app.js", "app.css")
 SOURCES = ("src", "package.json", "package-lock.json", "build.mjs")
+NO_NPM = (
+    "error: building agentao's web UI needs npm (Node.js 18+), which is not installed: "
+    "install it (Debian/Ubuntu: apt-get install npm) and build again, or install from a "
+    "source distribution, which carries the built bundle"
+)
 
 
 class WebBundleHook(BuildHookInterface):
@@ -58,13 +64,8 @@ def _sources(webui: Path) -> list[Path]:
 
 def build(webui: Path) -> None:
     npm = shutil.which("npm")
-    if npm is None:
-        raise RuntimeError(
-            "building agentao needs npm to bundle the gateway's web UI (webui/: marked, "
-            "DOMPurify, highlight.js, esbuild from the npm registry). Install Node.js 18+ "
-            "with npm (Debian: apt-get install npm) and build again, or install from a "
-            "source distribution, which carries the built bundle."
-        )
+    if npm is None:  # the one line pip shows, with no traceback above it
+        raise SystemExit(NO_NPM)
     for step in ([npm, "ci", "--no-audit", "--no-fund"], [npm, "run", "build"]):
         done = subprocess.run(step, cwd=webui, capture_output=True, text=True, check=False)
         if done.returncode != 0:

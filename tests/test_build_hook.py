@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,14 +40,31 @@ def test_a_missing_or_older_bundle_is_stale(tmp_path: Path) -> None:
     assert hook.stale(tmp_path)
 
 
-def test_without_npm_the_build_says_what_to_install(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_without_npm_pip_ends_with_one_line_saying_what_to_install(tmp_path: Path) -> None:
+    """A real `pip wheel` of a checkout with no bundle, on a PATH with no npm: the hook's
+    output is one line naming npm and how to install it, not a traceback of the hook."""
     hook = load_hook()
-    monkeypatch.setenv("PATH", str(tmp_path))  # a PATH with no npm on it
-    with pytest.raises(RuntimeError, match="needs npm") as raised:
-        hook.build(tmp_path)
-    assert "apt-get install npm" in str(raised.value)
+    checkout = tmp_path / "checkout"
+    for name in ("pyproject.toml", "hatch_build.py", "README.md"):
+        checkout.mkdir(exist_ok=True)
+        shutil.copy(ROOT / name, checkout / name)
+    ignore = shutil.ignore_patterns("node_modules", "dist", "__pycache__")
+    shutil.copytree(ROOT / "webui", checkout / "webui", ignore=ignore)
+    shutil.copytree(ROOT / "src", checkout / "src", ignore=ignore)
+    python_only = str(Path(sys.executable).parent)  # the venv's python and pip, no npm
+    assert shutil.which("npm", path=python_only) is None
+    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index"]
+    built = subprocess.run(
+        [*pip, "-w", str(tmp_path / "out"), str(checkout)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PATH": python_only},
+    )
+    output = built.stdout + built.stderr
+    assert built.returncode != 0
+    assert "[1 lines of output]" in output and hook.NO_NPM in output, output
+    assert "Traceback" not in output and "apt-get install npm" in hook.NO_NPM
 
 
 def test_the_installed_package_carries_the_bundle() -> None:

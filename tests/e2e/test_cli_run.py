@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.terminal_screen import TerminalScreen
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 FAKE = ROOT / "tests" / "fakes" / "fake_agents" / "scenario.py"
 SCRIPT = ROOT / "src" / "agentao" / "cli" / "demo_script.json"
@@ -234,7 +236,8 @@ def test_demo_runs_offline(tmp_path):
 
 @pytest.mark.parametrize(("answer", "option"), [(b"1", "yes"), (b"2", "no")])
 def test_approve_ask_prompts_in_a_terminal(workspace, answer, option):
-    """--approve ask in a real pseudo-terminal: the user picks; *_always is not offered."""
+    """--approve ask in a real pseudo-terminal: the user picks; *_always is not offered.
+    A rejection the person chose is not a failure: exit 0, and no "re-run" advice."""
     argv = [
         "run",
         "--approve",
@@ -248,7 +251,7 @@ def test_approve_ask_prompts_in_a_terminal(workspace, answer, option):
     text, code = in_a_terminal(argv, answer=(b"Choose", answer + b"\r"))
     assert "Choose" in text and "Always" not in text.split("Choose")[0]
     assert f'"optionId": "{option}"' in text
-    assert code == (0 if option == "yes" else 3)
+    assert code == 0 and "re-run with --approve" not in text
 
 
 MARKDOWN = (
@@ -261,10 +264,16 @@ def test_a_terminal_gets_markdown_a_spinner_and_usage(scripted, workspace, tmp_p
     script = tmp_path / "md.json"
     reply = {"text": MARKDOWN, "usage": {"input_tokens": 1234, "output_tokens": 56}}
     script.write_text(json.dumps({"responses": [reply]}))
-    env = {**scripted, "AGENTAO_SCRIPT": str(script), "COLUMNS": "100"}
-    text, code = in_a_terminal(["run", "--cwd", str(workspace), "look"], env=env)
+    env = {**scripted, "AGENTAO_SCRIPT": str(script)}
+    argv = [sys.executable, "-m", "agentao", "run", "--cwd", str(workspace), "look"]
+    with TerminalScreen(argv, {**os.environ, **env}) as term:
+        code = term.wait()
     assert code == 0
-    assert "Waiting for the agent" in text  # the spinner's line, before the first token
+    # the spinner's line, before the first token (drawn, then cleared: in the bytes)
+    assert "Waiting for the agent" in term.output.decode(errors="replace")
+    # What stays on the screen; not the bytes, where a tick may have drawn the region
+    # while the streamed text stopped mid-table (shown as text until the table is whole).
+    text = term.text()
     assert "Findings" in text and "fine" in text and "print('hi')" in text
     assert "**fine**" not in text and "| name |" not in text and "```" not in text  # rendered
     assert "tokens: 1,234 in · 56 out" in text
@@ -354,3 +363,36 @@ def test_mode_and_model_are_set_first(scripted, workspace, tmp_path, protocol):
             ("mode", "plan"),
             ("model", "scripted/other"),
         ]
+
+
+def test_json_lines_carry_local_answers_and_the_replay(fake_llm, workspace, tmp_path):
+    """--json keeps one object a line: `/help` is one "local" object (no model request);
+    a resumed session's history comes first, each object marked "replayed"."""
+    from tests.e2e.agent_process import agent_env
+
+    env = agent_env(tmp_path / "home", **fake_llm.env())
+    helped = agentao("run", "--json", "--cwd", str(workspace), "/help", env=env)
+    answers = [json.loads(line) for line in helped.stdout.splitlines()]
+    [local] = [a for a in answers if a["type"] == "local"]
+    assert helped.returncode == 0 and answers[-1] == local and fake_llm.requests == []
+    assert "local commands (answered here, not sent):" in local["lines"]
+    fake_llm.reply("first answer")
+    fake_llm.reply("second answer")
+    assert agentao("run", "--cwd", str(workspace), "first", env=env).returncode == 0
+    resumed = agentao("run", "--json", "--continue", "--cwd", str(workspace), "again", env=env)
+    events = [json.loads(line) for line in resumed.stdout.splitlines()]
+    replayed = [e for e in events if e.get("replayed")]
+    kinds = [e["update"]["sessionUpdate"] for e in replayed if e["type"] == "update"]
+    assert "user_message_chunk" in kinds and "agent_message_chunk" in kinds
+    assert events.index(replayed[-1]) < len(events) - 1 and events[-1]["type"] == "end"
+
+
+def test_continue_with_no_session_here_exits_2_before_any_prompt(fake_llm, workspace, tmp_path):
+    from tests.e2e.agent_process import agent_env
+
+    env = agent_env(tmp_path / "home", **fake_llm.env())
+    result = agentao("run", "--continue", "--cwd", str(workspace), "hi", env=env)
+    assert result.returncode == 2 and fake_llm.requests == []
+    assert f"--continue: no session to continue in {workspace}" in result.stderr
+    both = agentao("run", "--continue", "--resume", "x", "--cwd", str(workspace), "hi", env=env)
+    assert both.returncode == 2 and "--continue and --resume: give one" in both.stderr

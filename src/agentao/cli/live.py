@@ -5,16 +5,30 @@ the whole turn. It holds what is still changing: the block being streamed (the
 agent's message rendered as markdown, or a thought, dimmed) and, below it, a spinner
 saying what we wait for ("Waiting for the agent…", "Running: npm test"). When a block
 ends (another kind of update arrives), it is printed above the region for good, as
-are tool lines, plans and permission answers, through the plain view's own methods.
-When the turn ends the region is cleared, so what stays on screen is the finished
-transcript. Piped output and `--json` never come here (see `render.py`).
+are plans and permission answers, through the plain view's own methods. A tool
+call is shown only once it is finished, as whole lines printed above the region
+(its status line, then its diff or output: `render.tool_details`); while it runs,
+the spinner names it. Nothing here writes a line without its newline: rich
+redraws the region under the last full line, so a half line would be overdrawn.
+A permission question pauses the region (`pause`: stopped and cleared, the
+cursor shown) and `resume` starts it again after the answer, so the spinner
+never redraws over the question (`question.py`). When the turn ends the region
+is cleared, so what stays on screen is the finished transcript. Piped output
+and `--json` never come here (see `render.py`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agentao.cli.render import ConsoleView
+from agentao.cli.render import (
+    DIFF_LINES,
+    OUTPUT_LINES,
+    ConsoleView,
+    printable,
+    tool_details,
+    tool_line,
+)
 from agentao.client.events import Event, ToolCallState, TurnEnd, Update
 
 WAITING = "Waiting for the agent…"
@@ -25,20 +39,41 @@ _BLOCK_KINDS = {"agent_message_chunk": "message", "agent_thought_chunk": "though
 class TerminalView(ConsoleView):
     """ConsoleView for a person at a terminal (see the module docstring)."""
 
-    def __init__(self, console: Any = None, *, diff_lines: int = 20) -> None:
-        super().__init__(console, diff_lines=diff_lines)
+    def __init__(
+        self, console: Any = None, *, diff_lines: int = DIFF_LINES, output_lines: int = OUTPUT_LINES
+    ) -> None:
+        super().__init__(console, diff_lines=diff_lines, output_lines=output_lines)
         self._live: Any = None  # rich.live.Live while a turn runs
         self._block = ""  # "message" | "thought" | "" (nothing streaming)
         self._text = ""
         self._status: str | None = None
         self._running: dict[str, str] = {}  # tool calls still running: id -> title
+        self._paused = False  # the region was stopped for a question
+        self._replaying = False  # showing a resumed session's history
 
     # ---- the turn --------------------------------------------------------------------
 
     def turn_started(self) -> None:
+        self._status = WAITING
+        self._start()
+
+    def pause(self) -> None:
+        """Stop and clear the region (a question is about to be asked below it)."""
+        self._flush()
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+            self._paused = True
+
+    def resume(self) -> None:
+        if self._paused:
+            self._paused = False
+            self._status = self._waiting_for()
+            self._start()
+
+    def _start(self) -> None:
         from rich.live import Live
 
-        self._status = WAITING
         self._live = Live(
             self._renderable(),
             console=self.console,
@@ -47,7 +82,18 @@ class TerminalView(ConsoleView):
         )
         self._live.start(refresh=True)  # at once: the person sees the prompt was taken
 
+    def replayed(self, events: list[Event]) -> None:
+        """A resumed session's history: plain lines (no region runs yet), in order."""
+        self._replaying = True
+        try:
+            super().replayed(events)
+        finally:
+            self._replaying = False
+
     def event(self, event: Event) -> None:
+        if self._replaying:
+            super().event(event)
+            return
         if isinstance(event, Update) and event.kind in _BLOCK_KINDS and event.text is not None:
             self._append(_BLOCK_KINDS[event.kind], event.text)
             return
@@ -57,9 +103,10 @@ class TerminalView(ConsoleView):
         super().event(event)
         if self._live is not None:
             self._status = self._waiting_for()
-            self._refresh()
+            self._refresh(now=True)
 
     def _append(self, block: str, text: str) -> None:
+        text = printable(text)
         if block != self._block:
             self._flush()
             self._block, text = block, text.lstrip("\n")
@@ -77,15 +124,19 @@ class TerminalView(ConsoleView):
         if self._live is not None:
             self._live.stop()
             self._live = None
-        self._status = None
+        self._status, self._paused = None, False
 
     # ---- what changes ----------------------------------------------------------------
 
     def _tool(self, tool: ToolCallState) -> None:
         if tool.status in ("completed", "failed"):
             self._running.pop(tool.tool_call_id, None)
-            super()._tool(tool)
+            self._status = self._waiting_for()  # the lines below redraw the region: not
+            self._refresh(now=True)  # with this tool still named in it
             self._end_line()
+            self.console.print(tool_line(tool))
+            for line in tool_details(tool, self.diff_lines, self.output_lines):
+                self.console.print(line)
         else:
             self._running[tool.tool_call_id] = tool.title or tool.tool_call_id
 
@@ -113,9 +164,12 @@ class TerminalView(ConsoleView):
             parts.append(Spinner("dots", text=f" {self._status}", style="cyan"))
         return Group(*parts)
 
-    def _refresh(self) -> None:
+    def _refresh(self, *, now: bool = False) -> None:
+        """`now`: draw it at once, else at the next tick (a chunk of streamed text: one
+        markdown render per tick, not per chunk). A line printed above the region
+        redraws the region as last drawn, so a changed status is drawn at once."""
         if self._live is not None:
-            self._live.update(self._renderable())
+            self._live.update(self._renderable(), refresh=now)
 
 
 __all__ = ["TerminalView"]

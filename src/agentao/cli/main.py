@@ -124,8 +124,14 @@ environment (read by agentao's agent; other agents have their own):
                          (default for a loopback URL: the keyless gateway's local token)
   AGENTAO_STORE_URL      serve: the gateway's store (postgresql://...) when --store is not given
 
-exit codes: 0 done, 1 error, 2 usage, 3 a permission was rejected, 130 interrupted
-(the first Ctrl-C sends session/cancel; a second one stops at once)
+local commands (the prompt alone; answered here, never sent to the model):
+  /help            the agent's commands and these
+  /model [NAME]    the agent's models, or switch to NAME
+
+exit codes: 0 done (also when you rejected a request at --approve ask), 1 error,
+2 usage, 3 the --approve policy rejected a permission request, 130 interrupted
+(the first Ctrl-C, also at a permission question, sends session/cancel; a second
+one stops at once)
 """
 
 
@@ -165,6 +171,19 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="let the agent's terminal commands see this variable although it looks like a "
         "credential (repeatable; keys, tokens and passwords are withheld by default)",
+    )
+    run.add_argument(
+        "--resume",
+        metavar="SESSION_ID",
+        help="send the prompt in this session, its history shown first (session/load, or "
+        "ACP v2's session/resume with a replay)",
+    )
+    run.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="as --resume, in the session last updated in --cwd",
     )
     run.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
     run.add_argument("--record", metavar="FILE", help="write every message both ways as JSONL")
@@ -237,6 +256,51 @@ def _acp_only(argv: list[str]) -> tuple[bool, str | None]:
     return True, rest[1] if len(rest) == 2 else ""
 
 
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = _parser()
+    _did_you_mean(parser, argv)
+    return parser.parse_args(argv)
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """Stop at the first unknown `--flag` (or a command close to a known one) with exit 2
+    and "did you mean", from the parser it belongs to. argparse has `suggest_on_error` only
+    from 3.14, and on its own `run --aprove all hi` took "all" as the prompt and blamed
+    "hi" in the top-level usage. Prefixes of a flag stay accepted, as argparse takes them."""
+    import difflib
+
+    commands = _commands(parser)
+    current = parser
+    for token in argv:
+        if token == "--":
+            return
+        if token.startswith("--"):
+            name = token.split("=", 1)[0]
+            known = [o for o in current._option_string_actions if o.startswith("--")]
+            if any(flag.startswith(name) for flag in known):
+                continue
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            current.error(f"unrecognized argument {name}{hint}")
+        elif current is parser and not token.startswith("-"):
+            if token in commands:
+                current = commands[token]
+                continue
+            close = difflib.get_close_matches(token, list(commands), n=1)
+            if close:
+                parser.error(f"unknown command {token!r}; did you mean {close[0]!r}?")
+            return  # a value (of --resume): argparse says what it makes of it
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    import argparse
+
+    for action in parser._actions:  # argparse keeps its subcommands only here
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command; an error no face caught is printed redacted (a URL in it may
     carry a password), and the exit code is 1."""
@@ -257,7 +321,7 @@ def _main(argv: list[str] | None) -> int:
         from agentao.server.main import serve_stdio
 
         return serve_stdio(resume=resume)
-    args = _parser().parse_args(argv)
+    args = _parse(sys.argv[1:] if argv is None else list(argv))
     if args.acp:
         from agentao.server.main import serve_stdio
 

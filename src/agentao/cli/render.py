@@ -2,32 +2,45 @@
 
 ConsoleView: agent text is written as it arrives; thoughts are dimmed; each
 tool call is one status line (title, kind, status, result, diff summary)
-that is rewritten in place while it is the last thing on screen; a plan is a
-checklist; permission answers get their own line (with the reason); the turn's
-token usage closes it. A person at a terminal gets `live.TerminalView`, which
-renders markdown and a spinner on top of this.
+that is rewritten in place while it is the last thing on screen; a finished
+one keeps what it did below it (`tool_details`): a read its path and line
+count, an edit its diff, a command its output (cut at `OUTPUT_LINES` with
+"… N more lines"); a plan is a checklist; permission answers get their own
+line (with the reason); the turn's token usage closes it. A person at a
+terminal gets `live.TerminalView`, which renders markdown and a spinner on top
+of this. `replayed` shows a resumed session's history, each old prompt
+labelled `you>` before its answer, and a rule between it and the new turn.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import IO, Any
 
 from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
-from agentao.client.view import diffs, tool_summary
+from agentao.client.view import diffs, exit_code, output_text, tool_summary
 from agentao.protocol.decode import to_builtins
 
+DIFF_LINES = 20  # lines of each edit's diff shown under its tool line (0: summary only)
+OUTPUT_LINES = 10  # lines of a command's output shown under its tool line
+REPLAY_RULE = "── earlier in this session ↑ · new turn ↓ ──"
+# C0 and C1 control characters but tab and newline: an agent's text shows them, never obeys
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _STATUS = {"pending": "…", "in_progress": "⋯", "completed": "✓", "failed": "✗"}
 _PLAN = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 
 
 class ConsoleView:
-    def __init__(self, console: Any = None, *, diff_lines: int = 20) -> None:
+    def __init__(
+        self, console: Any = None, *, diff_lines: int = DIFF_LINES, output_lines: int = OUTPUT_LINES
+    ) -> None:
         from rich.console import Console
 
         self.console = console or Console(highlight=False, soft_wrap=True)
-        self.diff_lines = diff_lines  # lines of each edit's diff to show (0: summary only)
+        self.diff_lines = diff_lines
+        self.output_lines = output_lines
         self._live_tool: str | None = None  # tool call whose status line is the last line
         self._mid_line = False  # the cursor is not at the start of a line
         self._stream: str | None = None  # the chunk kind being written on the current line
@@ -45,6 +58,13 @@ class ConsoleView:
     def turn_started(self) -> None:
         """The prompt is sent (the terminal view starts its spinner here)."""
 
+    def pause(self) -> None:
+        """A question is asked at the terminal (the terminal view stops its spinner)."""
+        self._end_line()
+
+    def resume(self) -> None:
+        """The question is answered."""
+
     def end_note(self, end: TurnEnd, context: Any) -> None:
         """The turn's token usage, and the context meter (a `schema.UsageUpdate`) where
         the agent reports one."""
@@ -53,9 +73,8 @@ class ConsoleView:
             self.info(line)
 
     def info(self, text: str) -> None:
-        from rich.markup import escape
 
-        self._line(f"[dim]{escape(text)}[/]")
+        self._line(f"[dim]{shown(text)}[/]")
 
     def started(self, client: Any, session: Any) -> None:
         info = client.agent_info
@@ -63,18 +82,32 @@ class ConsoleView:
         self.info(f"{name} · session {session.id} · {session.cwd}")
 
     def error(self, text: str) -> None:
-        from rich.markup import escape
 
-        self._line(f"[bold red]error:[/] {escape(text)}", stderr=True)
+        self._line(f"[bold red]error:[/] {shown(text)}", stderr=True)
 
     def replayed(self, events: list[Event]) -> None:
-        """History replayed by `session/load`, shown compactly."""
+        """History replayed by `session/load` (or a resume), shown compactly: each old
+        prompt labelled as the user's before its answer, then a rule before the new turn."""
+        prompt = ""  # a prompt may come in several chunks: one labelled line for them all
         for event in events:
-            if isinstance(event, Update) and event.kind == "user_message_chunk" and event.text:
-                self._line(f"[bold cyan]you>[/] {event.text}")
-            else:
-                self.event(event)
-        self._end_line()
+            if isinstance(event, Update) and event.kind == "user_message_chunk":
+                prompt += event.text or ""
+                continue
+            if prompt:
+                self._line(f"[bold cyan]you>[/] {shown(prompt.rstrip())}")
+                prompt = ""
+            self.event(event)
+        if prompt:
+            self._line(f"[bold cyan]you>[/] {shown(prompt.rstrip())}")
+        if any(isinstance(e, Update) and e.kind == "user_message_chunk" for e in events):
+            self._line(f"[dim]{REPLAY_RULE}[/]")
+        else:
+            self._end_line()
+
+    def local_answer(self, lines: list[str]) -> None:
+        """What a local command (`/help`, `/model`) answered."""
+        for line in lines:
+            self.console.print(printable(line), markup=False, emoji=False)
 
     # ---- updates --------------------------------------------------------------------
 
@@ -97,19 +130,13 @@ class ConsoleView:
             text = text.lstrip("\n")  # a paragraph break right after a block is already there
             if not text:
                 return
+        text = printable(text)
         self.console.print(text, style=style, end="", markup=False, emoji=False, soft_wrap=True)
         self._mid_line = not text.endswith("\n")
         self._stream = stream
 
     def _tool(self, tool: ToolCallState) -> None:
-        from rich.markup import escape
-
-        mark = _STATUS.get(tool.status, "·")
-        text = f"{mark} {escape(tool.title or tool.tool_call_id)} [dim]({tool.kind})[/]"
-        parts = tool_summary(tool)
-        text += f" [dim]{tool.status}[/]" + escape(" — " + "; ".join(parts) if parts else "")
-        style = {"completed": "green", "failed": "red"}.get(tool.status, "yellow")
-        text = f"[{style}]{text}[/]"
+        text = tool_line(tool)
         if self._live_tool == tool.tool_call_id and self.console.is_terminal:
             self.console.file.write("\r\x1b[2K")  # rewrite the status line in place
             self.console.print(text, end="")
@@ -117,46 +144,33 @@ class ConsoleView:
             self._end_line()
             self.console.print(text, end="")
         self._live_tool, self._mid_line, self._stream = tool.tool_call_id, True, None
-        if tool.status == "completed" and self.diff_lines:
-            self._diffs(tool)
-
-    def _diffs(self, tool: ToolCallState) -> None:
-        from rich.markup import escape
-
-        for diff in diffs(tool):
-            lines = diff.lines()
-            if lines:
-                shown = lines[: self.diff_lines]
-                if len(lines) > len(shown):
-                    shown.append(f"… {len(lines) - len(shown)} more lines")
-                styles = {"+": "green", "-": "red", "@": "cyan"}
-                self._end_line()
-                for line in shown:
-                    self.console.print(f"    [{styles.get(line[:1], 'dim')}]{escape(line)}[/]")
+        details = tool_details(tool, self.diff_lines, self.output_lines)
+        if details:
+            self._end_line()
+            for line in details:
+                self.console.print(line)
 
     def _plan(self, entries: Any) -> None:
-        from rich.markup import escape
 
         lines = ["[bold]Plan[/]"]
         for entry in entries:
             box = _PLAN.get(entry.status, "[ ]")
-            lines.append(f"  {escape(box)} {escape(entry.content)}")
+            lines.append(f"  {shown(box)} {shown(entry.content)}")
         self._line("\n".join(lines))
 
     def _permission(self, decision: PermissionDecision) -> None:
-        from rich.markup import escape
 
         request = decision.request
         chosen = next((o for o in request.options if o.option_id == decision.option_id), None)
         if decision.cancelled_by_turn or chosen is None:
             verdict = "[yellow]cancelled[/]"
         elif decision.approved:
-            verdict = f"[green]{escape(chosen.name or chosen.kind)}[/]"
+            verdict = f"[green]{shown(chosen.name or chosen.kind)}[/]"
         else:
-            verdict = f"[red]{escape(chosen.name or chosen.kind)}[/]"
-        why = f" [dim]({escape(decision.reason)})[/]" if decision.reason else ""
+            verdict = f"[red]{shown(chosen.name or chosen.kind)}[/]"
+        why = f" [dim]({shown(decision.reason)})[/]" if decision.reason else ""
         self._line(
-            f"🔒 permission: {escape(request.title)} [dim]({request.kind})[/] → {verdict}{why}"
+            f"🔒 permission: {shown(request.title)} [dim]({shown(request.kind)})[/] → {verdict}{why}"
         )
 
     # ---- lines ----------------------------------------------------------------------
@@ -176,6 +190,71 @@ class ConsoleView:
         self._mid_line = False
         self._live_tool = None
         self._stream = None
+
+
+def printable(text: str) -> str:
+    """Text from the agent (its answer, a title, a command's output) with its control
+    characters shown as `\\xNN`, not obeyed: an escape sequence in it must not move the
+    cursor, clear the screen, retitle the window or overwrite a permission question."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
+
+
+def shown(text: str) -> str:
+    """Agent text as markup that prints it literally (`printable`, rich markup escaped)."""
+    from rich.markup import escape
+
+    return escape(printable(text))
+
+
+def tool_line(tool: ToolCallState) -> str:
+    """A tool call's status line (markup): mark, title, kind, status, what it did."""
+
+    mark = _STATUS.get(tool.status, "·")
+    text = f"{mark} {shown(tool.title or tool.tool_call_id)} [dim]({shown(tool.kind)})[/]"
+    parts = _summary(tool)
+    text += f" [dim]{shown(tool.status)}[/]" + shown(" — " + "; ".join(parts) if parts else "")
+    style = {"completed": "green", "failed": "red"}.get(tool.status, "yellow")
+    return f"[{style}]{text}[/]"
+
+
+def _summary(tool: ToolCallState) -> list[str]:
+    """A read says where and how much; a command's output goes below its line (the
+    first line of it here would say it twice); anything else: `view.tool_summary`."""
+    if tool.status == "completed" and tool.kind == "read" and not diffs(tool):
+        lines = len(output_text(tool).splitlines())
+        where = next((loc.path for loc in tool.call.locations or () if loc.path), None)
+        return [f"{where} · {lines} line{'s' * (lines != 1)}" if where else f"{lines} lines"]
+    if _is_command(tool):
+        return [f"exit {code}"] if (code := exit_code(tool)) is not None else []
+    return tool_summary(tool)
+
+
+def _is_command(tool: ToolCallState) -> bool:
+    return tool.status in ("completed", "failed") and (
+        tool.kind == "execute" or exit_code(tool) is not None
+    )
+
+
+def tool_details(tool: ToolCallState, diff_lines: int, output_lines: int) -> list[str]:
+    """The lines (markup) kept under a finished tool call: an edit's diff, a command's
+    output, each cut with "… N more lines"."""
+
+    lines: list[str] = []
+    if tool.status == "completed" and diff_lines:
+        styles = {"+": "green", "-": "red", "@": "cyan"}
+        for diff in diffs(tool):
+            for line in _cut(diff.lines(), diff_lines):
+                lines.append(f"    [{styles.get(line[:1], 'dim')}]{shown(line)}[/]")
+    if _is_command(tool) and output_lines:
+        output = output_text(tool).rstrip("\n").splitlines()
+        lines += [f"    [dim]{shown(line)}[/]" for line in _cut(output, output_lines)]
+    return lines
+
+
+def _cut(lines: list[str], limit: int) -> list[str]:
+    if len(lines) <= limit:
+        return lines
+    return [*lines[:limit], f"… {len(lines) - limit} more lines"]
 
 
 def usage_line(usage: Any, context: Any) -> str:
@@ -208,6 +287,12 @@ class JsonView:
     def turn_started(self) -> None:
         return None
 
+    def pause(self) -> None:
+        return None
+
+    def resume(self) -> None:
+        return None
+
     def end_note(self, end: TurnEnd, context: Any) -> None:
         return None  # usage is in the "end" object already
 
@@ -222,6 +307,9 @@ class JsonView:
     def replayed(self, events: list[Event]) -> None:
         for event in events:
             self.emit({**to_json(event), "replayed": True})
+
+    def local_answer(self, lines: list[str]) -> None:
+        self.emit({"type": "local", "lines": lines})
 
 
 def to_json(event: Event) -> dict[str, Any]:
@@ -254,4 +342,15 @@ def to_json(event: Event) -> dict[str, Any]:
     }
 
 
-__all__ = ["ConsoleView", "JsonView", "to_json"]
+__all__ = [
+    "DIFF_LINES",
+    "OUTPUT_LINES",
+    "ConsoleView",
+    "JsonView",
+    "printable",
+    "shown",
+    "to_json",
+    "tool_details",
+    "tool_line",
+    "usage_line",
+]

@@ -1,8 +1,17 @@
 """`agentao run`: one prompt to any ACP agent, streamed to the terminal or as JSON lines.
 
-Exit codes: 0 the turn ended, 1 an error, 2 usage, 3 a permission was needed
-and rejected (or cancelled by the policy), 130 interrupted (Ctrl-C sends
-`session/cancel` and waits for the turn to end; a second Ctrl-C stops at once).
+Exit codes: 0 the turn ended (also when the person at the terminal rejected a
+request with `--approve ask`: a choice, not a failure), 1 an error, 2 usage, 3 a
+permission was needed and the policy rejected it (or cancelled it), 130
+interrupted (Ctrl-C sends `session/cancel` and waits for the turn to end; a
+second Ctrl-C stops at once; Ctrl-C at a permission question is the same).
+
+`--approve ask` asks on the event loop (`question.py`), the view paused around
+the question. `--resume ID` (`-c/--continue`: the latest in `--cwd`) reopens a
+session with `session/load`, or v2's `session/resume` with a replay; the history,
+and whatever an agent replayed on `session/new` (`agentao --acp --resume`), is
+shown before the prompt (`ConsoleView.replayed`). A prompt that is a local
+command (`/help`, `/model`: `local_commands.py`) is answered here, with no turn.
 """
 
 from __future__ import annotations
@@ -15,13 +24,23 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from agentao.cli.local_commands import (
+    LocalCommand,
+    help_lines,
+    model_choices,
+    model_lines,
+    parse_local,
+)
+from agentao.cli.question import TerminalQuestion
 from agentao.cli.remote_key import remote_agent
 from agentao.cli.render import ConsoleView, JsonView
 from agentao.client.client import Client
 from agentao.client.config import AgentCommand, ClientPolicy
 from agentao.client.errors import ClientError
-from agentao.client.events import TurnEnd
+from agentao.client.events import TurnEnd, Update
+from agentao.client.permissions import PolicyPermissions
 from agentao.client.remote import AgentUrl, is_agent_url
+from agentao.client.serving import Handlers
 from agentao.client.session import Session
 from agentao.local_token import LocalTokenError
 
@@ -47,6 +66,7 @@ class RunOptions:
     setup: tuple[tuple[str, str], ...] = ()  # ("mode", id) / ("model", id), applied in order
     record: str | None = None
     protocol: int | None = None  # None: offer ACP v2, fall back to v1 (client.py)
+    resume: str | None = None  # None: a new session; "": the latest in cwd; else its id
 
 
 class UsageError(Exception):
@@ -78,7 +98,12 @@ def options(args: argparse.Namespace, stdin: Any = None) -> RunOptions:
         terminal_env=tuple(args.pass_env),
     )
     protocol = getattr(args, "protocol", None)
-    return RunOptions(agent, prompt, cwd, policy, setup, args.record, protocol)
+    resume = getattr(args, "resume", None)
+    if getattr(args, "continue_latest", False):
+        if resume is not None:
+            raise UsageError("--continue and --resume: give one")
+        resume = ""  # the latest session in cwd
+    return RunOptions(agent, prompt, cwd, policy, setup, args.record, protocol, resume)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -97,20 +122,90 @@ def main(args: argparse.Namespace) -> int:
 
 async def run(opts: RunOptions, view: Any) -> int:
     """Start the agent, open a session, run the prompt, show it; the exit code."""
+    question = _question(opts.policy, view)
+    handlers = Handlers(permission=PolicyPermissions(opts.policy, ask=question))
     try:
-        client = Client(opts.agent, policy=opts.policy, record=opts.record, protocol=opts.protocol)
+        client = Client(
+            opts.agent,
+            policy=opts.policy,
+            record=opts.record,
+            protocol=opts.protocol,
+            handlers=handlers,
+        )
         async with client:
-            session = await client.new_session(opts.cwd)
+            session = await open_session(client, opts)
             view.started(client, session)
+            show_history(session.drain(), view)
             for what, value in opts.setup:
                 await apply_setting(session, what, value)
-            return await _turn(session, opts.prompt, view)
+            local = parse_local(opts.prompt)
+            if local is not None:
+                return await answer_locally(session, local, view)
+            return await _turn(session, opts.prompt, view, question)
     except UsageError as exc:  # a setting the agent does not offer
         view.error(str(exc))
         return EXIT_USAGE
     except ClientError as exc:  # the agent failed to start, answer, or stay
         view.error(str(exc))
     return EXIT_ERROR
+
+
+def show_history(events: list[Any], view: Any) -> None:
+    """What came before the prompt: a history (a prompt in it) is shown as replayed; else
+    (a fresh session's commands, state, …) as updates of the turn, as they always were."""
+    if any(isinstance(e, Update) and e.kind == "user_message_chunk" for e in events):
+        view.replayed(events)
+        return
+    for event in events:
+        view.event(event)
+
+
+def _question(policy: ClientPolicy, view: Any) -> TerminalQuestion | None:
+    """`--approve ask` with a terminal to ask at: the question (None: the policy's own
+    answer, which rejects when there is no one to ask)."""
+    if policy.approve != "ask" or not sys.stdin.isatty():
+        return None
+    console = getattr(view, "console", None)
+    if console is None or not console.is_terminal:  # --json, or stdout piped to a file:
+        from rich.console import Console  # the person reads the question on stderr
+
+        console = Console(stderr=True, highlight=False)
+    return TerminalQuestion(view, console, remember=policy.remember)
+
+
+async def open_session(client: Client, opts: RunOptions) -> Session:
+    """A new session, or `--resume`'s: `session/load` (v1), else v2's `session/resume`
+    with a replay from the start; its history waits in `session.drain()`."""
+    if opts.resume is None:
+        return await client.new_session(opts.cwd)
+    session_id = opts.resume or await latest_session(client, opts.cwd)
+    if client.supports("load"):
+        return await client.load_session(session_id, opts.cwd)
+    return await client.resume_session(session_id, opts.cwd, replay=True)
+
+
+async def latest_session(client: Client, cwd: str) -> str:
+    """The id of the session last updated in `cwd` (`session/list`), or UsageError."""
+    if not client.supports("list"):
+        raise UsageError("--continue: this agent cannot list its sessions (use --resume ID)")
+    listed = await client.list_sessions(cwd)
+    sessions = [s for s in getattr(listed, "sessions", None) or () if s.cwd == cwd]
+    if not sessions:
+        raise UsageError(f"--continue: no session to continue in {cwd}")
+    return max(sessions, key=lambda s: s.updated_at or "").session_id
+
+
+async def answer_locally(session: Session, command: LocalCommand, view: Any) -> int:
+    """`/help` and `/model [NAME]` (local_commands.py): no turn, nothing to the model."""
+    if command.name == "help":
+        lines = help_lines(session.view.commands)
+    elif command.argument:
+        await apply_setting(session, "model", command.argument)
+        lines = [f"model: {command.argument}"]
+    else:
+        lines = model_lines(model_choices(session.response))
+    view.local_answer(lines)
+    return EXIT_OK
 
 
 async def apply_setting(session: Session, what: str, value: str) -> None:
@@ -146,7 +241,9 @@ def make_view(json_lines: bool, terminal: bool) -> Any:
     return ConsoleView()
 
 
-async def _turn(session: Session, prompt: str, view: Any) -> int:
+async def _turn(
+    session: Session, prompt: str, view: Any, question: TerminalQuestion | None = None
+) -> int:
     turn = session.prompt(prompt)
     interrupted = _on_interrupt(lambda: asyncio.ensure_future(turn.cancel()))
     view.turn_started()
@@ -161,9 +258,11 @@ async def _turn(session: Session, prompt: str, view: Any) -> int:
         _restore_interrupt()
     if interrupted.is_set():
         return EXIT_INTERRUPTED
-    if session.denied_permissions:
+    by_person = question.rejected if question is not None else 0
+    by_policy = session.denied_permissions - by_person
+    if by_policy > 0:
         view.info(
-            f"{session.denied_permissions} permission request(s) rejected; "
+            f"{by_policy} permission request(s) rejected; "
             "re-run with --approve reads|all|ask to allow them"
         )
         return EXIT_PERMISSION
@@ -212,6 +311,10 @@ __all__ = [
     "EXIT_OK",
     "EXIT_PERMISSION",
     "EXIT_USAGE",
+    "answer_locally",
+    "apply_setting",
     "main",
+    "open_session",
     "run",
+    "show_history",
 ]
