@@ -28,8 +28,8 @@ OUTPUT_LINES = 10  # lines of a command's output shown under its tool line
 REPLAY_RULE = "── earlier in this session ↑ · new turn ↓ ──"
 # C0 and C1 control characters but tab and newline: an agent's text shows them, never obeys
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_STATUS = {"pending": "…", "in_progress": "⋯", "completed": "✓", "failed": "✗"}
-_PLAN = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+STATUS_MARK = {"pending": "…", "in_progress": "⋯", "completed": "✓", "failed": "✗"}
+PLAN_BOX = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 
 
 class ConsoleView:
@@ -154,7 +154,7 @@ class ConsoleView:
 
         lines = ["[bold]Plan[/]"]
         for entry in entries:
-            box = _PLAN.get(entry.status, "[ ]")
+            box = PLAN_BOX.get(entry.status, "[ ]")
             lines.append(f"  {shown(box)} {shown(entry.content)}")
         self._line("\n".join(lines))
 
@@ -209,7 +209,7 @@ def shown(text: str) -> str:
 def tool_line(tool: ToolCallState) -> str:
     """A tool call's status line (markup): mark, title, kind, status, what it did."""
 
-    mark = _STATUS.get(tool.status, "·")
+    mark = STATUS_MARK.get(tool.status, "·")
     text = f"{mark} {shown(tool.title or tool.tool_call_id)} [dim]({shown(tool.kind)})[/]"
     parts = _summary(tool)
     text += f" [dim]{shown(tool.status)}[/]" + shown(" — " + "; ".join(parts) if parts else "")
@@ -345,6 +345,8 @@ def to_json(event: Event) -> dict[str, Any]:
 __all__ = [
     "DIFF_LINES",
     "OUTPUT_LINES",
+    "PLAN_BOX",
+    "STATUS_MARK",
     "ConsoleView",
     "JsonView",
     "printable",

@@ -131,7 +131,7 @@ async def _list(agent: Any, cwd: str, screen: Any) -> int:
     except ClientError as exc:
         screen.error(str(exc))
         return EXIT_ERROR
-    from agentao.cli.chat.screen import printable
+    from agentao.cli.render import printable
 
     for line in session_lines(found) or [f"no sessions in {cwd}"]:
         print(printable(line))  # titles are the agent's words

@@ -29,7 +29,7 @@ from agentao.cli.chat.keyboard import (
     quiet_terminal,
 )
 from agentao.cli.chat.mentions import prompt_blocks
-from agentao.cli.chat.screen import Screen, printable
+from agentao.cli.chat.screen import Screen
 from agentao.cli.chat.sessions import (
     ChatError,
     last_session_id,
@@ -37,6 +37,7 @@ from agentao.cli.chat.sessions import (
     reopen,
     session_lines,
 )
+from agentao.cli.render import printable
 from agentao.client.client import Client
 from agentao.client.errors import AgentError
 from agentao.client.events import Event, ToolCallState, TurnEnd

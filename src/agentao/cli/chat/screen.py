@@ -14,7 +14,6 @@ rich markup, so nothing they contain can restyle or hide part of the screen.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -25,19 +24,14 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
+from agentao.cli.render import PLAN_BOX, STATUS_MARK, printable
 from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
 from agentao.client.permissions import PermissionRequest
 from agentao.client.view import diffs, exit_code, output_text
 
-STATUS_MARK = {"pending": "…", "in_progress": "⋯", "completed": "✓", "failed": "✗"}
 STATUS_STYLE = {"completed": "green", "failed": "red"}
-PLAN_BOX = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 FINAL = frozenset({"completed", "failed"})
 CODE_THEME = "monokai"
-# C0 controls but tab and newline, DEL and C1 controls: ESC starts the sequences that clear
-# the screen, move the cursor, set the title or write the clipboard (OSC 52), and C1's CSI
-# (0x9b) is ESC [ to many terminals; rich passes them all through.
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 
 
@@ -48,12 +42,6 @@ class ScreenLimits:
     output_lines: int = 12  # a shell command's (or a read's) output, then "N more lines"
     diff_lines: int = 40  # an edit's diff lines, then "N more lines"
     refresh_per_second: float = 8.0  # the live area's redraws (spinner and elapsed time)
-
-
-def printable(text: str) -> str:
-    """The agent's (or a file's, or a command's) words with the terminal's control
-    characters taken out: shown, never obeyed."""
-    return CONTROL.sub("", text)
 
 
 def split_markdown(text: str) -> int:
@@ -343,7 +331,6 @@ def usage_line(usage: Any, context: Any, elapsed: float) -> str:
 __all__ = [
     "Screen",
     "ScreenLimits",
-    "printable",
     "proposed_edit",
     "split_markdown",
     "tool_line",
