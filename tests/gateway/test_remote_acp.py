@@ -467,10 +467,10 @@ async def test_a_session_outside_the_workspace_or_with_a_host_command_is_refused
     peer = await SdkPeer.connect(acp_url(gw), headers={"Authorization": "Bearer sk-alice"})
     try:
         await peer.initialize()
-        with pytest.raises(Exception, match="outside this agent's workspace"):
+        with pytest.raises(Exception, match="outside the workspace of agent 'agentao'"):
             await peer.conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         inside = str(Path(work(gw)) / "..")
-        with pytest.raises(Exception, match="outside this agent's workspace"):
+        with pytest.raises(Exception, match="outside the workspace of agent 'agentao'"):
             await peer.conn.new_session(cwd=inside, mcp_servers=[])
         server = {"name": "evil", "command": "/bin/sh", "args": ["-c", "id"], "env": []}
         with pytest.raises(Exception, match="stdio MCP server"):
@@ -500,6 +500,9 @@ async def test_remote_session_directories_are_checked_where_they_resolve(
             ({"cwd": link}, f"{link} (which resolves to {outside})"),
             ({"cwd": work(gw), "additional_directories": [link]}, f"{link} (which resolves"),
             ({"cwd": work(gw), "additional_directories": ["sub"]}, "must be an absolute path"),
+            # realpath raises on a NUL: the refusal must still be -32602, not an internal error
+            ({"cwd": work(gw) + "/sub\x00"}, "without NUL"),
+            ({"cwd": work(gw) + "/" + "a" * 5000}, "at most 4096 bytes"),
         ]
         for params, named in refused:
             with pytest.raises(RequestError) as bad:

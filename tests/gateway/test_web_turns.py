@@ -475,7 +475,7 @@ def test_the_page_chooses_and_shows_the_working_directory_and_mode(
     page.fill("#cwd", str(work / "escape"))  # a symlink out: refused, and said why
     send(page, "hello")
     error = last_turn(page).locator(".error")
-    assert "lies outside the directories agent 'agentao' may work in" in error.inner_text()
+    assert "lies outside the workspace of agent 'agentao'" in error.inner_text()
     page.context.close()
 
 

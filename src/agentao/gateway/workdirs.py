@@ -16,7 +16,6 @@ a 400 too.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -24,6 +23,14 @@ from fastapi import APIRouter, Request
 from agentao.gateway.config import AgentSpec
 from agentao.gateway.errors import BadRequest
 from agentao.gateway.pool import SessionParams
+from agentao.gateway.roots import (
+    NOT_A_PATH,
+    NOT_ABSOLUTE,
+    OUTSIDE,
+    PathRefused,
+    agent_roots,
+    resolve_within,
+)
 from agentao.gateway.service import Gateway
 from agentao.store.gateway_records import Conversation
 
@@ -35,40 +42,16 @@ CWD_OUTSIDE_ROOTS = "cwd_outside_roots"
 CWD_NOT_A_DIRECTORY = "cwd_not_a_directory"
 CWD_FIXED = "cwd_fixed"
 CWD_INVALID = "cwd_invalid"
-# Linux's PATH_MAX: no longer path names a directory, and resolving one would cost a
-# lookup per component on the event loop.
-MAX_PATH_BYTES = 4096
-
-
-def roots(spec: AgentSpec) -> list[str]:
-    """The directories a session of `spec` may work in (resolved), its cwd first."""
-    found = [os.path.realpath(p) for p in (spec.cwd, *spec.sandbox.write)]
-    return list(dict.fromkeys(found))
+_CODES = {NOT_A_PATH: CWD_INVALID, NOT_ABSOLUTE: CWD_NOT_ABSOLUTE, OUTSIDE: CWD_OUTSIDE_ROOTS}
 
 
 def checked_cwd(spec: AgentSpec, path: str) -> str:
     """`path` resolved, if it is an absolute path to a directory inside `spec`'s roots;
     else a 400 naming `cwd` with a code saying why."""
-    if "\x00" in path or len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
-        raise BadRequest(
-            f"cwd must be a path of at most {MAX_PATH_BYTES} bytes without NUL",
-            param="cwd",
-            code=CWD_INVALID,
-        )
-    if not Path(path).is_absolute():
-        raise BadRequest(
-            f"cwd must be an absolute path, got {path!r}", param="cwd", code=CWD_NOT_ABSOLUTE
-        )
-    real = os.path.realpath(path)
-    allowed = roots(spec)
-    if not any(Path(real).is_relative_to(root) for root in allowed):
-        seen = path if real == path else f"{path} (which resolves to {real})"
-        raise BadRequest(
-            f"cwd {seen} lies outside the directories agent {spec.name!r} may work in "
-            f"({', '.join(allowed)}); its [agents.{spec.name}.sandbox] write paths add roots",
-            param="cwd",
-            code=CWD_OUTSIDE_ROOTS,
-        )
+    try:
+        real = resolve_within(spec, "cwd", path)
+    except PathRefused as refused:
+        raise BadRequest(str(refused), param="cwd", code=_CODES[refused.reason]) from None
     if not os.path.isdir(real):
         raise BadRequest(f"cwd {path} is not a directory", param="cwd", code=CWD_NOT_A_DIRECTORY)
     return real
@@ -103,7 +86,7 @@ async def agent_workdirs(name: str, request: Request) -> Any:
 
 def listing(spec: AgentSpec) -> dict[str, Any]:
     """What `GET /v1/agents/{name}/workdirs` answers (a few resolved config paths)."""
-    return {"agent": spec.name, "cwd": os.path.realpath(spec.cwd), "roots": roots(spec)}
+    return {"agent": spec.name, "cwd": os.path.realpath(spec.cwd), "roots": agent_roots(spec)}
 
 
 __all__ = [
@@ -112,12 +95,10 @@ __all__ = [
     "CWD_NOT_ABSOLUTE",
     "CWD_NOT_A_DIRECTORY",
     "CWD_OUTSIDE_ROOTS",
-    "MAX_PATH_BYTES",
     "check_kept",
     "checked_cwd",
     "listing",
     "new_session_params",
-    "roots",
     "router",
     "session_cwd",
 ]

@@ -14,13 +14,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from agentao.gateway.auth import Principal
 from agentao.gateway.config import AgentSpec, Policy, policy_rank
 from agentao.gateway.pool import SessionParams
+from agentao.gateway.roots import PathRefused, resolve_within
 from agentao.protocol.errors import InvalidParams, InvalidRequest
 
 SET_MODEL_METHOD = "_agentao.cn/set_model"  # our agent's model switch: the model option
@@ -36,9 +36,8 @@ def session_params(principal: Principal, spec: AgentSpec, params: dict[str, Any]
         raise InvalidParams("Invalid params: cwd must be an absolute path", {"field": "cwd"})
     if not isinstance(dirs, list) or not isinstance(servers, list):
         raise InvalidParams("Invalid params: additionalDirectories and mcpServers are lists")
-    roots = [Path(os.path.realpath(r)) for r in (spec.cwd, *spec.sandbox.write)]
-    cwd = _within(roots, "cwd", cwd)
-    dirs = [_within(roots, f"additionalDirectories[{i}]", d) for i, d in enumerate(dirs)]
+    cwd = _within(spec, "cwd", cwd)
+    dirs = [_within(spec, f"additionalDirectories[{i}]", d) for i, d in enumerate(dirs)]
     if principal.ceiling != "all" and any(isinstance(s, dict) and "command" in s for s in servers):
         raise InvalidParams(
             "Invalid params: a stdio MCP server runs a command on the gateway's host; only "
@@ -87,23 +86,13 @@ def _change_of(method: str, params: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _within(roots: list[Path], field: str, path: object) -> str:
-    """`path` resolved, if it is an absolute path whose resolution lies inside one of
-    `roots` (a symlink inside the workspace that points out is refused), else -32602."""
-    if not isinstance(path, str) or not Path(path).is_absolute():
-        raise InvalidParams(
-            f"Invalid params: {field} must be an absolute path, got {path!r}", {"field": field}
-        )
-    real = Path(os.path.realpath(path))
-    if not any(real.is_relative_to(root) for root in roots):
-        seen = path if str(real) == path else f"{path} (which resolves to {real})"
-        where = ", ".join(map(str, roots))
-        raise InvalidParams(
-            f"Invalid params: {field} {seen} lies outside this agent's workspace ({where}); "
-            "the agent's [agents.NAME.sandbox] write paths add roots",
-            {"field": field, "path": path},
-        )
-    return str(real)
+def _within(spec: AgentSpec, field: str, path: object) -> str:
+    """`path` resolved inside the agent's roots (a symlink that points out is refused),
+    else -32602 naming it."""
+    try:
+        return resolve_within(spec, field, path)
+    except PathRefused as refused:
+        raise InvalidParams(f"Invalid params: {refused}", {"field": field, "path": path}) from None
 
 
 __all__ = ["check_change", "remote_policy", "session_params"]
