@@ -21,6 +21,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import Route
 
 from agentao import __version__
 from agentao.gateway import (
@@ -39,6 +40,7 @@ from agentao.gateway.config import GatewayConfig
 from agentao.gateway.guard import Guard
 from agentao.gateway.holders import HolderRouting
 from agentao.gateway.service import Gateway, models_listing
+from agentao.gateway.tool_bridge import BRIDGE_PATH
 from agentao.store.gateway import GatewayStore, open_store
 from agentao.store.paths import ensure_state_dir
 from agentao.store.target import shown
@@ -84,7 +86,8 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await gateway.start()
         try:
-            yield
+            async with gateway.tools.running():  # the caller's tools' MCP endpoint
+                yield
         finally:
             await gateway.close()
 
@@ -107,6 +110,10 @@ def create_app(
     app.include_router(web.router)
     app.include_router(login.router)
     app.include_router(acp_routes.router)
+    # The agents' MCP endpoint for the caller's tools: its own secret, no API key (tool_bridge.py).
+    app.router.routes.append(
+        Route(BRIDGE_PATH, endpoint=gateway.tools, methods=["GET", "POST", "DELETE"])
+    )
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:

@@ -105,6 +105,7 @@ class LiveConversation:
     # again (and the hub ignores an end known from before a note: `TaskHub.open`).
     log_seq: int | None = None
     unwatch: Callable[[], None] | None = None  # stops noting what its session sends
+    tool_servers: tuple[Any, ...] = ()  # its session's MCP servers of ours (tool_bridge.py)
 
     @property
     def id(self) -> str:
@@ -132,8 +133,7 @@ class KeyedLocks:
                 self._locks[key] = (lock, users - 1)
 
 
-# The sources whose turns an OpenAI consumer reads item by item (`GatewayTurn.items`);
-# the others' readers read the log.
+# Sources whose turns an OpenAI consumer reads (`GatewayTurn.items`); others': the log.
 CONSUMED_SOURCES = frozenset({"chat", "responses"})
 
 
@@ -148,8 +148,6 @@ class TurnRequest:
     model: str | None = None  # the agent's own model id, from `agent/model`
     source: str = "chat"
     inline_reasoning: bool = False
-    # Runs when the turn ended with a stop reason, before the conversation is saved and
-    # released (e.g. Chat Completions records the transcript hash here).
     # The conversation's transcript hash once this turn answered (Chat Completions binds a
     # later request by it); None: keep the one it has. The registry records it.
     transcript_after: Callable[[GatewayTurn], str | None] | None = None
@@ -336,7 +334,7 @@ class Conversations:
             self._unwatch(conv)
             conv.session, conv.model = None, None
         stored = conv.record.session_id
-        params = SessionParams.of(conv.record.session_params)
+        params = SessionParams.of(conv.record.session_params).with_servers(conv.tool_servers)
         try:
             if stored is not None:
                 session = await self._load(conv, stored, params)
@@ -436,8 +434,7 @@ class Conversations:
         turn = GatewayTurn(session, request.prompt, task_log, context, self._ended)
         conv.turn = turn
         self._running[task_id] = (conv, turn, request)
-        stale = session.drain()  # in the log already (notes), or a replayed history
-        if stale:
+        if stale := session.drain():  # in the log already (notes), or a replayed history
             log.debug("conversation %s: %d updates of no turn not replayed", conv.id, len(stale))
         turn.start(
             {
@@ -544,6 +541,10 @@ class Conversations:
             conv.pool.release(session)
             with contextlib.suppress(ClientError):
                 await session.close()
+
+    def serve_tools(self, conv: LiveConversation, servers: tuple[Any, ...]) -> None:
+        """Our MCP servers for `conv`'s session (tool_bridge.py), offered from its next bind."""
+        conv.tool_servers = servers
 
     # ---- a person's edits -----------------------------------------------------------------
 

@@ -75,7 +75,16 @@ class TurnFailed:
     code: str
 
 
-TurnItem = Step | TurnEnd | TurnFailed
+@dataclass(frozen=True, slots=True)
+class ToolCalls:
+    """The agent called the caller's own tools (tool_bridge.py): the consumer's answer ends
+    here with them, and the turn waits for their results. Calls made before the consumer
+    took this item join it (`calls` grows), so calls made together come back together."""
+
+    calls: list[Any]  # tool_bridge.PendingCall
+
+
+TurnItem = Step | ToolCalls | TurnEnd | TurnFailed
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +111,26 @@ class _Inbox:
 
     def __init__(self) -> None:
         self._held_seqs: list[int] = []  # the seq of each held step's frame, ascending
-        self._held: list[Step] = []
+        self._held: list[Step | ToolCalls] = []
         self._items: list[TurnItem] = []
         self._ready = asyncio.Event()
         self._ended = False
+        self._calls = 0  # ToolCalls items held or waiting: a take() stops after the first
+
+    def put_call(self, call: Any) -> None:
+        """A call of the caller's tools, after every step received before it (held ones
+        too), or joined to calls not taken yet."""
+        last = self._held[-1] if self._held else self._items[-1] if self._items else None
+        if isinstance(last, ToolCalls):
+            last.calls.append(call)
+            return
+        self._calls += 1
+        if self._held_seqs:  # released with the step before it
+            self._held_seqs.append(self._held_seqs[-1])
+            self._held.append(ToolCalls([call]))
+        else:
+            self._items.append(ToolCalls([call]))
+            self._ready.set()
 
     def hold_run(self, first_seq: int, steps: list[Step]) -> None:
         """Steps whose frames, `first_seq` on, one each, are on their way to the store."""
@@ -116,7 +141,7 @@ class _Inbox:
         """An item the consumer may have now (the turn's end: its frames are stored)."""
         if self._ended:
             return
-        self._ended = not isinstance(item, Step)
+        self._ended = isinstance(item, (TurnEnd, TurnFailed))
         self._items.append(item)
         self._ready.set()
 
@@ -145,10 +170,17 @@ class _Inbox:
         self._ready.set()
 
     async def take(self) -> list[TurnItem]:
+        """What is waiting, all of it; or up to the first ToolCalls (the answer's end)."""
         while not self._items:
             self._ready.clear()
             await self._ready.wait()
         items, self._items = self._items, []
+        if self._calls:
+            for i, item in enumerate(items):
+                if isinstance(item, ToolCalls):
+                    self._calls -= 1
+                    items, self._items = items[: i + 1], items[i + 1 :]
+                    break
         return items
 
 
@@ -176,6 +208,10 @@ class GatewayTurn:
         self.cancelling = False
         self.result: TurnEnd | TurnFailed | None = None
         self.done = asyncio.Event()
+        # The Chat Completions transcript the turn answers, when resumed by a request
+        # carrying tool results (openai_chat.py): the conversation is found by it after.
+        self.transcript: Any = None
+        self.takes_calls = False  # its consumer answers calls of the caller's tools
 
     def start(self, started: dict[str, Any]) -> None:
         """Emit `task-started` (with `started` as its payload) and run the turn."""
@@ -196,7 +232,9 @@ class GatewayTurn:
 
     async def batches(self) -> AsyncIterator[list[TurnItem]]:
         """Like `items()`, but whatever is already waiting comes at once: one write to the
-        HTTP client for many updates when the agent is faster than the network."""
+        HTTP client for many updates when the agent is faster than the network. Ends at a
+        ToolCalls too: the turn goes on, and the next consumer (the request carrying the
+        results) reads on from there."""
         inbox = self._inbox
         if inbox is None:
             return
@@ -205,6 +243,13 @@ class GatewayTurn:
             yield batch
             if not isinstance(batch[-1], Step):
                 return
+
+    def put_call(self, call: Any) -> bool:
+        """Hand the consumer a call of the caller's tools (False: no consumer to answer it)."""
+        if self._inbox is None or not self.takes_calls:
+            return False
+        self._inbox.put_call(call)
+        return True
 
     def detach(self) -> None:
         """The consumer is gone: stop queueing for it (the log still gets everything)."""
@@ -340,4 +385,4 @@ class GatewayTurn:
             await self._client_turn.cancel()
 
 
-__all__ = ["GatewayTurn", "Step", "TurnContext", "TurnFailed", "TurnItem"]
+__all__ = ["GatewayTurn", "Step", "ToolCalls", "TurnContext", "TurnFailed", "TurnItem"]
