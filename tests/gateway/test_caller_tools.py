@@ -1,54 +1,400 @@
 """The caller's own tools as real tool calls (issue 24, items 1-2; gateway/tool_bridge.py).
 
-The real `openai` package against a real gateway running our agent on the fake LLM: the
-model calls `mcp__caller__<name>` (the MCP server the gateway serves the conversation),
-and the caller sees `tool_calls` with its own tool's name.
+The real `openai` package against a real gateway running our agent (in its sandbox) on
+the fake LLM: the model calls `mcp__caller__<name>`, a tool of the MCP server the gateway
+serves that one conversation, and the caller sees `tool_calls` with its own tool's name;
+its next request's `role: tool` answers the waiting call and the same turn goes on.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-from tests.fakes.fake_llm import FakeLLM, FakeToolCall
-from tests.gateway.conftest import llm_spec
+import httpx
+import openai
+import pytest
+from openai.lib.streaming.chat import ChatCompletionStreamState
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The weather in a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
+from agentao.gateway.config import ApiKey, Limits
+from agentao.gateway.tool_bridge import BRIDGE_HEADER, BRIDGE_PATH
+from agentao.gateway.turns import ToolCalls, _CallOrder, _Inbox
+from tests.fakes.fake_llm import FakeLLM, FakeToolCall
+from tests.gateway.conftest import LiveGateway, llm_spec
+from tests.gateway.test_openai_chat import wait_for_end
+
+
+def function(name: str, **properties: str) -> dict[str, Any]:
+    props = {k: {"type": v} for k, v in properties.items()}
+    schema = {"type": "object", "properties": props, "required": list(props)}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": name, "parameters": schema},
+    }
+
+
+WEATHER = function("get_weather", city="string")
+CLOCK = function("get_time", zone="string")
 
 
 def user(text: str) -> dict[str, str]:
     return {"role": "user", "content": text}
 
 
-def test_smoke(gateway_factory: Any, fake_llm: FakeLLM, tmp_path: Path) -> None:
-    gw = gateway_factory(agents=(llm_spec(tmp_path, fake_llm.env()),))
-    client = gw.openai()
-    fake_llm.reply(tool_calls=[FakeToolCall("mcp__caller__get_weather", {"city": "Paris"})])
+def answer(call: Any, text: str) -> dict[str, str]:
+    call_id = call["id"] if isinstance(call, dict) else call.id
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+def model_call(name: str, **arguments: Any) -> FakeToolCall:
+    return FakeToolCall(f"mcp__caller__{name}", arguments)
+
+
+def offered(llm_request: Any) -> list[str]:
+    """The tool names the agent offered its model."""
+    return [t["function"]["name"] for t in llm_request.body.get("tools") or ()]
+
+
+def tool_messages(llm_request: Any) -> list[str]:
+    return [m["content"] for m in llm_request.body["messages"] if m["role"] == "tool"]
+
+
+@pytest.fixture
+def gw(gateway_factory: Any, fake_llm: FakeLLM, tmp_path: Path) -> LiveGateway:
+    return gateway_factory(agents=(llm_spec(tmp_path, fake_llm.env()),))
+
+
+def ask(client: openai.OpenAI, messages: list[Any], *, stream: bool, **kw: Any) -> Any:
+    """One request, streamed or not, as a (message, finish_reason, headers) triple whose
+    message is what the caller appends to its transcript (for a streamed one, the SDK's
+    stream state assembles the chunks, `tool_calls` deltas too, as for OpenAI's own)."""
+    if not stream:
+        raw = client.chat.completions.with_raw_response.create(
+            model="agentao", messages=messages, **kw
+        )
+        choice = raw.parse().choices[0]
+        return _stripped(choice.message), choice.finish_reason, raw.headers
+    raw = client.chat.completions.with_raw_response.create(
+        model="agentao", messages=messages, stream=True, **kw
+    )
+    state = ChatCompletionStreamState()
+    for chunk in raw.parse():
+        state.handle_chunk(chunk)
+    choice, headers = state.get_final_completion().choices[0], raw.headers
+    return _stripped(choice.message), choice.finish_reason, headers
+
+
+def _stripped(message: Any) -> Any:
+    """Our agent begins the text after a tool round with a blank line: not our business."""
+    if message.content:
+        message.content = message.content.strip()
+    return message
+
+
+def echo(message: Any) -> dict[str, Any]:
+    """The assistant message as a caller sends it back."""
+    out: dict[str, Any] = {"role": "assistant", "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": c.function.model_dump()}
+            for c in message.tool_calls
+        ]
+    return out
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_weather_tool_round_trip(gw: LiveGateway, fake_llm: FakeLLM, stream: bool) -> None:
+    """The call comes back with the caller's own name, the arguments as the model sent them
+    and an id; the result resumes the same turn; and the conversation goes on after it."""
+    fake_llm.reply("Let me look.", tool_calls=[model_call("get_weather", city="Paris")])
     fake_llm.reply("It is sunny in Paris.")
+    fake_llm.reply("You are welcome.")
+    client = gw.openai()
     messages: list[Any] = [user("weather in Paris?")]
-    first = client.chat.completions.create(model="agentao", messages=messages, tools=[WEATHER])
-    print(first)
-    choice = first.choices[0]
-    assert choice.finish_reason == "tool_calls"
-    call = choice.message.tool_calls[0]
+    message, finish, first = ask(client, messages, stream=stream, tools=[WEATHER])
+    assert finish == "tool_calls"
+    assert message.content == "Let me look."
+    (call,) = message.tool_calls
+    assert call.type == "function" and call.id.startswith("call_")
     assert call.function.name == "get_weather"
     assert json.loads(call.function.arguments) == {"city": "Paris"}
-    messages += [choice.message.model_dump(exclude_none=True)]
-    messages += [{"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 C"}]
-    second = client.chat.completions.create(model="agentao", messages=messages, tools=[WEATHER])
-    print(second)
-    assert second.choices[0].message.content == "It is sunny in Paris."
-    tool_msgs = [m for m in fake_llm.requests[1].body["messages"] if m["role"] == "tool"]
-    assert "sunny, 21 C" in tool_msgs[-1]["content"]
+    assert "mcp__caller__get_weather" in offered(fake_llm.requests[0])
+
+    messages += [echo(message), answer(call, "sunny, 21 C")]
+    message, finish, second = ask(client, messages, stream=stream, tools=[WEATHER])
+    assert (message.content, finish) == ("It is sunny in Paris.", "stop")
+    assert second["x-task-id"] == first["x-task-id"]  # the same turn, resumed
+    assert tool_messages(fake_llm.requests[1]) == ["sunny, 21 C"]
+
+    messages += [echo(message), user("thanks")]
+    message, finish, third = ask(client, messages, stream=stream, tools=[WEATHER])
+    assert message.content == "You are welcome."
+    assert third["x-session-id"] == first["x-session-id"]  # found by its transcript
+    said = [m["content"] for m in fake_llm.requests[2].body["messages"] if m["role"] == "user"]
+    assert said == ["weather in Paris?", "thanks"]  # the agent's own memory, then the new one
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_two_tools_in_one_reply(gw: LiveGateway, fake_llm: FakeLLM, stream: bool) -> None:
+    """Our agent runs a reply's calls in turn, so they come back one by one, each answered
+    before the next is made; both results reach the model."""
+    calls = [model_call("get_weather", city="Oslo"), model_call("get_time", zone="CET")]
+    fake_llm.reply(tool_calls=calls)
+    fake_llm.reply("Cold, and noon.")
+    client = gw.openai()
+    messages: list[Any] = [user("weather and time in Oslo?")]
+    tools = [WEATHER, CLOCK]
+    seen = []
+    for result in ("-3 C", "12:00"):
+        message, finish, _ = ask(client, messages, stream=stream, tools=tools)
+        assert finish == "tool_calls"
+        (call,) = message.tool_calls
+        seen.append((call.function.name, json.loads(call.function.arguments)))
+        messages += [echo(message), answer(call, result)]
+    message, finish, _ = ask(client, messages, stream=stream, tools=tools)
+    assert (message.content, finish) == ("Cold, and noon.", "stop")
+    assert seen == [("get_weather", {"city": "Oslo"}), ("get_time", {"zone": "CET"})]
+    assert tool_messages(fake_llm.requests[1]) == ["-3 C", "12:00"]
+
+
+async def test_a_call_that_overtook_its_announcement_waits_for_it() -> None:
+    """The agent's HTTP call can reach the gateway before the updates it sent first on
+    its stdout (the text it said, the `tool_call`): the call ends the answer only after
+    the update announcing it, so that text is in the answer the call ends."""
+    inbox = _Inbox()
+    order = _CallOrder(inbox)
+    call = SimpleNamespace(args={"city": "Paris"})
+    order.call(call)
+    waiting = asyncio.ensure_future(inbox.take())
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    order.announced([{"toolCallId": "t1", "rawInput": {"city": "Oslo"}}])  # another call
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    order.announced([{"toolCallId": "t2", "rawInput": {"city": "Paris"}}])
+    (item,) = await waiting
+    assert isinstance(item, ToolCalls) and item.calls == [call]
+    announced_first = SimpleNamespace(args={"city": "Oslo"})  # t1's, announced before
+    order.call(announced_first)
+    (item,) = await inbox.take()
+    assert item.calls == [announced_first]
+
+
+async def test_calls_made_before_the_answer_went_out_come_back_together() -> None:
+    """Calls the agent makes together (before the consumer took the first) are one
+    ToolCalls; a call made after that is the next answer's."""
+    inbox = _Inbox()
+    inbox.put_call("a")
+    inbox.put_call("b")
+    (item,) = await inbox.take()
+    assert isinstance(item, ToolCalls) and item.calls == ["a", "b"]
+    inbox.put_call("c")
+    (later,) = await inbox.take()
+    assert isinstance(later, ToolCalls) and later.calls == ["c"]
+
+
+def test_tool_choice_none_offers_no_tools(gw: LiveGateway, fake_llm: FakeLLM) -> None:
+    fake_llm.reply("No tools needed.")
+    reply = gw.openai().chat.completions.create(
+        model="agentao", messages=[user("hi")], tools=[WEATHER], tool_choice="none"
+    )
+    assert reply.choices[0].message.content == "No tools needed."
+    assert not [n for n in offered(fake_llm.requests[0]) if n.startswith("mcp__caller__")]
+
+
+@pytest.mark.parametrize(
+    "choice", ["required", {"type": "function", "function": {"name": "get_weather"}}, "sometimes"]
+)
+def test_a_tool_choice_that_cannot_be_honoured_is_a_400(
+    gw: LiveGateway, fake_llm: FakeLLM, choice: Any
+) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        gw.openai().chat.completions.create(
+            model="agentao", messages=[user("hi")], tools=[WEATHER], tool_choice=choice
+        )
+    assert info.value.body["param"] == "tool_choice"
+    assert "tool_choice" in info.value.body["message"]
+    assert fake_llm.requests == []
+
+
+@pytest.mark.parametrize(
+    ("tools", "param", "code"),
+    [
+        ([function("f") | {"function": {"name": "f", "parameters": []}}], "tools[0].function.parameters", "invalid_tool_schema"),
+        ([{"type": "function", "function": {"name": "f", "parameters": {"type": "string"}}}], "tools[0].function.parameters", "invalid_tool_schema"),
+        ([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": [1]}}}], "tools[0].function.parameters", "invalid_tool_schema"),
+        ([WEATHER, CLOCK, WEATHER], "tools[2].function.name", "duplicate_tool_name"),
+        ([{"type": "function", "function": {"name": "no spaces"}}], "tools[0].function.name", None),
+    ],
+    ids=["schema-not-object", "schema-of-a-string", "properties-not-object", "duplicate", "bad-name"],
+)  # fmt: skip
+def test_a_bad_tool_is_a_400_naming_it_before_the_agent_sees_anything(
+    gw: LiveGateway, fake_llm: FakeLLM, tools: list[Any], param: str, code: str | None
+) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        gw.openai().chat.completions.create(model="agentao", messages=[user("hi")], tools=tools)
+    assert info.value.body["param"] == param
+    if code is not None:
+        assert info.value.body["code"] == code
+    assert fake_llm.requests == []
+    assert gw.gateway.conversations._live == {}  # no conversation was even made
+
+
+def first_call(gw: LiveGateway, fake_llm: FakeLLM, key: str | None = None) -> tuple[Any, Any]:
+    """A conversation whose turn waits for the result of one get_weather call."""
+    fake_llm.reply(tool_calls=[model_call("get_weather", city="Rome")])
+    messages: list[Any] = [user("weather in Rome?")]
+    message, finish, headers = ask(gw.openai(key), messages, stream=False, tools=[WEATHER])
+    assert finish == "tool_calls"
+    return [*messages, echo(message)], headers
+
+
+def finish(gw: LiveGateway, fake_llm: FakeLLM, messages: list[Any], key: str | None = None) -> None:
+    """Answer the waiting call, so the turn ends (and the gateway stops at once)."""
+    fake_llm.reply("ok")
+    result = answer(messages[-1]["tool_calls"][0] | {}, "done")
+    reply = gw.openai(key).chat.completions.create(
+        model="agentao", messages=[*messages, result], tools=[WEATHER]
+    )
+    assert reply.choices[0].finish_reason == "stop"
+
+
+def test_an_unknown_tool_call_id_is_a_400(gw: LiveGateway, fake_llm: FakeLLM) -> None:
+    messages, _ = first_call(gw, fake_llm)
+    wrong = {"role": "tool", "tool_call_id": "call_nope", "content": "x"}
+    with pytest.raises(openai.BadRequestError) as info:
+        gw.openai().chat.completions.create(
+            model="agentao", messages=[*messages, wrong], tools=[WEATHER]
+        )
+    assert info.value.body["code"] == "unknown_tool_call_id"
+    assert "call_nope" in info.value.body["message"]
+    assert len(fake_llm.requests) == 1  # the agent still waits: nothing was answered
+    finish(gw, fake_llm, messages)
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["by-transcript", "by-session-key"])
+def test_a_new_user_message_instead_of_the_result_is_a_409(
+    gw: LiveGateway, fake_llm: FakeLLM, keyed: bool
+) -> None:
+    messages, headers = first_call(gw, fake_llm)
+    extra = {"X-Session-Id": headers["x-session-id"]} if keyed else {}
+    with pytest.raises(openai.ConflictError) as info:
+        gw.openai().chat.completions.create(
+            model="agentao",
+            messages=[*messages, user("never mind")],
+            tools=[WEATHER],
+            extra_headers=extra,
+        )
+    assert info.value.body["code"] == "tool_result_expected"
+    assert "tool result was expected" in info.value.body["message"]
+    finish(gw, fake_llm, messages)
+
+
+def test_a_result_that_never_comes_cancels_the_turn(
+    gateway_factory: Any, fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    """Past `tool_result_seconds` the waiting call fails and the turn is cancelled; a
+    result sent after that answers nothing."""
+    gw = gateway_factory(
+        agents=(llm_spec(tmp_path, fake_llm.env()),), limits=Limits(tool_result_seconds=1)
+    )
+    messages, headers = first_call(gw, fake_llm)
+    end = wait_for_end(gw, headers["x-task-id"])
+    assert end["type"] == "task-ended" and end["stopReason"] == "cancelled"
+    call_id = messages[-1]["tool_calls"][0]["id"]
+    late = {"role": "tool", "tool_call_id": call_id, "content": "too late"}
+    with pytest.raises(openai.BadRequestError) as info:
+        gw.openai().chat.completions.create(
+            model="agentao", messages=[*messages, late], tools=[WEATHER]
+        )
+    assert info.value.body["code"] == "unknown_tool_call_id"
+    assert len(fake_llm.requests) == 1
+
+
+def _sha(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def test_another_key_cannot_answer_a_conversations_call(
+    gateway_factory: Any, fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    keys = (ApiKey("alice", _sha("sk-alice")), ApiKey("bob", _sha("sk-bob")))
+    gw = gateway_factory(agents=(llm_spec(tmp_path, fake_llm.env()),), keys=keys)
+    messages, _ = first_call(gw, fake_llm, "sk-alice")
+    call_id = messages[-1]["tool_calls"][0]["id"]
+    result = {"role": "tool", "tool_call_id": call_id, "content": "stolen"}
+    with pytest.raises(openai.BadRequestError) as info:
+        gw.openai("sk-bob").chat.completions.create(
+            model="agentao", messages=[*messages, result], tools=[WEATHER]
+        )
+    assert info.value.body["code"] == "unknown_tool_call_id"
+    fake_llm.reply("Rome is warm.")
+    mine = {**result, "content": "warm"}
+    reply = gw.openai("sk-alice").chat.completions.create(
+        model="agentao", messages=[*messages, mine], tools=[WEATHER]
+    )
+    assert reply.choices[0].message.content == "Rome is warm."
+    assert tool_messages(fake_llm.requests[1]) == ["warm"]
+
+
+async def list_tools(url: str, header: str) -> list[str]:
+    """The tool names an MCP client with `header` is shown (the official SDK's client)."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with (
+        create_mcp_http_client(headers={BRIDGE_HEADER: header}) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        return [t.name for t in (await client.list_tools()).tools]
+
+
+def test_each_conversations_tools_are_reached_with_its_own_secret_only(
+    gw: LiveGateway, fake_llm: FakeLLM
+) -> None:
+    client = gw.openai()
+    fake_llm.reply("one")
+    fake_llm.reply("two")
+    client.chat.completions.create(model="agentao", messages=[user("a")], tools=[WEATHER])
+    client.chat.completions.create(model="agentao", messages=[user("b")], tools=[CLOCK])
+    bridges = list(gw.gateway.tools._by_id.values())
+    assert len(bridges) == 2
+    url = gw.url + BRIDGE_PATH
+    for bridge, names in zip(bridges, (["get_weather"], ["get_time"]), strict=True):
+        assert asyncio.run(list_tools(url, f"{bridge.id}.{bridge.secret}")) == names
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    a, b = bridges
+    for header in (None, f"{a.id}.{b.secret}", f"{a.id}.", a.secret, "x.y"):
+        headers = {BRIDGE_HEADER: header} if header is not None else {}
+        refused = httpx.post(url, json=init, headers=headers)
+        assert refused.status_code == 401, header
+        assert refused.json()["error"]["code"] == "invalid_tool_bridge"
+
+
+def test_the_callers_tool_asks_nothing_and_widens_nothing(
+    gateway_factory: Any, fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    """Under a key whose policy is `reject`, the caller's tool runs (no permission is asked
+    for it: one asked would be refused), and a tool of the agent's that asks (web_fetch)
+    is refused in the same turn: the bridge widens nothing."""
+    keys = (ApiKey("ci", _sha("sk-ci"), ceiling="reject", policy="reject"),)
+    gw = gateway_factory(agents=(llm_spec(tmp_path, fake_llm.env()),), keys=keys)
+    fetch = FakeToolCall("web_fetch", {"url": "https://example.com/"})
+    fake_llm.reply(tool_calls=[model_call("get_weather", city="Rome"), fetch])
+    fake_llm.reply("Done.")
+    client = gw.openai("sk-ci")
+    messages: list[Any] = [user("weather, then fetch")]
+    message, finish, _ = ask(client, messages, stream=False, tools=[WEATHER])
+    assert finish == "tool_calls"
+    messages += [echo(message), answer(message.tool_calls[0], "warm")]
+    message, finish, _ = ask(client, messages, stream=False, tools=[WEATHER])
+    assert (message.content, finish) == ("Done.", "stop")
+    warm, refused = tool_messages(fake_llm.requests[1])
+    assert warm == "warm"
+    print(refused)
+    assert "reject" in refused.lower()

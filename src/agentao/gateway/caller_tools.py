@@ -107,7 +107,9 @@ def _schema(parameters: Any, where: str) -> dict[str, Any]:
     if parameters is None:
         return {"type": "object", "properties": {}}
     if not isinstance(parameters, dict):
-        raise BadRequest(f"{param} must be a JSON Schema object", param=param)
+        raise BadRequest(
+            f"{param} must be a JSON Schema object", param=param, code="invalid_tool_schema"
+        )
     kind = parameters.get("type", "object")
     if kind != "object" or not isinstance(parameters.get("properties", {}), dict):
         raise BadRequest(

@@ -154,7 +154,8 @@ async def chat_completions(request: Request) -> Any:
         everything = hashed.messages
         turn_request = _turn_request(body, principal, policy, choice, hashed, everything, True)
         turn = await gw.conversations.begin(conv, turn_request)
-    turn.takes_calls = bool(tools)
+    if tools:
+        turn.take_calls()
     return await _answer(request, body, choice, turn, {"X-Session-Id": key or conv.id})
 
 
@@ -346,7 +347,7 @@ class _Reply:
         self.turn = turn
         self.prompt_chars = sum(len(b.get("text", "")) for b in turn.prompt)
         # A turn resumed by tool results answers with the text from there on.
-        self.text_from = turn.transcript[1] if turn.transcript is not None else 0
+        self.text_from = turn.transcript[1] if getattr(turn, "transcript", None) else 0
         self.paused = False  # ended at the caller's tool calls: the turn waits, not cancelled
         # The role rides on the first chunk that says something, as OpenAI's does when
         # the first token is ready: one write less before the first token.

@@ -60,8 +60,13 @@ class PendingCall:
 
     id: str
     name: str
-    arguments: str  # the JSON the agent sent, as text (OpenAI's `function.arguments`)
+    args: dict[str, Any]  # as the agent sent them
     answer: asyncio.Future[str] = field(repr=False)
+
+    @property
+    def arguments(self) -> str:
+        """The arguments as JSON text (OpenAI's `function.arguments`)."""
+        return json.dumps(self.args, ensure_ascii=False)
 
 
 def bridge_url(config: GatewayConfig) -> str:
@@ -98,8 +103,7 @@ class ToolBridge:
             return f"the caller offers no tool named {name!r} in this request", True
         turn = self.conv.turn
         loop = asyncio.get_running_loop()
-        text = json.dumps(arguments, ensure_ascii=False)
-        call = PendingCall("call_" + uuid.uuid4().hex[:24], name, text, loop.create_future())
+        call = PendingCall("call_" + uuid.uuid4().hex[:24], name, arguments, loop.create_future())
         if turn is None or turn.done.is_set() or not turn.put_call(call):
             return "the caller's tools are answered only within its own request's turn", True
         self.pending[call.id] = call

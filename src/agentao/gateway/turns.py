@@ -85,6 +85,49 @@ class ToolCalls:
 
 
 TurnItem = Step | ToolCalls | TurnEnd | TurnFailed
+# A caller's tool call waits this long at most for the agent's `tool_call` update that
+# announces it (which carries the text said before it: see `_CallOrder`).
+ANNOUNCE_GRACE_SECONDS = 2.0
+_ANNOUNCED_KEPT = 64  # announced inputs of no caller's call kept (the agent's own tools')
+
+
+class _CallOrder:
+    """Calls of the caller's tools reach the gateway over HTTP, the agent's updates over
+    its stdout: a call can arrive before the updates the agent sent before making it (the
+    text it said first, the `tool_call` announcing it). A call goes to the consumer once
+    an announced tool call with the same input (`rawInput`) was received, so everything
+    the agent said before it is in the answer that ends with it; or after
+    `ANNOUNCE_GRACE_SECONDS`, for an agent that announces it otherwise or not at all."""
+
+    def __init__(self, inbox: _Inbox) -> None:
+        self.inbox = inbox
+        self._announced: list[Any] = []  # inputs of announced calls no call matched yet
+        self._parked: list[Any] = []  # calls waiting for their announcement
+
+    def call(self, call: Any) -> None:
+        if call.args in self._announced:
+            self._announced.remove(call.args)
+            self.inbox.put_call(call)
+            return
+        self._parked.append(call)
+        asyncio.get_running_loop().call_later(ANNOUNCE_GRACE_SECONDS, self._release, call)
+
+    def announced(self, tool_calls: list[dict[str, Any]]) -> None:
+        """`tool_call` updates just received (and held in the inbox, in order)."""
+        for raw in tool_calls:
+            given = raw.get("rawInput")
+            if given is None:
+                continue
+            match = next((c for c in self._parked if c.args == given), None)
+            if match is None:
+                self._announced = [*self._announced[-_ANNOUNCED_KEPT + 1 :], given]
+            else:
+                self._release(match)
+
+    def _release(self, call: Any) -> None:
+        if call in self._parked:
+            self._parked.remove(call)
+            self.inbox.put_call(call)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +246,7 @@ class GatewayTurn:
         self._inbox: _Inbox | None = _Inbox() if context.consumed else None
         if self._inbox is not None:
             task_log.watch(self._inbox)
+        self._calls: _CallOrder | None = None  # once its consumer answers the caller's tools
         self._client_turn: Any = None
         self._task: asyncio.Task[None] | None = None
         self.cancelling = False
@@ -211,7 +255,6 @@ class GatewayTurn:
         # The Chat Completions transcript the turn answers, when resumed by a request
         # carrying tool results (openai_chat.py): the conversation is found by it after.
         self.transcript: Any = None
-        self.takes_calls = False  # its consumer answers calls of the caller's tools
 
     def start(self, started: dict[str, Any]) -> None:
         """Emit `task-started` (with `started` as its payload) and run the turn."""
@@ -244,11 +287,17 @@ class GatewayTurn:
             if not isinstance(batch[-1], Step):
                 return
 
+    def take_calls(self) -> None:
+        """Its consumer answers calls of the caller's tools (`put_call`)."""
+        if self._inbox is not None:
+            self._calls = _CallOrder(self._inbox)
+
     def put_call(self, call: Any) -> bool:
-        """Hand the consumer a call of the caller's tools (False: no consumer to answer it)."""
-        if self._inbox is None or not self.takes_calls:
+        """Hand the consumer a call of the caller's tools, in its place among the updates
+        (False: no consumer to answer it)."""
+        if self._inbox is None or self._calls is None:
             return False
-        self._inbox.put_call(call)
+        self._calls.call(call)
         return True
 
     def detach(self) -> None:
@@ -340,6 +389,7 @@ class GatewayTurn:
         async for first in turn:
             frames: list[dict[str, Any]] = []
             steps: list[Step] = []  # one per frame, when consumed
+            announced: list[dict[str, Any]] = []  # tool calls, for the caller's (_CallOrder)
             for event in (first, *turn.ready()):
                 if isinstance(event, Update):
                     if v2 and (event := logged_update(self.session, event)) is None:
@@ -347,6 +397,8 @@ class GatewayTurn:
                     frame = {"update": event.raw}
                     if event.tool_call is not None:  # merged by id: readers need not fold
                         frame["toolCall"] = event.tool_call.raw
+                        if self._calls is not None:
+                            announced.append(event.tool_call.raw)
                     frames.append(frame)
                     if consumed:  # mapped even once its consumer left (the transcript)
                         steps.append(Step(event, feed(event)))
@@ -357,6 +409,8 @@ class GatewayTurn:
                 inbox = self._inbox  # None once the consumer left (`detach`)
                 if steps and inbox is not None:
                     inbox.hold_run(first_seq, steps)
+                if announced and self._calls is not None:
+                    self._calls.announced(announced)
         if end is None:
             raise ClientError("the turn ended without a stop reason")
         return end
