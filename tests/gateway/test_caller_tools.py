@@ -253,7 +253,9 @@ def first_call(gw: LiveGateway, fake_llm: FakeLLM, key: str | None = None) -> tu
     return [*messages, echo(message)], headers
 
 
-def finish(gw: LiveGateway, fake_llm: FakeLLM, messages: list[Any], key: str | None = None) -> None:
+def answer_and_end(
+    gw: LiveGateway, fake_llm: FakeLLM, messages: list[Any], key: str | None = None
+) -> None:
     """Answer the waiting call, so the turn ends (and the gateway stops at once)."""
     fake_llm.reply("ok")
     result = answer(messages[-1]["tool_calls"][0] | {}, "done")
@@ -273,7 +275,7 @@ def test_an_unknown_tool_call_id_is_a_400(gw: LiveGateway, fake_llm: FakeLLM) ->
     assert info.value.body["code"] == "unknown_tool_call_id"
     assert "call_nope" in info.value.body["message"]
     assert len(fake_llm.requests) == 1  # the agent still waits: nothing was answered
-    finish(gw, fake_llm, messages)
+    answer_and_end(gw, fake_llm, messages)
 
 
 @pytest.mark.parametrize("keyed", [False, True], ids=["by-transcript", "by-session-key"])
@@ -291,7 +293,7 @@ def test_a_new_user_message_instead_of_the_result_is_a_409(
         )
     assert info.value.body["code"] == "tool_result_expected"
     assert "tool result was expected" in info.value.body["message"]
-    finish(gw, fake_llm, messages)
+    answer_and_end(gw, fake_llm, messages)
 
 
 def test_a_result_that_never_comes_cancels_the_turn(
@@ -398,3 +400,50 @@ def test_the_callers_tool_asks_nothing_and_widens_nothing(
     assert warm == "warm"
     print(refused)
     assert "reject" in refused.lower()
+
+
+def test_tools_first_sent_on_a_later_request_reach_the_agent(
+    gw: LiveGateway, fake_llm: FakeLLM
+) -> None:
+    """A conversation whose agent session was opened without tools: the session is reopened
+    (`session/load`) with the caller's MCP server before the turn that first offers them."""
+    client, key = gw.openai(), {"X-Session-Id": "with-tools-later"}
+    fake_llm.reply("Hello.")
+    client.chat.completions.create(model="agentao", messages=[user("hi")], extra_headers=key)
+    fake_llm.reply(tool_calls=[model_call("get_weather", city="Lima")])
+    message, finish, _ = ask(
+        client, [user("weather in Lima?")], stream=False, tools=[WEATHER], extra_headers=key
+    )
+    assert finish == "tool_calls" and message.tool_calls[0].function.name == "get_weather"
+    assert "mcp__caller__get_weather" in offered(fake_llm.requests[1])
+    fake_llm.reply("Mild.")
+    done = [user("weather in Lima?"), echo(message), answer(message.tool_calls[0], "mild")]
+    message, finish, _ = ask(client, done, stream=False, tools=[WEATHER], extra_headers=key)
+    assert (message.content, finish) == ("Mild.", "stop")
+    said = [m["content"] for m in fake_llm.requests[2].body["messages"] if m["role"] == "user"]
+    assert said == ["hi", "weather in Lima?"]  # the reopened session kept its history
+
+
+def test_a_conversation_forgotten_from_memory_keeps_no_bridge(
+    gw: LiveGateway, fake_llm: FakeLLM
+) -> None:
+    """Swept idle, a conversation's bridge goes too (its secret answers nothing); its next
+    request with tools gets a new one, and the reopened session calls the tool there."""
+    client = gw.openai()
+    fake_llm.reply("first")
+    first = client.chat.completions.create(model="agentao", messages=[user("a")], tools=[WEATHER])
+    (old,) = gw.gateway.tools._by_id.values()
+    convs = gw.gateway.conversations
+    assert gw.run(convs.sweep(0)) == 1
+    assert gw.gateway.tools.sweep(lambda conv_id: convs.live(conv_id) is not None) == 1
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    stale = {BRIDGE_HEADER: f"{old.id}.{old.secret}"}
+    assert httpx.post(gw.url + BRIDGE_PATH, json=init, headers=stale).status_code == 401
+    fake_llm.reply(tool_calls=[model_call("get_weather", city="Quito")])
+    again = [user("a"), {"role": "assistant", "content": first.choices[0].message.content}]
+    message, finish, _ = ask(client, [*again, user("b")], stream=False, tools=[WEATHER])
+    assert finish == "tool_calls"
+    (new,) = gw.gateway.tools._by_id.values()
+    assert new.id != old.id and new.conv.id == old.conv.id
+    finish_turn = [*again, user("b"), echo(message)]
+    answer_and_end(gw, fake_llm, finish_turn)

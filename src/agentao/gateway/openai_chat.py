@@ -198,7 +198,7 @@ async def _offer_tools(
             "offers it the caller's tools",
         )
     bridge = gw.tools.offer(conv, principal.name, tools)
-    gw.conversations.serve_tools(conv, (bridge.server(gw.tools.url),))
+    await gw.conversations.serve_tools(conv, (bridge.server(gw.tools.url),))
 
 
 async def _resume(

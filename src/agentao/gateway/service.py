@@ -123,9 +123,15 @@ class Gateway:
 
     async def _sweep(self) -> None:
         idle = self.limits.session_idle_seconds
-        await _every(
-            min(60.0, idle / 4), lambda: self.conversations.sweep(idle), "idle agent sessions"
-        )
+
+        async def sweep() -> int:
+            closed = await self.conversations.sweep(idle)
+            # A conversation no longer in memory keeps no tool bridge (a new one is made,
+            # with a new secret, by its next request offering tools).
+            self.tools.sweep(lambda conv_id: self.conversations.live(conv_id) is not None)
+            return closed
+
+        await _every(min(60.0, idle / 4), sweep, "idle agent sessions")
 
     async def _sweep_remote(self) -> None:
         period = min(60.0, self.limits.remote_idle_seconds / 4)

@@ -1,37 +1,34 @@
 """Conversations: one ACP session each, one turn at a time, bound to a live agent process.
 
 Theory of operation. A `LiveConversation` is the in-memory side of a stored
-`Conversation`: the client `Session` carrying it (if bound to a live process)
-and the turn running on it. `Conversations.begin()` is the only way a turn
-starts:
+`Conversation`: the client `Session` carrying it (if bound to a live process) and the
+turn running on it. `Conversations.begin()` is the only way a turn starts:
 
-1. *Reserve* the conversation. Busy -> 409 with Retry-After; but a turn that
-   is only cancelling (its client went away) is waited for, up to
-   `Limits.cancel_grace_seconds`, so a client that reconnects at once is served.
-2. *Bind* an ACP session: reuse the live one; else `session/load` the stored
-   `sessionId` on a live process (after a gateway restart or an agent crash);
-   else `session/new`. A stored session the agent cannot reload raises
-   `SessionLost` (Chat Completions then starts afresh with the whole transcript).
-3. Open the task (store row + `TaskLog`), *drain* whatever the session received
-   while no turn ran (late updates of a cancelled turn, a replayed history: none of it
-   belongs to the new answer) and start the `GatewayTurn`, with no pause between the
-   drain and the prompt (an update that came between would be the turn's and stale).
+1. *Reserve* the conversation. Busy -> 409 with Retry-After; but a turn that is only
+   cancelling (its client went away) is waited for, up to `Limits.cancel_grace_seconds`,
+   so a client that reconnects at once is served.
+2. *Bind* an ACP session: reuse the live one; else `session/load` the stored `sessionId`
+   on a live process (after a gateway or agent restart); else `session/new`. A stored
+   session the agent cannot reload: `SessionLost` (Chat Completions starts afresh).
+3. Open the task (store row + `TaskLog`), *drain* whatever the session received while
+   no turn ran (late updates of a cancelled turn, a replayed history: none of it is the
+   new answer's) and start the `GatewayTurn`, with no pause between the drain and the
+   prompt (an update that came between would be the turn's and stale).
 
-Outside turns. Whatever a bound agent session sends while no turn of it runs (a mode
-or config change a remote client asked for, a title, its commands, late updates of a
-cancelled turn) is appended to the conversation's log as a `session-update` frame of
-no task (`TaskHub.note`), whoever watches: every reader reads it there. What the
-agent sent before the session was bound (a `session/load`'s replay) is not: it is the
-history, not news. An update is a turn's from the moment its prompt is sent until
-its answer is read (`Session.answering`).
+Outside turns. Whatever a bound agent session sends while no turn of it runs (a mode or
+config change a remote client asked for, a title, its commands, late updates of a
+cancelled turn) is appended to the conversation's log as a `session-update` frame of no
+task (`TaskHub.note`), whoever watches: every reader reads it there. What the agent sent
+before the session was bound (a `session/load`'s replay) is not: it is the history, not
+news. An update is a turn's from its prompt's sending until its answer is read
+(`Session.answering`).
 
-Permission requests from every agent process come to `permission()`, which
-finds the session's running turn and lets it decide under its policy.
+Permission requests from every agent process come to `permission()`, which finds the
+session's running turn and lets it decide under its policy.
 
-Ownership. Only `Conversations` changes a conversation's record or live state (a
-rename, a session started over, a new conversation's session parameters): routes ask
-it by name (tests/gateway/test_ownership.py reads the gateway's source for any other
-writer).
+Ownership. Only `Conversations` changes a conversation's record or live state (a rename,
+a session started over, a new conversation's session parameters, our MCP servers): routes
+ask it by name (tests/gateway/test_ownership.py reads the source for any other writer).
 """
 
 from __future__ import annotations
@@ -542,9 +539,12 @@ class Conversations:
             with contextlib.suppress(ClientError):
                 await session.close()
 
-    def serve_tools(self, conv: LiveConversation, servers: tuple[Any, ...]) -> None:
-        """Our MCP servers for `conv`'s session (tool_bridge.py), offered from its next bind."""
-        conv.tool_servers = servers
+    async def serve_tools(self, conv: LiveConversation, servers: tuple[Any, ...]) -> None:
+        """Our MCP servers for `conv`'s session (tool_bridge.py): an idle one bound without
+        them is closed, and reopened with them (`session/load`) by the turn about to start."""
+        changed, conv.tool_servers = servers != conv.tool_servers, servers
+        if changed and conv.session is not None and not conv.reserved:
+            await self._close_session(conv)
 
     # ---- a person's edits -----------------------------------------------------------------
 

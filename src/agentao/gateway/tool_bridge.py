@@ -36,7 +36,7 @@ import hmac
 import json
 import secrets
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -217,10 +217,12 @@ class ToolBridges:
                 code="tool_result_expected",
             )
 
-    def forget(self, conv_id: str) -> None:
-        bridge = self._by_conversation.pop(conv_id, None)
-        if bridge is not None:
-            self._by_id.pop(bridge.id, None)
+    def sweep(self, live: Callable[[str], bool]) -> int:
+        """Drop the bridges of conversations no longer `live` in memory; how many went."""
+        gone = [b for c, b in self._by_conversation.items() if not live(c) and not b.pending]
+        for bridge in gone:
+            del self._by_conversation[bridge.conv.id], self._by_id[bridge.id]
+        return len(gone)
 
     # ---- the MCP endpoint -----------------------------------------------------------------
 
