@@ -447,3 +447,24 @@ def test_a_conversation_forgotten_from_memory_keeps_no_bridge(
     assert new.id != old.id and new.conv.id == old.conv.id
     finish_turn = [*again, user("b"), echo(message)]
     answer_and_end(gw, fake_llm, finish_turn)
+
+
+def test_the_documented_example_runs(gw: LiveGateway, fake_llm: FakeLLM) -> None:
+    """docs/gateway.md's loop, as written there (but for the client and the script)."""
+    fake_llm.reply(tool_calls=[model_call("get_weather", city="Paris")])
+    fake_llm.reply("Sunny in Paris.")
+    client = gw.openai()
+    weather = WEATHER
+    messages: list[Any] = [{"role": "user", "content": "What is the weather in Paris?"}]
+    reply = client.chat.completions.create(model="agentao", messages=messages, tools=[weather])
+    while reply.choices[0].finish_reason == "tool_calls":  # the agent's turn waits meanwhile
+        message = reply.choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        for call in message.tool_calls:  # your tool, your process
+            city = json.loads(call.function.arguments)["city"]
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": f"sunny in {city}"}
+            )
+        reply = client.chat.completions.create(model="agentao", messages=messages, tools=[weather])
+    assert reply.choices[0].message.content.strip() == "Sunny in Paris."
+    assert tool_messages(fake_llm.requests[1]) == ["sunny in Paris"]
