@@ -468,3 +468,19 @@ def test_the_documented_example_runs(gw: LiveGateway, fake_llm: FakeLLM) -> None
         reply = client.chat.completions.create(model="agentao", messages=messages, tools=[weather])
     assert reply.choices[0].message.content.strip() == "Sunny in Paris."
     assert tool_messages(fake_llm.requests[1]) == ["sunny in Paris"]
+
+
+def test_a_cancelled_turn_waits_for_no_result(gw: LiveGateway, fake_llm: FakeLLM) -> None:
+    """The waiting turn is cancelled (its task cancelled, say): its call waits no more, so
+    the conversation's next user message is answered, not refused as a missing result."""
+    messages, headers = first_call(gw, fake_llm)
+    with gw.http() as http:
+        assert http.post(f"/v1/tasks/{headers['x-task-id']}/cancel").status_code == 200
+    fake_llm.reply("Fine, no weather.")
+    reply = gw.openai().chat.completions.create(
+        model="agentao",
+        messages=[*messages, user("never mind")],
+        tools=[WEATHER],
+        extra_headers={"X-Session-Id": headers["x-session-id"]},
+    )
+    assert reply.choices[0].message.content.strip() == "Fine, no weather."

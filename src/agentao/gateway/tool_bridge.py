@@ -109,13 +109,15 @@ class ToolBridge:
         self.pending[call.id] = call
         if self._deadline is None:
             self._deadline = loop.call_later(self.deadline_seconds, self._walked_away)
+        ended = loop.create_task(_fail_when_done(turn.done, call))
         try:
             return await call.answer, False
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # the deadline passed, or the conversation went away
+        except Exception as exc:  # the deadline passed, or the turn ended (cancelled)
             return str(exc), True
         finally:
+            ended.cancel()
             self.pending.pop(call.id, None)
             if not self.pending and self._deadline is not None:
                 self._deadline.cancel()
@@ -152,6 +154,13 @@ class ToolBridge:
         turn = self.conv.turn
         if turn is not None:
             turn.cancel()
+
+
+async def _fail_when_done(done: asyncio.Event, call: PendingCall) -> None:
+    """A turn that ends (cancelled, its agent gone) waits for no result any more."""
+    await done.wait()
+    if not call.answer.done():
+        call.answer.set_exception(RuntimeError("the turn ended before the caller answered"))
 
 
 class ToolBridges:
