@@ -120,6 +120,37 @@ def _schema(parameters: Any, where: str) -> dict[str, Any]:
     return parameters
 
 
+def response_tools(raw: list[Any] | None) -> list[Any] | None:
+    """Responses API tools (`{"type": "function", "name", "parameters", ...}`) in Chat
+    Completions' shape, for `parse_tools`; any other kind is left for it to refuse."""
+    if not raw:
+        return raw
+    out = []
+    for item in raw:
+        if isinstance(item, dict) and item.get("type") == "function" and "function" not in item:
+            fields = ("name", "description", "parameters")
+            item = {"type": "function", "function": {k: item[k] for k in fields if k in item}}
+        out.append(item)
+    return out
+
+
+def call_outputs(raw_input: Any) -> tuple[list[ToolResult], list[Any]]:
+    """A Responses `input`'s `function_call_output` items as results, and the other items."""
+    if not isinstance(raw_input, list):
+        return [], raw_input
+    results, rest = [], []
+    for i, item in enumerate(raw_input):
+        if not isinstance(item, dict) or item.get("type") != "function_call_output":
+            rest.append(item)
+            continue
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str) or not call_id:
+            where = f"input[{i}].call_id"
+            raise BadRequest(f"{where} must name the call this answers", param=where)
+        results.append(ToolResult(call_id, _text(item.get("output"), f"input[{i}].output")))
+    return results, rest
+
+
 def tool_results(messages: list[Any]) -> list[ToolResult]:
     """The `role: tool` messages that end `messages` (the answers to the last calls)."""
     found: list[ToolResult] = []
@@ -154,4 +185,12 @@ def _text(content: Any, where: str) -> str:
     raise BadRequest(f"{where} must be a string or a list of text parts", param=where)
 
 
-__all__ = ["CallerTool", "ToolResult", "asked_calls", "parse_tools", "tool_results"]
+__all__ = [
+    "CallerTool",
+    "ToolResult",
+    "asked_calls",
+    "call_outputs",
+    "parse_tools",
+    "response_tools",
+    "tool_results",
+]

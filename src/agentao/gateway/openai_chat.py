@@ -33,7 +33,6 @@ from fastapi.responses import JSONResponse
 from agentao.client import TurnEnd
 from agentao.gateway.auth import Principal, owns
 from agentao.gateway.caller_tools import (
-    CallerTool,
     ToolResult,
     asked_calls,
     parse_tools,
@@ -59,6 +58,7 @@ from agentao.gateway.sessions import (
     keyed_conversation_id,
 )
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
+from agentao.gateway.tool_bridge import offer_tools, result_expected
 from agentao.gateway.transcript import (
     OFFLOAD_MESSAGES,
     ChatMessage,
@@ -138,14 +138,14 @@ async def chat_completions(request: Request) -> Any:
     if results:  # the caller answers the agent's calls of its tools: the same turn goes on
         return await _resume(gw, request, principal, body, choice, key, hashed, results)
     if gw.tools.waiting(principal.name, asked_calls(body.messages)) is not None:
-        raise _result_expected()
+        raise result_expected("messages")
     conv, new, fresh = await _conversation(gw, principal, choice, key, hashed)
     if key is None and not fresh and (holder := await gw.replica.holder_url(conv.id)):
         # Named by its transcript alone, so found only now (a key is found before: holders.py).
         return await gw.peers.pass_on(request, holder)
     if (waiting := gw.tools.of(conv)) is not None and waiting.pending:
-        raise _result_expected()
-    await _offer_tools(gw, principal, conv, tools)
+        raise result_expected("messages")
+    await offer_tools(gw, principal.name, conv, tools)
     turn_request = _turn_request(body, principal, policy, choice, hashed, new, fresh)
     try:
         turn = await gw.conversations.begin(conv, turn_request)
@@ -170,35 +170,6 @@ async def _answer(
     async with watch_disconnect(request, reply.on_disconnect):
         result = await reply.collect()
     return JSONResponse(result, headers=headers)
-
-
-def _result_expected() -> Conflict:
-    return Conflict(
-        "a tool result was expected: the agent waits for the results of the tool calls of "
-        "the last answer (role: tool messages with their tool_call_id)",
-        param="messages",
-        code="tool_result_expected",
-    )
-
-
-async def _offer_tools(
-    gw: Gateway, principal: Principal, conv: LiveConversation, tools: tuple[CallerTool, ...]
-) -> None:
-    """Serve `tools` to `conv`'s agent (tool_bridge.py); none: its bridge offers nothing."""
-    if not tools:
-        if (bridge := gw.tools.of(conv)) is not None:
-            bridge.tools = {}
-        return
-    init = await conv.pool.initialized(gw.config.ceiling_of(principal.name))
-    mcp = (init.get("agentCapabilities") or {}).get("mcpCapabilities") or {}
-    if not mcp.get("http"):
-        raise unsupported(
-            "tools",
-            f"the agent {conv.record.agent!r} takes no HTTP MCP server, the way the gateway "
-            "offers it the caller's tools",
-        )
-    bridge = gw.tools.offer(conv, principal.name, tools)
-    await gw.conversations.serve_tools(conv, (bridge.server(gw.tools.url),))
 
 
 async def _resume(

@@ -44,7 +44,7 @@ from starlette.types import Receive, Scope, Send
 
 from agentao.gateway.caller_tools import CallerTool, ToolResult
 from agentao.gateway.config import GatewayConfig
-from agentao.gateway.errors import BadRequest, Conflict, Unauthorized
+from agentao.gateway.errors import BadRequest, Conflict, Unauthorized, unsupported
 
 if TYPE_CHECKING:
     from agentao.gateway.sessions import LiveConversation
@@ -156,6 +156,37 @@ class ToolBridge:
             turn.cancel()
 
 
+async def offer_tools(
+    gw: Any, owner: str, conv: LiveConversation, tools: tuple[CallerTool, ...]
+) -> None:
+    """Serve `tools` to `conv`'s agent (`gw`: the `service.Gateway`, which imports us); none (`tool_choice: "none"`): its bridge offers
+    nothing. A 400 naming `tools` for an agent that takes no HTTP MCP server."""
+    if not tools:
+        if (bridge := gw.tools.of(conv)) is not None:
+            bridge.tools = {}
+        return
+    init = await conv.pool.initialized(gw.config.ceiling_of(owner))
+    mcp = (init.get("agentCapabilities") or {}).get("mcpCapabilities") or {}
+    if not mcp.get("http"):
+        raise unsupported(
+            "tools",
+            f"the agent {conv.record.agent!r} takes no HTTP MCP server, the way the gateway "
+            "offers it the caller's tools",
+        )
+    bridge = gw.tools.offer(conv, owner, tools)
+    await gw.conversations.serve_tools(conv, (bridge.server(gw.tools.url),))
+
+
+def result_expected(param: str) -> Conflict:
+    """A request that brings no results while the agent waits for some."""
+    return Conflict(
+        "a tool result was expected: the agent waits for the results of the tool calls of "
+        "the last answer (role: tool messages, or function_call_output items)",
+        param=param,
+        code="tool_result_expected",
+    )
+
+
 async def _fail_when_done(done: asyncio.Event, call: PendingCall) -> None:
     """A turn that ends (cancelled, its agent gone) waits for no result any more."""
     await done.wait()
@@ -215,16 +246,6 @@ class ToolBridges:
             )
         bridge.check(results)
         return bridge
-
-    def expect_results(self, conv: LiveConversation) -> None:
-        """409 when `conv` waits for tool results and the request brings none."""
-        bridge = self._by_conversation.get(conv.id)
-        if bridge is not None and bridge.pending:
-            raise Conflict(
-                f"a tool result was expected (role: tool) for the calls {list(bridge.pending)}",
-                param="messages",
-                code="tool_result_expected",
-            )
 
     def sweep(self, live: Callable[[str], bool]) -> int:
         """Drop the bridges of conversations no longer `live` in memory; how many went."""
@@ -306,4 +327,6 @@ __all__ = [
     "ToolBridge",
     "ToolBridges",
     "bridge_url",
+    "offer_tools",
+    "result_expected",
 ]
