@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -20,9 +21,10 @@ import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
-from agentao.gateway.config import ApiKey, Limits
+from agentao.gateway.config import AgentSpec, ApiKey, Limits
 from agentao.gateway.tool_bridge import BRIDGE_HEADER, BRIDGE_PATH
 from agentao.gateway.turns import ToolCalls, _CallOrder, _Inbox
+from tests.fakes import sdk_agent
 from tests.fakes.fake_llm import FakeLLM, FakeToolCall
 from tests.gateway.conftest import LiveGateway, llm_spec
 from tests.gateway.test_openai_chat import wait_for_end
@@ -568,3 +570,22 @@ def test_responses_bad_input_is_a_400_before_the_agent_sees_anything(
     done = {"type": "function_call_output", "call_id": call.call_id, "output": "warm"}
     last = client.responses.create(model="agentao", input=[done], previous_response_id=first.id)
     assert last.output_text.strip() == "Warm."
+
+
+def test_an_agent_that_takes_no_http_mcp_server_is_a_400_naming_tools(
+    gateway_factory: Any, tmp_path: Path
+) -> None:
+    """A third-party agent (the official SDK's, advertising no `mcpCapabilities.http`)
+    cannot be offered the caller's tools: a 400 naming `tools` and why, nothing sent."""
+    work_dir = tmp_path / "work"
+    work_dir.mkdir()
+    spec = AgentSpec("sdk-agent", (sys.executable, sdk_agent.__file__), cwd=str(work_dir))
+    gw = gateway_factory(agents=(spec,))
+    client = gw.openai()
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(model="sdk-agent", messages=[user("hi")], tools=[WEATHER])
+    assert info.value.body["param"] == "tools"
+    assert "HTTP MCP" in info.value.body["message"]
+    assert gw.gateway.conversations._running == {}  # no turn started
+    reply = client.chat.completions.create(model="sdk-agent", messages=[user("hi")])
+    assert reply.choices[0].message.content == "hi"  # the same agent, without tools
