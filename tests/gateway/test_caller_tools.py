@@ -22,9 +22,9 @@ import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
 from agentao.gateway.config import AgentSpec, ApiKey, Limits
-from agentao.gateway.tool_bridge import BRIDGE_HEADER, BRIDGE_PATH
+from agentao.gateway.tool_bridge import BRIDGE_HEADER, BRIDGE_PATH, SSE_MESSAGES_PATH, SSE_PATH
 from agentao.gateway.turns import ToolCalls, _CallOrder, _Inbox
-from tests.fakes import sdk_agent
+from tests.fakes import sdk_agent, sse_mcp_agent
 from tests.fakes.fake_llm import FakeLLM, FakeToolCall
 from tests.gateway.conftest import LiveGateway, llm_spec
 from tests.gateway.test_openai_chat import wait_for_end
@@ -76,12 +76,12 @@ def ask(client: openai.OpenAI, messages: list[Any], *, stream: bool, **kw: Any) 
     stream state assembles the chunks, `tool_calls` deltas too, as for OpenAI's own)."""
     if not stream:
         raw = client.chat.completions.with_raw_response.create(
-            model="agentao", messages=messages, **kw
+            messages=messages, **{"model": "agentao", **kw}
         )
         choice = raw.parse().choices[0]
         return _stripped(choice.message), choice.finish_reason, raw.headers
     raw = client.chat.completions.with_raw_response.create(
-        model="agentao", messages=messages, stream=True, **kw
+        messages=messages, stream=True, **{"model": "agentao", **kw}
     )
     state = ChatCompletionStreamState()
     for chunk in raw.parse():
@@ -375,9 +375,11 @@ def test_each_conversations_tools_are_reached_with_its_own_secret_only(
     a, b = bridges
     for header in (None, f"{a.id}.{b.secret}", f"{a.id}.", a.secret, "x.y"):
         headers = {BRIDGE_HEADER: header} if header is not None else {}
-        refused = httpx.post(url, json=init, headers=headers)
-        assert refused.status_code == 401, header
-        assert refused.json()["error"]["code"] == "invalid_tool_bridge"
+        for path in (BRIDGE_PATH, SSE_PATH, SSE_MESSAGES_PATH):  # the SSE transport's too
+            refused = httpx.post(gw.url + path, json=init, headers=headers)
+            assert refused.status_code == 401, (header, path)
+            assert refused.json()["error"]["code"] == "invalid_tool_bridge"
+        assert httpx.get(gw.url + SSE_PATH, headers=headers).status_code == 401
 
 
 def test_the_callers_tool_asks_nothing_and_widens_nothing(
@@ -585,7 +587,34 @@ def test_an_agent_that_takes_no_http_mcp_server_is_a_400_naming_tools(
     with pytest.raises(openai.BadRequestError) as info:
         client.chat.completions.create(model="sdk-agent", messages=[user("hi")], tools=[WEATHER])
     assert info.value.body["param"] == "tools"
-    assert "HTTP MCP" in info.value.body["message"]
+    assert "takes no HTTP or SSE MCP server" in info.value.body["message"]
     assert gw.gateway.conversations._running == {}  # no turn started
     reply = client.chat.completions.create(model="sdk-agent", messages=[user("hi")])
     assert reply.choices[0].message.content == "hi"  # the same agent, without tools
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_an_agent_that_takes_sse_only_is_offered_the_tools_over_sse(
+    gateway_factory: Any, tmp_path: Path, stream: bool
+) -> None:
+    """A third-party agent (the official SDKs') advertising `mcpCapabilities.sse` and not
+    `http` gets the bridge as an SSE server, and the round trip is the same."""
+    work_dir = tmp_path / "work"
+    work_dir.mkdir()
+    spec = AgentSpec("sse-agent", (sys.executable, sse_mcp_agent.__file__), cwd=str(work_dir))
+    gw = gateway_factory(agents=(spec,))
+    client = gw.openai()
+    messages: list[Any] = [user("weather Paris")]
+    kw = {"model": "sse-agent", "tools": [WEATHER]}
+    message, finish, _ = ask(client, messages, stream=stream, **kw)
+    assert finish == "tool_calls"
+    (call,) = message.tool_calls
+    assert (call.function.name, json.loads(call.function.arguments)) == (
+        "get_weather",
+        {"city": "Paris"},
+    )
+    (bridge,) = gw.gateway.tools._by_id.values()
+    assert gw.gateway.conversations.live(bridge.conv.id).tool_servers[0]["type"] == "sse"
+    messages += [echo(message), answer(call, "sunny")]
+    message, finish, _ = ask(client, messages, stream=stream, **kw)
+    assert (message.content, finish) == ("tools ['get_weather']; weather: sunny", "stop")

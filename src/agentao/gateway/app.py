@@ -40,7 +40,7 @@ from agentao.gateway.config import GatewayConfig
 from agentao.gateway.guard import Guard
 from agentao.gateway.holders import HolderRouting
 from agentao.gateway.service import Gateway, models_listing
-from agentao.gateway.tool_bridge import BRIDGE_PATH
+from agentao.gateway.tool_bridge import BRIDGE_PATH, SSE_MESSAGES_PATH, SSE_PATH
 from agentao.store.gateway import GatewayStore, open_store
 from agentao.store.paths import ensure_state_dir
 from agentao.store.target import shown
@@ -111,9 +111,9 @@ def create_app(
     app.include_router(login.router)
     app.include_router(acp_routes.router)
     # The agents' MCP endpoint for the caller's tools: its own secret, no API key (tool_bridge.py).
-    app.router.routes.append(
-        Route(BRIDGE_PATH, endpoint=gateway.tools, methods=["GET", "POST", "DELETE"])
-    )
+    for path in (BRIDGE_PATH, SSE_PATH, SSE_MESSAGES_PATH):
+        bridge = Route(path, endpoint=gateway.tools, methods=["GET", "POST", "DELETE"])
+        app.router.routes.append(bridge)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:

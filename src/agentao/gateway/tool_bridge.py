@@ -23,9 +23,9 @@ The tools are marked read-only for the agent (`readOnlyHint`): they run in the
 caller's process, so the agent's workspace is untouched and our agent asks no
 permission for them; every other tool keeps the key's policy, and the agent process
 stays in its key's sandbox and ceiling (the bridge returns the caller's text, nothing
-more). Which MCP transport: `http` where the agent advertises it; an agent that takes
-no HTTP MCP server is refused with a 400 naming `tools` (the SSE transport is not
-served).
+more). Which MCP transport: `http` where the agent advertises it, else `sse` (the SDK's
+SSE transport at `SSE_PATH`, the same header on the stream and on every message); an
+agent that takes neither is refused with a 400 naming `tools`.
 """
 
 from __future__ import annotations
@@ -50,6 +50,10 @@ if TYPE_CHECKING:
     from agentao.gateway.sessions import LiveConversation
 
 BRIDGE_PATH = "/v1/tool-bridge/mcp"  # where every conversation's bridge is served
+# The SSE transport, for agents that take no streamable HTTP server: the event stream, and
+# where its messages are posted (the SDK tells the agent so on the stream).
+SSE_PATH = "/v1/tool-bridge/sse"
+SSE_MESSAGES_PATH = "/v1/tool-bridge/messages/"
 BRIDGE_HEADER = "x-tool-bridge"  # "<bridge id>.<secret>": which bridge, and the right to it
 SERVER_NAME = "caller"  # the MCP server's name in the session (our agent: mcp__caller__NAME)
 
@@ -92,10 +96,12 @@ class ToolBridge:
         self.deadline_seconds = deadline_seconds
         self._deadline: asyncio.TimerHandle | None = None
 
-    def server(self, url: str) -> dict[str, Any]:
-        """The `mcpServers` entry the agent's session gets."""
+    def server(self, url: str, transport: str = "http") -> dict[str, Any]:
+        """The `mcpServers` entry the agent's session gets (`url`: the bridge's HTTP one)."""
         header = {"name": BRIDGE_HEADER, "value": f"{self.id}.{self.secret}"}
-        return {"type": "http", "name": SERVER_NAME, "url": url, "headers": [header]}
+        if transport == "sse":
+            url = url.removesuffix(BRIDGE_PATH) + SSE_PATH
+        return {"type": transport, "name": SERVER_NAME, "url": url, "headers": [header]}
 
     async def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         """The agent called `name`: (the caller's answer, whether it is an error)."""
@@ -167,14 +173,15 @@ async def offer_tools(
         return
     init = await conv.pool.initialized(gw.config.ceiling_of(owner))
     mcp = (init.get("agentCapabilities") or {}).get("mcpCapabilities") or {}
-    if not mcp.get("http"):
+    transport = "http" if mcp.get("http") else "sse" if mcp.get("sse") else None
+    if transport is None:
         raise unsupported(
             "tools",
-            f"the agent {conv.record.agent!r} takes no HTTP MCP server, the way the gateway "
-            "offers it the caller's tools",
+            f"the agent {conv.record.agent!r} takes no HTTP or SSE MCP server, the way the "
+            "gateway offers it the caller's tools",
         )
     bridge = gw.tools.offer(conv, owner, tools)
-    await gw.conversations.serve_tools(conv, (bridge.server(gw.tools.url),))
+    await gw.conversations.serve_tools(conv, (bridge.server(gw.tools.url, transport),))
 
 
 def result_expected(param: str) -> Conflict:
@@ -204,6 +211,8 @@ class ToolBridges:
         self._by_conversation: dict[str, ToolBridge] = {}
         self._by_id: dict[str, ToolBridge] = {}
         self._manager: Any = None
+        self._server: Any = None
+        self._sse: Any = None
 
     def offer(
         self, conv: LiveConversation, owner: str, tools: tuple[CallerTool, ...]
@@ -260,11 +269,14 @@ class ToolBridges:
     async def running(self) -> AsyncIterator[None]:
         """The MCP SDK's session manager, running for as long as the app does."""
         from mcp.server.lowlevel import Server
+        from mcp.server.sse import SseServerTransport
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
         server = Server(
             "agentao-caller-tools", on_list_tools=self._list_tools, on_call_tool=self._call_tool
         )
+        self._server = server
+        self._sse = SseServerTransport(SSE_MESSAGES_PATH)
         self._manager = StreamableHTTPSessionManager(server, stateless=True, json_response=True)
         async with self._manager.run():
             yield
@@ -287,7 +299,15 @@ class ToolBridges:
             error = Unauthorized("no such tool bridge", code="invalid_tool_bridge")
             await error.send(scope, receive, send)
             return
-        await self._manager.handle_request(scope, receive, send)
+        path = scope["path"]
+        if path == SSE_PATH:  # one agent's MCP session, for as long as it stays connected
+            async with self._sse.connect_sse(scope, receive, send) as (read, write):
+                options = self._server.create_initialization_options()
+                await self._server.run(read, write, options)
+        elif path == SSE_MESSAGES_PATH:
+            await self._sse.handle_post_message(scope, receive, send)
+        else:
+            await self._manager.handle_request(scope, receive, send)
 
     async def _list_tools(self, ctx: Any, params: Any) -> Any:
         import mcp_types as t
@@ -323,6 +343,8 @@ __all__ = [
     "BRIDGE_HEADER",
     "BRIDGE_PATH",
     "SERVER_NAME",
+    "SSE_MESSAGES_PATH",
+    "SSE_PATH",
     "PendingCall",
     "ToolBridge",
     "ToolBridges",
