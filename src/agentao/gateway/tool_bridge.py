@@ -86,7 +86,13 @@ def bridge_url(config: GatewayConfig) -> str:
 class ToolBridge:
     """One conversation's tools, and its calls waiting for an answer."""
 
-    def __init__(self, conv: LiveConversation, owner: str, deadline_seconds: float) -> None:
+    def __init__(
+        self,
+        conv: LiveConversation,
+        owner: str,
+        deadline_seconds: float,
+        calls: dict[str, ToolBridge],
+    ) -> None:
         self.id = uuid.uuid4().hex
         self.secret = secrets.token_urlsafe(32)
         self.conv = conv
@@ -94,6 +100,7 @@ class ToolBridge:
         self.tools: dict[str, CallerTool] = {}
         self.pending: dict[str, PendingCall] = {}
         self.deadline_seconds = deadline_seconds
+        self._calls = calls  # every bridge's waiting calls, by id (`ToolBridges.waiting`)
         self._deadline: asyncio.TimerHandle | None = None
 
     def server(self, url: str, transport: str = "http") -> dict[str, Any]:
@@ -113,6 +120,7 @@ class ToolBridge:
         if turn is None or turn.done.is_set() or not turn.put_call(call):
             return "the caller's tools are answered only within its own request's turn", True
         self.pending[call.id] = call
+        self._calls[call.id] = self
         if self._deadline is None:
             self._deadline = loop.call_later(self.deadline_seconds, self._walked_away)
         ended = loop.create_task(_fail_when_done(turn.done, call))
@@ -125,6 +133,7 @@ class ToolBridge:
         finally:
             ended.cancel()
             self.pending.pop(call.id, None)
+            self._calls.pop(call.id, None)
             if not self.pending and self._deadline is not None:
                 self._deadline.cancel()
                 self._deadline = None
@@ -210,6 +219,7 @@ class ToolBridges:
         self.url = url  # where this gateway's agents reach it
         self._by_conversation: dict[str, ToolBridge] = {}
         self._by_id: dict[str, ToolBridge] = {}
+        self._by_call: dict[str, ToolBridge] = {}  # the bridge of each waiting call
         self._manager: Any = None
         self._server: Any = None
         self._sse: Any = None
@@ -220,7 +230,7 @@ class ToolBridges:
         """`conv`'s bridge, serving `tools` from now on (made at its first tools)."""
         bridge = self._by_conversation.get(conv.id)
         if bridge is None:
-            bridge = ToolBridge(conv, owner, self.deadline_seconds)
+            bridge = ToolBridge(conv, owner, self.deadline_seconds, self._by_call)
             self._by_conversation[conv.id] = self._by_id[bridge.id] = bridge
         bridge.conv = conv  # the live one (an idle conversation is made anew in memory)
         bridge.tools = {t.name: t for t in tools}
@@ -231,8 +241,9 @@ class ToolBridges:
 
     def waiting(self, owner: str, call_ids: list[str]) -> ToolBridge | None:
         """The bridge of `owner`'s with a call of `call_ids` waiting, if any."""
-        for bridge in self._by_conversation.values():
-            if bridge.owner == owner and any(i in bridge.pending for i in call_ids):
+        for call_id in call_ids:
+            bridge = self._by_call.get(call_id)
+            if bridge is not None and bridge.owner == owner:
                 return bridge
         return None
 
