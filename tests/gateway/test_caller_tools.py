@@ -618,3 +618,24 @@ def test_an_agent_that_takes_sse_only_is_offered_the_tools_over_sse(
     messages += [echo(message), answer(call, "sunny")]
     message, finish, _ = ask(client, messages, stream=stream, **kw)
     assert (message.content, finish) == ("tools ['get_weather']; weather: sunny", "stop")
+
+
+def test_a_fresh_agent_session_is_told_the_tool_rounds_of_the_transcript(
+    gw: LiveGateway, fake_llm: FakeLLM
+) -> None:
+    """A transcript the gateway has never seen (another provider's, say) that holds tool
+    rounds reaches a new session as labelled history: the calls and their results."""
+    fake_llm.reply("Noted.")
+    asked = {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
+    call = {"id": "call_1", "type": "function", "function": asked}
+    transcript = [
+        user("weather in Oslo?"),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "-3 C"},
+        {"role": "assistant", "content": "It is -3 C."},
+        user("and tomorrow?"),
+    ]
+    gw.openai().chat.completions.create(model="agentao", messages=transcript, tools=[WEATHER])
+    (said,) = [m["content"] for m in fake_llm.requests[0].body["messages"] if m["role"] == "user"]
+    assert '[Assistant]\n[tool call get_weather] {"city": "Oslo"}' in said
+    assert "[Tool result]\n-3 C" in said
