@@ -380,6 +380,8 @@ def test_each_conversations_tools_are_reached_with_its_own_secret_only(
             assert refused.status_code == 401, (header, path)
             assert refused.json()["error"]["code"] == "invalid_tool_bridge"
         assert httpx.get(gw.url + SSE_PATH, headers=headers).status_code == 401
+    not_ascii = {BRIDGE_HEADER.encode(): f"{a.id}.é".encode("latin-1")}
+    assert httpx.post(url, json=init, headers=not_ascii).status_code == 401
 
 
 def test_the_callers_tool_asks_nothing_and_widens_nothing(

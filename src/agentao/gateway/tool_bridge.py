@@ -299,7 +299,8 @@ class ToolBridges:
             return None
         bridge_id, _, secret = value.partition(".")
         bridge = self._by_id.get(bridge_id)
-        if bridge is None or not hmac.compare_digest(bridge.secret, secret):
+        # Bytes: `compare_digest` raises on a str that is not ASCII (a header can be any).
+        if bridge is None or not hmac.compare_digest(bridge.secret.encode(), secret.encode()):
             return None
         return bridge
 
