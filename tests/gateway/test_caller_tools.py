@@ -21,7 +21,10 @@ import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
+from agentao.gateway.auth import LOCAL
+from agentao.gateway.caller_tools import ToolResult
 from agentao.gateway.config import AgentSpec, ApiKey, Limits
+from agentao.gateway.errors import BadRequest as BadRequestApi
 from agentao.gateway.tool_bridge import BRIDGE_HEADER, BRIDGE_PATH, SSE_MESSAGES_PATH, SSE_PATH
 from agentao.gateway.turns import ToolCalls, _CallOrder, _Inbox
 from tests.fakes import sdk_agent, sse_mcp_agent
@@ -641,3 +644,22 @@ def test_a_fresh_agent_session_is_told_the_tool_rounds_of_the_transcript(
     (said,) = [m["content"] for m in fake_llm.requests[0].body["messages"] if m["role"] == "user"]
     assert '[Assistant]\n[tool call get_weather] {"city": "Oslo"}' in said
     assert "[Tool result]\n-3 C" in said
+
+
+def test_results_sent_twice_at_once_resume_the_turn_once(
+    gw: LiveGateway, fake_llm: FakeLLM
+) -> None:
+    """Results answered are waited for no more, at once: the same results in a second
+    request (before the agent has even taken the first) answer nothing (two readers of
+    one turn would each get part of it)."""
+    messages, _ = first_call(gw, fake_llm)
+    results = [ToolResult(messages[-1]["tool_calls"][0]["id"], "warm")]
+    tools = gw.gateway.tools
+
+    async def twice() -> Any:
+        tools.answering(LOCAL.name, results).answer(results)
+        with pytest.raises(BadRequestApi) as info:  # no await between: the agent has not run
+            tools.answering(LOCAL.name, results)
+        return info.value
+
+    assert gw.run(twice()).code == "unknown_tool_call_id"

@@ -152,7 +152,10 @@ class ToolBridge:
     def answer(self, results: list[ToolResult]) -> None:
         """The caller's answers (`check`ed): each waiting call returns its text to the agent."""
         for result in results:
-            call = self.pending.get(result.call_id)
+            # Not waiting from now on: the same results sent again at once answer nothing
+            # (two readers of one turn would each get part of it).
+            call = self.pending.pop(result.call_id, None)
+            self._calls.pop(result.call_id, None)
             if call is not None and not call.answer.done():
                 call.answer.set_result(result.text)
 
