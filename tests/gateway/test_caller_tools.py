@@ -29,7 +29,7 @@ from agentao.gateway.tool_bridge import BRIDGE_HEADER, BRIDGE_PATH, SSE_MESSAGES
 from agentao.gateway.turns import ToolCalls, _CallOrder, _Inbox
 from tests.fakes import sdk_agent, sse_mcp_agent
 from tests.fakes.fake_llm import FakeLLM, FakeToolCall
-from tests.gateway.conftest import LiveGateway, llm_spec
+from tests.gateway.conftest import LiveGateway, ServedGateway, llm_spec, served_config
 from tests.gateway.test_openai_chat import wait_for_end
 
 
@@ -579,3 +579,19 @@ def test_results_sent_twice_at_once_resume_the_turn_once(
         return info.value
 
     assert gw.run(twice()).code == "unknown_tool_call_id"
+
+
+def test_a_round_trip_through_agentao_serve(tmp_path: Path) -> None:
+    """The real `agentao serve` (its bound port, no advertise_url, our agent sandboxed)."""
+    call = {"name": "mcp__caller__get_weather", "arguments": {"city": "Paris"}}
+    served = ServedGateway(
+        tmp_path, served_config(tmp_path, [{"tool_calls": [call]}, {"text": "Sunny."}])
+    )
+    try:
+        client, messages = served.openai(), [user("weather in Paris?")]
+        message, finish, _ = ask(client, messages, stream=True, tools=[WEATHER])
+        assert finish == "tool_calls" and message.tool_calls[0].function.name == "get_weather"
+        messages += [echo(message), answer(message.tool_calls[0], "sunny")]
+        assert ask(client, messages, stream=False, tools=[WEATHER])[0].content == "Sunny."
+    finally:
+        served.stop()
