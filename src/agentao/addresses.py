@@ -3,7 +3,8 @@
 A leaf module outside the layers: `web_fetch` (the agent) checks every address of a
 page's host with it, the gateway checks the MCP server URLs a remote client names in
 `session/new`, and our agent, when the gateway starts it with `MCP_PUBLIC_ONLY_ENV`
-set, checks them again when it connects.
+set, checks them again when it connects (but for the one URL the gateway names in
+`MCP_TRUSTED_URL_ENV`, its own tool bridge).
 
 A host is public when *every* address it resolves to is globally routable: one
 loopback, private, link-local, multicast, reserved or unspecified address refuses it.
@@ -20,6 +21,10 @@ import ipaddress
 import socket
 
 MCP_PUBLIC_ONLY_ENV = "AGENTAO_MCP_PUBLIC_ONLY"  # "1": our agent connects to public MCP URLs only
+# The one MCP URL our agent may reach on a private address all the same: the gateway's own
+# tool bridge (gateway/tool_bridge.py), which the gateway, not a client, names in the
+# agent's environment. Matched exactly; a conversation's secret travels in a header.
+MCP_TRUSTED_URL_ENV = "AGENTAO_MCP_TRUSTED_URL"
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
 
@@ -93,6 +98,7 @@ async def check_public_url(url: str) -> None:
 
 __all__ = [
     "MCP_PUBLIC_ONLY_ENV",
+    "MCP_TRUSTED_URL_ENV",
     "AddressRefused",
     "check_public_url",
     "is_public_address",

@@ -191,6 +191,22 @@ async def test_c2_public_only_refuses_a_private_mcp_url(tmp_path, ws, admin, hos
     assert admin.requests == []
 
 
+async def test_c2_public_only_calls_the_one_url_the_gateway_trusts(tmp_path, ws, admin):
+    """The gateway's tool bridge is on its own (loopback) address: the one URL named in
+    AGENTAO_MCP_TRUSTED_URL is reached, exactly it; another path on that host still is not."""
+    url = f"http://127.0.0.1:{admin.port}/mcp"
+    env = scripted_env(
+        tmp_path, [{"text": "ok"}], AGENTAO_MCP_PUBLIC_ONLY="1", AGENTAO_MCP_TRUSTED_URL=url
+    )
+    other = [{"type": "http", "name": "admin", "url": url + "/other", "headers": []}]
+    servers = [{"type": "http", "name": "admin", "url": url, "headers": []}]
+    async with running(env) as agent:
+        refused = await agent.request("session/new", {"cwd": str(ws), "mcpServers": other})
+        assert refused["error"]["data"]["reason"] == "private_address"
+        await agent.call("session/new", {"cwd": str(ws), "mcpServers": servers})
+        assert await asyncio.to_thread(admin.hit.wait, 30)
+
+
 async def test_c2_without_public_only_the_same_mcp_url_is_called(tmp_path, ws, admin):
     """The control: run by a person (no AGENTAO_MCP_PUBLIC_ONLY), a loopback MCP server is
     theirs to use, and the agent connects to it."""

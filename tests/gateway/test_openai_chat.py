@@ -119,11 +119,13 @@ def conversation(llm_request: dict[str, Any]) -> list[tuple[str, Any]]:
     ("params", "param"),
     [
         ({"n": 2}, "n"),
-        ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}, "tools"),
+        ({"functions": [{"name": "f", "parameters": {}}]}, "functions"),
+        ({"tools": [{"type": "custom", "custom": {"name": "f"}}]}, "tools[0].type"),
+        ({"tool_choice": "required"}, "tool_choice"),
         ({"stop": ["\n"]}, "stop"),
         ({"logprobs": True}, "logprobs"),
         ({"response_format": {"type": "json_object"}}, "response_format"),
-        ({"messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]}, "messages[0].role"),
+        ({"messages": [{"role": "function", "content": "x", "name": "f"}]}, "messages[0].role"),
         (
             {"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]},
             "messages[0].content[0].type",

@@ -159,10 +159,14 @@ def test_refusal_maps_to_content_filter_and_a_refusal_part(shared_gateway: LiveG
 @pytest.mark.parametrize(
     ("extra", "param"),
     [
-        ({"tools": [{"type": "function", "name": "f", "parameters": {}}]}, "tools"),
+        ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
         ({"text": {"format": {"type": "json_object"}}}, "text.format"),
         (
             {"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]},
+            "previous_response_id",
+        ),
+        (
+            {"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": ""}]},
             "input[0].type",
         ),
     ],

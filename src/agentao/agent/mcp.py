@@ -15,7 +15,9 @@ stdin and, failing that, kills its process tree (the SDK's shutdown sequence).
 Private addresses: with `AGENTAO_MCP_PUBLIC_ONLY=1` in its environment (the gateway
 starts our agent so, see `agentao.addresses`), an http/sse server whose host resolves to
 a loopback, private, link-local, … address is refused: `check_server_addresses` when the
-session opens (its answer says why), and again when the connection is made.
+session opens (its answer says why), and again when the connection is made. The one
+exception is the URL exactly equal to `AGENTAO_MCP_TRUSTED_URL` (the gateway's own tool
+bridge, which the gateway sets in our environment; no client can).
 
 Tool names: `mcp__<server>__<tool>`, each part reduced to `[A-Za-z0-9_-]` and the
 whole to 64 characters (a short hash keeps cut names unique), as OpenAI-style
@@ -36,7 +38,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentao.addresses import MCP_PUBLIC_ONLY_ENV, AddressRefused, check_public_url
+from agentao.addresses import (
+    MCP_PUBLIC_ONLY_ENV,
+    MCP_TRUSTED_URL_ENV,
+    AddressRefused,
+    check_public_url,
+)
 from agentao.agent.events import Notice, TextOutput
 from agentao.agent.settings import McpLimits, cap_text
 from agentao.agent.tools.base import Tool, ToolContext, ToolError, ToolResult
@@ -112,12 +119,18 @@ def public_only(environ: Mapping[str, str] | None = None) -> bool:
 async def check_server_address(config: McpServerConfig) -> None:
     """Raise `McpServerRefused` for an http/sse server on a non-public address, when
     `public_only()`; stdio servers are the user's own commands and are not judged here."""
-    if isinstance(config, StdioServer) or not public_only():
+    if isinstance(config, StdioServer) or not public_only() or _trusted(config.url):
         return
     try:
         await check_public_url(config.url)
     except AddressRefused as exc:
         raise McpServerRefused(config.name, str(exc)) from None
+
+
+def _trusted(url: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether `url` is exactly the one URL the gateway trusts us with (its tool bridge)."""
+    trusted = (os.environ if environ is None else environ).get(MCP_TRUSTED_URL_ENV)
+    return bool(trusted) and url == trusted
 
 
 async def check_server_addresses(servers: Sequence[McpServerConfig]) -> None:

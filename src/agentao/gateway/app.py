@@ -21,6 +21,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import Route
 
 from agentao import __version__
 from agentao.gateway import (
@@ -40,6 +41,7 @@ from agentao.gateway.config import GatewayConfig
 from agentao.gateway.guard import Guard
 from agentao.gateway.holders import HolderRouting
 from agentao.gateway.service import Gateway, models_listing
+from agentao.gateway.tool_bridge import BRIDGE_PATH, SSE_MESSAGES_PATH, SSE_PATH
 from agentao.store.gateway import GatewayStore, open_store
 from agentao.store.paths import ensure_state_dir
 from agentao.store.target import shown
@@ -85,7 +87,8 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await gateway.start()
         try:
-            yield
+            async with gateway.tools.running():  # the caller's tools' MCP endpoint
+                yield
         finally:
             await gateway.close()
 
@@ -109,6 +112,10 @@ def create_app(
     app.include_router(web.router)
     app.include_router(login.router)
     app.include_router(acp_routes.router)
+    # The agents' MCP endpoint for the caller's tools: its own secret, no API key (tool_bridge.py).
+    for path in (BRIDGE_PATH, SSE_PATH, SSE_MESSAGES_PATH):
+        bridge = Route(path, endpoint=gateway.tools, methods=["GET", "POST", "DELETE"])
+        app.router.routes.append(bridge)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:

@@ -50,11 +50,10 @@ A config file looks like this (every section optional)::
     ceiling = "ask"                     # the most a request may ask for
     policy = "reads"                    # what a request gets when it asks for nothing
 
-Unknown settings are errors naming them, in every table (the top level, `[server]`,
-`[limits]`, each `[agents.NAME]` and each `[[keys]]` entry), never silently ignored: a
-misspelt `ceilng` would otherwise leave a key at its default.
-Permission policies, weakest first: `reject` < `reads` < `ask` < `all`. A key may not be
-named `local`: that is the keyless local user, who owns everything made without keys.
+Unknown settings are errors naming them, in every table (top level, `[server]`, `[limits]`,
+`[agents.NAME]`, `[[keys]]`), never ignored: a misspelt `ceilng` would leave a key at its
+default. Permission policies, weakest first: `reject` < `reads` < `ask` < `all`. A key may
+not be named `local`: that is the keyless local user, who owns everything made without keys.
 """
 
 from __future__ import annotations
@@ -178,11 +177,11 @@ class Limits:
     # update, then pruned (its row, tasks and responses stay); 0 keeps every log for good.
     log_retention_days: float = 0.0
     # The cyclic garbage collector scans the young objects once this many more were made
-    # than freed (CPython's default, 700, is below what a streamed answer holds in flight:
-    # its updates wait for the store's next batch, so each young scan found them alive,
-    # promoted them and scanned them again, ~10% of the gateway's CPU per streamed update;
-    # see serving.py). At least 1 (0 would turn the collector off).
+    # than freed (CPython's 700 is below what a streamed answer holds in flight: ~10% of the
+    # CPU per update went to rescanning it; serving.py). At least 1 (0: collector off).
     gc_young_objects: int = 10_000
+    tool_result_seconds: float = 240.0  # a caller's tool unanswered: turn cancelled (tool_bridge)
+    max_caller_tools: int = 128  # the most tools one request may offer the agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -488,8 +487,9 @@ def _limits(table: dict[str, Any], where: str) -> Limits:
         )
     if limits.log_retention_days < 0:
         raise ConfigError(f"{where}: [limits] log_retention_days must be 0 (keep) or more")
-    if limits.remote_references_held < 1:
-        raise ConfigError(f"{where}: [limits] remote_references_held must be at least 1")
+    for name in ("remote_references_held", "max_caller_tools", "tool_result_seconds"):
+        if getattr(limits, name) < 1:
+            raise ConfigError(f"{where}: [limits] {name} must be at least 1")
     if limits.gc_young_objects < 1:
         raise ConfigError(
             f"{where}: [limits] gc_young_objects must be at least 1 (0 would turn the "

@@ -2,8 +2,10 @@
 
 Text goes through as is. Images are accepted only as `data:` URLs (the gateway
 fetches nothing) and only when the agent advertises the `image` prompt
-capability; anything else the agent cannot take (audio, files, client tool
-messages) is a 400 that names the offending field.
+capability; anything else the agent cannot take (audio, files, legacy `function`
+messages) is a 400 that names the offending field. The caller's own tools' calls
+and results (an assistant message's `tool_calls`, `role: tool`) are kept as text of
+the transcript here; caller_tools.py and tool_bridge.py do the rest.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 from agentao.gateway.errors import BadRequest, unsupported
 from agentao.gateway.transcript import ChatMessage
 
-ROLES = frozenset({"system", "developer", "user", "assistant"})
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text", "refusal"})
 _IMAGE_PARTS = frozenset({"image_url", "input_image"})
 
@@ -56,18 +58,31 @@ def _message(m: Any, where: str, *, images: bool) -> ChatMessage:
     if not isinstance(m, dict):
         raise BadRequest(f"{where} must be an object", param=where)
     role = m.get("role")
-    if role in ("tool", "function"):
-        raise unsupported(
-            f"{where}.role", "'tool' needs client-side tools, which are not supported"
-        )
+    if role == "function":
+        raise unsupported(f"{where}.role", "'function' is the legacy form: use 'tool'")
     if role not in ROLES:
         raise BadRequest(
             f"{where}.role {role!r} is not one of {sorted(ROLES)}", param=f"{where}.role"
         )
-    if role == "assistant" and (m.get("tool_calls") or m.get("function_call")):
-        raise unsupported(f"{where}.tool_calls", "client-side tool calls are not supported")
+    if role == "assistant" and m.get("function_call"):
+        raise unsupported(f"{where}.function_call", "is the legacy form: use 'tool_calls'")
     text, found = _content(m.get("content"), f"{where}.content", images=images)
+    if role == "assistant" and m.get("tool_calls"):
+        text = "\n".join([text, *_calls(m["tool_calls"], f"{where}.tool_calls")]).strip()
     return ChatMessage(role, text, tuple(found))
+
+
+def _calls(calls: Any, where: str) -> list[str]:
+    """An assistant message's tool calls as transcript text (name and arguments)."""
+    if not isinstance(calls, list):
+        raise BadRequest(f"{where} must be a list", param=where)
+    out = []
+    for j, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise BadRequest(f"{where}[{j}].function.name must be a string", param=where)
+        out.append(f"[tool call {function['name']}] {function.get('arguments') or ''}")
+    return out
 
 
 def _content(content: Any, where: str, *, images: bool) -> tuple[str, list[tuple[str, str]]]:

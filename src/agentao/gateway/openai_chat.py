@@ -10,6 +10,12 @@ Mapping (design.md §5): message text -> `content`; thoughts, tool activity and
 the plan -> `reasoning_content` (or into `content` with the seed's prefixes
 when `x_reasoning: "inline"`); the raw ACP update -> `delta.x_acp` when the
 request sets `x_acp: true`. Agent-run tools are never `tool_calls`.
+
+The caller's own tools (`tools`, tool_bridge.py): the agent reaches them as an MCP
+server of the conversation's own; when it calls one, the answer ends with
+`tool_calls` (`finish_reason: "tool_calls"`) while the turn waits, and the request
+that carries the results (`role: tool` messages ending the transcript) is bound by
+their `tool_call_id`s and answered with the rest of the same turn.
 """
 
 from __future__ import annotations
@@ -26,8 +32,21 @@ from fastapi.responses import JSONResponse
 
 from agentao.client import TurnEnd
 from agentao.gateway.auth import Principal, owns
+from agentao.gateway.caller_tools import (
+    ToolResult,
+    asked_calls,
+    parse_tools,
+    tool_results,
+)
 from agentao.gateway.config import Limits
-from agentao.gateway.errors import AgentFailed, BadRequest, SessionLost, error_body, unsupported
+from agentao.gateway.errors import (
+    AgentFailed,
+    BadRequest,
+    Conflict,
+    SessionLost,
+    error_body,
+    unsupported,
+)
 from agentao.gateway.identifiers import check_session_key
 from agentao.gateway.inputs import parse_chat_messages, prompt_blocks
 from agentao.gateway.mapping import chat_finish_reason, estimate_usage, usage_from_agent
@@ -39,6 +58,7 @@ from agentao.gateway.sessions import (
     keyed_conversation_id,
 )
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
+from agentao.gateway.tool_bridge import offer_tools, result_expected
 from agentao.gateway.transcript import (
     OFFLOAD_MESSAGES,
     ChatMessage,
@@ -47,7 +67,7 @@ from agentao.gateway.transcript import (
     render,
     tail_after_last_answer,
 )
-from agentao.gateway.turns import GatewayTurn, Step, TurnFailed, TurnItem
+from agentao.gateway.turns import GatewayTurn, Step, ToolCalls, TurnFailed, TurnItem
 
 router = APIRouter()
 SESSION_HEADER = "x-session-id"
@@ -88,12 +108,10 @@ def check_supported(body: ChatBody) -> None:
     """400 naming the first parameter the gateway cannot honour."""
     if body.n is not None and body.n != 1:
         raise unsupported("n", "must be 1: an agent turn has one answer")
-    if body.tools or body.functions:
+    if body.functions or body.function_call is not None:
         raise unsupported(
-            "tools" if body.tools else "functions", "client-side tools are not supported"
+            "functions" if body.functions else "function_call", "is the legacy form: use tools"
         )
-    if body.tool_choice not in (None, "none", "auto") or body.function_call is not None:
-        raise unsupported("tool_choice", "client-side tools are not supported")
     if body.response_format and body.response_format.get("type") not in (None, "text"):
         raise unsupported("response_format", "only 'text' can be honoured by an agent")
     if body.logprobs:
@@ -110,15 +128,24 @@ async def chat_completions(request: Request) -> Any:
     principal = gw.principal(request)
     body = await gw.decode(request, ChatBody)
     check_supported(body)
+    tools = parse_tools(body.tools, body.tool_choice, gw.limits.max_caller_tools)
     choice = gw.resolve_model(principal, body.model)
     policy = gw.policy(principal, request, body.x_permission_policy)
     pool = gw.conversations.pool(choice.agent)
     key = _session_key(gw, request, body)
+    results = tool_results(body.messages)
     hashed = await _read_transcript(body.messages, pool.info.images, gw.limits)
+    if results:  # the caller answers the agent's calls of its tools: the same turn goes on
+        return await _resume(gw, request, principal, body, choice, key, hashed, results)
+    if gw.tools.waiting(principal.name, asked_calls(body.messages)) is not None:
+        raise result_expected("messages")
     conv, new, fresh = await _conversation(gw, principal, choice, key, hashed)
     if key is None and not fresh and (holder := await gw.replica.holder_url(conv.id)):
         # Named by its transcript alone, so found only now (a key is found before: holders.py).
         return await gw.peers.pass_on(request, holder)
+    if (waiting := gw.tools.of(conv)) is not None and waiting.pending:
+        raise result_expected("messages")
+    await offer_tools(gw, principal.name, conv, tools)
     turn_request = _turn_request(body, principal, policy, choice, hashed, new, fresh)
     try:
         turn = await gw.conversations.begin(conv, turn_request)
@@ -127,13 +154,45 @@ async def chat_completions(request: Request) -> Any:
         everything = hashed.messages
         turn_request = _turn_request(body, principal, policy, choice, hashed, everything, True)
         turn = await gw.conversations.begin(conv, turn_request)
-    headers = {"X-Session-Id": key or conv.id, "X-Task-Id": turn.id}
+    if tools:
+        turn.take_calls()
+    return await _answer(request, body, choice, turn, {"X-Session-Id": key or conv.id})
+
+
+async def _answer(
+    request: Request, body: ChatBody, choice: ModelChoice, turn: GatewayTurn, headers: dict
+) -> Any:
+    """The answer: the turn's items from here on, streamed or whole."""
+    headers = {**headers, "X-Task-Id": turn.id}
     reply = _Reply("chatcmpl-" + uuid.uuid4().hex, int(time.time()), choice, body, turn)
     if body.stream:
-        return EventStream(reply.stream(), turn.cancel, headers)
-    async with watch_disconnect(request, turn.cancel):
+        return EventStream(reply.stream(), reply.on_disconnect, headers)
+    async with watch_disconnect(request, reply.on_disconnect):
         result = await reply.collect()
     return JSONResponse(result, headers=headers)
+
+
+async def _resume(
+    gw: Gateway,
+    request: Request,
+    principal: Principal,
+    body: ChatBody,
+    choice: ModelChoice,
+    key: str | None,
+    hashed: HashedTranscript,
+    results: list[ToolResult],
+) -> Any:
+    """The results of the agent's calls: answered, and the rest of the same turn read."""
+    bridge = gw.tools.answering(principal.name, results)  # a 400 before anything is answered
+    conv, turn = bridge.conv, bridge.conv.turn
+    if conv.record.agent != choice.agent:
+        raise BadRequest(f"this session belongs to the agent {conv.record.agent!r}", param="model")
+    if turn is None or turn.done.is_set():
+        raise Conflict("the turn these results answer has ended", code="turn_ended")
+    # From here, the turn's text is the answer to this transcript (transcript_after).
+    turn.transcript = (hashed, len(turn.mapper.full_text))
+    bridge.answer(results)
+    return await _answer(request, body, choice, turn, {"X-Session-Id": key or conv.id})
 
 
 def _session_key(gw: Gateway, request: Request, body: ChatBody) -> str | None:
@@ -229,7 +288,9 @@ def _turn_request(
     def transcript_after(turn: GatewayTurn) -> str | None:
         result = turn.result
         if isinstance(result, TurnEnd) and result.stop_reason != "cancelled":
-            return transcript.answered(turn.mapper.full_text)
+            # Resumed by tool results: the last request's transcript, and the text since.
+            answered, start = turn.transcript or (transcript, 0)
+            return answered.answered(turn.mapper.full_text[start:])
         return None
 
     return TurnRequest(
@@ -256,6 +317,9 @@ class _Reply:
         self.body = body
         self.turn = turn
         self.prompt_chars = sum(len(b.get("text", "")) for b in turn.prompt)
+        # A turn resumed by tool results answers with the text from there on.
+        self.text_from = turn.transcript[1] if getattr(turn, "transcript", None) else 0
+        self.paused = False  # ended at the caller's tool calls: the turn waits, not cancelled
         # The role rides on the first chunk that says something, as OpenAI's does when
         # the first token is ready: one write less before the first token.
         self._first: dict[str, Any] = {"role": "assistant"}
@@ -287,9 +351,34 @@ class _Reply:
             delta["x_acp"] = step.update.raw
         return delta
 
-    def _usage(self, end: TurnEnd) -> dict[str, Any]:
-        usage = usage_from_agent(end.usage)
+    def _usage(self, end: TurnEnd | None) -> dict[str, Any]:
+        usage = usage_from_agent(end.usage) if end is not None else None
         return (usage or estimate_usage(self.prompt_chars, self.turn.mapper)).chat()
+
+    def on_disconnect(self) -> None:
+        """The client left: the turn is cancelled, unless it waits for the caller's results."""
+        if not self.paused:
+            self.turn.cancel()
+
+    def _tool_calls(self, item: ToolCalls) -> bytes:
+        """The end of a streamed answer at the caller's tool calls, as OpenAI streams them:
+        per call its id and name, then its arguments; then `finish_reason: "tool_calls"`."""
+        self.paused = True
+        out = []
+        for i, call in enumerate(item.calls):
+            head = {"name": call.name, "arguments": ""}
+            delta = {"index": i, "id": call.id, "type": "function", "function": head}
+            out.append(sse(self._chunk({**self._first, "tool_calls": [delta]})))
+            self._first = {}
+            arguments = {"index": i, "function": {"arguments": call.arguments}}
+            out.append(sse(self._chunk({"tool_calls": [arguments]})))
+        out.append(sse(self._chunk({}, "tool_calls")))
+        options = self.body.stream_options
+        if options is not None and options.include_usage:
+            chunk = self._chunk({})
+            chunk["choices"], chunk["usage"] = [], self._usage(None)
+            out.append(sse(chunk))
+        return b"".join(out)
 
     async def stream(self) -> AsyncIterator[bytes]:
         try:
@@ -302,7 +391,8 @@ class _Reply:
                 if out:
                     yield out
         finally:
-            self.turn.detach()
+            if not self.paused:  # else the request with the results reads on
+                self.turn.detach()
 
     def _encode_texts(self, batch: list[TurnItem]) -> bytes | None:
         """A batch of steps that are text alone (most batches) encoded with no Python
@@ -330,29 +420,41 @@ class _Reply:
             return self._head + _encode(delta) + self._tail
         if isinstance(item, TurnFailed):
             return sse(_error(item.message, item.code))
+        if isinstance(item, ToolCalls):
+            return self._tool_calls(item)
         head = sse(self._chunk({**self._first, "content": ""})) if self._first else b""
         return head + from_end(self, item)
 
     async def collect(self) -> dict[str, Any]:
         raw: list[Any] = []
-        end: TurnEnd | None = None
+        end: TurnEnd | ToolCalls | None = None
         async for item in self.turn.items():
             if isinstance(item, Step) and self.body.x_acp:
                 raw.append(item.update.raw)
             elif isinstance(item, TurnFailed):
                 raise AgentFailed(item.message, code=item.code)
-            elif isinstance(item, TurnEnd):
+            elif isinstance(item, TurnEnd | ToolCalls):
                 end = item
+                self.paused = isinstance(item, ToolCalls)
         assert end is not None
-        finish = chat_finish_reason(end.stop_reason)
+        finish = "tool_calls" if self.paused else chat_finish_reason(end.stop_reason)
         if finish is None:
             raise AgentFailed("the turn was cancelled before it finished", code="cancelled")
         mapper = self.turn.mapper
         message: dict[str, Any] = {
             "role": "assistant",
-            "content": mapper.full_text,
+            "content": mapper.full_text[self.text_from :] or (None if self.paused else ""),
             "refusal": None,
         }
+        if isinstance(end, ToolCalls):
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in end.calls
+            ]
         if self.body.x_reasoning == "separate" and mapper.full_reasoning:
             message["reasoning_content"] = mapper.full_reasoning
         result: dict[str, Any] = {
@@ -364,7 +466,7 @@ class _Reply:
             "choices": [
                 {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
             ],
-            "usage": self._usage(end),
+            "usage": self._usage(end if isinstance(end, TurnEnd) else None),
         }
         if self.body.x_acp:
             result["x_acp"] = raw

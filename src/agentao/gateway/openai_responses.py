@@ -6,6 +6,11 @@ the same ACP session: the stored response names its conversation and turn, and
 the conversation names the agent's `sessionId`, so this survives a gateway
 restart (the session is reopened with `session/load`). Only the latest response
 of a conversation can be continued: an ACP session cannot fork.
+
+The caller's own function `tools` (tool_bridge.py): when the agent calls one, the
+response completes with a `function_call` item per call while the turn waits; the
+next request (`previous_response_id` and `function_call_output` items) answers them,
+and its response is the rest of the same turn.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from fastapi.responses import JSONResponse
 from agentao.client import TurnEnd
 from agentao.gateway.auth import Principal, check_owner, owns
 from agentao.gateway.batches import describe
+from agentao.gateway.caller_tools import ToolResult, call_outputs, parse_tools, response_tools
 from agentao.gateway.errors import BadRequest, Conflict, NotFound, unsupported
 from agentao.gateway.identifiers import check_id
 from agentao.gateway.inputs import parse_response_input, prompt_blocks
@@ -31,8 +37,9 @@ from agentao.gateway.response_builder import Event, LiveResponse, ResponseBuilde
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import LiveConversation, TurnRequest
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
+from agentao.gateway.tool_bridge import offer_tools, result_expected
 from agentao.gateway.transcript import ChatMessage, render
-from agentao.gateway.turns import GatewayTurn, Step, TurnFailed
+from agentao.gateway.turns import GatewayTurn, Step, ToolCalls, TurnFailed
 from agentao.store.gateway import IN_FLIGHT_RESPONSE
 from agentao.store.gateway_records import ResponseRecord
 
@@ -68,10 +75,6 @@ class ResponsesBody(msgspec.Struct, kw_only=True):
 
 
 def check_supported(body: ResponsesBody) -> None:
-    if body.tools:
-        raise unsupported("tools", "client-side tools are not supported (agent tools run inside)")
-    if body.tool_choice not in (None, "auto", "none"):
-        raise unsupported("tool_choice", "client-side tools are not supported")
     fmt = body.text.format if body.text is not None else None
     if fmt is not None and fmt.type != "text":
         raise unsupported("text.format", "only 'text' can be honoured by an agent")
@@ -91,15 +94,23 @@ async def create_response(request: Request) -> Any:
     principal = gw.principal(request)
     body = await gw.decode(request, ResponsesBody)
     check_supported(body)
+    limit = gw.limits.max_caller_tools
+    tools = parse_tools(response_tools(body.tools), body.tool_choice, limit)
     choice = gw.resolve_model(principal, body.model)
     policy = gw.policy(principal, request, body.x_permission_policy)
     if body.previous_response_id is not None:
         check_id(body.previous_response_id, "previous_response_id")
     pool = gw.conversations.pool(choice.agent)
-    messages = parse_response_input(body.input, images=pool.info.images)
+    results, items = call_outputs(body.input)
+    if results:  # the caller answers the agent's calls of its tools: the same turn goes on
+        return await _resume(gw, request, principal, body, choice, results, items)
+    messages = parse_response_input(items, images=pool.info.images)
     if body.instructions:
         messages.insert(0, ChatMessage("system", body.instructions))
     conv, fresh = await _conversation(gw, principal, choice.agent, body.previous_response_id)
+    if (waiting := gw.tools.of(conv)) is not None and waiting.pending:
+        raise result_expected("input")
+    await offer_tools(gw, principal.name, conv, tools)
     text = render(messages, history=fresh and len(messages) > 1)
     turn_index = conv.record.turn_count
     turn = await gw.conversations.begin(
@@ -113,6 +124,56 @@ async def create_response(request: Request) -> Any:
             source="responses",
         ),
     )
+    if tools:
+        turn.take_calls()
+    return await _respond(gw, request, principal, body, choice, conv, turn, turn_index, len(text))
+
+
+async def _resume(
+    gw: Gateway,
+    request: Request,
+    principal: Principal,
+    body: ResponsesBody,
+    choice: Any,
+    results: list[ToolResult],
+    items: list[Any],
+) -> Any:
+    """`function_call_output` items: the waiting calls answered, the same turn read on."""
+    if items:
+        raise unsupported("input", "with function_call_output items, send nothing else")
+    if body.previous_response_id is None:
+        raise BadRequest(
+            "function_call_output answers the calls of the response named by previous_response_id",
+            param="previous_response_id",
+        )
+    bridge = gw.tools.answering(principal.name, results)  # a 400 before anything is answered
+    conv, _ = await _conversation(gw, principal, choice.agent, body.previous_response_id)
+    turn = conv.turn
+    if bridge.conv.id != conv.id:
+        raise BadRequest(
+            "these calls are not the previous response's",
+            param="input",
+            code="unknown_tool_call_id",
+        )
+    if turn is None or turn.done.is_set():
+        raise Conflict("the turn these results answer has ended", code="turn_ended")
+    bridge.answer(results)
+    turn_index = conv.record.turn_count
+    return await _respond(gw, request, principal, body, choice, conv, turn, turn_index, 0)
+
+
+async def _respond(
+    gw: Gateway,
+    request: Request,
+    principal: Principal,
+    body: ResponsesBody,
+    choice: Any,
+    conv: LiveConversation,
+    turn: GatewayTurn,
+    turn_index: int,
+    prompt_chars: int,
+) -> Any:
+    """The response: the turn's items from here on, whole, streamed or in the background."""
     echo = {
         "instructions": body.instructions,
         "metadata": body.metadata or {},
@@ -123,7 +184,7 @@ async def create_response(request: Request) -> Any:
     }
     builder = ResponseBuilder(choice.name, echo, x_acp=body.x_acp)
     live = LiveResponse(builder, turn, principal.name, asyncio.Event())
-    run = _Run(gw, live, conv, turn_index, body.store, len(text))
+    run = _Run(gw, live, conv, turn_index, body.store, prompt_chars)
     headers = {"X-Session-Id": conv.id, "X-Task-Id": turn.id}
     if body.background:  # stored now: it must outlive this request, even a restart
         await turn.log.stored.wait()  # its conversation's row is in the store
@@ -133,8 +194,8 @@ async def create_response(request: Request) -> Any:
     if body.store:  # retrievable (in progress) at once; settled if this process dies
         gw.hub.start_response(run.record())
     if body.stream:
-        return EventStream(run.sse(), turn.cancel, headers)
-    async with watch_disconnect(request, turn.cancel):
+        return EventStream(run.sse(), run.on_disconnect, headers)
+    async with watch_disconnect(request, run.on_disconnect):
         async for _events in run.events():
             pass
     return JSONResponse(builder.snapshot(), headers=headers)
@@ -185,7 +246,13 @@ class _Run:
         self.turn_index = turn_index
         self.store = store
         self.prompt_chars = prompt_chars
+        self.paused = False  # ended at the caller's tool calls: the turn waits, not cancelled
         gw.live_responses[live.builder.id] = live
+
+    def on_disconnect(self) -> None:
+        """The client left: the turn is cancelled, unless it waits for the caller's results."""
+        if not self.paused:
+            self.live.turn.cancel()
 
     def record(self) -> ResponseRecord:
         b = self.live.builder
@@ -209,11 +276,16 @@ class _Run:
                         events += builder.feed(item)
                     elif isinstance(item, TurnFailed):
                         events += builder.fail(item.message, item.code)
+                    elif isinstance(item, ToolCalls):
+                        self.paused = True
+                        usage = estimate_usage(self.prompt_chars, turn.mapper)
+                        events += builder.pause(item.calls, usage)
                     else:
                         events += builder.finish(item, self._usage(item, turn))
                 yield events
         finally:
-            turn.detach()
+            if not self.paused:  # else the request with the results reads on
+                turn.detach()
             await self._finished()
 
     async def _finished(self) -> None:

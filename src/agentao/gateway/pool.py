@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from agentao.addresses import MCP_PUBLIC_ONLY_ENV
+from agentao.addresses import MCP_PUBLIC_ONLY_ENV, MCP_TRUSTED_URL_ENV
 from agentao.client import (
     AgentCommand,
     Client,
@@ -98,6 +98,10 @@ class SessionParams:
             tuple(stored.get("additionalDirectories") or ()),
             tuple(stored.get("mcpServers") or ()),
         )
+
+    def with_servers(self, servers: tuple[Any, ...]) -> SessionParams:
+        """These params with the gateway's own MCP servers added (never stored)."""
+        return replace(self, mcp_servers=self.mcp_servers + servers) if servers else self
 
     def stored(self) -> dict[str, Any]:
         return {
@@ -246,6 +250,7 @@ class Spawning:
     state_dir: Path  # agents' homes: <state_dir>/agents/NAME/home
     allow_unconfined: bool = False
     mcp_public_only: bool = True  # our agent, too, refuses MCP URLs on private addresses
+    trusted_mcp_url: str | None = None  # but for the gateway's own tool bridge (tool_bridge.py)
 
 
 class AgentPool:
@@ -307,6 +312,8 @@ class AgentPool:
         env = {**dict(spec.env), CEILING_ENV: spec.rules(ceiling).our_highest_mode()}
         if spawning.mcp_public_only:
             env[MCP_PUBLIC_ONLY_ENV] = "1"
+            if spawning.trusted_mcp_url:
+                env[MCP_TRUSTED_URL_ENV] = spawning.trusted_mcp_url
         if not spawning.outer.available:
             if ceiling != "all" and not spawning.allow_unconfined:
                 raise AgentUnavailable(

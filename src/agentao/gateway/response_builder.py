@@ -109,6 +109,40 @@ class ResponseBuilder:
         kind = "response.completed" if status == "completed" else "response.incomplete"
         return [*events, self._event(kind, response=self.snapshot())]
 
+    def pause(self, calls: list[Any], usage: TokenUsage) -> list[Event]:
+        """The agent called the caller's tools: a `function_call` item each, and the
+        response completes there (its turn waits for their `function_call_output`)."""
+        events = self._close("completed")
+        for call in calls:
+            item = {
+                "id": _id("fc"),
+                "type": "function_call",
+                "status": "completed",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": call.arguments,
+            }
+            self.output.append(item)
+            ids = {"item_id": item["id"], "output_index": len(self.output) - 1}
+            added = {**item, "status": "in_progress", "arguments": ""}
+            events += [
+                self._event(
+                    "response.output_item.added", output_index=ids["output_index"], item=added
+                ),
+                self._event("response.function_call_arguments.delta", delta=call.arguments, **ids),
+                self._event(
+                    "response.function_call_arguments.done",
+                    name=call.name,
+                    arguments=call.arguments,
+                    **ids,
+                ),
+                self._event(
+                    "response.output_item.done", output_index=ids["output_index"], item=dict(item)
+                ),
+            ]
+        self.status, self.usage = "completed", usage
+        return [*events, self._event("response.completed", response=self.snapshot())]
+
     def fail(self, message: str, code: str) -> list[Event]:
         events = self._close("incomplete")
         self.status = "failed"

@@ -37,6 +37,7 @@ from agentao.gateway.replicas import Replica, advertised_url
 from agentao.gateway.response_builder import LiveResponse
 from agentao.gateway.sessions import Conversations
 from agentao.gateway.tasklog import TaskHub
+from agentao.gateway.tool_bridge import ToolBridges, bridge_url
 from agentao.store.gateway import GatewayStore
 from agentao.store.paths import ensure_state_dir
 
@@ -91,11 +92,14 @@ class Gateway:
         self.conversations = Conversations(
             store, self.pools, self.hub, self.desk, self.limits, self.replica, config.ceiling_of
         )
+        # The caller's own tools, as an MCP server per conversation (tool_bridge.py).
+        self.tools = ToolBridges(self.limits.tool_result_seconds, bridge_url(config))
         spawning = Spawning(
             outer=probe(config.agent_sandbox),
             state_dir=ensure_state_dir(),
             allow_unconfined=config.allow_unconfined_agents,
             mcp_public_only=not config.mcp.allow_private,
+            trusted_mcp_url=self.tools.url,
         )
         for spec in config.agents:
             self.pools[spec.name] = AgentPool(
@@ -119,9 +123,15 @@ class Gateway:
 
     async def _sweep(self) -> None:
         idle = self.limits.session_idle_seconds
-        await _every(
-            min(60.0, idle / 4), lambda: self.conversations.sweep(idle), "idle agent sessions"
-        )
+
+        async def sweep() -> int:
+            closed = await self.conversations.sweep(idle)
+            # A conversation no longer in memory keeps no tool bridge (a new one is made,
+            # with a new secret, by its next request offering tools).
+            self.tools.sweep(lambda conv_id: self.conversations.live(conv_id) is not None)
+            return closed
+
+        await _every(min(60.0, idle / 4), sweep, "idle agent sessions")
 
     async def _sweep_remote(self) -> None:
         period = min(60.0, self.limits.remote_idle_seconds / 4)

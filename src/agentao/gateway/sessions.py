@@ -1,37 +1,34 @@
 """Conversations: one ACP session each, one turn at a time, bound to a live agent process.
 
 Theory of operation. A `LiveConversation` is the in-memory side of a stored
-`Conversation`: the client `Session` carrying it (if bound to a live process)
-and the turn running on it. `Conversations.begin()` is the only way a turn
-starts:
+`Conversation`: the client `Session` carrying it (if bound to a live process) and the
+turn running on it. `Conversations.begin()` is the only way a turn starts:
 
-1. *Reserve* the conversation. Busy -> 409 with Retry-After; but a turn that
-   is only cancelling (its client went away) is waited for, up to
-   `Limits.cancel_grace_seconds`, so a client that reconnects at once is served.
-2. *Bind* an ACP session: reuse the live one; else `session/load` the stored
-   `sessionId` on a live process (after a gateway restart or an agent crash);
-   else `session/new`. A stored session the agent cannot reload raises
-   `SessionLost` (Chat Completions then starts afresh with the whole transcript).
-3. Open the task (store row + `TaskLog`), *drain* whatever the session received
-   while no turn ran (late updates of a cancelled turn, a replayed history: none of it
-   belongs to the new answer) and start the `GatewayTurn`, with no pause between the
-   drain and the prompt (an update that came between would be the turn's and stale).
+1. *Reserve* the conversation. Busy -> 409 with Retry-After; but a turn that is only
+   cancelling (its client went away) is waited for, up to `Limits.cancel_grace_seconds`,
+   so a client that reconnects at once is served.
+2. *Bind* an ACP session: reuse the live one; else `session/load` the stored `sessionId`
+   on a live process (after a gateway or agent restart); else `session/new`. A stored
+   session the agent cannot reload: `SessionLost` (Chat Completions starts afresh).
+3. Open the task (store row + `TaskLog`), *drain* whatever the session received while
+   no turn ran (late updates of a cancelled turn, a replayed history: none of it is the
+   new answer's) and start the `GatewayTurn`, with no pause between the drain and the
+   prompt (an update that came between would be the turn's and stale).
 
-Outside turns. Whatever a bound agent session sends while no turn of it runs (a mode
-or config change a remote client asked for, a title, its commands, late updates of a
-cancelled turn) is appended to the conversation's log as a `session-update` frame of
-no task (`TaskHub.note`), whoever watches: every reader reads it there. What the
-agent sent before the session was bound (a `session/load`'s replay) is not: it is the
-history, not news. An update is a turn's from the moment its prompt is sent until
-its answer is read (`Session.answering`).
+Outside turns. Whatever a bound agent session sends while no turn of it runs (a mode or
+config change a remote client asked for, a title, its commands, late updates of a
+cancelled turn) is appended to the conversation's log as a `session-update` frame of no
+task (`TaskHub.note`), whoever watches: every reader reads it there. What the agent sent
+before the session was bound (a `session/load`'s replay) is not: it is the history, not
+news. An update is a turn's from its prompt's sending until its answer is read
+(`Session.answering`).
 
-Permission requests from every agent process come to `permission()`, which
-finds the session's running turn and lets it decide under its policy.
+Permission requests from every agent process come to `permission()`, which finds the
+session's running turn and lets it decide under its policy.
 
-Ownership. Only `Conversations` changes a conversation's record or live state (a
-rename, a session started over, a new conversation's session parameters): routes ask
-it by name (tests/gateway/test_ownership.py reads the gateway's source for any other
-writer).
+Ownership. Only `Conversations` changes a conversation's record or live state (a rename,
+a session started over, a new conversation's session parameters, our MCP servers): routes
+ask it by name (tests/gateway/test_ownership.py reads the source for any other writer).
 """
 
 from __future__ import annotations
@@ -105,6 +102,7 @@ class LiveConversation:
     # again (and the hub ignores an end known from before a note: `TaskHub.open`).
     log_seq: int | None = None
     unwatch: Callable[[], None] | None = None  # stops noting what its session sends
+    tool_servers: tuple[Any, ...] = ()  # its session's MCP servers of ours (tool_bridge.py)
 
     @property
     def id(self) -> str:
@@ -132,8 +130,7 @@ class KeyedLocks:
                 self._locks[key] = (lock, users - 1)
 
 
-# The sources whose turns an OpenAI consumer reads item by item (`GatewayTurn.items`);
-# the others' readers read the log.
+# Sources whose turns an OpenAI consumer reads (`GatewayTurn.items`); others': the log.
 CONSUMED_SOURCES = frozenset({"chat", "responses"})
 
 
@@ -148,8 +145,6 @@ class TurnRequest:
     model: str | None = None  # the agent's own model id, from `agent/model`
     source: str = "chat"
     inline_reasoning: bool = False
-    # Runs when the turn ended with a stop reason, before the conversation is saved and
-    # released (e.g. Chat Completions records the transcript hash here).
     # The conversation's transcript hash once this turn answered (Chat Completions binds a
     # later request by it); None: keep the one it has. The registry records it.
     transcript_after: Callable[[GatewayTurn], str | None] | None = None
@@ -336,7 +331,7 @@ class Conversations:
             self._unwatch(conv)
             conv.session, conv.model = None, None
         stored = conv.record.session_id
-        params = SessionParams.of(conv.record.session_params)
+        params = SessionParams.of(conv.record.session_params).with_servers(conv.tool_servers)
         try:
             if stored is not None:
                 session = await self._load(conv, stored, params)
@@ -437,8 +432,7 @@ class Conversations:
         turn = GatewayTurn(session, request.prompt, task_log, context, self._ended)
         conv.turn = turn
         self._running[task_id] = (conv, turn, request)
-        stale = session.drain()  # in the log already (notes), or a replayed history
-        if stale:
+        if stale := session.drain():  # in the log already (notes), or a replayed history
             log.debug("conversation %s: %d updates of no turn not replayed", conv.id, len(stale))
         turn.start(
             {
@@ -545,6 +539,13 @@ class Conversations:
             conv.pool.release(session)
             with contextlib.suppress(ClientError):
                 await session.close()
+
+    async def serve_tools(self, conv: LiveConversation, servers: tuple[Any, ...]) -> None:
+        """Our MCP servers for `conv`'s session (tool_bridge.py): an idle one bound without
+        them is closed, and reopened with them (`session/load`) by the turn about to start."""
+        changed, conv.tool_servers = servers != conv.tool_servers, servers
+        if changed and conv.session is not None and not conv.reserved:
+            await self._close_session(conv)
 
     # ---- a person's edits -----------------------------------------------------------------
 

@@ -100,7 +100,12 @@ def render(messages: Sequence[ChatMessage], *, history: bool) -> str:
         return messages[0].text
     parts = []
     for m in messages:
-        label = {"system": "System", "developer": "System", "assistant": "Assistant"}.get(m.role)
+        label = {
+            "system": "System",
+            "developer": "System",
+            "assistant": "Assistant",
+            "tool": "Tool result",
+        }.get(m.role)
         parts.append(f"[{label}]\n{m.text}" if label else m.text)
     return "\n\n".join(parts)
 

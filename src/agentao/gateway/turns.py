@@ -75,7 +75,59 @@ class TurnFailed:
     code: str
 
 
-TurnItem = Step | TurnEnd | TurnFailed
+@dataclass(frozen=True, slots=True)
+class ToolCalls:
+    """The agent called the caller's own tools (tool_bridge.py): the consumer's answer ends
+    here with them, and the turn waits for their results. Calls made before the consumer
+    took this item join it (`calls` grows), so calls made together come back together."""
+
+    calls: list[Any]  # tool_bridge.PendingCall
+
+
+TurnItem = Step | ToolCalls | TurnEnd | TurnFailed
+# A caller's tool call waits this long at most for the agent's `tool_call` update that
+# announces it (which carries the text said before it: see `_CallOrder`).
+ANNOUNCE_GRACE_SECONDS = 2.0
+_ANNOUNCED_KEPT = 64  # announced inputs of no caller's call kept (the agent's own tools')
+
+
+class _CallOrder:
+    """Calls of the caller's tools reach the gateway over HTTP, the agent's updates over
+    its stdout: a call can arrive before the updates the agent sent before making it (the
+    text it said first, the `tool_call` announcing it). A call goes to the consumer once
+    an announced tool call with the same input (`rawInput`) was received, so everything
+    the agent said before it is in the answer that ends with it; or after
+    `ANNOUNCE_GRACE_SECONDS`, for an agent that announces it otherwise or not at all."""
+
+    def __init__(self, inbox: _Inbox) -> None:
+        self.inbox = inbox
+        self._announced: list[Any] = []  # inputs of announced calls no call matched yet
+        self._parked: list[Any] = []  # calls waiting for their announcement
+
+    def call(self, call: Any) -> None:
+        if call.args in self._announced:
+            self._announced.remove(call.args)
+            self.inbox.put_call(call)
+            return
+        self._parked.append(call)
+        asyncio.get_running_loop().call_later(ANNOUNCE_GRACE_SECONDS, self._release, call)
+
+    def announced(self, tool_calls: list[dict[str, Any]]) -> None:
+        """`tool_call` updates just received (and held in the inbox, in order)."""
+        for raw in tool_calls:
+            given = raw.get("rawInput")
+            if given is None:
+                continue
+            match = next((c for c in self._parked if c.args == given), None)
+            if match is None:
+                self._announced = [*self._announced[-_ANNOUNCED_KEPT + 1 :], given]
+            else:
+                self._release(match)
+
+    def _release(self, call: Any) -> None:
+        if call in self._parked:
+            self._parked.remove(call)
+            self.inbox.put_call(call)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +155,26 @@ class _Inbox:
 
     def __init__(self) -> None:
         self._held_seqs: list[int] = []  # the seq of each held step's frame, ascending
-        self._held: list[Step] = []
+        self._held: list[Step | ToolCalls] = []
         self._items: list[TurnItem] = []
         self._ready = asyncio.Event()
         self._ended = False
+        self._calls = 0  # ToolCalls items held or waiting: a take() stops after the first
+
+    def put_call(self, call: Any) -> None:
+        """A call of the caller's tools, after every step received before it (held ones
+        too), or joined to calls not taken yet."""
+        last = self._held[-1] if self._held else self._items[-1] if self._items else None
+        if isinstance(last, ToolCalls):
+            last.calls.append(call)
+            return
+        self._calls += 1
+        if self._held_seqs:  # released with the step before it
+            self._held_seqs.append(self._held_seqs[-1])
+            self._held.append(ToolCalls([call]))
+        else:
+            self._items.append(ToolCalls([call]))
+            self._ready.set()
 
     def hold_run(self, first_seq: int, steps: list[Step]) -> None:
         """Steps whose frames, `first_seq` on, one each, are on their way to the store."""
@@ -117,7 +185,7 @@ class _Inbox:
         """An item the consumer may have now (the turn's end: its frames are stored)."""
         if self._ended:
             return
-        self._ended = not isinstance(item, Step)
+        self._ended = isinstance(item, (TurnEnd, TurnFailed))
         self._items.append(item)
         self._ready.set()
 
@@ -146,10 +214,17 @@ class _Inbox:
         self._ready.set()
 
     async def take(self) -> list[TurnItem]:
+        """What is waiting, all of it; or up to the first ToolCalls (the answer's end)."""
         while not self._items:
             self._ready.clear()
             await self._ready.wait()
         items, self._items = self._items, []
+        if self._calls:
+            for i, item in enumerate(items):
+                if isinstance(item, ToolCalls):
+                    self._calls -= 1
+                    items, self._items = items[: i + 1], items[i + 1 :]
+                    break
         return items
 
 
@@ -172,11 +247,15 @@ class GatewayTurn:
         self._inbox: _Inbox | None = _Inbox() if context.consumed else None
         if self._inbox is not None:
             task_log.watch(self._inbox)
+        self._calls: _CallOrder | None = None  # once its consumer answers the caller's tools
         self._client_turn: Any = None
         self._task: asyncio.Task[None] | None = None
         self.cancelling = False
         self.result: TurnEnd | TurnFailed | None = None
         self.done = asyncio.Event()
+        # The Chat Completions transcript the turn answers, when resumed by a request
+        # carrying tool results (openai_chat.py): the conversation is found by it after.
+        self.transcript: Any = None
 
     def start(self, started: dict[str, Any]) -> None:
         """Emit `task-started` (with `started` as its payload) and run the turn."""
@@ -197,7 +276,9 @@ class GatewayTurn:
 
     async def batches(self) -> AsyncIterator[list[TurnItem]]:
         """Like `items()`, but whatever is already waiting comes at once: one write to the
-        HTTP client for many updates when the agent is faster than the network."""
+        HTTP client for many updates when the agent is faster than the network. Ends at a
+        ToolCalls too: the turn goes on, and the next consumer (the request carrying the
+        results) reads on from there."""
         inbox = self._inbox
         if inbox is None:
             return
@@ -206,6 +287,19 @@ class GatewayTurn:
             yield batch
             if not isinstance(batch[-1], Step):
                 return
+
+    def take_calls(self) -> None:
+        """Its consumer answers calls of the caller's tools (`put_call`)."""
+        if self._inbox is not None:
+            self._calls = _CallOrder(self._inbox)
+
+    def put_call(self, call: Any) -> bool:
+        """Hand the consumer a call of the caller's tools, in its place among the updates
+        (False: no consumer to answer it)."""
+        if self._inbox is None or self._calls is None:
+            return False
+        self._calls.call(call)
+        return True
 
     def detach(self) -> None:
         """The consumer is gone: stop queueing for it (the log still gets everything)."""
@@ -297,6 +391,7 @@ class GatewayTurn:
         async for first in turn:
             frames: list[dict[str, Any]] = []
             steps: list[Step] = []  # one per frame, when consumed
+            announced: list[dict[str, Any]] = []  # tool calls, for the caller's (_CallOrder)
             for event in (first, *turn.ready()):
                 if isinstance(event, Update):
                     if v2 and (event := logged_update(self.session, event)) is None:
@@ -304,6 +399,8 @@ class GatewayTurn:
                     frame = {"update": event.raw}
                     if event.tool_call is not None:  # merged by id: readers need not fold
                         frame["toolCall"] = event.tool_call.raw
+                        if self._calls is not None:
+                            announced.append(event.tool_call.raw)
                     frames.append(frame)
                     if consumed:  # mapped even once its consumer left (the transcript)
                         steps.append(Step(event, feed(event)))
@@ -314,6 +411,8 @@ class GatewayTurn:
                 inbox = self._inbox  # None once the consumer left (`detach`)
                 if steps and inbox is not None:
                     inbox.hold_run(first_seq, steps)
+                if announced and self._calls is not None:
+                    self._calls.announced(announced)
         if end is None:
             raise ClientError("the turn ended without a stop reason")
         return end
@@ -342,4 +441,4 @@ class GatewayTurn:
             await self._client_turn.cancel()
 
 
-__all__ = ["GatewayTurn", "Step", "TurnContext", "TurnFailed", "TurnItem"]
+__all__ = ["GatewayTurn", "Step", "ToolCalls", "TurnContext", "TurnFailed", "TurnItem"]
