@@ -13,5 +13,6 @@ CEILING_ENV = "AGENTAO_MODE_CEILING"
 MODE_RANK = {"read-only": 0, "plan": 0, "workspace-write": 1, "full-access": 2}
 HIGHEST_MODE = "full-access"
 DEFAULT_MODE = "workspace-write"
+READ_ONLY_MODE = "read-only"  # writes nothing: the mode of a read-only key ceiling
 
-__all__ = ["CEILING_ENV", "DEFAULT_MODE", "HIGHEST_MODE", "MODE_RANK"]
+__all__ = ["CEILING_ENV", "DEFAULT_MODE", "HIGHEST_MODE", "MODE_RANK", "READ_ONLY_MODE"]

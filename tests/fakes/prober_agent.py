@@ -2,10 +2,12 @@
 
     python tests/fakes/prober_agent.py
 
-A prompt is a JSON object `{"read": [paths], "write": [paths], "env": [names]}`; the
-answer (one `agent_message_chunk`) is a JSON object saying, for each path, what reading or
-writing it did ("ok: <first bytes>" or the error's name) and which of the named
-variables the process has. It never asks permission: its checks are the OS's alone.
+A prompt is a JSON object `{"read": [paths], "write": [paths], "env": [names],
+"client_write": [paths]}`; the answer (one `agent_message_chunk`) is a JSON object saying,
+for each path, what reading or writing it did ("ok: <first bytes>" or the error's name),
+which of the named variables the process has, and what the client answered when asked to
+write each `client_write` path (`fs/write_text_file`: "ok" or "error <code>"). It never
+asks permission: its checks are the OS's and the client's alone.
 """
 
 from __future__ import annotations
@@ -33,11 +35,25 @@ def attempt(action: str, path: str) -> str:
         return type(exc).__name__
 
 
-def probe(asked: dict) -> dict:
+def client_write(session_id: str, path: str) -> str:
+    """Ask the client to write `path`; its answer is the next line with this request's id."""
+    request_id = f"probe-{uuid.uuid4()}"
+    params = {"sessionId": session_id, "path": path, "content": "written through the client\n"}
+    send({"jsonrpc": "2.0", "id": request_id, "method": "fs/write_text_file", "params": params})
+    for line in sys.stdin:
+        message = json.loads(line)
+        if message.get("id") == request_id:
+            error = message.get("error")
+            return f"error {error['code']}" if error else "ok"
+    return "closed"
+
+
+def probe(session_id: str, asked: dict) -> dict:
     return {
         "read": {p: attempt("read", p) for p in asked.get("read", [])},
         "write": {p: attempt("write", p) for p in asked.get("write", [])},
         "env": [n for n in asked.get("env", []) if n in os.environ],
+        "client_write": {p: client_write(session_id, p) for p in asked.get("client_write", [])},
     }
 
 
@@ -54,7 +70,7 @@ def main() -> None:
         elif method == "session/prompt":
             session_id = message["params"]["sessionId"]
             asked = json.loads(message["params"]["prompt"][0]["text"])
-            chunk = {"type": "text", "text": json.dumps(probe(asked))}
+            chunk = {"type": "text", "text": json.dumps(probe(session_id, asked))}
             update = {"sessionUpdate": "agent_message_chunk", "content": chunk}
             params = {"sessionId": session_id, "update": update}
             send({"jsonrpc": "2.0", "method": "session/update", "params": params})

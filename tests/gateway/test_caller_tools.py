@@ -407,8 +407,8 @@ def test_the_callers_tool_asks_nothing_and_widens_nothing(
     assert (message.content, finish) == ("Done.", "stop")
     warm, refused = tool_messages(fake_llm.requests[1])
     assert warm == "warm"
-    print(refused)
-    assert "reject" in refused.lower()
+    # refused by the read-only mode a `reject` ceiling's process is held to (or its policy)
+    assert "web_fetch is not allowed" in refused or "reject" in refused.lower(), refused
 
 
 def test_tools_first_sent_on_a_later_request_reach_the_agent(

@@ -216,6 +216,58 @@ def test_a_full_shell_is_at_worst_a_shell_in_the_workspace(
     assert not (outside / "x").exists()  # but nothing outside it is even there
 
 
+def _plant_script(names: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The model writes `planted-NAME.txt` in the workspace when told `plant NAME`."""
+    script: list[dict[str, Any]] = []
+    for name in names:
+        args = {"file_path": f"planted-{name}.txt", "content": "planted\n"}
+        script += [
+            {"match": f"plant {name}", "tool_calls": [{"name": "write_file", "arguments": args}]},
+            {"match": f"plant {name}", "text": "done"},
+        ]
+    return script
+
+
+@needs_bwrap
+def test_a_read_only_ceiling_writes_nothing_where_the_agent_would_not_ask(
+    gateway_factory: Any, tmp_path: Path
+) -> None:
+    """Our agent's default mode writes inside its workspace without asking, so a `reject` or
+    `reads` key's answers are never consulted: the ceiling itself must hold. The agent
+    process of a read-only ceiling is capped at `read-only`, and the gateway's file service
+    (the agent's `fs/write_text_file`, outside the sandbox's read-only mount) refuses."""
+    names = ("low", "reader", "admin")
+    spec = scripted_spec(tmp_path / "gw", _plant_script(names))
+    (tmp_path / "gw" / "agent-home" / "permissions.json").write_text('{"rules": []}')
+    keys = (*KEYS, _key("reader", "reads"))
+    gw = gateway_factory(keys=keys, agents=(spec,))
+    work = Path(spec.cwd)
+    for name in names:
+        _say(gw, name, f"plant {name}")
+    assert (work / "planted-admin.txt").read_text() == "planted\n"  # control
+    assert not (work / "planted-low.txt").exists()
+    assert not (work / "planted-reader.txt").exists()
+    # the agent's own ceiling: no rules name a mode for `reject`, and still
+    assert "above this agent's ceiling 'read-only'" in _say(gw, "low", "/mode workspace-write")
+
+
+@needs_bwrap
+def test_a_read_only_ceiling_is_offered_no_writes_through_the_gateway(
+    gateway_factory: Any, tmp_path: Path
+) -> None:
+    """The gateway writes an agent's `fs/write_text_file` on the host, where the sandbox's
+    read-only mount does not reach: a read-only ceiling's processes are not offered it."""
+    spec = _prober(tmp_path)
+    gw = gateway_factory(keys=KEYS, agents=(spec,))
+    target = str(Path(spec.cwd) / "via-client.txt")
+    low = _probe(gw, "low", {"client_write": [target]})
+    assert low["client_write"] == {target: "error -32601"}, low
+    assert not Path(target).exists()
+    admin = _probe(gw, "admin", {"client_write": [target]})  # control
+    assert admin["client_write"] == {target: "ok"}, admin
+    assert Path(target).read_text() == "written through the client\n"
+
+
 @needs_bwrap
 def test_an_agent_process_sees_nothing_of_the_gateway(gateway_factory: Any, tmp_path: Path) -> None:
     spec = scripted_spec(tmp_path / "gw")

@@ -54,6 +54,7 @@ from agentao.client import (
     HandshakeError,
     Session,
 )
+from agentao.client.config import FileAccess
 from agentao.client.files import FileHandler
 from agentao.client.permissions import PermissionHandler
 from agentao.client.serving import AskUser
@@ -71,13 +72,24 @@ from agentao.gateway.ceilings import CeilingRules
 from agentao.gateway.config import AgentSpec, Limits
 from agentao.gateway.confine import OuterStatus, confine
 from agentao.gateway.errors import AgentUnavailable
-from agentao.modes import CEILING_ENV
+from agentao.modes import CEILING_ENV, MODE_RANK, READ_ONLY_MODE
 
 log = logging.getLogger("agentao.gateway")
 
 STABLE_SECONDS = 10.0  # a process that lived this long resets the restart back-off
 # Key ceilings that can approve no write: their processes see the workspace read-only.
 READ_ONLY_CEILINGS = frozenset({"reject", "reads"})
+
+
+def process_ceiling(spec: AgentSpec, ceiling: str) -> str:
+    """The highest mode our agent's process serving keys of `ceiling` may put a session in:
+    what the agent's rules reach, and never a writing mode for a read-only ceiling (our
+    agent's default mode writes inside the workspace without asking, so a `reject` or
+    `reads` key's answers would never be consulted)."""
+    highest = spec.rules(ceiling).our_highest_mode()
+    if ceiling in READ_ONLY_CEILINGS and MODE_RANK[highest] > MODE_RANK[READ_ONLY_MODE]:
+        return READ_ONLY_MODE
+    return highest
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,13 +216,18 @@ class Worker:
         return Client(
             self.command,
             protocol=version,
-            policy=ClientPolicy(approve="none", terminal=False),
+            # A read-only ceiling's processes are offered no `fs/write_text_file`: the
+            # gateway would write on the host, beside their sandbox's read-only mount.
+            policy=ClientPolicy(approve="none", terminal=False, files=self._files()),
             handlers=Handlers(
                 permission=self.pool.permission,
                 files=self.pool.files,
                 ask_user=self.pool.ask_user,
             ),
         )
+
+    def _files(self) -> FileAccess:
+        return "read" if self.ceiling in READ_ONLY_CEILINGS else "read-write"
 
     async def _watch(self, client: Client, started: float) -> None:
         assert client.process is not None
@@ -309,7 +326,7 @@ class AgentPool:
     def command(self, ceiling: str) -> AgentCommand:
         """How a process serving keys of `ceiling` starts: confined, with its ceiling."""
         spec, spawning = self.spec, self.spawning
-        env = {**dict(spec.env), CEILING_ENV: spec.rules(ceiling).our_highest_mode()}
+        env = {**dict(spec.env), CEILING_ENV: process_ceiling(spec, ceiling)}
         if spawning.mcp_public_only:
             env[MCP_PUBLIC_ONLY_ENV] = "1"
             if spawning.trusted_mcp_url:
@@ -473,4 +490,5 @@ __all__ = [
     "SessionParams",
     "Spawning",
     "Worker",
+    "process_ceiling",
 ]
