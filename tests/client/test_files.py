@@ -83,7 +83,9 @@ async def test_additional_directory_is_allowed(ws):
     assert await LocalFiles().read_text_file(ws, path, None, None) == "extra"
 
 
-@pytest.mark.parametrize("path", ["/etc/passwd", "relative.txt", "ROOT/../outside.txt"])
+@pytest.mark.parametrize(
+    "path", ["/etc/passwd", "relative.txt", "ROOT/../outside.txt", "ROOT/a\x00b"]
+)
 async def test_paths_outside_are_refused(ws, root, path):
     path = path.replace("ROOT", root)
     with pytest.raises(InvalidParams) as err:

@@ -52,9 +52,9 @@ class Workspace:
 
     def resolve(self, path: str) -> str:
         """The real path of `path`, or InvalidParams if it is relative or outside."""
-        if not isinstance(path, str) or not os.path.isabs(path):
-            raise InvalidParams(
-                f"Invalid params: path must be absolute, got {path!r}", {"path": path}
+        if not isinstance(path, str) or not os.path.isabs(path) or "\x00" in path:
+            raise InvalidParams(  # realpath raises on a NUL: refused as the request's fault
+                f"Invalid params: path must be absolute without NUL, got {path!r}", {"path": path}
             )
         try:
             real = os.path.realpath(path)
