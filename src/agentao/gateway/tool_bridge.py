@@ -40,6 +40,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mcp.server.lowlevel import Server
+from mcp.server.sse import SseServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
 from agentao.gateway.caller_tools import CallerTool, ToolResult
@@ -223,9 +226,14 @@ class ToolBridges:
         self._by_conversation: dict[str, ToolBridge] = {}
         self._by_id: dict[str, ToolBridge] = {}
         self._by_call: dict[str, ToolBridge] = {}  # the bridge of each waiting call
+        # Made here, before the gateway serves: importing the MCP SDK's server side (with
+        # sse_starlette) takes long enough on a loaded machine to stall an event loop already
+        # beating as a replica, and the other replicas then take it for gone.
+        self._server = Server(
+            "agentao-caller-tools", on_list_tools=self._list_tools, on_call_tool=self._call_tool
+        )
+        self._sse = SseServerTransport(SSE_MESSAGES_PATH)
         self._manager: Any = None
-        self._server: Any = None
-        self._sse: Any = None
 
     def offer(
         self, conv: LiveConversation, owner: str, tools: tuple[CallerTool, ...]
@@ -282,16 +290,9 @@ class ToolBridges:
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """The MCP SDK's session manager, running for as long as the app does."""
-        from mcp.server.lowlevel import Server
-        from mcp.server.sse import SseServerTransport
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-
-        server = Server(
-            "agentao-caller-tools", on_list_tools=self._list_tools, on_call_tool=self._call_tool
+        self._manager = StreamableHTTPSessionManager(
+            self._server, stateless=True, json_response=True
         )
-        self._server = server
-        self._sse = SseServerTransport(SSE_MESSAGES_PATH)
-        self._manager = StreamableHTTPSessionManager(server, stateless=True, json_response=True)
         async with self._manager.run():
             yield
 
