@@ -179,16 +179,13 @@ class GatewayTurn:
 
     def start(self, started: dict[str, Any]) -> None:
         """Emit `task-started` (with `started` as its payload) and run the turn."""
+        self.log.emit("task-started", started)
         try:  # the prompt is queued for the agent now, not when the task first runs
             self._client_turn = self.session.prompt(self.prompt)
         except ClientError as exc:
             self._start_error: ClientError | None = exc
         else:
             self._start_error = None
-        # After the prompt: the log's writer, woken by this frame, may commit it right on
-        # the event loop (store/sqlite.py), and queued first it held the prompt back. The
-        # frame still precedes every update: none is read before this step ends.
-        self.log.emit("task-started", started)
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def items(self) -> AsyncIterator[TurnItem]:
