@@ -12,6 +12,7 @@ between a task's frames still cuts its run.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType, SimpleNamespace
@@ -132,6 +133,49 @@ async def test_control_a_burst_is_not_queued_once_the_store_failed_the_task(
     task_log.fail({"message": "refused", "code": "store_failed"})
     assert task_log.emit_run("task-running", [{"update": UPDATE}]) == 0
     assert task_log._hub._writer.batch.frames == []
+
+
+async def frames_committed_on(tmp_path: Path, inline_bytes: int, updates: int) -> list[str]:
+    """The threads the statements writing a burst's frames ran on."""
+    store = open_gateway_store(tmp_path / "inline.sqlite3", inline_commit_bytes=inline_bytes)
+    await store.create_conversation(Conversation("conv_1", "local", "agentao", "task"))
+    hub = TaskHub(store, "boot_1", backoff=WriterBackoff(0, 0))
+    task_log = await hub.open(TaskRecord("task_1", "conv_1", "running"), log_end=0)
+    await hub.flush()
+    threads: list[str] = []
+
+    def traced(sql: str) -> None:
+        if sql.lstrip().startswith("INSERT INTO gw_log_frames"):
+            threads.append(threading.current_thread().name)
+
+    store.db.trace(traced)
+    task_log.emit_run("task-running", [{"update": UPDATE} for _ in range(updates)])
+    await hub.flush()
+    assert [e.seq for e in await store.task_events("task_1", 0)] == list(range(1, updates + 1))
+    hub.close()
+    store.db.close()
+    return threads
+
+
+async def test_a_small_burst_is_committed_on_the_event_loop_with_no_thread_hand_off(
+    tmp_path: Path,
+) -> None:
+    """A turn's first updates are stored before anyone sees them: committed right on the
+    loop when the writer is idle, not a job to its thread and a result back."""
+    on = await frames_committed_on(tmp_path, 64 * 1024, 10)
+    assert on == [threading.current_thread().name]
+
+
+async def test_control_a_burst_above_the_bound_is_committed_on_the_writers_thread(
+    tmp_path: Path,
+) -> None:
+    assert await frames_committed_on(tmp_path, 256, 10) == ["agentao-store"]
+
+
+async def test_control_with_the_bound_0_every_batch_goes_to_the_writers_thread(
+    tmp_path: Path,
+) -> None:
+    assert await frames_committed_on(tmp_path, 0, 1) == ["agentao-store"]
 
 
 # ---- the consumer's steps ----------------------------------------------------------------

@@ -70,8 +70,10 @@ async def test_the_sdk_client_initializes_prompts_cancels_and_loads(
 
         done = await peer.conn.prompt(session_id=sid, prompt=[text_block("hello")])
         assert done.stop_reason == "end_turn"
+        # The SDK handles each update in a task of its own and the reply at once: wait for them.
+        await wait_until(lambda: "usage_update" in peer.kinds(), "the turn's last update")
         assert peer.texts(sid) == "Answer one."
-        assert "agent_thought_chunk" in peer.kinds() and "usage_update" in peer.kinds()
+        assert "agent_thought_chunk" in peer.kinds()
 
         prompt = asyncio.ensure_future(
             peer.conn.prompt(session_id=sid, prompt=[text_block("slow please")])
@@ -684,12 +686,15 @@ async def test_a_third_party_agent_is_served_remotely(gateway_factory: Any, tmp_
         assert (
             await peer.conn.prompt(session_id=sid, prompt=[text_block("chunks 3")])
         ).stop_reason == "end_turn"
+        # The SDK handles each update in a task of its own and the reply at once: wait for them.
+        await asyncio.wait_for(_text_appears(peer, sid, "012"), 10)
         assert peer.texts(sid) == "012"
         # The agent's requests reach the remote client, and its answers the agent.
         await peer.conn.prompt(session_id=sid, prompt=[text_block("ask")])
         assert [c.title for c in peer.asked] == ["Touch a file"]
         await peer.conn.prompt(session_id=sid, prompt=[text_block(f"read {notes}")])
         assert peer.read == [notes]
+        await asyncio.wait_for(_text_appears(peer, sid, "read: from the editor"), 10)
         assert peer.texts(sid) == "012permission: yesread: from the editor"
     finally:
         await peer.close()

@@ -79,6 +79,7 @@ def create_app(
             # A replica stalled mid-transaction holds its leases' row locks: the server
             # ends that transaction once the lease would have run out anyway.
             idle_in_transaction_seconds=config.limits.lease_seconds,
+            inline_commit_bytes=config.limits.store_inline_commit_bytes,
         )
         log.info("store: %s", shown(target))  # a URL's password is never logged
     gateway = Gateway(config, store, local_token)

@@ -2,8 +2,10 @@
 
 Theory of operation. Producers (a turn emitting frames, a remote connection sending
 messages) never wait for the disk: they add to the batch being filled and `kick()`.
-The writer task wakes once per batch, swaps in a fresh one, and hands the full one to
-`write` -- which stores it and only then delivers it to readers. Under load that is one
+The writer task wakes once per batch, lets the event loop turn once (what was made
+ready with the batch's first message, a turn's prompt to its agent, goes ahead of a
+commit that may run on the loop: store/sqlite.py), swaps in a fresh batch, and hands the
+full one to `write` -- which stores it and only then delivers it to readers. Under load that is one
 commit for many messages instead of one each, and a message a reader sees is always
 already stored (so a reader that reconnects and reads the store misses nothing).
 
@@ -87,6 +89,11 @@ class BatchWriter(Generic[B]):
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
+            # One turn of the loop before taking the batch: what was made ready with its
+            # first message (a turn's prompt to its agent) goes first, ahead of a commit
+            # that may run on the loop itself (store/sqlite.py, inline); what it adds
+            # meanwhile joins this batch.
+            await asyncio.sleep(0)
             self._wake.clear()
             batch, self.batch, self._woken = self.batch, self._new_batch(), False
             if await self._write_one(batch):

@@ -145,6 +145,7 @@ class Limits:
     store_readers: int = 2  # read-only store connections, so lookups never queue behind writes
     store_pool_size: int = DEFAULT_POOL_SIZE  # PostgreSQL store: connections held at most
     store_connect_seconds: float = DEFAULT_CONNECT_SECONDS  # PostgreSQL: connect, or wait for one
+    store_inline_commit_bytes: int = 64 * 1024  # SQLite: a batch this small commits on the loop
     max_session_key_length: int = 256  # X-Session-Id / x_session_id: visible ASCII only
     remote_connections_per_key: int = 32  # remote ACP connections one API key may hold open
     # Replicas on one PostgreSQL store: a live conversation belongs to one replica by a
@@ -176,9 +177,9 @@ class Limits:
     # A conversation's log (every frame of its turns) is kept this many days after its last
     # update, then pruned (its row, tasks and responses stay); 0 keeps every log for good.
     log_retention_days: float = 0.0
-    # The cyclic garbage collector scans the young objects once this many more were made
-    # than freed (CPython's 700 is below what a streamed answer holds in flight: ~10% of the
-    # CPU per update went to rescanning it; serving.py). At least 1 (0: collector off).
+    # The cyclic garbage collector scans the young objects once this many more were made than
+    # freed (CPython's 700 rescanned a streamed answer's updates waiting for the store's next
+    # batch: ~10% of the gateway's CPU per update; serving.py). At least 1 (0: collector off).
     gc_young_objects: int = 10_000
     tool_result_seconds: float = 240.0  # a caller's tool unanswered: turn cancelled (tool_bridge)
     max_caller_tools: int = 128  # the most tools one request may offer the agent
@@ -473,6 +474,16 @@ def _strings(table: dict[str, Any], key: str, where: str) -> list[str]:
     return value
 
 
+_LEAST = (  # (setting, its least value, why)
+    ("log_retention_days", 0, " (0: keep every log)"),
+    ("remote_references_held", 1, ""),
+    ("max_caller_tools", 1, ""),
+    ("tool_result_seconds", 1, ""),
+    ("store_inline_commit_bytes", 0, " (0: never inline)"),
+    ("gc_young_objects", 1, " (0 would turn the garbage collector off)"),
+)
+
+
 def _limits(table: dict[str, Any], where: str) -> Limits:
     _check_known(table, frozenset(Limits.__dataclass_fields__), "[limits] settings", where)
     limits = Limits(**table)
@@ -485,20 +496,12 @@ def _limits(table: dict[str, Any], where: str) -> Limits:
             f"{where}: [limits] writer_backoff_seconds must be at least 0 and at most "
             "max_writer_backoff_seconds"
         )
-    if limits.log_retention_days < 0:
-        raise ConfigError(f"{where}: [limits] log_retention_days must be 0 (keep) or more")
-    for name in ("remote_references_held", "max_caller_tools", "tool_result_seconds"):
-        if getattr(limits, name) < 1:
-            raise ConfigError(f"{where}: [limits] {name} must be at least 1")
-    if limits.gc_young_objects < 1:
-        raise ConfigError(
-            f"{where}: [limits] gc_young_objects must be at least 1 (0 would turn the "
-            "garbage collector off)"
-        )
+    for name, least, why in _LEAST:
+        if getattr(limits, name) < least:
+            raise ConfigError(f"{where}: [limits] {name} must be at least {least}{why}")
     if not 0 < limits.heartbeat_seconds < limits.lease_seconds:
         raise ConfigError(
-            f"{where}: [limits] heartbeat_seconds must be above 0 and below lease_seconds "
-            "(a lease must be renewed before it expires)"
+            f"{where}: [limits] heartbeat_seconds must be above 0 and below lease_seconds"
         )
     return limits
 

@@ -142,9 +142,12 @@ class SqliteGatewayStore:
     """`GatewayStore` on a SQLite `Database` opened with `GATEWAY_SCHEMA`. Lookups run on
     the database's readers, so a slow one holds up no write (see `store/sqlite.py`)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, inline_commit_bytes: int = 0) -> None:
         self.db = db
-        self._remote = SqliteRemoteStore(db)
+        # A batch writing at most this many bytes of frames commits on the event loop when
+        # the writer is idle (`Database.transaction(inline=True)`); 0: always on its thread.
+        self.inline_commit_bytes = inline_commit_bytes
+        self._remote = SqliteRemoteStore(db, inline_commit_bytes)
 
     @property
     def remote(self) -> SqliteRemoteStore:
@@ -304,7 +307,9 @@ class SqliteGatewayStore:
                 [task_end_row(t) for t in ended],
             )
 
-        await self.db.transaction(append)
+        size = sum(len(row[4]) for row in rows) + sum(len(row[3]) for row in noted)
+        inline = self.inline_commit_bytes > 0 and size <= self.inline_commit_bytes
+        await self.db.transaction(append, inline=inline, size=size)
 
     async def events_after(self, conversation_id: str, after_seq: int) -> list[TaskEvent]:
         """The conversation's log after `after_seq`, in order (every task's frames)."""
@@ -500,11 +505,15 @@ def _settle(conn: sqlite3.Connection, s: Settlement, now: float) -> None:
     conn.executemany("DELETE FROM gw_boots WHERE id = ?", [(b,) for b in s.boots])
 
 
-def open_gateway_store(path: Path | str, *, readers: int = 0) -> SqliteGatewayStore:
+def open_gateway_store(
+    path: Path | str, *, readers: int = 0, inline_commit_bytes: int = 0
+) -> SqliteGatewayStore:
     """A `SqliteGatewayStore` on its own file (created and migrated if needed), with
-    `readers` read-only connections for its lookups."""
+    `readers` read-only connections for its lookups; a batch of frames or messages of at
+    most `inline_commit_bytes` commits on the event loop when the writer is idle."""
     schemas = [GATEWAY_SCHEMA, GATEWAY_TITLES_SCHEMA, REMOTE_SCHEMA]
-    return SqliteGatewayStore(Database.open(path, schemas, readers=readers))
+    db = Database.open(path, schemas, readers=readers)
+    return SqliteGatewayStore(db, inline_commit_bytes)
 
 
 def open_store(
@@ -514,13 +523,15 @@ def open_store(
     pool_size: int = DEFAULT_POOL_SIZE,
     connect_seconds: float = DEFAULT_CONNECT_SECONDS,
     idle_in_transaction_seconds: float | None = None,
+    inline_commit_bytes: int = 0,
 ) -> GatewayStore:
     """The gateway's store at `target`: PostgreSQL at a `postgresql://` URL (a pool of
     `pool_size`, a session idle that long inside a transaction ended by the server), else
-    SQLite at that path (with `readers`). Raises `StoreUnavailable` when a database cannot
+    SQLite at that path (with `readers`, and `inline_commit_bytes`: PostgreSQL's commits
+    always go over the network, so it ignores that). Raises `StoreUnavailable` when a database cannot
     be reached."""
     if not is_postgres_url(target):
-        return open_gateway_store(target, readers=readers)
+        return open_gateway_store(target, readers=readers, inline_commit_bytes=inline_commit_bytes)
     try:
         check_store_url(str(target))
     except StoreUrlInvalid as exc:

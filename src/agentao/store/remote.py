@@ -130,8 +130,9 @@ class RemoteStore(Protocol):
 
 
 class SqliteRemoteStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, inline_commit_bytes: int = 0) -> None:
         self.db = db
+        self.inline_commit_bytes = inline_commit_bytes  # as `SqliteGatewayStore`'s
 
     async def put_connection(self, c: RemoteConnection) -> None:
         row = (c.id, c.owner, c.agent, c.transport, _encode(c.capabilities), c.boot_id)
@@ -172,7 +173,9 @@ class SqliteRemoteStore:
                 [(at, cid) for cid, at in seen],
             )
 
-        await self.db.transaction(append)
+        size = sum(len(row[3]) for row in rows)
+        inline = self.inline_commit_bytes > 0 and size <= self.inline_commit_bytes
+        await self.db.transaction(append, inline=inline, size=size)
 
     async def messages_after(
         self, connection_id: str, after_seq: int, scope: str | None

@@ -17,6 +17,19 @@ Durability: WAL journal with `synchronous=NORMAL`: a committed transaction
 survives a killed process (it is in the WAL); only an OS crash may lose the
 last commits. `Database.transaction(fn)` runs `fn` inside BEGIN IMMEDIATE ..
 COMMIT, so a turn is written whole or not at all.
+
+Inline transactions. A small write that someone waits for (a streamed update is sent
+to nobody before its commit) pays two thread hand-offs on the writer's thread: the job
+to the thread, the result back to the loop, each a wake-up, and on a busy gateway a
+wait for the GIL. `transaction(fn, inline=True)` runs it on the caller's thread (the
+event loop) instead, when the writer is idle: nothing queued or running, so it cannot
+overtake an earlier write. It never waits there: BEGIN IMMEDIATE gets no busy timeout
+(another process holding the lock sends it to the thread, which waits), and it never
+checkpoints (a checkpoint copies the WAL into the file and syncs it): after
+`INLINE_CHECKPOINT_BYTES` written inline the writer's thread checkpoints. Without a
+commit's sync (`synchronous=NORMAL` in WAL) a small commit costs the loop tens of
+microseconds; the caller bounds what it sends inline (the gateway's
+`store_inline_commit_bytes`).
 """
 
 from __future__ import annotations
@@ -44,6 +57,10 @@ T = TypeVar("T")
 BUSY_TIMEOUT_MS = 5000  # how long one statement waits for another connection's lock
 WAL_SWITCH_TIMEOUT = 10.0  # seconds `PRAGMA journal_mode=WAL` is retried while the file is busy
 _RETRY_FIRST, _RETRY_MAX = 0.005, 0.1  # seconds between those retries: doubling, capped
+# Committed inline this much, the writer's thread checkpoints the WAL: SQLite's own
+# automatic checkpoint comes at 1000 pages (4 MiB of 4 KiB pages).
+INLINE_CHECKPOINT_BYTES = 4 * 1024 * 1024
+_AUTOCHECKPOINT_PAGES = 1000  # SQLite's default, restored after each inline commit
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +89,7 @@ class _Lane:
 
     def __init__(self, name: str, connect: Callable[[], sqlite3.Connection]) -> None:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._using = threading.Lock()  # held while a job or an inline call uses `conn`
         self.conn: sqlite3.Connection = None  # type: ignore[assignment]  # opened just below
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
@@ -93,11 +111,41 @@ class _Lane:
         self._jobs.put((fn, functools.partial(_to_future, done)))
         return done.result()
 
+    def submit(self, fn: Callable[[sqlite3.Connection], object]) -> None:
+        """Run `fn` on the thread with nobody waiting for it (its error is logged); it
+        counts as pending until done."""
+        loop = asyncio.get_running_loop()
+        self.pending += 1
+        self._jobs.put((fn, functools.partial(_alone_done, loop, self)))
+
+    def try_inline(self, fn: Callable[[sqlite3.Connection], T]) -> tuple[bool, T | None]:
+        """Run `fn` in a transaction here, on the caller's thread, if the lane is idle
+        and the write lock is free at once: (True, its result); else (False, None) and
+        nothing was run (see the module docstring)."""
+        if self.pending or not self._using.acquire(blocking=False):
+            return False, None
+        conn = self.conn
+        try:
+            conn.execute("PRAGMA busy_timeout=0")
+            conn.execute("PRAGMA wal_autocheckpoint=0")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc):  # another process writes: the thread waits for it
+                    return False, None
+                raise
+            return True, _in_open_transaction(conn, fn)
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA wal_autocheckpoint={_AUTOCHECKPOINT_PAGES}")
+            self._using.release()
+
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
             fn, deliver = job
             try:
-                result = fn(self.conn)
+                with self._using:
+                    result = fn(self.conn)
             except BaseException as exc:
                 deliver(None, exc)
             else:
@@ -130,6 +178,19 @@ def _settle(future: asyncio.Future[T], result: T, exc: BaseException | None) -> 
         future.set_result(result)
 
 
+def _alone_done(
+    loop: asyncio.AbstractEventLoop, lane: _Lane, _result: object, exc: BaseException | None
+) -> None:
+    if exc is not None:
+        log.error("store: a background job failed: %r", exc)
+    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+        loop.call_soon_threadsafe(_one_less, lane)
+
+
+def _one_less(lane: _Lane) -> None:
+    lane.pending -= 1
+
+
 def _to_future(done: concurrent.futures.Future[T], result: T, exc: BaseException | None) -> None:
     if exc is not None:
         done.set_exception(exc)
@@ -144,6 +205,7 @@ class Database:
         self._writer = writer
         self._readers = tuple(readers)
         self._closed = False
+        self._inline_bytes = 0  # written inline since the last checkpoint
 
     @classmethod
     def open(cls, path: Path | str, schemas: Sequence[Schema], *, readers: int = 0) -> Database:
@@ -169,9 +231,25 @@ class Database:
             return await self._writer.run(fn)
         return await min(self._readers, key=lambda lane: lane.pending).run(fn)
 
-    async def transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn(conn)` in one transaction: all of it is committed, or none."""
+    async def transaction(
+        self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False, size: int = 0
+    ) -> T:
+        """Run `fn(conn)` in one transaction: all of it is committed, or none. `inline`:
+        here on the event loop if the writer is idle, else on its thread as usual; `size`
+        is about how many bytes it writes (see the module docstring)."""
+        if inline:
+            self._check_open()
+            done, result = self._writer.try_inline(fn)
+            if done:
+                self._wrote_inline(size)
+                return result  # type: ignore[return-value]  # fn's own result
         return await self.call(lambda conn: _in_transaction(conn, fn))
+
+    def _wrote_inline(self, size: int) -> None:
+        self._inline_bytes += size
+        if self._inline_bytes >= INLINE_CHECKPOINT_BYTES:
+            self._inline_bytes = 0
+            self._writer.submit(_checkpoint)
 
     def call_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Blocking variant, for tests and startup code outside the event loop."""
@@ -237,11 +315,7 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
             conn.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            busy = getattr(exc, "sqlite_errorcode", None) in (
-                sqlite3.SQLITE_BUSY,
-                sqlite3.SQLITE_LOCKED,
-            )
-            if not busy or time.monotonic() + delay > deadline:
+            if not _is_busy(exc) or time.monotonic() + delay > deadline:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, _RETRY_MAX)
@@ -265,8 +339,21 @@ def _migrate(conn: sqlite3.Connection, schema: Schema) -> None:
         log.debug("store: %s schema at version %d", schema.name, version)
 
 
+def _checkpoint(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()  # fetched: the statement ends
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
 def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
     conn.execute("BEGIN IMMEDIATE")
+    return _in_open_transaction(conn, fn)
+
+
+def _in_open_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
     try:
         result = fn(conn)
     except BaseException:
@@ -276,4 +363,11 @@ def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection],
     return result
 
 
-__all__ = ["BUSY_TIMEOUT_MS", "WAL_SWITCH_TIMEOUT", "Database", "Schema", "Trace"]
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "INLINE_CHECKPOINT_BYTES",
+    "WAL_SWITCH_TIMEOUT",
+    "Database",
+    "Schema",
+    "Trace",
+]
