@@ -49,6 +49,11 @@ session/fork      (unstable) a new session with the source's stored history, its
 session/status    (unstable) `open` with the state now (`running`, `requires_action`, or
                   `idle` with the last turn's stop reason; none before a first turn) or
                   `saved` (stored, not live: resume it); unknown -32002
+session/set_title (unstable) a title the person chose, for a live or stored session:
+                  normalized (one line, no control characters, cut to the store's
+                  title_chars; empty is -32602), stored (session/list shows it, the
+                  agent's own later titles never replace it), a `session_info_update` to
+                  the live session's listeners; unknown -32002 (server/session_title.py)
 auth/status       (unstable) `authenticated` when the provider key resolves (one account,
                   named by its provider), `unauthenticated` when it does not,
                   `not_required` for the scripted provider
@@ -344,6 +349,12 @@ class AgentV2:
         if await self.agent.archive.exists(params.session_id):
             return {"status": "saved"}
         raise SessionNotFound(params.session_id)
+
+    async def session_set_title(self, params: v2.SetSessionTitleRequest) -> dict[str, Any]:
+        """A person's title for the session (server/session_title.py)."""
+        from agentao.server.session_title import set_title
+
+        return {"title": await set_title(self.agent, params.session_id, params.title)}
 
     async def session_close(self, params: v2.CloseSessionRequest) -> dict[str, Any]:
         await self.agent.session_close(params)
