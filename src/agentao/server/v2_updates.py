@@ -71,7 +71,7 @@ class V2Mapper(FromV1):
 
     def events(self, session_id: str, event: ev.TurnEvent) -> list[dict[str, Any]]:
         """The v2 updates for a runtime event (none for TurnEnded)."""
-        if isinstance(event, ev.TerminalStarted):
+        if type(event) is ev.TerminalStarted:  # one cheap test on the hot path of text
             self._terminals[(session_id, event.call_id)] = event.terminal_id
             terminal = {"type": "terminal", "terminalId": event.terminal_id}
             call = _tool_update(event.call_id, "in_progress", ())
@@ -81,15 +81,6 @@ class V2Mapper(FromV1):
 
     def event(self, session_id: str, event: ev.TurnEvent) -> dict[str, Any] | None:
         """The v2 update for a runtime event (None for one without: TurnEnded)."""
-        if isinstance(event, ev.TerminalChunk):
-            data = base64.b64encode(event.data).decode("ascii")
-            return {
-                "sessionUpdate": "terminal_output_chunk",
-                "terminalId": event.terminal_id,
-                "data": data,
-            }
-        if isinstance(event, ev.TerminalExited):
-            return _terminal_exited(event)
         if isinstance(event, ev.UserText):
             return self.user_message(session_id, event.text, new_message_id())
         if isinstance(event, ev.TextDelta):
@@ -116,6 +107,15 @@ class V2Mapper(FromV1):
             return update
         if isinstance(event, ev.PlanChanged):
             return _plan(event)
+        if isinstance(event, ev.TerminalChunk):  # after the text: chunks are the hot path
+            data = base64.b64encode(event.data).decode("ascii")
+            return {
+                "sessionUpdate": "terminal_output_chunk",
+                "terminalId": event.terminal_id,
+                "data": data,
+            }
+        if isinstance(event, ev.TerminalExited):
+            return _terminal_exited(event)
         update = self.v1(event)
         return None if update is None else self.v1_update(update)
 
