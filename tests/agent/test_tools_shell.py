@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from agentao.agent.events import TerminalOutput, TextOutput, ToolOutput
+from agentao.agent.events import (
+    TerminalChunk,
+    TerminalExited,
+    TerminalOutput,
+    TerminalStarted,
+    TextOutput,
+    ToolOutput,
+)
 from agentao.agent.local_env import LocalEnv
 from agentao.agent.sandbox import Confinement
 from agentao.agent.settings import ShellLimits
@@ -139,3 +146,23 @@ def test_segments_split_compound_commands() -> None:
         ["tee", "y"],
         ["curl", "z"],
     ]
+
+
+async def test_a_watched_command_streams_as_a_terminal_up_to_its_limit(ws: Path) -> None:
+    """Live chunks stop at `terminal_stream_limit`; the end sends the whole kept output."""
+    shown: list[object] = []
+    ctx = make_ctx(ws)
+    ctx.show = shown.append
+    tool = RunShellCommand(ShellLimits(terminal_stream_limit=10))
+    result = await tool.run({"command": "printf '%0100d' 0"}, ctx)
+    started, *chunks, exited = shown
+    assert isinstance(started, TerminalStarted) and started.command == "printf '%0100d' 0"
+    assert all(isinstance(c, TerminalChunk) for c in chunks)
+    assert b"".join(c.data for c in chunks) == b"0" * 10  # type: ignore[attr-defined]
+    assert exited == TerminalExited(started.terminal_id, 0, None, b"0" * 100)
+    assert result.content == (TextOutput("0" * 100),)  # the agent's own record is unchanged
+
+
+async def test_an_unwatched_command_shows_no_terminal(ws: Path) -> None:
+    result = await RunShellCommand().run({"command": "echo hi"}, make_ctx(ws))
+    assert result.content == (TextOutput("hi\n"),)

@@ -1,10 +1,13 @@
 """The official TypeScript SDK's v2 client (tests/peers/v2_client.mjs) drives our agent,
 `agentao --acp` over real pipes with the fake LLM, end to end: a prompt, a permission allowed,
-one rejected, a cancel at a permission, and a resume with replay in a second agent process.
+one rejected, a cancel at a permission, a resume with replay in a second agent process, and
+a shell command's output live in the client as an agent-owned terminal.
 Every line either side wrote validates against the official v2 schema."""
 
 from __future__ import annotations
 
+import base64
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -87,3 +90,32 @@ def test_a_cancel_at_a_permission_ends_the_turn_cancelled(
     end = [u for u in updates(lines) if u["sessionUpdate"] == "state_update"][-1]
     assert end["state"] == "idle" and end["stopReason"] == "cancelled"
     assert not (ws / "made.txt").exists()
+
+
+def test_a_shell_command_streams_live_into_the_clients_terminal(
+    v2_peers: NpmPeers, tmp_path: Path, fake_llm: FakeLLM, ws: Path, sandbox: object
+) -> None:
+    """The command waits on a FIFO that the TS client writes only once it got the
+    command's first `terminal_output_chunk`: the command ending proves the output was live."""
+    gate = ws / "gate.fifo"
+    os.mkfifo(gate)
+    command = 'echo live-output; read line < gate.fifo; echo "after $line"'
+    fake_llm.reply(tool_calls=[FakeToolCall("run_shell_command", {"command": command}, id="s1")])
+    fake_llm.reply(text=["done"])
+    lines = drive(v2_peers, tmp_path, fake_llm, ws, "--prompt", "run it",
+                  "--permission", "allow", "--release-on-output", str(gate))  # fmt: skip
+
+    assert check_recording(lines, 2) == []
+    kinds = [u["sessionUpdate"] for u in updates(lines)]
+    first_chunk = kinds.index("terminal_output_chunk")
+    output = b"".join(
+        base64.b64decode(u["data"])
+        for u in updates(lines)
+        if u["sessionUpdate"] == "terminal_output_chunk"
+    )
+    assert output == b"live-output\nafter released\n"
+    terminal = [u for u in updates(lines) if u["sessionUpdate"] == "terminal_update"]
+    assert terminal[-1]["exitStatus"] == {"exitCode": 0}
+    assert kinds.index("terminal_update") < first_chunk  # the terminal exists first
+    assert tool_statuses(lines)[-1] == "completed"
+    assert updates(lines)[-1]["stopReason"] == "end_turn"

@@ -57,12 +57,12 @@ async def test_methods_not_served_on_v2_are_32601_and_v1_ones_stay_served_on_v1(
     async with running(env, init=False) as agent:
         await agent.call("initialize", {"protocolVersion": 2, "info": V2_CLIENT})
         replies = [
-            await agent.request("session/set_title", {"sessionId": "s", "title": "t"}),
+            await agent.request("session/archive", {"sessionId": "s"}),
             await agent.request("session/load", v2_only_gone),  # not in v2 at all
             await agent.request("_agentao.cn/set_model", {"sessionId": "s", "model": "m"}),
         ]
     for reply, method in zip(
-        replies, ("session/set_title", "session/load", "_agentao.cn/set_model"), strict=True
+        replies, ("session/archive", "session/load", "_agentao.cn/set_model"), strict=True
     ):
         assert reply["error"]["code"] == -32601, reply
         assert reply["error"]["message"] == f"Method not found: {method}"

@@ -354,8 +354,9 @@ def shown(items: list[dict[str, Any]], root: str) -> list[dict[str, Any]]:
 
 async def test_our_agent_over_v2_and_v1_folds_into_the_same_view(tmp_path: Path) -> None:
     """agentao --acp serves v2 sessions: the client speaks v2 with it by default, and the
-    demo turn (a plan, a file written and edited, a command) is the same view as over v1."""
-    views = {}
+    demo turn (a plan, a file written and edited, a command) is the same view as over v1;
+    over v2 the command is the agent's own terminal, its output and exit folded in."""
+    views, terminals = {}, {}
     for run in (None, 1):
         ws, home = tmp_path / f"ws-{run}", tmp_path / f"home-{run}"
         ws.mkdir(exist_ok=True)
@@ -371,11 +372,17 @@ async def test_our_agent_over_v2_and_v1_folds_into_the_same_view(tmp_path: Path)
         assert end.stop_reason == "end_turn"
         assert check_recording(recording(record), run or 2) == []
         views[run] = (shown(session.view.items(), str(ws)), session.view.plan)
+        terminals[run] = session.view.terminals
     (v2_items, v2_plan), (v1_items, v1_plan) = views[None], views[1]
     assert v2_plan == v1_plan and len(v2_items) == len(v1_items)
+    assert terminals[1] == {}  # v1: the command ran in the client's terminal
+    (terminal,) = terminals[None].values()  # v2: the agent's own, folded into the view
+    assert terminal.exited and terminal.exit_code == 0 and terminal.command
     for over_v2, over_v1 in zip(v2_items, v1_items, strict=True):
-        if over_v1.get("toolKind") == "execute":  # v1: the client's terminal; v2: none
-            over_v1 = {**over_v1, "terminals": [], "output": over_v2["output"]}
+        if over_v1.get("toolKind") == "execute":  # v1: the client's terminal; v2: the agent's
+            assert over_v2["terminals"] == [terminal.terminal_id]
+            assert over_v2["output"] == terminal.text  # streamed live, and text at the end
+            over_v1 = {**over_v1, "terminals": over_v2["terminals"], "output": over_v2["output"]}
         if over_v1.get("diffs"):  # v2 says a written file was added; v1 sends oldText ""
             over_v1 = {**over_v1, "diffs": [{**d, "created": True} for d in over_v1["diffs"]]}
             over_v2 = {**over_v2, "diffs": [{**d, "created": True} for d in over_v2["diffs"]]}

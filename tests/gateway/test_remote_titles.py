@@ -5,13 +5,16 @@ and serves the method itself: the title is the conversation's, as a person's ren
 (`POST /v1/conversations/{id}`), so the web UI's list, `GET /v1/conversations` and
 `session/list` show it and the agent's later titles keep off it. A title is normalized
 (one line) and answered as stored; an empty or too long one is -32602; another key's
-session is not found. Every message the gateway sends a client is checked against its
-version's schema.
+session is not found. Where a v2 agent that serves `session/set_title` holds the session
+(our agent under `protocol = 2`) the title is passed on to it, and the session's other
+remote readers hear it as a `session_info_update` (the agent's, else the gateway's own).
+Every message the gateway sends a client is checked against its version's schema.
 """
 
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,7 +22,8 @@ import pytest
 
 from agentao.gateway.config import ApiKey, Limits
 from tests.gateway.conftest import LiveGateway
-from tests.gateway.test_remote_v2 import peer_for
+from tests.gateway.test_remote_v2 import is_update, peer_for
+from tests.gateway.test_tool_call_cancel import agent_received, v2_agent
 
 pytestmark = pytest.mark.timeout(60)
 LIMIT = 40  # [limits] max_title_chars, small here
@@ -66,3 +70,61 @@ async def test_a_v2_client_titles_its_session_as_a_person_renames_it(
     async with httpx.AsyncClient(base_url=gw.url) as http:
         convs = (await http.get("/v1/conversations", headers=_auth("alice"))).json()["data"]
     assert [(c["title"], c["title_by"]) for c in convs] == [("Fix the bug", "person")]
+
+
+async def _two_readers(gw: LiveGateway, scheme: str) -> tuple[Any, Any, str]:
+    """Alice's session with a finished turn (its agent session live), read by a second
+    connection of hers that resumed it; (the titling peer, the other reader, session id)."""
+    cwd = gw.config.agents[0].cwd
+    alice, other = peer_for(gw, scheme, _auth("alice")), peer_for(gw, scheme, _auth("alice"))
+    await alice.open()
+    sid = (await alice.call("session/new", {"cwd": cwd}))["result"]["sessionId"]
+    await alice.watch(sid)
+    await alice.call("session/prompt", {"sessionId": sid, "prompt": [_text("hello")]}, sid)
+    await alice.wait_for(is_update("state_update", state="idle"))
+    await other.open()
+    assert "result" in await other.call("session/resume", {"sessionId": sid, "cwd": cwd})
+    await other.watch(sid)
+    return alice, other, sid
+
+
+def _text(text: str) -> dict[str, str]:
+    return {"type": "text", "text": text}
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_a_title_reaches_a_v2_agent_that_takes_titles_and_the_sessions_readers(
+    gateway_factory: Any, tmp_path: Path, scheme: str
+) -> None:
+    """Our agent under `protocol = 2` advertises `session.title`: the title is passed on to
+    it (its store keeps it, its later titles too), and its `session_info_update` reaches
+    the session's other reader through the log."""
+    gw: LiveGateway = gateway_factory(agents=(v2_agent(tmp_path),), keys=(_key("alice"),))
+    alice, other, sid = await _two_readers(gw, scheme)
+    try:
+        titled = await alice.call("session/set_title", {"sessionId": sid, "title": "Fix\n it"})
+        told = await other.wait_for(is_update("session_info_update", title="Fix it"))
+        assert alice.errors() == [] and other.errors() == []
+    finally:
+        await alice.close()
+        await other.close()
+    assert titled["result"] == {"title": "Fix it"} and told
+    passed = agent_received(tmp_path, "session/set_title")
+    assert [m["params"]["title"] for m in passed] == ["Fix it"]  # once, as the gateway stored it
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_a_title_on_an_agent_without_titles_is_told_by_the_gateway(
+    gateway_factory: Any, scheme: str
+) -> None:
+    """A v1 agent takes no titles: the gateway itself tells the session's other reader."""
+    gw: LiveGateway = gateway_factory(keys=(_key("alice"),))
+    alice, other, sid = await _two_readers(gw, scheme)
+    try:
+        await alice.call("session/set_title", {"sessionId": sid, "title": "Named"})
+        told = await other.wait_for(is_update("session_info_update", title="Named"))
+        assert alice.errors() == [] and other.errors() == []
+    finally:
+        await alice.close()
+        await other.close()
+    assert told

@@ -7,17 +7,22 @@
 // (the format of tests/data/real-agent-transcripts), so tests can assert on the wire.
 //
 //   node v2_client.mjs [--cwd DIR] [--prompt TEXT]... [--permission allow|reject|cancel]
-//                      [--cancel-prompt TEXT] [--resume] -- AGENT_COMMAND [ARGS...]
+//                      [--cancel-prompt TEXT] [--resume] [--release-on-output PATH]
+//                      -- AGENT_COMMAND [ARGS...]
 //
 // --permission answers every session/request_permission: `allow` or `reject` pick the
 // first option of that kind; `cancel` sends session/cancel and answers `cancelled`.
 // --cancel-prompt TEXT: the turn of the prompt TEXT gets session/cancel as soon as its
 // first agent_message_chunk arrives (a cancel mid-turn, while the agent streams).
+// --release-on-output PATH: at the first `terminal_output_chunk` (an agent-owned terminal's
+// live output), write a line to PATH (a FIFO a command waits on): the command can end only
+// after the client saw its output, so its end proves the output came live.
 // --resume: after the prompts, stop the agent, start the same command again and resume
 // the session there with replayFrom {"type": "start"}.
 // Exit 0 when everything ran; 1 on an error (its message on stderr).
 
 import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import { parseArgs } from "node:util";
 import * as acp from "@agentclientprotocol/sdk/experimental/v2";
@@ -30,6 +35,7 @@ const { values: args, positionals: command } = parseArgs({
     permission: { type: "string", default: "allow" },
     "cancel-prompt": { type: "string" },
     resume: { type: "boolean", default: false },
+    "release-on-output": { type: "string" },
   },
 });
 if (command.length === 0) fail(new Error("no agent command (give it after --)"));
@@ -97,9 +103,14 @@ async function initialize(agent) {
 
 // Wait for the idle state_update that ends the turn; `onText` runs at its first agent text.
 async function untilIdle(session, onText) {
+  let release = args["release-on-output"];
   for (;;) {
     const message = await session.nextUpdate();
     if (message.kind === "stop") return message.stopReason;
+    if (release && message.update.sessionUpdate === "terminal_output_chunk") {
+      writeFileSync(release, "released\n"); // blocks until the command opens the FIFO
+      release = null;
+    }
     if (onText && message.update.sessionUpdate === "agent_message_chunk") {
       onText();
       onText = null;

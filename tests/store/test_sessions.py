@@ -158,3 +158,13 @@ async def test_save_state_and_payloads_round_trip(store):
     assert record.additional_directories == ["/ü"] and record.updated_at > 0
     await store.commit_turn("s1", turn(0), record.state, title="x" * 500)
     assert (await store.get("s1")).title == "x" * StoreSettings().title_chars
+
+
+async def test_a_title_set_is_kept_over_later_turns_and_cut_to_title_chars(open_store):
+    store = open_store(StoreSettings(title_chars=8))
+    await store.create(SessionRecord("s1", "/w"))
+    await store.commit_turn("s1", turn(0), {}, title="first prompt")
+    assert await store.set_title("s1", "chosen by a person") is True
+    await store.commit_turn("s1", turn(1), {}, title="another prompt")
+    assert (await store.get("s1")).title == "chosen b"  # the person's, cut; never replaced
+    assert await store.set_title("nope", "x") is False

@@ -175,6 +175,40 @@ class CompactionFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class TerminalStarted:
+    """A command the agent runs itself, shown live as a terminal of its own (ACP v2's
+    agent-owned terminal) in `call_id`'s tool call; nothing stores it (live only)."""
+
+    call_id: str
+    terminal_id: str
+    command: str
+    cwd: str
+    cancellable: bool = True  # `StoppableCalls.stop_terminal` may stop it
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalChunk:
+    """Bytes the terminal's command wrote (stdout and stderr merged), as they came."""
+
+    terminal_id: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalExited:
+    """The terminal's command is over. `snapshot`: the whole output as kept (head and
+    tail), sent when the live chunks stopped at their limit, so a viewer ends whole."""
+
+    terminal_id: str
+    exit_code: int | None
+    signal: str | None = None
+    snapshot: bytes | None = None
+
+
+TerminalEvent = TerminalStarted | TerminalChunk | TerminalExited
+
+
+@dataclass(frozen=True, slots=True)
 class TurnEnded:
     stop_reason: StopReason
     usage: Usage | None = field(default=None)
@@ -193,6 +227,9 @@ TurnEvent = (
     | CompactionStarted
     | CompactionDelta
     | CompactionFinished
+    | TerminalStarted
+    | TerminalChunk
+    | TerminalExited
     | TurnEnded
 )
 
@@ -211,7 +248,11 @@ __all__ = [
     "PlanPriority",
     "PlanStatus",
     "StopReason",
+    "TerminalChunk",
+    "TerminalEvent",
+    "TerminalExited",
     "TerminalOutput",
+    "TerminalStarted",
     "TextDelta",
     "TextOutput",
     "ThoughtDelta",

@@ -82,9 +82,10 @@ class LocalEnv:
         output_limit: int,
         on_start: Callable[[str | None], Awaitable[None]] | None = None,
         confinement: Confinement | None = None,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> CommandResult:
         """Run `command` in its own process group (in the sandbox with a `confinement`);
-        see the module docstring."""
+        see the module docstring. `on_output` sees each piece of output as it is read."""
         if self.limits.become_subreaper:
             _become_subreaper()
         argv, env, fds = self._argv(command, cwd, confinement)
@@ -99,7 +100,7 @@ class LocalEnv:
                 await on_start(None)
             try:
                 async with asyncio.timeout(timeout):
-                    await self._pump(proc, buf)
+                    await self._pump(proc, buf, on_output)
             except TimeoutError:
                 timed_out = True
         except asyncio.CancelledError:
@@ -156,13 +157,20 @@ class LocalEnv:
         sandboxed = self.sandbox.command(command, cwd, confinement, self._environ)
         return sandboxed.argv, {}, sandboxed
 
-    async def _pump(self, proc: asyncio.subprocess.Process, buf: _HeadTail) -> None:
+    async def _pump(
+        self,
+        proc: asyncio.subprocess.Process,
+        buf: _HeadTail,
+        on_output: Callable[[bytes], None] | None = None,
+    ) -> None:
         assert proc.stdout is not None
         stdout = proc.stdout
 
         async def read_all() -> None:
             while chunk := await stdout.read(_READ_CHUNK):
                 buf.add(chunk)
+                if on_output is not None:
+                    on_output(chunk)
 
         reader = asyncio.ensure_future(read_all())
         try:

@@ -41,6 +41,9 @@ class ShellLimits:
     drain_after_exit: float = 0.2  # read leftovers this long after the shell exits
     reap_timeout: float = 2.0  # wait at most this long for the group to be gone
     become_subreaper: bool = True  # reap orphaned grandchildren (Linux; see local_env)
+    # bytes of one command's output streamed live to a terminal's viewers (ACP v2's
+    # terminal_output_chunk); past it the chunks stop, and the end sends the kept output
+    terminal_stream_limit: int = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,9 @@ from agentao.agent.events import (
     PlanChanged,
     PlanEntry,
     StopReason,
+    TerminalChunk,
+    TerminalExited,
+    TerminalStarted,
     TextDelta,
     ThoughtDelta,
     ToolCallProgress,
@@ -77,7 +80,8 @@ class StagedTurn:
         return LlmRequest(self.session.model, (*self.system, *history, *self.messages), self.specs)
 
     def emit(self, event: TurnEvent) -> TurnEvent:
-        self.events.append(event)
+        if not isinstance(event, _TERMINAL):  # a terminal's chunks are live only: never kept
+            self.events.append(event)
         return event
 
     # --- the reply ---
@@ -181,7 +185,15 @@ class StagedTurn:
                 self.messages.append(ToolResultMessage(call.id, call.name, CANCELLED_TEXT, True))
 
 
-_LIVE_ONLY = (ToolCallProgress, Notice, ContextUsage, CompactionStarted, CompactionDelta)
+_TERMINAL = (TerminalStarted, TerminalChunk, TerminalExited)
+_LIVE_ONLY = (
+    ToolCallProgress,
+    Notice,
+    ContextUsage,
+    CompactionStarted,
+    CompactionDelta,
+    *_TERMINAL,
+)
 
 
 def replay_events(events: list[TurnEvent]) -> tuple[TurnEvent, ...]:

@@ -19,6 +19,12 @@ The calls of the turn that is running are remembered with their state (announced
 offered, final), so a refusal can say why: unknown, not stoppable (a call waiting for
 permission, or a tool that cannot be stopped) or already over. A new turn forgets the
 last one's calls, so the record never outgrows one turn.
+
+A command the shell tool shows as a terminal of its own (events.TerminalStarted) is
+registered here too, by terminal id: `stop_terminal` kills that command alone (its task
+is the command's, not the tool's), and the tool then finishes as a command killed by a
+signal does; the call is not "cancelled" (ACP v2's `terminal/cancel` stops the process
+and leaves the tool call's status to the agent). A new turn forgets the exited ones.
 """
 
 from __future__ import annotations
@@ -47,12 +53,32 @@ class StoppableCalls:
         self._states: dict[str, str] = {}  # call id -> announced | offered | final
         self._running: dict[str, asyncio.Task[None]] = {}  # the stoppable ones, running
         self._stopped: set[str] = set()
+        self._terminals: dict[str, asyncio.Task[object] | None] = {}  # None: exited
 
     def new_turn(self) -> None:
         """Forget the last turn's calls (their ids are unknown from now on)."""
         self._states.clear()
         self._running.clear()
         self._stopped.clear()
+        self._terminals.clear()
+
+    def terminal_running(self, terminal_id: str, task: asyncio.Task[object]) -> None:
+        """`task` runs the terminal's command: `stop_terminal` cancels it from now on."""
+        self._terminals[terminal_id] = task
+
+    def terminal_exited(self, terminal_id: str) -> None:
+        self._terminals[terminal_id] = None
+
+    def stop_terminal(self, terminal_id: str) -> StopRefused | None:
+        """Kill the terminal's command now (None: accepted), else why not: unknown, or
+        FINAL once it exited."""
+        if terminal_id not in self._terminals:
+            return StopRefused.UNKNOWN
+        task = self._terminals[terminal_id]
+        if task is None or task.done():
+            return StopRefused.FINAL
+        task.cancel()
+        return None
 
     def announced(self, call_id: str) -> None:
         self._states[call_id] = _ANNOUNCED

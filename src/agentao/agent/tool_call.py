@@ -22,6 +22,7 @@ from typing import Any
 
 from agentao.agent.cancellation import ASK_CANCELLED, CANCELLED_TEXT
 from agentao.agent.events import (
+    TerminalEvent,
     TextOutput,
     ToolCallFinished,
     ToolCallProgress,
@@ -104,6 +105,7 @@ def tool_context(session: AgentSession, deps: TurnDeps, call_id: str) -> ToolCon
         call_id,
         state=session.tool_state,
         roots=roots,
+        stoppable=deps.stoppable,
     )
 
 
@@ -156,17 +158,18 @@ def _finished(call: ToolCallRequest, result: ToolResult) -> ToolCallFinished:
 
 async def _execute(
     tool: Tool, args: dict[str, Any], ctx: ToolContext, deps: TurnDeps
-) -> AsyncIterator[ToolCallProgress | ToolResult]:
+) -> AsyncIterator[ToolCallProgress | TerminalEvent | ToolResult]:
     """Run the tool as a child task; yield its live reports, then its result. Closing
     this generator (cancellation) cancels the task and gives it a grace period; a
     stoppable tool's task is the session's to stop meanwhile (then its result says so)."""
-    queue: asyncio.Queue[ToolCallProgress | ToolResult] = asyncio.Queue()
+    queue: asyncio.Queue[ToolCallProgress | TerminalEvent | ToolResult] = asyncio.Queue()
     limits = deps.limits
 
     async def report(content: tuple[ToolOutput, ...]) -> None:
         queue.put_nowait(ToolCallProgress(ctx.call_id, tuple(content)))
 
     ctx.report = report
+    ctx.show = queue.put_nowait  # a terminal's events, in order with the reports
     task = asyncio.create_task(_run_tool(tool, args, ctx, queue), name=f"tool {tool.name}")
     if tool.cancellable:
         _stoppable(task, ctx.call_id, deps.stoppable, queue)

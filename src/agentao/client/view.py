@@ -20,6 +20,10 @@ once, at the edge); the raw update is never looked at:
 * Over ACP v2 the client translates each update to the v1 one it means first (`v2.py`), so
   this fold is the same for both versions; chunks with another `messageId` start another
   message, and `state` follows v2's `state_update` (`running`, `requires_action`, `idle`).
+* An ACP v2 agent's own terminals (`terminal_update`, `terminal_output_chunk`: v1 has no
+  such kinds, so they arrive as v2 values) fold into `terminals` by id (`TerminalView`):
+  the command, its output (the last `TERMINAL_OUTPUT_LIMIT` bytes), its exit status; a
+  tool call names its terminal in its content (`tool_item`'s `terminals`).
 * `items()` is the view as keyed, JSON-ready items (`{"id", "kind", ...}`): what the
   gateway sends the web UI, which renders them by id and folds nothing.
 
@@ -28,6 +32,7 @@ Nothing here does I/O or knows about the gateway or the terminal.
 
 from __future__ import annotations
 
+import base64
 import difflib
 import logging
 from dataclasses import dataclass, field
@@ -53,6 +58,7 @@ SUMMARY_LINE_CHARS = 60  # the first line of a tool's output shown in a one-line
 # In a diff's `_meta`: the hunk lines (`@@`, `-`, `+`, ` `) of the patch an ACP v2 agent sent
 # (v2 diffs carry a git patch, not whole texts; client/v2.py); shown as they are.
 PATCH_META = "agentao.cn/patch"
+TERMINAL_OUTPUT_LIMIT = 1024 * 1024  # bytes of a terminal's output kept (the last ones)
 # The fields a later update of a tool call may change (all but its id).
 _PATCHABLE = tuple(
     f.name for f in msgspec.structs.fields(schema.ToolCall) if f.name != "tool_call_id"
@@ -204,6 +210,51 @@ Entry = Message | ToolCallEntry | PlanEntry | NoticeEntry
 
 
 @dataclass(slots=True)
+class TerminalView:
+    """An agent-owned terminal (ACP v2) as its updates left it; `exited` once its
+    `exitStatus` came (with a code, a signal, or neither known)."""
+
+    terminal_id: str
+    command: str | None = None
+    cwd: str | None = None
+    output: bytearray = field(default_factory=bytearray)
+    exited: bool = False
+    exit_code: int | None = None
+    signal: str | None = None
+
+    def upsert(self, value: Any) -> None:
+        """A `terminal_update`: patch semantics (omitted: unchanged; output replaced). The
+        typed value cannot tell a `null` from an omitted field: neither clears here."""
+        self.command = value.command if value.command is not None else self.command
+        self.cwd = value.cwd if value.cwd is not None else self.cwd
+        if value.output is not None:
+            self.output = bytearray()
+            self.append(_b64(value.output.data))
+        if value.exit_status is not None:
+            self.exited = True
+            self.exit_code = value.exit_status.exit_code
+            self.signal = value.exit_status.signal
+
+    def append(self, data: bytes) -> None:
+        self.output += data
+        if len(self.output) > TERMINAL_OUTPUT_LIMIT:
+            del self.output[: len(self.output) - TERMINAL_OUTPUT_LIMIT]
+
+    @property
+    def text(self) -> str:
+        return self.output.decode("utf-8", "replace")
+
+
+def _b64(data: str) -> bytes:
+    """A terminal's base64 bytes; undecodable data (a faulty agent) is shown as nothing."""
+    try:
+        return base64.b64decode(data, validate=True)
+    except (ValueError, TypeError):
+        log.info("terminal output that is not base64: ignored")
+        return b""
+
+
+@dataclass(slots=True)
 class SessionView:
     """Everything a session showed so far, folded (see the module docstring)."""
 
@@ -215,6 +266,7 @@ class SessionView:
     commands: list[schema.AvailableCommand] = field(default_factory=list)
     usage: schema.UsageUpdate | None = None  # the latest `usage_update` (used, size, cost)
     state: str | None = None  # v2's latest `state_update`: running, requires_action, idle
+    terminals: dict[str, TerminalView] = field(default_factory=dict)  # v2: agent-owned
 
     def fold(self, session_id: str, kind: str, value: Any, raw: dict[str, Any]) -> Update:
         """Fold one decoded update in (`value` None: unknown or undecodable, changes
@@ -275,6 +327,16 @@ class SessionView:
             self.usage = value
         elif kind == "state_update":  # v2 only
             self.state = getattr(value, "state", None)
+        elif kind == "terminal_update":  # v2 only
+            self._terminal(value.terminal_id).upsert(value)
+        elif kind == "terminal_output_chunk":  # v2 only
+            self._terminal(value.terminal_id).append(_b64(value.data))
+
+    def _terminal(self, terminal_id: str) -> TerminalView:
+        terminal = self.terminals.get(terminal_id)
+        if terminal is None:
+            terminal = self.terminals[terminal_id] = TerminalView(terminal_id)
+        return terminal
 
     def prompted(self, blocks: list[Any]) -> None:
         """The user's own prompt (agents do not echo it; a reader shows it all the same)."""
@@ -357,12 +419,14 @@ _REPLAY_KINDS = {role: kind for kind, role in ROLES.items()}
 
 __all__ = [
     "PATCH_META",
+    "TERMINAL_OUTPUT_LIMIT",
     "DiffView",
     "Entry",
     "Message",
     "NoticeEntry",
     "PlanEntry",
     "SessionView",
+    "TerminalView",
     "ToolCallEntry",
     "diffs",
     "exit_code",

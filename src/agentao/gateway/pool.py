@@ -134,6 +134,7 @@ class AgentInfo:
     images: bool = False
     models: tuple[str, ...] = ()
     model_option: str | None = None  # the config option id that selects the model
+    titles: bool = False  # a v2 agent that serves `session/set_title` (`session.title`)
 
 
 class Worker:
@@ -398,6 +399,7 @@ class AgentPool:
             version=getattr(agent, "version", None),
             load_session=can_reopen(client),
             images=takes_images(client),
+            titles=client.protocol_version == 2 and client.supports("title"),
         )
 
     def learn_models(self, response: Any) -> None:

@@ -19,7 +19,7 @@ capabilities      object markers, never booleans, read off the v2 handler (serve
                   `session` only when it serves every baseline session method (session/new,
                   list, resume, close, prompt, cancel); inside it `prompt` (image when the
                   model takes images, embeddedContext), `mcp` (stdio, http), `delete`,
-                  `fork` and `status` (unstable) and `additionalDirectories` only where
+                  `fork`, `status` and `title` (unstable) and `additionalDirectories` only where
                   served.
                   `auth.status` (unstable) only where `auth/status` is served.
 authMethods       the surface's AUTH_METHODS once it serves auth/login and auth/logout (the
@@ -140,6 +140,7 @@ def _session_capabilities_v2(surface: object) -> Any:
         delete=v2.SessionDeleteCapabilities() if _serves(surface, "session/delete") else None,
         fork=v2.SessionForkCapabilities() if _serves(surface, "session/fork") else None,
         status=v2.SessionStatusCapabilities() if _serves(surface, "session/status") else None,
+        title=v2.SessionTitleCapabilities() if _serves(surface, "session/set_title") else None,
         additional_directories=v2.SessionAdditionalDirectoriesCapabilities(),
     )
 

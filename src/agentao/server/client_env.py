@@ -106,10 +106,11 @@ class ClientEnv:
         output_limit: int,
         on_start: Callable[[str | None], Awaitable[None]] | None = None,
         confinement: Confinement | None = None,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> CommandResult:
-        if not self.io.terminal:
+        if not self.io.terminal:  # `on_output` only here: the client's terminal streams itself
             return await self.local.run_command(
-                command, cwd, timeout, output_limit, on_start, confinement
+                command, cwd, timeout, output_limit, on_start, confinement, on_output
             )
         program, args = self._command_line(command, cwd, confinement)
         created = await self.peer.request(

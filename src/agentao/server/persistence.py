@@ -26,6 +26,7 @@ from agentao.store.target import StoreUnavailable
 log = logging.getLogger("agentao.server")
 
 PERMISSIONS_KEY = "permissions"
+CHOSEN_TITLE = "title"  # in AgentSession.meta: a title the person chose (session_title.py)
 
 
 class CorruptSession(Exception):
@@ -79,19 +80,29 @@ class SessionArchive:
         with _reachable():
             for turn in agent.turns:
                 record = TurnRecord(encode(turn), turn.stop_reason, agent.updated_at)
-                await self.store.commit_turn(agent.id, record, state, title=agent.title)
+                await self.store.commit_turn(agent.id, record, state, title=title_of(agent))
 
     async def commit_turn(self, agent: AgentSession, engine: PermissionEngine) -> None:
         """Store the session's last turn and its state after it, atomically."""
         turn = agent.turns[-1]
         record = TurnRecord(encode(turn), turn.stop_reason, agent.updated_at)
-        title = agent.title
+        title = title_of(agent)
         with _reachable():
             await self.store.commit_turn(agent.id, record, _state(agent, engine), title=title)
 
     async def save_state(self, agent: AgentSession, engine: PermissionEngine) -> None:
         with _reachable():
             await self.store.save_state(agent.id, _state(agent, engine))
+
+    async def save_agent_state(self, agent: AgentSession) -> None:
+        """A stored session's state as loaded and changed (its grants kept in its meta)."""
+        with _reachable():
+            await self.store.save_state(agent.id, agent.to_dict(turns=False))
+
+    async def set_title(self, session_id: str, title: str) -> bool:
+        """A person's title for the session (False: no such session)."""
+        with _reachable():
+            return await self.store.set_title(session_id, title)
 
     async def load(self, session_id: str) -> tuple[AgentSession, dict[str, Any]] | None:
         """The session and its stored permission grants; None when there is no such session."""
@@ -133,9 +144,15 @@ class SessionArchive:
             return await self.store.delete(session_id)
 
 
+def title_of(agent: AgentSession) -> str | None:
+    """The session's title: the one a person chose, else its first prompt's."""
+    chosen = agent.meta.get(CHOSEN_TITLE)
+    return chosen if isinstance(chosen, str) else agent.title
+
+
 def _state(agent: AgentSession, engine: PermissionEngine) -> dict[str, Any]:
     agent.meta[PERMISSIONS_KEY] = engine.to_dict()
     return agent.to_dict(turns=False)  # each turn was encoded once, at its own commit
 
 
-__all__ = ["CorruptSession", "SessionArchive", "SessionSummary"]
+__all__ = ["CHOSEN_TITLE", "CorruptSession", "SessionArchive", "SessionSummary", "title_of"]

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from agentao.agent.cancellation import task_end
@@ -49,7 +48,7 @@ from agentao.protocol.errors import (
     SessionNotFound,
 )
 from agentao.server.live import LiveSession
-from agentao.server.updates import session_info_update
+from agentao.server.session_title import info_update
 
 log = logging.getLogger("agentao.server")
 
@@ -95,8 +94,7 @@ async def finish_turn(live: LiveSession, task: asyncio.Task[TurnEnded], before: 
 
 def session_info(live: LiveSession) -> Any:
     """The session's title (its first prompt) and last activity, as an update."""
-    updated = datetime.fromtimestamp(live.agent.updated_at, UTC).isoformat()
-    return session_info_update(live.agent.title, updated.replace("+00:00", "Z"))
+    return info_update(live)  # a title the person chose, else the first prompt
 
 
 async def claim(live: LiveSession) -> None:

@@ -38,12 +38,22 @@ tool_call/cancel  stops one running tool call that advertised `capabilities.canc
                   `tool_call_update` ("cancelled", or "completed"/"failed" if it finished
                   first); the model is told and the turn goes on (agent/stoppable.py).
                   -32602 with data.reason unknown / not_cancellable / final
+terminal/cancel   kills the command of one of the session's agent-owned terminals (a
+                  shell command the agent runs: server/v2_updates.py shows it as a
+                  terminal) while it runs: `{}`, then its `terminal_update` with
+                  `exitStatus`; the tool call ends as a command killed by a signal and
+                  the turn goes on. -32602 (data.reason unknown / final) otherwise
 session/fork      (unstable) a new session with the source's stored history, its own id,
                   the source untouched (server/fork.py); answers its configOptions and
                   availableCommands
 session/status    (unstable) `open` with the state now (`running`, `requires_action`, or
                   `idle` with the last turn's stop reason; none before a first turn) or
                   `saved` (stored, not live: resume it); unknown -32002
+session/set_title (unstable) a title the person chose, for a live or stored session:
+                  normalized (one line, no control characters, cut to the store's
+                  title_chars; empty is -32602), stored (session/list shows it, the
+                  agent's own later titles never replace it), a `session_info_update` to
+                  the live session's listeners; unknown -32002 (server/session_title.py)
 auth/status       (unstable) `authenticated` when the provider key resolves (one account,
                   named by its provider), `unauthenticated` when it does not,
                   `not_required` for the scripted provider
@@ -119,8 +129,7 @@ class V2Outbox(Outbox):
         super().__init__(endpoint, UpdateGate(), self.view.v1)
 
     async def emit(self, session_id: str, event: TurnEvent, live: bool = True) -> None:
-        update = self.view.event(session_id, event)
-        if update is not None:
+        for update in self.view.events(session_id, event):
             await self._notify(session_id, update)
 
     async def send(self, session_id: str, update: Any, live: bool = True) -> None:
@@ -341,6 +350,12 @@ class AgentV2:
             return {"status": "saved"}
         raise SessionNotFound(params.session_id)
 
+    async def session_set_title(self, params: v2.SetSessionTitleRequest) -> dict[str, Any]:
+        """A person's title for the session (server/session_title.py)."""
+        from agentao.server.session_title import set_title
+
+        return {"title": await set_title(self.agent, params.session_id, params.title)}
+
     async def session_close(self, params: v2.CloseSessionRequest) -> dict[str, Any]:
         await self.agent.session_close(params)
         return {}
@@ -379,6 +394,18 @@ class AgentV2:
             raise InvalidParams(
                 f"Invalid params: tool call {params.tool_call_id!r} {STOP_REFUSED[refused]}",
                 {"field": "toolCallId", "reason": refused.value},
+            )
+        return {}
+
+    async def terminal_cancel(self, params: v2.CancelTerminalRequest) -> dict[str, Any]:
+        """Kill one agent-owned terminal's command (agent/stoppable.py); the turn goes on."""
+        live = self.agent.sessions.get(params.session_id)
+        refused = live.stoppable.stop_terminal(params.terminal_id)
+        if refused is not None:
+            why = "has already exited" if refused is StopRefused.FINAL else "is unknown"
+            raise InvalidParams(
+                f"Invalid params: terminal {params.terminal_id!r} {why}",
+                {"field": "terminalId", "reason": refused.value},
             )
         return {}
 

@@ -16,6 +16,14 @@ ToolCallFinished   -> tool_call_update     status (also "cancelled": stopped alo
                       `changes` + a git patch); `capabilities: null` where cancel was
                       advertised (a final call is never cancellable)
 PlanChanged        -> plan_update          `plan: {type: "items", planId, entries}`
+TerminalStarted    -> terminal_update      the agent-owned terminal: command, cwd, and
+                      `capabilities.cancel` (terminal/cancel kills the command alone);
+                      then the call's tool_call_update, content `[{type: "terminal"}]`
+TerminalChunk      -> terminal_output_chunk  the bytes, base64
+TerminalExited     -> terminal_update      `exitStatus` (code or signal), `capabilities:
+                      null`, and `output` (the kept head and tail) when the live chunks
+                      stopped at `terminal_stream_limit`; the call's final content is the
+                      terminal, then its output as text (for readers without terminals)
 available_commands_update   each command tagged `type: "command"` (its input `text`)
 current_mode_update         nothing: v2 has modes only as the `mode` config option, sent
                             as a config_option_update by whoever changes the mode
@@ -31,6 +39,7 @@ user message ends it, so the next text is a new message with a new id, as codex-
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from agentao.agent import events as ev
@@ -58,6 +67,17 @@ class V2Mapper(FromV1):
         super().__init__()
         self.v1 = UpdateMapper()
         self._cancel_offered: set[tuple[str, str]] = set()  # (session, call) told cancellable
+        self._terminals: dict[tuple[str, str], str] = {}  # (session, call) -> its terminal
+
+    def events(self, session_id: str, event: ev.TurnEvent) -> list[dict[str, Any]]:
+        """The v2 updates for a runtime event (none for TurnEnded)."""
+        if type(event) is ev.TerminalStarted:  # one cheap test on the hot path of text
+            self._terminals[(session_id, event.call_id)] = event.terminal_id
+            terminal = {"type": "terminal", "terminalId": event.terminal_id}
+            call = _tool_update(event.call_id, "in_progress", ())
+            return [_terminal_started(event), {**call, "content": [terminal]}]
+        update = self.event(session_id, event)
+        return [] if update is None else [update]
 
     def event(self, session_id: str, event: ev.TurnEvent) -> dict[str, Any] | None:
         """The v2 update for a runtime event (None for one without: TurnEnded)."""
@@ -77,12 +97,25 @@ class V2Mapper(FromV1):
             update = _tool_update(
                 event.call_id, event.status, event.content, rawOutput=event.raw_output
             )
+            terminal_id = self._terminals.pop((session_id, event.call_id), None)
+            if terminal_id is not None:  # shown live: the terminal stays in the call
+                terminal = {"type": "terminal", "terminalId": terminal_id}
+                update["content"] = [terminal, *update.get("content", [])]
             if (session_id, event.call_id) in self._cancel_offered:
                 self._cancel_offered.discard((session_id, event.call_id))
                 update["capabilities"] = None  # final: no longer cancellable
             return update
         if isinstance(event, ev.PlanChanged):
             return _plan(event)
+        if isinstance(event, ev.TerminalChunk):  # after the text: chunks are the hot path
+            data = base64.b64encode(event.data).decode("ascii")
+            return {
+                "sessionUpdate": "terminal_output_chunk",
+                "terminalId": event.terminal_id,
+                "data": data,
+            }
+        if isinstance(event, ev.TerminalExited):
+            return _terminal_exited(event)
         update = self.v1(event)
         return None if update is None else self.v1_update(update)
 
@@ -97,6 +130,35 @@ class V2Mapper(FromV1):
         """A v1-shaped update the session built (struct or dict) in v2, or None when v2
         has no such update."""
         return v2_update(update if isinstance(update, dict) else to_builtins(update))
+
+
+def _terminal_started(e: ev.TerminalStarted) -> dict[str, Any]:
+    update: dict[str, Any] = {
+        "sessionUpdate": "terminal_update",
+        "terminalId": e.terminal_id,
+        "command": e.command,
+        "cwd": e.cwd,
+    }
+    if e.cancellable:
+        update["capabilities"] = {"cancel": {}}
+    return update
+
+
+def _terminal_exited(e: ev.TerminalExited) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    if e.exit_code is not None:
+        status["exitCode"] = e.exit_code
+    if e.signal is not None:
+        status["signal"] = e.signal
+    update: dict[str, Any] = {
+        "sessionUpdate": "terminal_update",
+        "terminalId": e.terminal_id,
+        "exitStatus": status,
+        "capabilities": None,  # exited: no longer cancellable
+    }
+    if e.snapshot is not None:
+        update["output"] = {"data": base64.b64encode(e.snapshot).decode("ascii")}
+    return update
 
 
 def _tool_call(e: ev.ToolCallStarted) -> dict[str, Any]:

@@ -181,6 +181,15 @@ class PostgresSessionStore:
             )
         return _record(row) if row else None
 
+    async def set_title(self, session_id: str, title: str) -> bool:
+        """A person's title, cut to `title_chars`; False for an unknown session."""
+        cut = title[: self.settings.title_chars]
+        with self._reaching():
+            changed = await self.db.execute(
+                "UPDATE agent_sessions SET title = %s WHERE id = %s", (cut, session_id)
+            )
+        return changed > 0
+
     async def delete(self, session_id: str) -> bool:
         """The session and, by the cascade, its turns."""
         with self._reaching():

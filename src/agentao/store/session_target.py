@@ -71,6 +71,9 @@ class OpenedOnFirstUse:
     async def latest(self) -> SessionRecord | None:
         return await (await self.opened()).latest()
 
+    async def set_title(self, session_id: str, title: str) -> bool:
+        return await (await self.opened()).set_title(session_id, title)
+
     async def delete(self, session_id: str) -> bool:
         return await (await self.opened()).delete(session_id)
 

@@ -116,6 +116,11 @@ class SessionStore(Protocol):
 
     async def save_state(self, session_id: str, state: dict[str, Any]) -> None: ...
 
+    async def set_title(self, session_id: str, title: str) -> bool:
+        """Set the session's title (a person's choice: a later `commit_turn` keeps it, as
+        it keeps any title), cut to `settings.title_chars`; False for an unknown session."""
+        ...
+
     async def page(
         self, cwd: str | None = None, cursor: str | None = None
     ) -> tuple[list[SessionRecord], str | None]:
@@ -179,6 +184,15 @@ class SqliteSessionStore:
     async def latest(self) -> SessionRecord | None:
         """The most recently updated session that has at least one turn."""
         return await self.db.call(_latest)
+
+    async def set_title(self, session_id: str, title: str) -> bool:
+        cut = title[: self.settings.title_chars]
+        return await self.db.call(
+            lambda c: (
+                c.execute("UPDATE sessions SET title = ? WHERE id = ?", (cut, session_id)).rowcount
+                > 0
+            )
+        )
 
     async def delete(self, session_id: str) -> bool:
         return await self.db.transaction(lambda c: _delete(c, session_id))

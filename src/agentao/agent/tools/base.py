@@ -14,9 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from agentao.agent.events import Location, PlanEntry, ToolCallStarted, ToolKind, ToolOutput
+from agentao.agent.events import (
+    Location,
+    PlanEntry,
+    TerminalEvent,
+    ToolCallStarted,
+    ToolKind,
+    ToolOutput,
+)
 from agentao.agent.roots import Roots
 from agentao.agent.sandbox import Confinement
+from agentao.agent.stoppable import StoppableCalls
 
 PermissionOutcome = Literal["allow", "allow_always", "reject", "cancelled"]
 ASK_USER_UNAVAILABLE = "(user unavailable)"
@@ -64,9 +72,12 @@ class ToolEnv(Protocol):
         output_limit: int,
         on_start: Callable[[str | None], Awaitable[None]] | None = None,
         confinement: Confinement | None = None,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> CommandResult:
         """Run `command` in a shell; `on_start(terminal_id)` fires once it runs. With a
-        `confinement` it runs in the sandbox, or not at all (SandboxUnavailable)."""
+        `confinement` it runs in the sandbox, or not at all (SandboxUnavailable).
+        `on_output` sees each piece of output as it is read (where the agent reads it:
+        not for a command in the client's terminal)."""
         ...
 
 
@@ -93,6 +104,11 @@ class ToolContext:
     call_id: str = ""
     # Lets a tool publish live output (`in_progress` with content) while it runs.
     report: Callable[[tuple[ToolOutput, ...]], Awaitable[None]] | None = None
+    # Shows a command the tool runs itself as a live terminal (events.TerminalStarted…);
+    # None: no one to show it to (the command's output is in the result alone).
+    show: Callable[[TerminalEvent], None] | None = None
+    # The session's stoppable calls and terminals (stoppable.py), for a terminal's command.
+    stoppable: StoppableCalls | None = None
     # Per-session state a tool keeps between calls (e.g. todo_write's plan).
     state: dict[str, Any] = field(default_factory=dict)
     # What the permission decision let this call's command reach (None: unconfined).

@@ -7,6 +7,13 @@ newlines. Only simple commands can match an allowlist entry or a remembered
 hand, look at every segment of a compound command (best effort: a shell is a
 programming language, and `bash -c "r""m"` defeats any prefix rule).
 
+A command the agent runs itself (not in the client's terminal) is shown live where
+someone watches (`ToolContext.show`: an ACP v2 session): `TerminalStarted`, its output as
+`TerminalChunk`s up to `ShellLimits.terminal_stream_limit` bytes, then `TerminalExited`
+(with the kept output when the chunks stopped short). The command runs as a task of its
+own, registered with the session's stoppable calls, so the user can kill it alone
+(`stop_terminal`): the call then ends as a command killed by a signal, and the turn goes on.
+
 None of this makes a command safe: the read-only allowlist only decides that a
 command runs *without asking*, and it then runs in the sandbox with the workspace
 read-only and no network (see agent/sandbox.py). The allowlist is still careful
@@ -18,14 +25,23 @@ choose a program for git to run.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shlex
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentao.agent.events import Location, TerminalOutput, TextOutput
+from agentao.agent.events import (
+    Location,
+    TerminalChunk,
+    TerminalExited,
+    TerminalOutput,
+    TerminalStarted,
+    TextOutput,
+)
 from agentao.agent.paths import (
     PathAccess,
     PathError,
@@ -37,11 +53,12 @@ from agentao.agent.paths import (
 from agentao.agent.roots import RootError
 from agentao.agent.sandbox import Confinement, SandboxUnavailable
 from agentao.agent.settings import ShellLimits
-from agentao.agent.tools.base import Tool, ToolContext, ToolError, ToolResult
+from agentao.agent.tools.base import CommandResult, Tool, ToolContext, ToolError, ToolResult
 
 _UNSAFE = set(";&|<>`$(){}*?[]!\n\r\\") | {"\t"}
 _SEGMENT_SPLIT = re.compile(r"&&|\|\||[;&|\n\r]|\$\(|`|\(|\)")
 _TITLE_MAX = 80
+STOPPED_SIGNAL = "SIGTERM"  # what a killed terminal's group gets first (local_env.py)
 
 
 def simple_words(command: str) -> list[str] | None:
@@ -229,22 +246,33 @@ class RunShellCommand(Tool):
             raise ToolError(f"directory {cwd} does not exist")
         timeout = self._timeout(args.get("timeout"))
 
+        live = _LiveTerminal(ctx, command, cwd, self.limits.terminal_stream_limit)
+
         async def on_start(terminal_id: str | None) -> None:
-            if terminal_id is not None and ctx.report is not None:
+            if terminal_id is None:  # the agent runs it: a terminal of its own, if watched
+                live.started()
+            elif ctx.report is not None:
                 await ctx.report((TerminalOutput(terminal_id),))
 
-        try:
-            result = await ctx.env.run_command(
+        extra = {"on_output": live.output} if live.watched else {}
+        running = asyncio.ensure_future(
+            ctx.env.run_command(
                 hardened(command),
                 cwd,
                 timeout,
                 self.limits.output_limit,
                 on_start=on_start,
                 confinement=ctx.confinement,
+                **extra,
             )
+        )
+        try:
+            result = await live.run(running)
         except (SandboxUnavailable, RootError) as e:  # RootError: a root was swapped
             raise ToolError(f"not run: {e}") from e
         status = _status(result.exit_code, result.signal, result.timed_out, timeout)
+        if live.stopped:
+            status = f"Command stopped by the user ({STOPPED_SIGNAL} to its process group)."
         if result.truncated:
             status += f" (output truncated: limit output_limit={self.limits.output_limit} bytes)"
         if ctx.confinement is not None and result.exit_code != 0:
@@ -268,6 +296,70 @@ class RunShellCommand(Tool):
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             raise ToolError("`timeout` must be a positive number of seconds")
         return min(float(value), self.limits.max_timeout)
+
+
+class _LiveTerminal:
+    """One command shown as a terminal of the agent's own, while someone watches (see
+    the module docstring); does nothing where no one does."""
+
+    def __init__(self, ctx: ToolContext, command: str, cwd: Path, stream_limit: int) -> None:
+        self.ctx = ctx
+        self.watched = ctx.show is not None
+        self.terminal_id = f"term-{uuid.uuid4().hex}"  # never the model's call id: unique
+        self.command, self.cwd = command, cwd
+        self.room = max(stream_limit, 0)  # bytes still to stream live
+        self.cut = False  # the live chunks stopped at the limit
+        self.shown = False
+        self.stopped = False  # killed alone (`StoppableCalls.stop_terminal`)
+
+    def started(self) -> None:
+        if self.ctx.show is None:
+            return
+        self.shown = True
+        cancellable = self.ctx.stoppable is not None
+        self.ctx.show(
+            TerminalStarted(
+                self.ctx.call_id, self.terminal_id, self.command, str(self.cwd), cancellable
+            )
+        )
+
+    def output(self, data: bytes) -> None:
+        if self.ctx.show is None or not self.shown or self.cut:
+            return
+        if len(data) > self.room:
+            data, self.cut = data[: self.room], True
+        self.room -= len(data)
+        if data:
+            self.ctx.show(TerminalChunk(self.terminal_id, data))
+
+    async def run(self, running: asyncio.Future[CommandResult]) -> CommandResult:
+        """The command's result; a kill of this terminal alone is a result too."""
+        stoppable = self.ctx.stoppable if self.watched else None
+        if stoppable is not None:
+            stoppable.terminal_running(self.terminal_id, running)  # type: ignore[arg-type]
+        result: CommandResult | None = None
+        try:
+            result = await running
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if (task is not None and task.cancelling()) or not running.cancelled():
+                raise  # the tool itself is cancelled (the turn, or tool_call/cancel)
+            self.stopped = True
+            result = CommandResult(output="", exit_code=None, signal=STOPPED_SIGNAL)
+        finally:
+            if stoppable is not None:
+                stoppable.terminal_exited(self.terminal_id)
+            self._exited(result)
+        return result
+
+    def _exited(self, result: CommandResult | None) -> None:
+        if self.ctx.show is None or not self.shown:
+            return
+        if result is None:  # the tool was cancelled: its process group was stopped
+            self.ctx.show(TerminalExited(self.terminal_id, None, STOPPED_SIGNAL))
+            return
+        snapshot = result.output.encode("utf-8") if self.cut else None
+        self.ctx.show(TerminalExited(self.terminal_id, result.exit_code, result.signal, snapshot))
 
 
 def _sandbox_note(confinement: Confinement) -> str:

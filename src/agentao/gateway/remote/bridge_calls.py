@@ -28,6 +28,10 @@ session/set_title   (unstable, advertised as `session.title` to every v2 client)
     (`Conversations.rename`: the web UI's list, `/v1/conversations` and `session/list`
     show it, and the agent's later titles keep off it); normalized to one line and
     answered `{title}` as stored; empty or above `[limits] max_title_chars` is -32602.
+    The session's remote clients (the caller's other sessions' readers included) hear it
+    as a `session_info_update` in the conversation's log: the agent's own, where a v2
+    agent that advertises `session.title` holds the session live (the title is passed on
+    to it, so its store and its later titles keep it), else the gateway's.
 
 A v2 client of a session another replica holds has these passed on to the holder once
 (far.py), which answers them here as for its own clients (`held_call`).
@@ -35,6 +39,7 @@ A v2 client of a session another replica holds has these passed on to the holder
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from agentao.client import ClientError, Session
@@ -43,11 +48,14 @@ from agentao.gateway.auth import Principal
 from agentao.gateway.config import AgentSpec
 from agentao.gateway.remote.clients import RemoteClient
 from agentao.gateway.remote.limits import check_change
+from agentao.gateway.tasklog import SESSION_UPDATE
 from agentao.gateway.titles import person_title
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import AcpError, InternalError, InvalidParams, MethodNotFound
 from agentao.protocol.v2.from_v1 import config_option_v2, state_update
 from agentao.protocol.v2.to_v1 import MODE_CATEGORY, set_config_params_v1
+
+log = logging.getLogger("agentao.gateway")
 
 MODE_CONFIG_ID = "mode"  # v2's config option for what v1 calls the session's mode
 SET_CONFIG = "session/set_config_option"
@@ -82,6 +90,34 @@ def checked_title(value: Any, limit: int) -> str:
         return person_title(value if isinstance(value, str) else "", limit)
     except ValueError as exc:
         raise InvalidParams(f"Invalid params: {exc}", {"field": "title"}) from None
+
+
+def title_update(title: str) -> dict[str, Any]:
+    """The `session_info_update` that tells a session's readers a person's title."""
+    return {"sessionUpdate": "session_info_update", "title": title}
+
+
+async def title_to_agent(session: Session | None, takes_titles: bool, title: str) -> bool:
+    """Pass a person's title on to the agent holding `session` live, where it serves
+    `session/set_title` (`takes_titles`); True when it took it (its `session_info_update`
+    then tells the session's readers), False when there was no one to pass it to."""
+    if session is None or not takes_titles or not speaks_v2(session):
+        return False
+    params = {"sessionId": session.id, "title": title}
+    await session.channel.call_raw(SET_TITLE, params, session.channel.timeouts.request)
+    return True
+
+
+async def tell_title(conversations: Any, conv: Any, title: str) -> None:
+    """A person's title (already stored as the conversation's) to the session's readers:
+    through the agent where it takes titles, else as the gateway's own note in the log."""
+    try:
+        if await title_to_agent(conv.session, conv.pool.info.titles, title):
+            return
+    except ClientError as exc:  # the agent refused it: the conversation keeps the title
+        log.info("session/set_title passed to the agent failed: %s", exc)
+    frame = {"update": title_update(title)}
+    conv.log_seq = conversations.hub.note(conv.id, SESSION_UPDATE, frame, conv.log_seq)
 
 
 async def held_call(
@@ -200,4 +236,7 @@ __all__ = [
     "held_call",
     "send_state",
     "session_config",
+    "tell_title",
+    "title_to_agent",
+    "title_update",
 ]

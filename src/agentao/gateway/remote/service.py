@@ -64,6 +64,7 @@ from agentao.gateway.remote.bridge_calls import (
     checked_title,
     send_state,
     session_config,
+    tell_title,
 )
 from agentao.gateway.remote.clients import INIT_SCOPE, RemoteClient, RemoteClients
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
@@ -321,7 +322,9 @@ class RemoteAcp:
             if far is not None:
                 await far.rename(connection, title)
             else:
-                await self.conversations.rename(self._attached(connection, params).conv, title)
+                conv = self._attached(connection, params).conv
+                await self.conversations.rename(conv, title)
+                await tell_title(self.conversations, conv, title)  # the agent, the readers
             return {"title": title}
         if far is not None:
             return await self._far_call(connection, far, method, params)
