@@ -347,29 +347,26 @@ def test_a_result_that_never_comes_cancels_the_turn(
     assert info.value.body["error"]["code"] == "unknown_tool_call_id"
 
 
-def test_the_documented_example_runs(gw: LiveGateway, fake_llm: FakeLLM) -> None:
-    """docs/gateway.md's Anthropic loop, as written there (but for the client and the script)."""
+DOC = Path(__file__).parents[2] / "docs" / "gateway.md"
+
+
+def documented_example() -> str:
+    """The first Python block of docs/gateway.md's "Anthropic Messages" section."""
+    section = DOC.read_text().split("## Anthropic Messages\n", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_documented_example_runs(
+    gw: LiveGateway, fake_llm: FakeLLM, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/gateway.md's Anthropic loop, run as written there (but for the address)."""
     fake_llm.reply(tool_calls=[model_call("get_weather", city="Paris")])
     fake_llm.reply("Sunny in Paris.")
-    client = client_of(gw)
-    weather = WEATHER
-    messages: list[Any] = [{"role": "user", "content": "What is the weather in Paris?"}]
-    reply = client.messages.create(
-        model="agentao", max_tokens=1024, messages=messages, tools=[weather]
-    )
-    while reply.stop_reason == "tool_use":  # the agent's turn waits meanwhile
-        messages.append({"role": "assistant", "content": reply.content})
-        results = [
-            {
-                "type": "tool_result",
-                "tool_use_id": block.id,
-                "content": f"sunny in {block.input['city']}",
-            }
-            for block in reply.content
-            if block.type == "tool_use"  # your tool, your process
-        ]
-        messages.append({"role": "user", "content": results})
-        reply = client.messages.create(
-            model="agentao", max_tokens=1024, messages=messages, tools=[weather]
-        )
-    assert reply.content[-1].text.strip() == "Sunny in Paris."
+    code = documented_example()
+    assert 'base_url="http://127.0.0.1:8765"' in code
+    exec(code.replace("http://127.0.0.1:8765", gw.url), {})  # our own doc, as written
+    assert capsys.readouterr().out.strip() == "Sunny in Paris."
+    tool_texts = [
+        m["content"] for m in fake_llm.requests[1].body["messages"] if m["role"] == "tool"
+    ]
+    assert tool_texts == ["sunny in Paris"]
