@@ -8,6 +8,7 @@ on the fake LLM: text whole and through the SDK's stream helper, the caller's to
 from __future__ import annotations
 
 import hashlib
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,19 @@ def test_a_weather_tool_round_trip(gw: LiveGateway, fake_llm: FakeLLM, stream: b
     assert said_by_user(fake_llm.requests[2]) == ["weather in Paris?", "thanks"]
 
 
+def test_tool_choice_none_offers_no_tools(gw: LiveGateway, fake_llm: FakeLLM) -> None:
+    fake_llm.reply("No tools.")
+    fake_llm.reply("Tools.")
+    client = client_of(gw)
+    create(client, [user("a")], tools=[WEATHER], tool_choice={"type": "none"})
+    create(client, [user("b")], tools=[WEATHER], tool_choice={"type": "auto"})
+    offered = [
+        [t["function"]["name"] for t in r.body.get("tools") or ()] for r in fake_llm.requests
+    ]
+    assert "mcp__caller__get_weather" not in offered[0]
+    assert "mcp__caller__get_weather" in offered[1]
+
+
 def test_the_system_text_reaches_the_agent(gw: LiveGateway, fake_llm: FakeLLM) -> None:
     fake_llm.reply("Bonjour.")
     blocks = [{"type": "text", "text": "Answer in French."}]
@@ -181,6 +195,40 @@ def test_thinking_blocks_only_when_asked(gw: LiveGateway, fake_llm: FakeLLM) -> 
     assert [b.type for b in final.content] == ["thinking", "text"]
     assert "Pondering." in final.content[0].thinking and final.content[1].text == "Done."
     assert kinds.count("content_block_start") == 2
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize(
+    ("prompt", "stop"), [("refuse it", "refusal"), ("cutoff", "max_tokens"), ("hi", "end_turn")]
+)
+def test_the_agents_stop_reason(
+    shared_gateway: LiveGateway, prompt: str, stop: str, stream: bool
+) -> None:
+    """The scripted model's `content_filter` / `length` are the agent's `refusal` /
+    `max_tokens`, and Anthropic's."""
+    client = client_of(shared_gateway)
+    key = {"X-Session-Id": "stop-" + uuid.uuid4().hex}
+    if stream:
+        message, _ = streamed(client, [user(prompt)], extra_headers=key)
+    else:
+        message, _ = create(client, [user(prompt)], extra_headers=key)
+    assert message.stop_reason == stop
+
+
+def test_a_client_that_leaves_cancels_the_turn(shared_gateway: LiveGateway) -> None:
+    client = client_of(shared_gateway)
+    key = {"X-Session-Id": "gone-" + uuid.uuid4().hex}
+    args = {"model": "agentao", "max_tokens": 64, "messages": [user("slow please")]}
+    raw = client.messages.with_raw_response.create(**args, stream=True, extra_headers=key)
+    seen = ""
+    stream = raw.parse()
+    for event in stream:
+        if event.type == "content_block_delta":
+            seen += event.delta.text
+        if seen.count("tick") >= 3:
+            break
+    stream.close()  # the HTTP client goes away mid-turn
+    assert wait_for_end(shared_gateway, raw.headers["x-task-id"])["stopReason"] == "cancelled"
 
 
 def _keyed(gateway_factory: Any, fake_llm: FakeLLM, tmp_path: Path) -> LiveGateway:
@@ -304,7 +352,9 @@ def test_bad_input_is_a_400_in_anthropics_shape(
 def test_an_unknown_model_is_anthropics_not_found(gw: LiveGateway) -> None:
     with pytest.raises(anthropic.NotFoundError) as info:
         create(client_of(gw), [user("hi")], model="claude-nope")
+    assert info.value.body["type"] == "error"
     assert info.value.body["error"]["type"] == "not_found_error"
+    assert "'claude-nope' does not exist" in info.value.body["error"]["message"]
 
 
 def test_a_new_message_instead_of_the_result_is_refused(gw: LiveGateway, fake_llm: FakeLLM) -> None:
