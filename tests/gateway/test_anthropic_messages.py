@@ -231,6 +231,22 @@ def test_a_client_that_leaves_cancels_the_turn(shared_gateway: LiveGateway) -> N
     assert wait_for_end(shared_gateway, raw.headers["x-task-id"])["stopReason"] == "cancelled"
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_failed_turn_is_an_api_error(gw: LiveGateway, fake_llm: FakeLLM, stream: bool) -> None:
+    """The agent's model refuses the request: whole, a 502 `api_error`; streamed, an
+    `error` event, which the SDK raises."""
+    fake_llm.fail(400, "the model is confused")
+    client = client_of(gw)
+    with pytest.raises(anthropic.APIStatusError) as info:
+        if stream:
+            streamed(client, [user("hi")])
+        else:
+            create(client, [user("hi")])
+    assert info.value.body["type"] == "error"
+    assert info.value.body["error"]["type"] == "api_error"
+    assert info.value.status_code == (200 if stream else 502)
+
+
 def _keyed(gateway_factory: Any, fake_llm: FakeLLM, tmp_path: Path) -> LiveGateway:
     keys = (ApiKey("alice", _sha("sk-alice")), ApiKey("bob", _sha("sk-bob")))
     return gateway_factory(agents=(llm_spec(tmp_path, fake_llm.env()),), keys=keys)

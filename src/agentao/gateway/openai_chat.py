@@ -16,6 +16,10 @@ server of the conversation's own; when it calls one, the answer ends with
 `tool_calls` (`finish_reason: "tool_calls"`) while the turn waits, and the request
 that carries the results (`role: tool` messages ending the transcript) is bound by
 their `tool_call_id`s and answered with the rest of the same turn.
+
+`begin_chat_turn` is all of that up to the turn begun (or resumed); the answer's shape
+is the route's. `POST /v1/messages` (anthropic_messages.py) runs the same function on
+its request said in Chat Completions' words, and renders the turn in Anthropic's.
 """
 
 from __future__ import annotations
