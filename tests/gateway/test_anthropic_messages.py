@@ -159,6 +159,27 @@ def test_tool_choice_none_offers_no_tools(gw: LiveGateway, fake_llm: FakeLLM) ->
     assert "mcp__caller__get_weather" in offered[1]
 
 
+def test_an_error_result_reaches_the_model_as_one(gw: LiveGateway, fake_llm: FakeLLM) -> None:
+    fake_llm.reply(tool_calls=[model_call("get_weather", city="Atlantis")])
+    fake_llm.reply("No such city.")
+    client = client_of(gw)
+    messages: list[Any] = [user("weather in Atlantis?")]
+    message, _ = create(client, messages, tools=[WEATHER])
+    (call,) = message.content
+    failed = {
+        "type": "tool_result",
+        "tool_use_id": call.id,
+        "is_error": True,
+        "content": [{"type": "text", "text": "unknown city"}],
+    }
+    message, _ = create(client, [*messages, echo(message), _results(failed)], tools=[WEATHER])
+    assert text_of(message) == "No such city."
+    tool_texts = [
+        m["content"] for m in fake_llm.requests[1].body["messages"] if m["role"] == "tool"
+    ]
+    assert tool_texts == ["Error: unknown city"]
+
+
 def test_the_system_text_reaches_the_agent(gw: LiveGateway, fake_llm: FakeLLM) -> None:
     fake_llm.reply("Bonjour.")
     blocks = [{"type": "text", "text": "Answer in French."}]
@@ -346,6 +367,7 @@ BAD_BODIES = [
         "messages[0].content[0].source",
     ),
     ({"messages": []}, "messages"),
+    ({"messages": [user("hi"), {"role": "assistant", "content": "Sure"}]}, "messages[1]"),
     ({"max_tokens": 0}, "max_tokens"),
 ]
 

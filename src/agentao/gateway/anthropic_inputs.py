@@ -21,7 +21,8 @@ with a 400 naming the field what the gateway cannot honour:
 - `tool_choice`: `auto` and `none` honoured; `any` and `tool` would force the agent's
   model to call a tool, which a gateway in front of an agent cannot do: a 400 naming
   `tool_choice`. `disable_parallel_tool_use` is accepted: the agent decides.
-- `stop_sequences` cannot be applied to an agent turn (400); `max_tokens` is required as
+- `stop_sequences` cannot be applied to an agent turn, nor a prefill (the last message
+  the assistant's): 400s; `max_tokens` is required as
   Anthropic requires it, and, like `temperature`, `top_p` and `top_k`, not applied.
 - `thinking` (`enabled`, `adaptive` or `disabled`) decides whether the agent's reasoning
   (its thoughts, tool activity and plan) is answered as `thinking` blocks.
@@ -81,6 +82,12 @@ def chat_body(body: MessagesBody) -> ChatBody:
         raise unsupported("stop_sequences", "cannot be applied to an agent turn")
     if not body.messages:
         raise BadRequest("'messages' must not be empty", param="messages")
+    last = body.messages[-1]
+    if isinstance(last, dict) and last.get("role") == "assistant":
+        raise unsupported(
+            f"messages[{len(body.messages) - 1}]",
+            "is an assistant message: a prefill cannot be honoured by an agent turn",
+        )
     messages = _system(body.system)
     last = len(body.messages) - 1
     for i, raw in enumerate(body.messages):
