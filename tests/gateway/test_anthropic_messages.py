@@ -15,8 +15,10 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
+from starlette.requests import Request
 
 from agentao.gateway.config import ApiKey, Limits
+from agentao.gateway.peers import credentials
 from tests.fakes.fake_llm import FakeLLM, FakeToolCall
 from tests.gateway.conftest import LiveGateway, llm_spec
 from tests.gateway.test_openai_chat import wait_for_end
@@ -458,3 +460,10 @@ def test_the_documented_example_runs(
         m["content"] for m in fake_llm.requests[1].body["messages"] if m["role"] == "tool"
     ]
     assert tool_texts == ["sunny in Paris"]
+
+
+def test_an_x_api_key_is_passed_on_to_the_holder_as_a_bearer() -> None:
+    """A replica passing a request on (peers.py) sends the caller's key along, whichever
+    header it came in."""
+    scope = {"type": "http", "headers": [(b"x-api-key", b"sk-alice")], "subprotocols": ()}
+    assert credentials(Request(scope)) == {"authorization": "Bearer sk-alice"}
