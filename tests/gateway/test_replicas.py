@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -468,6 +469,27 @@ def test_a_chat_session_key_reaches_its_conversation_from_any_replica(
         "Answer one.",
         "Answer two.",
     ]
+
+
+def test_an_anthropic_session_key_reaches_its_conversation_from_any_replica(
+    pair: Replicas,
+) -> None:
+    """`POST /v1/messages` names its conversation as chat does (`X-Session-Id`): B passes
+    the request to A, which holds it, and the same agent session answers."""
+    a, b = pair.started
+    key = {"X-Session-Id": "desk-9"}
+    said = []
+    for replica in (a, b):
+        client = anthropic.Anthropic(base_url=replica.url, api_key=replica.token, max_retries=0)
+        message = client.messages.create(
+            model="agentao",
+            max_tokens=64,
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers=key,
+        )
+        said.append(message.content[0].text)
+    assert said == ["Answer one.", "Answer two."]
+    assert "passing POST /v1/messages to " + a.url in pair.since(b)
 
 
 def test_a_chat_without_a_key_is_passed_to_the_holder_once_its_transcript_names_it(

@@ -6,8 +6,9 @@ Without keys in the config the gateway listens on loopback only (see
 with other users, so `serve` gives such a gateway its local token (`login.py`), which
 every call must then carry as it would carry a key (or, from the web UI, the session
 cookie of a login link). With keys, every `/v1/*` call needs
-`Authorization: Bearer <key>`. Browsers cannot set headers on a WebSocket, so a
-handshake may offer the key as a subprotocol instead, next to `agentao.v1`:
+`Authorization: Bearer <key>` (or `x-api-key: <key>`, as Anthropic's API takes it).
+Browsers cannot set headers on a WebSocket, so a handshake may offer the key as a
+subprotocol instead, next to `agentao.v1`:
 
     new WebSocket(url, ["agentao.v1", "agentao.key." + base64url(key)])
 
@@ -47,6 +48,7 @@ from agentao.gateway.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from agentao.gateway.login import COOKIE_NAME, WebLogin
 
 POLICY_HEADER = "x-permission-policy"
+API_KEY_HEADER = "x-api-key"  # how Anthropic's API takes a key
 # The web UI marks its own requests `X-Agentao-Client: web`: no cross-origin page can send
 # it without a CORS preflight, and a person's answer through the UI is named as such.
 CLIENT_HEADER = "x-agentao-client"
@@ -111,7 +113,7 @@ class Authenticator:
         """The caller of an HTTP request or a WebSocket handshake."""
         if not self._keys and self.login is None:
             return LOCAL
-        secret = _bearer(conn.headers.get("authorization"))
+        secret = _bearer(conn.headers.get("authorization")) or _api_key(conn)
         if secret is None and conn.scope["type"] == "websocket":
             secret = key_from_subprotocols(conn.scope.get("subprotocols", ()))
         if self.login is not None:
@@ -138,7 +140,8 @@ class Authenticator:
             return LOCAL
         if not secret:
             raise Unauthorized(
-                "missing API key: send 'Authorization: Bearer <key>'", code="missing_api_key"
+                "missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
+                code="missing_api_key",
             )
         key = self._match(secret)
         if key is None:
@@ -192,6 +195,12 @@ def _from_web_ui(conn: HTTPConnection) -> bool:
     return conn.scope["type"] == "websocket" or conn.headers.get(CLIENT_HEADER) == WEB_CLIENT
 
 
+def _api_key(conn: HTTPConnection) -> str | None:
+    """The key as Anthropic's API takes it (`x-api-key`), on any route, as a bearer."""
+    value = conn.headers.get(API_KEY_HEADER, "").strip()
+    return value or None
+
+
 def _bearer(authorization: str | None) -> str | None:
     if not authorization:
         return None
@@ -200,6 +209,7 @@ def _bearer(authorization: str | None) -> str | None:
 
 
 __all__ = [
+    "API_KEY_HEADER",
     "CLIENT_HEADER",
     "KEY_PROTOCOL",
     "LOCAL",

@@ -110,8 +110,9 @@ async def _by_conversation_field(named: Named) -> str | None:
 
 
 async def _by_session_key(named: Named) -> str | None:
-    """The conversation an explicit Chat Completions key names (as `openai_chat._keyed`
-    finds it): one of the caller's own by id, else the key's own conversation."""
+    """The conversation an explicit Chat Completions (or Anthropic Messages) key names
+    (as `openai_chat._keyed` finds it): one of the caller's own by id, else the key's
+    own conversation."""
     body = _field(named.body, _SessionKey)
     key = body.x_session_id if body is not None else None
     key = key if key is not None else named.request.headers.get(SESSION_HEADER)
@@ -132,6 +133,7 @@ async def _by_session_key(named: Named) -> str | None:
 # answered from the shared store wherever they arrive.
 NAMED: tuple[tuple[str, re.Pattern[str], Namer], ...] = (
     ("POST", re.compile(r"/v1/chat/completions"), _by_session_key),
+    ("POST", re.compile(r"/v1/messages"), _by_session_key),  # anthropic_messages.py
     ("POST", re.compile(r"/v1/responses"), _by_previous_response),
     ("POST", re.compile(r"/v1/responses/(?P<id>[^/]+)/cancel"), _by_response_in_path),
     ("DELETE", re.compile(r"/v1/responses/(?P<id>[^/]+)"), _by_response_in_path),

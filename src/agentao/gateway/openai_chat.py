@@ -16,6 +16,10 @@ server of the conversation's own; when it calls one, the answer ends with
 `tool_calls` (`finish_reason: "tool_calls"`) while the turn waits, and the request
 that carries the results (`role: tool` messages ending the transcript) is bound by
 their `tool_call_id`s and answered with the rest of the same turn.
+
+`begin_chat_turn` is all of that up to the turn begun (or resumed); the answer's shape
+is the route's. `POST /v1/messages` (anthropic_messages.py) runs the same function on
+its request said in Chat Completions' words, and renders the turn in Anthropic's.
 """
 
 from __future__ import annotations
@@ -24,11 +28,12 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from agentao.client import TurnEnd
 from agentao.gateway.auth import Principal, owns
@@ -128,6 +133,28 @@ async def chat_completions(request: Request) -> Any:
     principal = gw.principal(request)
     body = await gw.decode(request, ChatBody)
     check_supported(body)
+    started = await begin_chat_turn(gw, request, principal, body)
+    if isinstance(started, Response):
+        return started
+    return await _answer(request, body, started)
+
+
+@dataclass(frozen=True, slots=True)
+class StartedTurn:
+    """A chat turn begun (or resumed by tool results) for one request, and what its
+    answer's headers say; any face renders it in its own shape (anthropic_messages.py)."""
+
+    turn: GatewayTurn
+    choice: ModelChoice
+    headers: dict[str, str]
+
+
+async def begin_chat_turn(
+    gw: Gateway, request: Request, principal: Principal, body: ChatBody
+) -> StartedTurn | Response:
+    """The turn a Chat Completions body asks for: the conversation found (by its key or its
+    transcript) or made, the caller's tools offered, the new messages prompted; or the
+    request passed on to the replica that holds the conversation (a Response)."""
     tools = parse_tools(body.tools, body.tool_choice, gw.limits.max_caller_tools)
     choice = gw.resolve_model(principal, body.model)
     policy = gw.policy(principal, request, body.x_permission_policy)
@@ -136,7 +163,7 @@ async def chat_completions(request: Request) -> Any:
     results = tool_results(body.messages)
     hashed = await _read_transcript(body.messages, pool.info.images, gw.limits)
     if results:  # the caller answers the agent's calls of its tools: the same turn goes on
-        return await _resume(gw, request, principal, body, choice, key, hashed, results)
+        return await _resume(gw, principal, choice, key, hashed, results)
     if gw.tools.waiting(principal.name, asked_calls(body.messages)) is not None:
         raise result_expected("messages")
     conv, new, fresh = await _conversation(gw, principal, choice, key, hashed)
@@ -156,15 +183,14 @@ async def chat_completions(request: Request) -> Any:
         turn = await gw.conversations.begin(conv, turn_request)
     if tools:
         turn.take_calls()
-    return await _answer(request, body, choice, turn, {"X-Session-Id": key or conv.id})
+    return StartedTurn(turn, choice, {"X-Session-Id": key or conv.id})
 
 
-async def _answer(
-    request: Request, body: ChatBody, choice: ModelChoice, turn: GatewayTurn, headers: dict
-) -> Any:
+async def _answer(request: Request, body: ChatBody, started: StartedTurn) -> Any:
     """The answer: the turn's items from here on, streamed or whole."""
-    headers = {**headers, "X-Task-Id": turn.id}
-    reply = _Reply("chatcmpl-" + uuid.uuid4().hex, int(time.time()), choice, body, turn)
+    turn = started.turn
+    headers = {**started.headers, "X-Task-Id": turn.id}
+    reply = _Reply("chatcmpl-" + uuid.uuid4().hex, int(time.time()), started.choice, body, turn)
     if body.stream:
         return EventStream(reply.stream(), reply.on_disconnect, headers)
     async with watch_disconnect(request, reply.on_disconnect):
@@ -174,14 +200,12 @@ async def _answer(
 
 async def _resume(
     gw: Gateway,
-    request: Request,
     principal: Principal,
-    body: ChatBody,
     choice: ModelChoice,
     key: str | None,
     hashed: HashedTranscript,
     results: list[ToolResult],
-) -> Any:
+) -> StartedTurn:
     """The results of the agent's calls: answered, and the rest of the same turn read."""
     bridge = gw.tools.answering(principal.name, results)  # a 400 before anything is answered
     conv, turn = bridge.conv, bridge.conv.turn
@@ -192,7 +216,7 @@ async def _resume(
     # From here, the turn's text is the answer to this transcript (transcript_after).
     turn.transcript = (hashed, len(turn.mapper.full_text))
     bridge.answer(results)
-    return await _answer(request, body, choice, turn, {"X-Session-Id": key or conv.id})
+    return StartedTurn(turn, choice, {"X-Session-Id": key or conv.id})
 
 
 def _session_key(gw: Gateway, request: Request, body: ChatBody) -> str | None:
@@ -492,4 +516,4 @@ def _error(message: str, code: str) -> dict[str, Any]:
     return error_body(message, "agent_error", code=code)
 
 
-__all__ = ["ChatBody", "check_supported", "router"]
+__all__ = ["ChatBody", "StartedTurn", "begin_chat_turn", "check_supported", "router"]

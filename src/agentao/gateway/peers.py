@@ -49,7 +49,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from agentao.gateway.auth import CLIENT_HEADER, key_from_subprotocols
+from agentao.gateway.auth import API_KEY_HEADER, CLIENT_HEADER, key_from_subprotocols
 from agentao.gateway.config import GatewayConfig
 from agentao.gateway.errors import AgentUnavailable, ApiError, error_body
 from agentao.gateway.login import COOKIE_NAME
@@ -230,10 +230,13 @@ class Peers:
 
 def credentials(conn: HTTPConnection) -> dict[str, str]:
     """What says who the caller is, to pass on: its key as a bearer header, whether it
-    came as one or (a WebSocket from a browser) as a subprotocol, and the web UI's mark."""
+    came as one, as `x-api-key` (Anthropic's SDK) or (a WebSocket from a browser) as a
+    subprotocol, and the web UI's mark."""
     who = {CLIENT_HEADER: conn.headers[CLIENT_HEADER]} if CLIENT_HEADER in conn.headers else {}
     authorization = conn.headers.get("authorization")
-    key = key_from_subprotocols(conn.scope.get("subprotocols", ()))
+    key = conn.headers.get(API_KEY_HEADER) or key_from_subprotocols(
+        conn.scope.get("subprotocols", ())
+    )
     if authorization:
         who["authorization"] = authorization
     elif key:
