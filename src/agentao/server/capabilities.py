@@ -20,7 +20,8 @@ capabilities      object markers, never booleans, read off the v2 handler (serve
                   list, resume, close, prompt, cancel); inside it `prompt` (image when the
                   model takes images, embeddedContext), `mcp` (stdio, http), `delete`,
                   `fork` and `status` (unstable) and `additionalDirectories` only where
-                  served.
+                  served. `fork._meta["agentao.cn/beforeTurn"]` describes the fork's key
+                  for forking at an earlier user message (server/fork.py).
                   `auth.status` (unstable) only where `auth/status` is served.
 authMethods       the surface's AUTH_METHODS once it serves auth/login and auth/logout (the
                   schema: a non-empty list promises both); omitted otherwise
@@ -138,10 +139,22 @@ def _session_capabilities_v2(surface: object) -> Any:
         ),
         mcp=v2.McpCapabilities(stdio=v2.McpStdioCapabilities(), http=v2.McpHttpCapabilities()),
         delete=v2.SessionDeleteCapabilities() if _serves(surface, "session/delete") else None,
-        fork=v2.SessionForkCapabilities() if _serves(surface, "session/fork") else None,
+        fork=_fork_capabilities_v2() if _serves(surface, "session/fork") else None,
         status=v2.SessionStatusCapabilities() if _serves(surface, "session/status") else None,
         additional_directories=v2.SessionAdditionalDirectoriesCapabilities(),
     )
+
+
+def _fork_capabilities_v2() -> Any:
+    """The fork marker, its `_meta` naming the key that forks at an earlier user message."""
+    from agentao.protocol.v2 import schema as v2
+    from agentao.server.fork import BEFORE_TURN_KEY
+
+    about = (
+        "session/fork _meta: the 0-based index of a stored turn (user message); the fork "
+        "holds exactly the turns before it"
+    )
+    return v2.SessionForkCapabilities(meta={BEFORE_TURN_KEY: about})
 
 
 def _auth_capabilities_v2(surface: object) -> Any:

@@ -10,6 +10,16 @@ mode). The source is untouched; the two go their own ways from here.
 The fork's `cwd` must be the source's (its history's paths are there);
 `additionalDirectories`, when given, is the fork's whole list (the schema: omitted or
 empty activates none). Its MCP servers are the request's.
+
+Fork at an earlier user message (edit and resend): `_meta["agentao.cn/beforeTurn"]` =
+N, the 0-based index of a stored turn (one user message and what answered it). The
+fork then holds exactly turns 0..N-1, and its plan is the last one those turns set
+(none if they set none); N = the number of turns is the whole history, as without the
+key. Turns are named by index, not by a v2 `messageId`: a user message's id is minted
+per prompt and never stored, while the turn index is what every reader of the store
+(the gateway counts its conversation's tasks) can name. Anything but an integer in
+0..turns is -32602 with `data.field` naming the key. `initialize` advertises the key
+on `capabilities.session.fork._meta` (server/capabilities.py).
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from agentao.agent import events as ev
 from agentao.agent.session import AgentSession
 from agentao.protocol.connection import params_of
 from agentao.protocol.errors import InvalidParams
@@ -28,7 +39,9 @@ if TYPE_CHECKING:
     from agentao.protocol.v2 import schema as v2
     from agentao.server.live import LiveSession
 
-__all__ = ["fork_session", "forked"]
+__all__ = ["BEFORE_TURN_KEY", "fork_session", "forked"]
+
+BEFORE_TURN_KEY = "agentao.cn/beforeTurn"
 
 
 async def fork_session(
@@ -44,7 +57,7 @@ async def fork_session(
             f"Invalid params: cwd must match the forked session's cwd ({source.cwd})",
             {"field": "cwd"},
         )
-    copy = forked(source)
+    copy = forked(source, _before_turn(params.meta, len(source.turns)))
     copy.additional_dirs = directories(params.additional_directories, "additionalDirectories")
     copy.meta["mcp_fingerprint"] = fingerprint(raw_servers)
     await agent._probe_sandbox()
@@ -54,8 +67,37 @@ async def fork_session(
     return live
 
 
-def forked(source: AgentSession) -> AgentSession:
-    """A copy of `source` under a new id, created now, its turns and state the same."""
+def forked(source: AgentSession, before: int | None = None) -> AgentSession:
+    """A copy of `source` under a new id, created now, its turns and state the same; with
+    `before`, only the turns before that index, and the plan they left."""
     now = time.time()
     data = {**source.to_dict(), "id": str(uuid.uuid4()), "created_at": now, "updated_at": now}
+    if before is not None and before < len(source.turns):
+        data["turns"] = data["turns"][:before]  # the model's context is built from these
+        data["plan"] = []
+        copy = AgentSession.from_dict(data)
+        copy.plan = _plan_after(copy)
+        return copy
     return AgentSession.from_dict(data)
+
+
+def _before_turn(meta: dict[str, Any] | None, turns: int) -> int | None:
+    """The turn index the request forks before; None when it names none."""
+    if not meta or BEFORE_TURN_KEY not in meta:
+        return None
+    value = meta[BEFORE_TURN_KEY]
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= turns:
+        raise InvalidParams(
+            f"Invalid params: _meta.{BEFORE_TURN_KEY} must be a turn index from 0 to {turns}",
+            {"field": f"_meta.{BEFORE_TURN_KEY}"},
+        )
+    return value
+
+
+def _plan_after(session: AgentSession) -> tuple[ev.PlanEntry, ...]:
+    """The plan the session's turns last set (a PlanChanged event), else none."""
+    for turn in reversed(session.turns):
+        for event in reversed(turn.events):
+            if isinstance(event, ev.PlanChanged):
+                return event.entries
+    return ()
