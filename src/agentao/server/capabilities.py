@@ -41,6 +41,8 @@ PROTOCOL_VERSION = 1
 # MCP transports and whether this agent takes them (streamable HTTP through the mcp SDK).
 SUPPORTED_TRANSPORTS: Mapping[str, bool] = {"stdio": True, "sse": True, "http": True}
 EXTENSIONS_META_KEY = "_agentao.cn/extensions"
+# session/fork's _meta key: fork before this stored turn (server/fork.py)
+BEFORE_TURN_KEY = "agentao.cn/beforeTurn"
 EXTENSIONS: tuple[dict[str, str], ...] = (
     {
         "method": "_agentao.cn/ask_user",
@@ -148,7 +150,6 @@ def _session_capabilities_v2(surface: object) -> Any:
 def _fork_capabilities_v2() -> Any:
     """The fork marker, its `_meta` naming the key that forks at an earlier user message."""
     from agentao.protocol.v2 import schema as v2
-    from agentao.server.fork import BEFORE_TURN_KEY
 
     about = (
         "session/fork _meta: the 0-based index of a stored turn (user message); the fork "
@@ -193,6 +194,7 @@ def image_prompts() -> bool:
 
 
 __all__ = [
+    "BEFORE_TURN_KEY",
     "EXTENSIONS",
     "EXTENSIONS_META_KEY",
     "PROTOCOL_VERSION",

@@ -32,6 +32,7 @@ from agentao.agent import events as ev
 from agentao.agent.session import AgentSession
 from agentao.protocol.connection import params_of
 from agentao.protocol.errors import InvalidParams
+from agentao.server.capabilities import BEFORE_TURN_KEY
 from agentao.server.mcp_config import checked_mcp_servers, fingerprint
 from agentao.server.params import directories, directory
 
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
     from agentao.server.live import LiveSession
 
 __all__ = ["BEFORE_TURN_KEY", "fork_session", "forked"]
-
-BEFORE_TURN_KEY = "agentao.cn/beforeTurn"
 
 
 async def fork_session(
