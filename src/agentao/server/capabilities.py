@@ -9,7 +9,8 @@ promptCapabilities  image: whether the configured model takes images (its catalo
                   else its family: agent/catalog.py `takes_images`); embeddedContext true
                   (`resource` blocks: their URI and text reach the model); audio false
 mcpCapabilities   sse true, http true (streamable HTTP; seed C.1 said no, it works now)
-sessionCapabilities  list, close, resume, delete, additionalDirectories
+sessionCapabilities  list, close, resume, delete, additionalDirectories, fork (unstable; its
+                  `_meta` names the key that forks at an earlier user message: server/fork.py)
 _meta["_agentao.cn/extensions"]  the vendor methods, [{method, description}]
 
 v2 (a client asking for 2 or more; the connection settles the version, protocol/versions.py):
@@ -43,6 +44,10 @@ SUPPORTED_TRANSPORTS: Mapping[str, bool] = {"stdio": True, "sse": True, "http": 
 EXTENSIONS_META_KEY = "_agentao.cn/extensions"
 # session/fork's _meta key: fork before this stored turn (server/fork.py)
 BEFORE_TURN_KEY = "agentao.cn/beforeTurn"
+FORK_AT_ABOUT = (
+    "session/fork _meta: the 0-based index of a stored turn (user message); the fork holds "
+    "exactly the turns before it"
+)
 EXTENSIONS: tuple[dict[str, str], ...] = (
     {
         "method": "_agentao.cn/ask_user",
@@ -78,6 +83,7 @@ def _response(image: bool) -> schema.InitializeResponse:
         additional_directories=schema.SessionAdditionalDirectoriesCapabilities(),
         resume=schema.SessionResumeCapabilities(),
         close=schema.SessionCloseCapabilities(),
+        fork=schema.SessionForkCapabilities(meta={BEFORE_TURN_KEY: FORK_AT_ABOUT}),
     )
     capabilities = schema.AgentCapabilities(
         load_session=True,
@@ -151,11 +157,7 @@ def _fork_capabilities_v2() -> Any:
     """The fork marker, its `_meta` naming the key that forks at an earlier user message."""
     from agentao.protocol.v2 import schema as v2
 
-    about = (
-        "session/fork _meta: the 0-based index of a stored turn (user message); the fork "
-        "holds exactly the turns before it"
-    )
-    return v2.SessionForkCapabilities(meta={BEFORE_TURN_KEY: about})
+    return v2.SessionForkCapabilities(meta={BEFORE_TURN_KEY: FORK_AT_ABOUT})
 
 
 def _auth_capabilities_v2(surface: object) -> Any:

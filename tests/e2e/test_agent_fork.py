@@ -1,4 +1,4 @@
-"""`session/fork` at an earlier user message (server/fork.py): `_meta["agentao.cn/beforeTurn"]`
+"""`session/fork` (v2, and v1's unstable method) at an earlier user message (server/fork.py): `_meta["agentao.cn/beforeTurn"]`
 names the stored turn the fork ends before, so an edited prompt is resent on a session that
 holds exactly the turns before it. A real `agentao --acp` over v2 and the fake LLM, whose
 recorded requests show what the model is told."""
@@ -98,3 +98,26 @@ async def test_a_fork_point_outside_the_stored_turns_is_invalid_params(env, ws, 
     assert refused["error"]["code"] == -32602
     assert refused["error"]["data"]["field"] == f"_meta.{KEY}"
     assert [s["sessionId"] for s in listed["sessions"]] == [sid]  # nothing was made
+
+
+async def test_a_v1_client_forks_before_a_turn_too(env, ws, fake_llm):
+    fake_llm.reply(text=["answer 1"])
+    fake_llm.reply(text=["answer 2"])
+    fake_llm.reply(text=["edited answer"])
+    async with running(env, init=False) as agent:
+        init = await agent.initialize()  # v1
+        sid = (await agent.call("session/new", {"cwd": str(ws), "mcpServers": []}))["sessionId"]
+        for n in (1, 2):
+            await agent.call(
+                "session/prompt", {"sessionId": sid, "prompt": [_text(f"message {n}")]}
+            )
+        fork = await agent.call(
+            "session/fork", {"sessionId": sid, "cwd": str(ws), "_meta": {KEY: 1}}
+        )
+        await agent.call(
+            "session/prompt", {"sessionId": fork["sessionId"], "prompt": [_text("2, edited")]}
+        )
+    assert init["agentCapabilities"]["sessionCapabilities"]["fork"]["_meta"][KEY]
+    assert fork["sessionId"] != sid and fork["modes"]["currentModeId"]
+    assert _user_texts(fake_llm.requests[-1].body) == ["message 1", "2, edited"]
+    assert check_all(agent.received, agent.sent, version=1) == []
