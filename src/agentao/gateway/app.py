@@ -28,6 +28,7 @@ from agentao.gateway import (
     acp_routes,
     conversations_api,
     errors,
+    forks,
     login,
     openai_chat,
     openai_responses,
@@ -108,6 +109,7 @@ def create_app(
     app.include_router(openai_responses.router)
     app.include_router(tasks.router)
     app.include_router(conversations_api.router)
+    app.include_router(forks.router)
     app.include_router(workdirs.router)
     app.include_router(web.router)
     app.include_router(login.router)

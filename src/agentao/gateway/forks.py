@@ -1,0 +1,112 @@
+"""Edit and resend: a new conversation forked from an earlier prompt of another.
+
+    POST /v1/conversations/{id}/fork  {before_task}   -> 201, the new conversation
+
+`before_task` names one of the conversation's tasks (a turn: one prompt and what answered
+it). The agent forks the conversation's session before that turn (`session/fork` with
+`_meta["agentao.cn/beforeTurn"]` = how many of the conversation's tasks came before it:
+server/fork.py), so the fork's model context holds exactly the earlier turns; the new
+conversation carries the forked session from its start, on the same agent, where the
+source's session works, and the source is untouched. The page then sends the edited
+prompt as the new conversation's first task.
+
+Only the owner forks (another key's conversation is a 404, as everywhere); an agent that
+does not fork sessions is a 501 `fork_unsupported`; a task still running before the fork
+point is a 409 `turn_running` (only a finished turn is the agent's history). The new
+conversation's own log starts empty: the turns before the fork are in its agent session
+(the model sees them), not copied into its log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import msgspec
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from agentao.client import AgentError, ClientError
+from agentao.gateway.conversations_api import _live, conversation_json
+from agentao.gateway.errors import AgentFailed, Conflict, NotFound, NotImplementedApi
+from agentao.gateway.identifiers import check_id
+from agentao.gateway.service import Gateway
+from agentao.gateway.sessions import LiveConversation
+from agentao.store.gateway import IN_FLIGHT_TASK
+
+router = APIRouter()
+BEFORE_TURN_KEY = "agentao.cn/beforeTurn"  # server/capabilities.py: the agent's key
+METHOD_NOT_FOUND = -32601
+
+
+class ForkBody(msgspec.Struct, kw_only=True):
+    before_task: str
+
+
+@router.post("/v1/conversations/{conversation_id}/fork")
+async def fork_conversation(conversation_id: str, request: Request) -> Any:
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    body = await gw.decode(request, ForkBody)
+    check_id(body.before_task, "before_task")
+    conv = await _live(gw, principal, conversation_id)
+    turns_before = await _turns_before(gw, conv, body.before_task)
+    session_id = await _fork_session(gw, conv, turns_before)
+    record = conv.record
+    fork = await gw.conversations.create(
+        record.owner,
+        record.agent,
+        record.source,
+        session_id=session_id,
+        session_params=record.session_params,
+    )
+    data = conversation_json(fork.record, gw.limits)
+    data["forked_from"] = {"conversation_id": conv.id, "before_task": body.before_task}
+    return JSONResponse(data, status_code=201)
+
+
+async def _turns_before(gw: Gateway, conv: LiveConversation, task_id: str) -> int:
+    """How many of the conversation's tasks came before `task_id` (all of them finished)."""
+    tasks = await gw.store.list_tasks(conv.id)
+    index = next((i for i, t in enumerate(tasks) if t.id == task_id), None)
+    if index is None:
+        raise NotFound("no such task in this conversation", param="before_task")
+    if any(t.status == IN_FLIGHT_TASK for t in tasks[:index]):
+        raise Conflict(
+            "a turn before the fork point is still running; fork once it ended",
+            param="before_task",
+            code="turn_running",
+        )
+    return index
+
+
+async def _fork_session(gw: Gateway, conv: LiveConversation, turns_before: int) -> str:
+    """The agent's fork of the conversation's session before turn `turns_before`: its id.
+    The fork is closed on the agent at once; the new conversation's first turn loads it."""
+    session = await gw.conversations.bind(conv)
+    params: dict[str, Any] = {
+        "sessionId": session.id,
+        "cwd": session.cwd,
+        "mcpServers": [],
+        "_meta": {BEFORE_TURN_KEY: turns_before},
+    }
+    timeout = session.channel.timeouts.request
+    try:
+        answer = await session.channel.call_raw("session/fork", params, timeout)
+    except AgentError as exc:
+        if exc.code == METHOD_NOT_FOUND:
+            raise NotImplementedApi(
+                f"agent {conv.record.agent!r} cannot fork sessions", code="fork_unsupported"
+            ) from None
+        raise AgentFailed(f"the agent could not fork the session: {exc.message}") from None
+    except ClientError as exc:
+        raise AgentFailed(f"the agent could not fork the session: {exc}") from None
+    fork_id = answer.get("sessionId") if isinstance(answer, dict) else None
+    if not isinstance(fork_id, str) or not fork_id:
+        raise AgentFailed("the agent's session/fork answer names no sessionId")
+    with contextlib.suppress(ClientError):  # left open, it ends with the agent's process
+        await session.channel.call_raw("session/close", {"sessionId": fork_id}, timeout)
+    return fork_id
+
+
+__all__ = ["router"]
