@@ -27,7 +27,7 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
-from agentao.cli.render import PLAN_BOX, STATUS_MARK, printable
+from agentao.cli.render import DIFF_STYLES, PLAN_BOX, STATUS_MARK, printable
 from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
 from agentao.client.permissions import PermissionRequest
 from agentao.client.view import diffs, exit_code, output_text
@@ -35,7 +35,6 @@ from agentao.client.view import diffs, exit_code, output_text
 STATUS_STYLE = {"completed": "green", "failed": "red"}
 FINAL = frozenset({"completed", "failed"})
 CODE_THEME = "monokai"
-DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 
 
 @dataclass(frozen=True, slots=True)
