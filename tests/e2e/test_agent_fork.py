@@ -16,6 +16,7 @@ from tests.schema_check import check_all
 
 pytestmark = pytest.mark.timeout(60)
 KEY = "agentao.cn/beforeTurn"
+PROMPT = "agentao.cn/beforePrompt"
 
 
 @pytest.fixture
@@ -121,3 +122,30 @@ async def test_a_v1_client_forks_before_a_turn_too(env, ws, fake_llm):
     assert fork["sessionId"] != sid and fork["modes"]["currentModeId"]
     assert _user_texts(fake_llm.requests[-1].body) == ["message 1", "2, edited"]
     assert check_all(agent.received, agent.sent, version=1) == []
+
+
+async def test_the_prompt_finds_the_turn_when_the_callers_count_ran_ahead(env, ws, fake_llm):
+    for n in (1, 2, 3, 4):
+        fake_llm.reply(text=[f"answer {n}"])
+    async with running(env, init=False) as agent:
+        await v2_initialize(agent)
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        for n in (1, 2, 3):
+            await _prompt(agent, sid, f"message {n}", n)
+
+        async def fork(meta: dict[str, Any]) -> dict[str, Any]:
+            params = {"sessionId": sid, "cwd": str(ws), "_meta": meta}
+            return await agent.request("session/fork", params)
+
+        # a caller that counted a fourth turn the agent never stored, before "message 2"'s
+        ahead = await fork({KEY: 3, PROMPT: "  message 2\n"})
+        missing = await fork({KEY: 3, PROMPT: "never said"})
+        later = await fork({KEY: 1, PROMPT: "message 3"})  # only at or before the index
+        typed = await fork({KEY: 1, PROMPT: 7})
+        fid = ahead["result"]["sessionId"]
+        await _prompt(agent, fid, "message 2, edited", 1)
+    assert _user_texts(fake_llm.requests[-1].body) == ["message 1", "message 2, edited"]
+    for refused in (missing, later):
+        assert refused["error"]["code"] == -32602
+        assert refused["error"]["data"] == {"field": f"_meta.{PROMPT}", "reason": "no_such_turn"}
+    assert typed["error"]["code"] == -32602 and typed["error"]["data"]["field"] == f"_meta.{PROMPT}"

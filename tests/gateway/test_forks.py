@@ -6,6 +6,9 @@ real pipes, and the fake LLM, whose recorded requests show what the model was to
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,25 @@ def _turn(gw: LiveGateway, http: httpx.Client, prompt: str, conv: str | None) ->
     return task.json()
 
 
+def _turn_the_agent_dies_in(gw: LiveGateway, http: httpx.Client, prompt: str, conv: str) -> None:
+    """A turn whose agent process is killed once the answer streams: no turn is stored
+    there, while the conversation keeps the task (ended in error)."""
+    task = http.post(
+        "/v1/tasks", json={"agent": "agentao", "prompt": prompt, "conversation_id": conv}
+    )
+    secret = http.headers["Authorization"].removeprefix("Bearer ")
+    protocols = [WS_PROTOCOL, key_protocol(secret)]
+    with connect(gw.ws_url(task.json()["stream_url"]), subprotocols=protocols) as ws:  # type: ignore[arg-type]
+        for message in ws:
+            if "partial" in message and json.loads(message)["type"] != "task-started":
+                os.kill(gw.agent_pid(), signal.SIGKILL)
+                break
+        for _ in ws:
+            pass
+    assert http.get(f"/v1/tasks/{task.json()['id']}").json()["status"] == "error"
+    gw.wait_live()
+
+
 def _gateway(factory: Callable[..., LiveGateway], llm: FakeLLM, tmp: Path) -> LiveGateway:
     return factory(agents=(llm_spec(tmp, llm.env()),), keys=(_key("alice"), _key("bob")))
 
@@ -63,6 +85,32 @@ def test_a_fork_before_turn_3_of_4_tells_the_model_turns_1_and_2_only(
     said = " ".join(str(m.get("content")) for m in told["messages"])
     assert "answer 2" in said and "answer 3" not in said
     assert [t["prompt"] for t in source_tasks] == [f"message {n}" for n in range(1, 5)]
+
+
+def test_a_task_the_agent_kept_no_turn_for_does_not_shift_the_fork(
+    gateway_factory: Callable[..., LiveGateway], fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    gw = _gateway(gateway_factory, fake_llm, tmp_path)
+    fake_llm.reply("answer 1")
+    fake_llm.hang("partial")
+    for answer in ("answer 3", "answer 4", "edited answer"):
+        fake_llm.reply(answer)
+    with httpx.Client(base_url=gw.url, headers={"Authorization": "Bearer sk-alice"}) as alice:
+        conv = _turn(gw, alice, "message 1", None)["conversation_id"]
+        _turn_the_agent_dies_in(gw, alice, "message 2", conv)
+        _turn(gw, alice, "message 3", conv)
+        fourth = _turn(gw, alice, "message 4", conv)
+        tasks = alice.get(f"/v1/conversations/{conv}/tasks").json()["data"]
+        fork = alice.post(f"/v1/conversations/{conv}/fork", json={"before_task": fourth["id"]})
+        _turn(gw, alice, "message 4, edited", fork.json()["id"])
+        lost = alice.post(f"/v1/conversations/{conv}/fork", json={"before_task": tasks[1]["id"]})
+    assert [t["status"] for t in tasks] == ["ended", "error", "ended", "ended"]
+    assert _user_texts(fake_llm.requests[-1].body) == [
+        "message 1",
+        "message 3",
+        "message 4, edited",
+    ]
+    assert lost.status_code == 409 and lost.json()["error"]["code"] == "fork_point_not_found"
 
 
 def test_only_the_owner_forks_and_bad_fork_points_are_refused(

@@ -10,9 +10,17 @@ conversation carries the forked session from its start, on the same agent, where
 source's session works, and the source is untouched. The page then sends the edited
 prompt as the new conversation's first task.
 
+The agent's count of turns may run behind the conversation's tasks (a task whose agent
+process died mid-turn left no turn there), so the task's prompt goes along too
+(`_meta["agentao.cn/beforePrompt"]`): the agent forks before the nearest turn at or before
+that count with that prompt. A task the agent has no turn for is a 409
+`fork_point_not_found`.
+
 Only the owner forks (another key's conversation is a 404, as everywhere); an agent that
-does not fork sessions is a 501 `fork_unsupported`; a task still running before the fork
-point is a 409 `turn_running` (only a finished turn is the agent's history). The new
+does not advertise forking at a turn (`capabilities.session.fork._meta` naming the key: a
+fork at the end only would silently keep the turns being edited) is a 501
+`fork_unsupported`; a task still running before the fork point is a 409 `turn_running`
+(only a finished turn is the agent's history). The new
 conversation's own log starts empty: the turns before the fork are in its agent session
 (the model sees them), not copied into its log.
 """
@@ -35,7 +43,8 @@ from agentao.gateway.sessions import LiveConversation
 from agentao.store.gateway import IN_FLIGHT_TASK
 
 router = APIRouter()
-BEFORE_TURN_KEY = "agentao.cn/beforeTurn"  # server/capabilities.py: the agent's key
+BEFORE_TURN_KEY = "agentao.cn/beforeTurn"  # server/capabilities.py: the agent's keys
+BEFORE_PROMPT_KEY = "agentao.cn/beforePrompt"
 METHOD_NOT_FOUND = -32601
 
 
@@ -50,8 +59,9 @@ async def fork_conversation(conversation_id: str, request: Request) -> Any:
     body = await gw.decode(request, ForkBody)
     check_id(body.before_task, "before_task")
     conv = await _live(gw, principal, conversation_id)
-    turns_before = await _turns_before(gw, conv, body.before_task)
-    session_id = await _fork_session(gw, conv, turns_before)
+    _check_forks_at_a_turn(conv)
+    turns_before, prompt = await _fork_point(gw, conv, body.before_task)
+    session_id = await _fork_session(gw, conv, turns_before, prompt)
     record = conv.record
     fork = await gw.conversations.create(
         record.owner,
@@ -65,8 +75,22 @@ async def fork_conversation(conversation_id: str, request: Request) -> Any:
     return JSONResponse(data, status_code=201)
 
 
-async def _turns_before(gw: Gateway, conv: LiveConversation, task_id: str) -> int:
-    """How many of the conversation's tasks came before `task_id` (all of them finished)."""
+def _check_forks_at_a_turn(conv: LiveConversation) -> None:
+    """501 unless the agent's `initialize` advertised forking at an earlier turn."""
+    init = conv.pool.initialize_result or {}
+    caps = (init.get("agentCapabilities") or {}).get("sessionCapabilities") or {}
+    fork = caps.get("fork") if isinstance(caps, dict) else None
+    meta = fork.get("_meta") if isinstance(fork, dict) else None
+    if not isinstance(meta, dict) or BEFORE_TURN_KEY not in meta:
+        raise NotImplementedApi(
+            f"agent {conv.record.agent!r} cannot fork a session at an earlier prompt",
+            code="fork_unsupported",
+        )
+
+
+async def _fork_point(gw: Gateway, conv: LiveConversation, task_id: str) -> tuple[int, str]:
+    """How many of the conversation's tasks came before `task_id` (all of them finished),
+    and its prompt."""
     tasks = await gw.store.list_tasks(conv.id)
     index = next((i for i, t in enumerate(tasks) if t.id == task_id), None)
     if index is None:
@@ -77,18 +101,19 @@ async def _turns_before(gw: Gateway, conv: LiveConversation, task_id: str) -> in
             param="before_task",
             code="turn_running",
         )
-    return index
+    return index, tasks[index].prompt
 
 
-async def _fork_session(gw: Gateway, conv: LiveConversation, turns_before: int) -> str:
-    """The agent's fork of the conversation's session before turn `turns_before`: its id.
-    The fork is closed on the agent at once; the new conversation's first turn loads it."""
+async def _fork_session(gw: Gateway, conv: LiveConversation, turns_before: int, prompt: str) -> str:
+    """The agent's fork of the conversation's session before the turn of `prompt`, at most
+    `turns_before` turns in: its id. The fork is closed on the agent at once; the new
+    conversation's first turn loads it."""
     session = await gw.conversations.bind(conv)
     params: dict[str, Any] = {
         "sessionId": session.id,
         "cwd": session.cwd,
         "mcpServers": [],
-        "_meta": {BEFORE_TURN_KEY: turns_before},
+        "_meta": {BEFORE_TURN_KEY: turns_before, BEFORE_PROMPT_KEY: prompt},
     }
     timeout = session.channel.timeouts.request
     try:
@@ -97,6 +122,13 @@ async def _fork_session(gw: Gateway, conv: LiveConversation, turns_before: int) 
         if exc.code == METHOD_NOT_FOUND:
             raise NotImplementedApi(
                 f"agent {conv.record.agent!r} cannot fork sessions", code="fork_unsupported"
+            ) from None
+        if isinstance(exc.data, dict) and exc.data.get("reason") == "no_such_turn":
+            raise Conflict(
+                "the agent kept no turn for that task (it ended before the agent finished "
+                "it); edit a prompt the agent answered",
+                param="before_task",
+                code="fork_point_not_found",
             ) from None
         raise AgentFailed(f"the agent could not fork the session: {exc.message}") from None
     except ClientError as exc:

@@ -44,9 +44,11 @@ SUPPORTED_TRANSPORTS: Mapping[str, bool] = {"stdio": True, "sse": True, "http": 
 EXTENSIONS_META_KEY = "_agentao.cn/extensions"
 # session/fork's _meta key: fork before this stored turn (server/fork.py)
 BEFORE_TURN_KEY = "agentao.cn/beforeTurn"
+BEFORE_PROMPT_KEY = "agentao.cn/beforePrompt"  # ... the prompt of that turn, to find it by
 FORK_AT_ABOUT = (
     "session/fork _meta: the 0-based index of a stored turn (user message); the fork holds "
-    "exactly the turns before it"
+    f"exactly the turns before it. With {BEFORE_PROMPT_KEY} (that turn's prompt), the "
+    "turn is the nearest at or before the index with that prompt"
 )
 EXTENSIONS: tuple[dict[str, str], ...] = (
     {
@@ -196,6 +198,7 @@ def image_prompts() -> bool:
 
 
 __all__ = [
+    "BEFORE_PROMPT_KEY",
     "BEFORE_TURN_KEY",
     "EXTENSIONS",
     "EXTENSIONS_META_KEY",

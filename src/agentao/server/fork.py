@@ -20,6 +20,13 @@ per prompt and never stored, while the turn index is what every reader of the st
 (the gateway counts its conversation's tasks) can name. Anything but an integer in
 0..turns is -32602 with `data.field` naming the key. `initialize` advertises the key
 on `capabilities.session.fork._meta` (server/capabilities.py).
+
+A caller that counts turns by its own records may count one the agent never stored (a
+turn its process died in: only a finished turn is history), so its index can run ahead
+of ours. `_meta["agentao.cn/beforePrompt"]`, that turn's prompt, makes the index an upper
+bound: the fork is before the nearest turn at or before it whose prompt is that text
+(compared on its first `PROMPT_MATCH_CHARS`, what the gateway keeps of a prompt, stripped);
+none is -32602 with `data.reason` "no_such_turn".
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from agentao.agent import events as ev
 from agentao.agent.session import AgentSession
 from agentao.protocol.connection import params_of
 from agentao.protocol.errors import InvalidParams
-from agentao.server.capabilities import BEFORE_TURN_KEY
+from agentao.server.capabilities import BEFORE_PROMPT_KEY, BEFORE_TURN_KEY
 from agentao.server.mcp_config import checked_mcp_servers, fingerprint
 from agentao.server.params import directories, directory
 
@@ -40,7 +47,9 @@ if TYPE_CHECKING:
     from agentao.protocol.v2 import schema as v2
     from agentao.server.live import LiveSession
 
-__all__ = ["BEFORE_TURN_KEY", "fork_session", "forked"]
+__all__ = ["BEFORE_TURN_KEY", "PROMPT_MATCH_CHARS", "fork_session", "forked"]
+
+PROMPT_MATCH_CHARS = 2000  # how much of a prompt identifies its turn (the gateway keeps 2000)
 
 
 async def fork_session(
@@ -56,7 +65,7 @@ async def fork_session(
             f"Invalid params: cwd must match the forked session's cwd ({source.cwd})",
             {"field": "cwd"},
         )
-    copy = forked(source, _before_turn(params.meta, len(source.turns)))
+    copy = forked(source, _fork_point(params.meta, source))
     copy.additional_dirs = directories(params.additional_directories, "additionalDirectories")
     copy.meta["mcp_fingerprint"] = fingerprint(raw_servers)
     await agent._probe_sandbox()
@@ -78,6 +87,28 @@ def forked(source: AgentSession, before: int | None = None) -> AgentSession:
         copy.plan = _plan_after(copy)
         return copy
     return AgentSession.from_dict(data)
+
+
+def _fork_point(meta: dict[str, Any] | None, source: AgentSession) -> int | None:
+    """The turn index the fork ends before (None: after the last), found by the prompt
+    when the request names one."""
+    before = _before_turn(meta, len(source.turns))
+    if before is None or BEFORE_PROMPT_KEY not in (meta or {}):
+        return before
+    prompt = (meta or {})[BEFORE_PROMPT_KEY]
+    if not isinstance(prompt, str):
+        raise InvalidParams(
+            f"Invalid params: _meta.{BEFORE_PROMPT_KEY} must be a string",
+            {"field": f"_meta.{BEFORE_PROMPT_KEY}"},
+        )
+    wanted = prompt.strip()[:PROMPT_MATCH_CHARS]
+    for index in range(min(before, len(source.turns) - 1), -1, -1):
+        if source.turns[index].prompt.strip()[:PROMPT_MATCH_CHARS] == wanted:
+            return index
+    raise InvalidParams(
+        f"Invalid params: no stored turn at or before {before} has that prompt",
+        {"field": f"_meta.{BEFORE_PROMPT_KEY}", "reason": "no_such_turn"},
+    )
 
 
 def _before_turn(meta: dict[str, Any] | None, turns: int) -> int | None:
