@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,9 @@ import httpx
 from websockets.sync.client import connect
 
 from agentao.gateway.auth import WS_PROTOCOL
-from agentao.gateway.config import ApiKey
+from agentao.gateway.config import AgentSpec, ApiKey
 from tests.e2e.test_agent_fork import _user_texts
+from tests.fakes import sdk_agent
 from tests.fakes.fake_llm import FakeLLM
 from tests.gateway.conftest import LiveGateway, key_protocol, llm_spec
 
@@ -139,3 +141,19 @@ def test_only_the_owner_forks_and_bad_fork_points_are_refused(
     assert missing.status_code == 400
     assert mine == []  # bob made nothing
     assert len(fake_llm.requests) == 1  # no refused fork reached the model
+
+
+def test_an_agent_that_cannot_fork_at_a_turn_is_a_501(
+    gateway_factory: Callable[..., LiveGateway], tmp_path: Path
+) -> None:
+    """A third-party agent (the official SDK's) advertises no fork at a turn: a fork at
+    its end only would keep the very turn being edited, so nothing is asked of it."""
+    spec = AgentSpec("sdk-agent", (sys.executable, sdk_agent.__file__), cwd=str(tmp_path))
+    gw = gateway_factory(agents=(spec,), keys=(_key("alice"),))
+    with httpx.Client(base_url=gw.url, headers={"Authorization": "Bearer sk-alice"}) as alice:
+        body = {"agent": "sdk-agent", "prompt": "hi"}
+        task = alice.post("/v1/tasks", json=body).json()
+        fork = alice.post(
+            f"/v1/conversations/{task['conversation_id']}/fork", json={"before_task": task["id"]}
+        )
+    assert fork.status_code == 501 and fork.json()["error"]["code"] == "fork_unsupported"
