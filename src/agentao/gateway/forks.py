@@ -19,10 +19,10 @@ that count with that prompt. A task the agent has no turn for is a 409
 Only the owner forks (another key's conversation is a 404, as everywhere); an agent that
 does not advertise forking at a turn (`capabilities.session.fork._meta` naming the key: a
 fork at the end only would silently keep the turns being edited) is a 501
-`fork_unsupported`; a task still running before the fork point is a 409 `turn_running`
-(only a finished turn is the agent's history). The new
-conversation's own log starts empty: the turns before the fork are in its agent session
-(the model sees them), not copied into its log.
+`fork_unsupported`. (A task still running, or left running by a replica that died, has
+no turn at the agent yet: the prompt search skips it as it skips a task whose process
+died.) The new conversation's own log starts empty: the turns before the fork are in its
+agent session (the model sees them), not copied into its log.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from agentao.gateway.errors import AgentFailed, Conflict, NotFound, NotImplement
 from agentao.gateway.identifiers import check_id
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import LiveConversation
-from agentao.store.gateway import IN_FLIGHT_TASK
 
 router = APIRouter()
 BEFORE_TURN_KEY = "agentao.cn/beforeTurn"  # server/capabilities.py: the agent's keys
@@ -89,18 +88,11 @@ def _check_forks_at_a_turn(conv: LiveConversation) -> None:
 
 
 async def _fork_point(gw: Gateway, conv: LiveConversation, task_id: str) -> tuple[int, str]:
-    """How many of the conversation's tasks came before `task_id` (all of them finished),
-    and its prompt."""
+    """How many of the conversation's tasks came before `task_id`, and its prompt."""
     tasks = await gw.store.list_tasks(conv.id)
     index = next((i for i, t in enumerate(tasks) if t.id == task_id), None)
     if index is None:
         raise NotFound("no such task in this conversation", param="before_task")
-    if any(t.status == IN_FLIGHT_TASK for t in tasks[:index]):
-        raise Conflict(
-            "a turn before the fork point is still running; fork once it ended",
-            param="before_task",
-            code="turn_running",
-        )
     return index, tasks[index].prompt
 
 
