@@ -534,7 +534,7 @@ async def test_fork_is_a_new_session_with_the_stored_history_and_the_source_unto
         listed = await agent.call("session/list", {})
         back = {"sessionId": source, "cwd": str(ws), "replayFrom": {"type": "start"}}
         await agent.call("session/resume", back)
-    assert init["capabilities"]["session"]["fork"] == {}
+    assert init["capabilities"]["session"]["fork"]["_meta"]
     assert fid != source and [o["configId"] for o in fork["configOptions"]] == ["mode", "model"]
     assert "first question" in told and "first answer" in told  # the model sees the history
     assert {s["sessionId"] for s in listed["sessions"]} == {source, fid}

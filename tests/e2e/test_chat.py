@@ -124,7 +124,7 @@ def test_an_edit_shows_its_diff_and_long_shell_output_is_cut(chat, fake_llm, ws,
     assert "edited" in screen and "(+1 -1)" in screen
     output = screen.split("seq 1 30")[-1]
     assert "\n    1\n" in output and "\n    12\n" in output and "\n    13\n" not in output
-    assert "… 18 more lines" in output
+    assert "… 18 more lines · /expand 1" in output
     term.line("/quit")
     assert term.exit_status() == 0
 
@@ -392,7 +392,7 @@ def test_thoughts_the_plan_elapsed_time_and_agent_commands(chat, fake_llm):
     term.wait_idle("session ")
     term.line("plan it")
     screen = term.wait_turns(1)
-    assert "thinking: weighing the options" in screen
+    assert "thought for " in screen and "(1 line) · /thoughts shows it" in screen
     assert "[x] read the code" in screen and "[~] fix the bug" in screen
     assert "working 0s" in term.raw  # the live line, while the turn ran
     assert "working" not in screen  # ... and gone once it ended

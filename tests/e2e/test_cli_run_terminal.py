@@ -9,6 +9,7 @@ prompt, a resumed session's old answers without their prompts, `/help` sent to t
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -62,6 +63,30 @@ def test_the_question_is_never_overdrawn_and_the_tool_line_prints_once(fake_llm,
     assert not any("Running" in line or "Waiting" in line for line in asked), term.text()
     assert not any(glyph in term.text() for glyph in SPINNER)  # nothing left of the region
     assert (ws / "made").exists()
+
+
+def test_the_question_shows_the_command_and_the_edit_s_diff(fake_llm, env, ws, tmp_path):
+    (ws / "notes.txt").write_text("alpha\nbeta\n")
+    home = Path(env["AGENTAO_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    rules = {"rules": [{"action": "ask", "tool": "replace"}]}  # edits ask first
+    (home / "permissions.json").write_text(json.dumps(rules))
+    edit = {"file_path": "notes.txt", "old_string": "beta", "new_string": "gamma"}
+    fake_llm.reply(tool_calls=[FakeToolCall("replace", edit, id="e1")])
+    shell_turn(fake_llm, "touch \x1b[2Jmade")  # the command is shown, its escape is not obeyed
+    with run_on_a_terminal(env, ws, "--approve", "ask", "go") as term:
+        first = term.expect(b"Choose")
+        term.send(b"1\r")
+        term.expect(b"Choose", after=first + 1)
+        term.send(b"2\r")
+        code = term.wait()
+    lines = term.lines()
+    assert code == 0, term.text()
+    edit_question = lines[: next(i for i, line in enumerate(lines) if "Choose" in line)]
+    assert "    -beta" in edit_question and "    +gamma" in edit_question, term.text()
+    assert "  $ touch \\x1b[2Jmade" in lines, term.text()  # shown, not obeyed
+    assert b"\x1b[2J" not in term.output  # nowhere: the question, the tool lines, the spinner
+    assert (ws / "notes.txt").read_text() == "alpha\ngamma\n"
 
 
 def test_finished_tool_lines_stay_with_what_they_did(fake_llm, env, ws):

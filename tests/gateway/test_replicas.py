@@ -332,6 +332,18 @@ def test_a_rename_through_another_replica_survives_the_holder_s_next_turn(
     assert (shown["title"], shown["title_by"], shown["turn_count"]) == ("Mine", "person", 2)
 
 
+def test_a_fork_asked_of_another_replica_is_made_by_the_holder(pair: Replicas) -> None:
+    """Edit and resend (forks.py) binds the conversation's session: the holder's to do."""
+    a, b = pair.started
+    first = a.openai().responses.create(model="agentao", input="hello")
+    conversation = first.model_extra["x_conversation_id"]
+    url = f"{b.url}/v1/conversations/{conversation}"
+    (task,) = httpx.get(f"{url}/tasks", headers=b.auth).json()["data"]
+    fork = httpx.post(f"{url}/fork", json={"before_task": task["id"]}, headers=b.auth)
+    assert fork.status_code == 201, fork.text
+    assert fork.json()["forked_from"]["conversation_id"] == conversation
+
+
 def test_a_response_running_on_one_replica_is_cancelled_through_another(
     keyed_pair: Replicas,
 ) -> None:

@@ -29,6 +29,7 @@ const sessions = new SessionList({
 function setStatus(text) { $("status").textContent = text; }
 
 function setRunning(running) {
+  document.body.dataset.running = running; // no edit and resend while a turn runs
   $("send").disabled = running;
   $("stop").hidden = !running;
   $("retry").hidden = running || !lastPrompt();
@@ -38,6 +39,8 @@ function setRunning(running) {
 // The open conversation is in the URL's fragment, so a reload comes back to it.
 function setConversation(id) {
   state.conversation = id;
+  state.view.conversation = id; // the turns drawn from now on are its
+
   if (desk.current !== id) desk.open(id);
   sessions.select(id);
   history.replaceState(null, "", id ? `#${id}` : location.pathname);
@@ -129,6 +132,23 @@ async function send(prompt) {
     setRunning(false);
   }
 }
+
+// Edit and resend (edit.js): the turn's conversation forked before that turn, the prompt
+// sent there. The turns from the edited one on stay the source conversation's: off this page.
+async function resend(conversation, taskId, prompt) {
+  if (state.stream || !conversation) return;
+  const fork = await api(`/v1/conversations/${conversation}/fork`, {
+    method: "POST",
+    body: JSON.stringify({ before_task: taskId }),
+  });
+  const edited = state.view.turns.get(taskId);
+  while (edited && edited.root.nextSibling) edited.root.nextSibling.remove();
+  if (edited) edited.root.remove();
+  setConversation(fork.id);
+  await send(prompt);
+}
+
+sessionEvents.resend = resend;
 
 async function openSession(conv) {
   const token = (state.opening = {});

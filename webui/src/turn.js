@@ -2,6 +2,7 @@
 // item has an id and the turn it belongs to; a later item with the same id replaces what
 // was drawn for it. Nothing is merged or computed here.
 import { $, el } from "./dom.js";
+import { offerEdit } from "./edit.js";
 import { renderMarkdown } from "./markdown.js";
 import { AskCard, desk } from "./permissions.js";
 import { ToolView } from "./tools.js";
@@ -10,12 +11,15 @@ import { stopWords, turnUsage } from "./words.js";
 // What the rest of the page learns from the view: the context meter and the plan. (A new
 // title needs nothing here: the session list is read again when a turn ends, and the
 // gateway decides whose title it shows.)
-export const sessionEvents = { usage() {}, plan() {} };
+// `resend(conversationId, taskId, prompt)`: an earlier prompt edited (edit.js), sent on a
+// fork of the conversation the turn was drawn for.
+export const sessionEvents = { usage() {}, plan() {}, async resend() {} };
 
 export class ConversationView {
   constructor(log = $("log")) {
     this.log = log;
     this.turns = new Map(); // task id -> TurnView
+    this.conversation = null; // the conversation the turns adopted now belong to
   }
 
   // A turn started here: drawn at once, known by its task id once the gateway answers.
@@ -26,6 +30,8 @@ export class ConversationView {
   adopt(taskId, turn) {
     turn.root.dataset.taskId = taskId;
     this.turns.set(taskId, turn);
+    const conversation = this.conversation;
+    offerEdit(turn, (prompt) => sessionEvents.resend(conversation, taskId, prompt));
   }
 
   turn(taskId) {

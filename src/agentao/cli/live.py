@@ -138,7 +138,8 @@ class TerminalView(ConsoleView):
             for line in tool_details(tool, self.diff_lines, self.output_lines):
                 self.console.print(line)
         else:
-            self._running[tool.tool_call_id] = tool.title or tool.tool_call_id
+            # the agent's words: control characters out (an ESC would clear the screen)
+            self._running[tool.tool_call_id] = printable(tool.title or tool.tool_call_id)
 
     def _waiting_for(self) -> str | None:
         if self._running:
@@ -156,12 +157,13 @@ class TerminalView(ConsoleView):
     def _renderable(self) -> Any:
         from rich.console import Group
         from rich.spinner import Spinner
+        from rich.text import Text
 
         parts: list[Any] = []
         if self._block and self._text:
             parts.append(self._block_renderable())
-        if self._status:
-            parts.append(Spinner("dots", text=f" {self._status}", style="cyan"))
+        if self._status:  # as text: a str would be read as rich markup (a title's "[…]")
+            parts.append(Spinner("dots", text=Text(f" {self._status}"), style="cyan"))
         return Group(*parts)
 
     def _refresh(self, *, now: bool = False) -> None:

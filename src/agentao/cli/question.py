@@ -9,6 +9,10 @@ answer is read from stdin with `loop.add_reader` while the terminal stays in
 cooked mode (its own line editing and echo; one read is one line), and a
 cancelled question just stops reading: nothing is left behind to eat input.
 
+The question shows what would be done: the call's title, the command (`$ …`) and where
+it would run, or the edit's diff (the diff the request carries, else its input's
+`old_string`/`new_string`), cut at `DIFF_LINES` like a finished edit's.
+
 The view is paused around the question (`pause`/`resume`: the terminal view's
 spinner must not redraw over it). An answer that is not one of the numbers
 asks again; end of input answers `cancelled`. `rejected` counts the requests
@@ -21,8 +25,10 @@ import asyncio
 import os
 from typing import Any
 
-from agentao.cli.render import shown
+from agentao.cli.chat.screen import proposed_edit
+from agentao.cli.render import DIFF_LINES, DIFF_STYLES, cut_lines, shown
 from agentao.client.permissions import PermissionAnswer, PermissionOption, PermissionRequest
+from agentao.client.view import DiffView, tool_call_of
 
 MAX_ANSWER_BYTES = 4096  # one read of a typed line; a longer one is not a number anyway
 
@@ -81,12 +87,25 @@ class TerminalQuestion:
         title, kind = shown(request.title), shown(request.kind)
         self.console.print(f"[bold yellow]Permission[/] {title} [dim]({kind})[/]")
         raw_input = request.tool_call.get("rawInput")
-        cwd = raw_input.get("cwd") if isinstance(raw_input, dict) else None
-        if isinstance(cwd, str):  # where a command would run matters as much as what it is
-            self.console.print(f"  [dim]in[/] {shown(cwd)}")
+        raw = raw_input if isinstance(raw_input, dict) else {}
+        if isinstance(raw.get("command"), str):
+            self.console.print(f"  [dim]$[/] {shown(raw['command'])}")
+        if isinstance(raw.get("cwd"), str):  # where it would run matters as much as what
+            self.console.print(f"  [dim]in[/] {shown(raw['cwd'])}")
+        for line in cut_lines(proposed_diff(request, raw), DIFF_LINES):
+            self.console.print(f"    [{DIFF_STYLES.get(line[:1], 'dim')}]{shown(line)}[/]")
         for i, option in enumerate(offered, 1):
             name, option_kind = shown(option.name), shown(option.kind)
             self.console.print(f"  [bold]{i}[/] {name} [dim]{option_kind}[/]")
+
+
+def proposed_diff(request: PermissionRequest, raw_input: dict[str, Any]) -> list[str]:
+    """The diff lines of what the request would change: the diffs its tool call carries,
+    else the edit its input describes (none for any other call)."""
+    asked = tool_call_of(request.tool_call) if request.tool_call else None
+    content = getattr(asked, "content", None) or []
+    lines = [line for d in map(DiffView.of, content) if d is not None for line in d.lines()]
+    return lines or proposed_edit(raw_input)
 
 
 async def read_line(fd: int = 0) -> str | None:
@@ -117,4 +136,4 @@ async def read_line(fd: int = 0) -> str | None:
         loop.remove_reader(fd)
 
 
-__all__ = ["MAX_ANSWER_BYTES", "TerminalQuestion", "read_line"]
+__all__ = ["MAX_ANSWER_BYTES", "TerminalQuestion", "proposed_diff", "read_line"]

@@ -30,6 +30,7 @@ REPLAY_RULE = "── earlier in this session ↑ · new turn ↓ ──"
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 STATUS_MARK = {"pending": "…", "in_progress": "⋯", "completed": "✓", "failed": "✗"}
 PLAN_BOX = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}  # a diff line's style by its first char
 
 
 class ConsoleView:
@@ -241,17 +242,17 @@ def tool_details(tool: ToolCallState, diff_lines: int, output_lines: int) -> lis
 
     lines: list[str] = []
     if tool.status == "completed" and diff_lines:
-        styles = {"+": "green", "-": "red", "@": "cyan"}
         for diff in diffs(tool):
-            for line in _cut(diff.lines(), diff_lines):
-                lines.append(f"    [{styles.get(line[:1], 'dim')}]{shown(line)}[/]")
+            for line in cut_lines(diff.lines(), diff_lines):
+                lines.append(f"    [{DIFF_STYLES.get(line[:1], 'dim')}]{shown(line)}[/]")
     if _is_command(tool) and output_lines:
         output = output_text(tool).rstrip("\n").splitlines()
-        lines += [f"    [dim]{shown(line)}[/]" for line in _cut(output, output_lines)]
+        lines += [f"    [dim]{shown(line)}[/]" for line in cut_lines(output, output_lines)]
     return lines
 
 
-def _cut(lines: list[str], limit: int) -> list[str]:
+def cut_lines(lines: list[str], limit: int) -> list[str]:
+    """The first `limit` lines, then "… N more lines" if there were more."""
     if len(lines) <= limit:
         return lines
     return [*lines[:limit], f"… {len(lines) - limit} more lines"]
@@ -344,11 +345,13 @@ def to_json(event: Event) -> dict[str, Any]:
 
 __all__ = [
     "DIFF_LINES",
+    "DIFF_STYLES",
     "OUTPUT_LINES",
     "PLAN_BOX",
     "STATUS_MARK",
     "ConsoleView",
     "JsonView",
+    "cut_lines",
     "printable",
     "shown",
     "to_json",

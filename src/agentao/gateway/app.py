@@ -29,6 +29,7 @@ from agentao.gateway import (
     anthropic_messages,
     conversations_api,
     errors,
+    forks,
     login,
     openai_chat,
     openai_responses,
@@ -111,6 +112,7 @@ def create_app(
     app.include_router(anthropic_messages.router)
     app.include_router(tasks.router)
     app.include_router(conversations_api.router)
+    app.include_router(forks.router)
     app.include_router(workdirs.router)
     app.include_router(web.router)
     app.include_router(login.router)

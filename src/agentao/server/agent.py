@@ -165,6 +165,21 @@ class AcpAgent:
             config_options=opts.model_options(live.llm, live.catalog),
         )
 
+    async def session_fork(
+        self, params: schema.ForkSessionRequest, message: dict[str, Any]
+    ) -> schema.ForkSessionResponse:
+        """v1's unstable `session/fork`, as v2's (server/fork.py): the gateway's edit and
+        resend forks a conversation's session over whichever version it speaks."""
+        from agentao.server.fork import fork_session
+
+        live = await fork_session(self, params, message)
+        live.setup = self._after_reply(self._setup(live, replay=False))
+        return schema.ForkSessionResponse(
+            session_id=live.id,
+            modes=opts.mode_state(live.agent.mode_id, live.ceiling),
+            config_options=opts.model_options(live.llm, live.catalog),
+        )
+
     async def session_list(self, params: schema.ListSessionsRequest) -> schema.ListSessionsResponse:
         summaries, cursor = await self.archive.page(params.cwd, params.cursor)
         infos = [

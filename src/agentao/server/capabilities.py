@@ -9,7 +9,8 @@ promptCapabilities  image: whether the configured model takes images (its catalo
                   else its family: agent/catalog.py `takes_images`); embeddedContext true
                   (`resource` blocks: their URI and text reach the model); audio false
 mcpCapabilities   sse true, http true (streamable HTTP; seed C.1 said no, it works now)
-sessionCapabilities  list, close, resume, delete, additionalDirectories
+sessionCapabilities  list, close, resume, delete, additionalDirectories, fork (unstable; its
+                  `_meta` names the key that forks at an earlier user message: server/fork.py)
 _meta["_agentao.cn/extensions"]  the vendor methods, [{method, description}]
 
 v2 (a client asking for 2 or more; the connection settles the version, protocol/versions.py):
@@ -20,7 +21,8 @@ capabilities      object markers, never booleans, read off the v2 handler (serve
                   list, resume, close, prompt, cancel); inside it `prompt` (image when the
                   model takes images, embeddedContext), `mcp` (stdio, http), `delete`,
                   `fork`, `status` and `title` (unstable) and `additionalDirectories` only where
-                  served.
+                  served. `fork._meta["agentao.cn/beforeTurn"]` describes the fork's key
+                  for forking at an earlier user message (server/fork.py).
                   `auth.status` (unstable) only where `auth/status` is served.
 authMethods       the surface's AUTH_METHODS once it serves auth/login and auth/logout (the
                   schema: a non-empty list promises both); omitted otherwise
@@ -40,6 +42,14 @@ PROTOCOL_VERSION = 1
 # MCP transports and whether this agent takes them (streamable HTTP through the mcp SDK).
 SUPPORTED_TRANSPORTS: Mapping[str, bool] = {"stdio": True, "sse": True, "http": True}
 EXTENSIONS_META_KEY = "_agentao.cn/extensions"
+# session/fork's _meta key: fork before this stored turn (server/fork.py)
+BEFORE_TURN_KEY = "agentao.cn/beforeTurn"
+BEFORE_PROMPT_KEY = "agentao.cn/beforePrompt"  # ... the prompt of that turn, to find it by
+FORK_AT_ABOUT = (
+    "session/fork _meta: the 0-based index of a stored turn (user message); the fork holds "
+    f"exactly the turns before it. With {BEFORE_PROMPT_KEY} (that turn's prompt), the "
+    "turn is the nearest at or before the index with that prompt"
+)
 EXTENSIONS: tuple[dict[str, str], ...] = (
     {
         "method": "_agentao.cn/ask_user",
@@ -75,6 +85,7 @@ def _response(image: bool) -> schema.InitializeResponse:
         additional_directories=schema.SessionAdditionalDirectoriesCapabilities(),
         resume=schema.SessionResumeCapabilities(),
         close=schema.SessionCloseCapabilities(),
+        fork=schema.SessionForkCapabilities(meta={BEFORE_TURN_KEY: FORK_AT_ABOUT}),
     )
     capabilities = schema.AgentCapabilities(
         load_session=True,
@@ -138,11 +149,18 @@ def _session_capabilities_v2(surface: object) -> Any:
         ),
         mcp=v2.McpCapabilities(stdio=v2.McpStdioCapabilities(), http=v2.McpHttpCapabilities()),
         delete=v2.SessionDeleteCapabilities() if _serves(surface, "session/delete") else None,
-        fork=v2.SessionForkCapabilities() if _serves(surface, "session/fork") else None,
+        fork=_fork_capabilities_v2() if _serves(surface, "session/fork") else None,
         status=v2.SessionStatusCapabilities() if _serves(surface, "session/status") else None,
         title=v2.SessionTitleCapabilities() if _serves(surface, "session/set_title") else None,
         additional_directories=v2.SessionAdditionalDirectoriesCapabilities(),
     )
+
+
+def _fork_capabilities_v2() -> Any:
+    """The fork marker, its `_meta` naming the key that forks at an earlier user message."""
+    from agentao.protocol.v2 import schema as v2
+
+    return v2.SessionForkCapabilities(meta={BEFORE_TURN_KEY: FORK_AT_ABOUT})
 
 
 def _auth_capabilities_v2(surface: object) -> Any:
@@ -181,6 +199,8 @@ def image_prompts() -> bool:
 
 
 __all__ = [
+    "BEFORE_PROMPT_KEY",
+    "BEFORE_TURN_KEY",
     "EXTENSIONS",
     "EXTENSIONS_META_KEY",
     "PROTOCOL_VERSION",

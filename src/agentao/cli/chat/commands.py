@@ -1,7 +1,9 @@
 """Local commands: answered here, never sent to the model.
 
 `/help`, `/model [ID]`, `/mode [ID]`, `/sessions`, `/resume ID`, `/clear` (a new session),
-`/compact` (sent as the agent's own command, when it offers one), `/quit`. Any other
+`/compact` (sent as the agent's own command, when it offers one), `/thoughts [on|off]` (the
+last thought whole, or every thought from now on), `/expand [N]` (a cut output whole),
+`/quit`. Any other
 `/name` the agent announced in `available_commands_update` is sent to it as `/name args`;
 a name neither knows is refused here, so a typo never costs a model request.
 """
@@ -127,6 +129,30 @@ async def _compact(chat: Chat, args: str) -> str:
     if "compact" in agent_commands(chat):
         return SEND
     chat.screen.error("this agent offers no /compact")
+    return DONE
+
+
+@local("thoughts", "/thoughts [on|off]: the last thought in full; on: every thought from now")
+async def _thoughts(chat: Chat, args: str) -> str:
+    if args in ("on", "off"):
+        chat.screen.show_thoughts(args == "on")
+        chat.screen.note(f"thoughts: {'shown in full' if args == 'on' else 'collapsed'}")
+    elif args:
+        chat.screen.error(f"/thoughts takes on or off, not {args!r}")
+    elif not chat.screen.show_thought():
+        chat.screen.note("no thought yet")
+    return DONE
+
+
+@local("expand", "/expand [N]: a cut tool output in full (the last one without N)")
+async def _expand(chat: Chat, args: str) -> str:
+    if args and not (args.isascii() and args.isdigit() and len(args) <= 9):
+        chat.screen.error(f"/expand takes the number a cut output names, not {args!r}")
+        return DONE
+    kept = sorted(chat.screen.cut_outputs)
+    if not chat.screen.expand(int(args) if args else None):
+        which = f"{kept[0]} to {kept[-1]}" if kept else "none yet"
+        chat.screen.error(f"no cut output {args or 'yet'} (kept: {which})")
     return DONE
 
 

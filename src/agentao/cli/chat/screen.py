@@ -2,9 +2,11 @@
 
 Everything finished goes to the terminal's scrollback and stays there: markdown blocks of
 the answer (a block is printed once the blank line after it arrives, outside a code fence),
-thoughts (dim, labelled), each tool call with its final status, its diffs and its shell
-output (cut at `ScreenLimits.output_lines`, with an "N more lines" line), the plan, and the
-usage line after the turn. What is still moving (the unfinished markdown block, the
+thoughts (collapsed to one dim line, "thought for 3s (12 lines) · /thoughts", unless
+`ScreenLimits.thoughts_shown`; `show_thought()` prints the last one whole), each tool call
+with its final status, its diffs and its shell output (cut at `ScreenLimits.output_lines`,
+with an "N more lines · /expand K" line; `expand(K)` prints cut output K whole, the last
+`ScreenLimits.kept_outputs` of them kept), the plan, and the usage line after the turn. What is still moving (the unfinished markdown block, the
 running tool calls, the elapsed time) is drawn in one transient `rich.live.Live` area below
 it, which `pause()` removes before anything else takes the screen (a permission question)
 and `resume()` brings back. The agent's words are printed as text or markdown, never as
@@ -15,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
@@ -24,7 +27,7 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
-from agentao.cli.render import PLAN_BOX, STATUS_MARK, printable
+from agentao.cli.render import DIFF_STYLES, PLAN_BOX, STATUS_MARK, printable
 from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
 from agentao.client.permissions import PermissionRequest
 from agentao.client.view import diffs, exit_code, output_text
@@ -32,7 +35,6 @@ from agentao.client.view import diffs, exit_code, output_text
 STATUS_STYLE = {"completed": "green", "failed": "red"}
 FINAL = frozenset({"completed", "failed"})
 CODE_THEME = "monokai"
-DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,8 @@ class ScreenLimits:
     output_lines: int = 12  # a shell command's (or a read's) output, then "N more lines"
     diff_lines: int = 40  # an edit's diff lines, then "N more lines"
     refresh_per_second: float = 8.0  # the live area's redraws (spinner and elapsed time)
+    kept_outputs: int = 50  # cut outputs kept for /expand (older ones are forgotten)
+    thoughts_shown: bool = False  # print thoughts whole, not as one collapsed line
 
 
 def split_markdown(text: str) -> int:
@@ -90,6 +94,11 @@ class Screen:
         self.limits = limits or ScreenLimits()
         self.pending_text = ""  # the answer's unfinished markdown block
         self.pending_thought = ""
+        self.thought_started: float | None = None  # when the pending thought began (live)
+        self.last_thought = ""  # the last thought printed, for /thoughts
+        # number -> (all its lines, whether they are a diff's)
+        self.cut_outputs: OrderedDict[int, tuple[list[str], bool]] = OrderedDict()
+        self.cuts = 0  # the number the last cut output was given
         self.tools: dict[str, ToolCallState] = {}  # announced, not printed final yet
         self.started = time.monotonic()
         self._live: Live | None = None
@@ -152,6 +161,8 @@ class Screen:
             self._print_whole_blocks()
         elif kind == "agent_thought_chunk" and update.text is not None:
             self._flush_text()
+            if not self.pending_thought and not replayed:
+                self.thought_started = time.monotonic()
             self.pending_thought += update.text
         elif kind == "user_message_chunk" and update.text is not None and replayed:
             self.flush()
@@ -254,10 +265,29 @@ class Screen:
 
     def _flush_thought(self) -> None:
         text, self.pending_thought = printable(self.pending_thought).strip(), ""
-        if text:
-            self.console.print(
-                Text("thinking: ", style="dim bold") + Text(text, style="dim italic")
-            )
+        started, self.thought_started = self.thought_started, None
+        if not text:
+            return
+        self.last_thought = text
+        if self.limits.thoughts_shown:
+            self.show_thought()
+            return
+        took = f" for {time.monotonic() - started:.0f}s" if started is not None else ""
+        lines = len(text.splitlines())
+        summary = f"thought{took} ({lines} line{'s' * (lines != 1)}) · /thoughts shows it"
+        self.console.print(Text(summary, style="dim italic"))
+
+    def show_thought(self) -> bool:
+        """Print the last thought whole, labelled; False when there was none."""
+        if not self.last_thought:
+            return False
+        label = Text("thinking: ", style="dim bold")
+        self.console.print(label + Text(self.last_thought, style="dim italic"))
+        return True
+
+    def show_thoughts(self, shown: bool) -> None:
+        """From now on print every thought whole (True) or collapsed (False)."""
+        self.limits = replace(self.limits, thoughts_shown=shown)
 
     # ---- tools and plan ---------------------------------------------------------------
 
@@ -282,11 +312,35 @@ class Screen:
             self._cut_lines(output_text(tool).rstrip("\n").splitlines(), self.limits.output_lines)
 
     def _cut_lines(self, lines: list[str], limit: int, *, diff: bool = False) -> None:
-        for line in lines[:limit]:
+        self._print_lines(lines[:limit], diff=diff)
+        if len(lines) > limit:
+            number = self._keep_cut(lines, diff)
+            more = f"    … {len(lines) - limit} more lines · /expand {number}"
+            self.console.print(Text(more, style="dim italic"))
+
+    def _print_lines(self, lines: list[str], *, diff: bool) -> None:
+        for line in lines:
             style = DIFF_STYLES.get(line[:1], "dim") if diff else "dim"
             self.console.print(Text("    ") + Text(printable(line), style=style), soft_wrap=True)
-        if len(lines) > limit:
-            self.console.print(Text(f"    … {len(lines) - limit} more lines", style="dim italic"))
+
+    def _keep_cut(self, lines: list[str], diff: bool) -> int:
+        """Keep a cut output whole under the next number; the oldest beyond the limit go."""
+        self.cuts += 1
+        self.cut_outputs[self.cuts] = (lines, diff)
+        while len(self.cut_outputs) > self.limits.kept_outputs:
+            self.cut_outputs.popitem(last=False)
+        return self.cuts
+
+    def expand(self, number: int | None = None) -> bool:
+        """Print cut output `number` (the last one when None) whole; False if not kept."""
+        number = self.cuts if number is None else number
+        kept = self.cut_outputs.get(number)
+        if kept is None:
+            return False
+        lines, diff = kept
+        self.console.print(Text(f"output {number}, all {len(lines)} lines:", style="dim bold"))
+        self._print_lines(lines, diff=diff)
+        return True
 
     def plan(self, entries: Any) -> None:
         self.console.print(Text("Plan", style="bold"))
