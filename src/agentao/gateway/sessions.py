@@ -428,6 +428,7 @@ class Conversations:
             request.inline_reasoning,
             consumed=request.source in CONSUMED_SOURCES,
             always_allow=conv.pool.spec.offers_always(),
+            announce_grace_seconds=self.limits.announce_grace_seconds,
         )
         turn = GatewayTurn(session, request.prompt, task_log, context, self._ended)
         conv.turn = turn
