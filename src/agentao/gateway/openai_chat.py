@@ -16,6 +16,10 @@ server of the conversation's own; when it calls one, the answer ends with
 `tool_calls` (`finish_reason: "tool_calls"`) while the turn waits, and the request
 that carries the results (`role: tool` messages ending the transcript) is bound by
 their `tool_call_id`s and answered with the rest of the same turn.
+
+Instructions (leading `system`/`developer` messages) reach the agent as instructions.py
+says: as ACP `systemPrompt` where the agent takes it, else in the prompt's text; the
+`X-Instructions` header tells which.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from agentao.gateway.errors import (
 )
 from agentao.gateway.identifiers import check_session_key
 from agentao.gateway.inputs import parse_chat_messages, prompt_blocks
+from agentao.gateway.instructions import instruct
 from agentao.gateway.mapping import chat_finish_reason, estimate_usage, usage_from_agent
 from agentao.gateway.service import Gateway, ModelChoice
 from agentao.gateway.sessions import (
@@ -146,17 +151,20 @@ async def chat_completions(request: Request) -> Any:
     if (waiting := gw.tools.of(conv)) is not None and waiting.pending:
         raise result_expected("messages")
     await offer_tools(gw, principal.name, conv, tools)
-    turn_request = _turn_request(body, principal, policy, choice, hashed, new, fresh)
+    delivery = instruct(conv, new, fresh=fresh)
+    turn_request = _turn_request(body, principal, policy, choice, hashed, delivery.messages, fresh)
     try:
         turn = await gw.conversations.begin(conv, turn_request)
     except SessionLost:  # start the conversation over, with the whole transcript
         gw.conversations.start_over(conv)
-        everything = hashed.messages
+        delivery = instruct(conv, hashed.messages, fresh=True)
+        everything = delivery.messages
         turn_request = _turn_request(body, principal, policy, choice, hashed, everything, True)
         turn = await gw.conversations.begin(conv, turn_request)
     if tools:
         turn.take_calls()
-    return await _answer(request, body, choice, turn, {"X-Session-Id": key or conv.id})
+    headers = {"X-Session-Id": key or conv.id, **delivery.headers()}
+    return await _answer(request, body, choice, turn, headers)
 
 
 async def _answer(

@@ -11,6 +11,9 @@ The caller's own function `tools` (tool_bridge.py): when the agent calls one, th
 response completes with a `function_call` item per call while the turn waits; the
 next request (`previous_response_id` and `function_call_output` items) answers them,
 and its response is the rest of the same turn.
+
+`instructions` (and leading system messages of `input`) reach the agent as
+instructions.py says; the `X-Instructions` header tells how.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from agentao.gateway.caller_tools import ToolResult, call_outputs, parse_tools, 
 from agentao.gateway.errors import BadRequest, Conflict, NotFound, unsupported
 from agentao.gateway.identifiers import check_id
 from agentao.gateway.inputs import parse_response_input, prompt_blocks
+from agentao.gateway.instructions import instruct
 from agentao.gateway.mapping import estimate_usage, usage_from_agent
 from agentao.gateway.response_builder import Event, LiveResponse, ResponseBuilder
 from agentao.gateway.service import Gateway
@@ -111,6 +115,8 @@ async def create_response(request: Request) -> Any:
     if (waiting := gw.tools.of(conv)) is not None and waiting.pending:
         raise result_expected("input")
     await offer_tools(gw, principal.name, conv, tools)
+    delivery = instruct(conv, messages, fresh=fresh)
+    messages = delivery.messages
     text = render(messages, history=fresh and len(messages) > 1)
     turn_index = conv.record.turn_count
     turn = await gw.conversations.begin(
@@ -126,7 +132,18 @@ async def create_response(request: Request) -> Any:
     )
     if tools:
         turn.take_calls()
-    return await _respond(gw, request, principal, body, choice, conv, turn, turn_index, len(text))
+    return await _respond(
+        gw,
+        request,
+        principal,
+        body,
+        choice,
+        conv,
+        turn,
+        turn_index,
+        len(text),
+        headers=delivery.headers(),
+    )
 
 
 async def _resume(
@@ -172,8 +189,11 @@ async def _respond(
     turn: GatewayTurn,
     turn_index: int,
     prompt_chars: int,
+    *,
+    headers: dict[str, str] | None = None,
 ) -> Any:
-    """The response: the turn's items from here on, whole, streamed or in the background."""
+    """The response: the turn's items from here on, whole, streamed or in the background;
+    `headers`: more of the answer's headers (X-Instructions)."""
     echo = {
         "instructions": body.instructions,
         "metadata": body.metadata or {},
@@ -185,7 +205,7 @@ async def _respond(
     builder = ResponseBuilder(choice.name, echo, x_acp=body.x_acp)
     live = LiveResponse(builder, turn, principal.name, asyncio.Event())
     run = _Run(gw, live, conv, turn_index, body.store, prompt_chars)
-    headers = {"X-Session-Id": conv.id, "X-Task-Id": turn.id}
+    headers = {"X-Session-Id": conv.id, "X-Task-Id": turn.id, **(headers or {})}
     if body.background:  # stored now: it must outlive this request, even a restart
         await turn.log.stored.wait()  # its conversation's row is in the store
         await run.save()

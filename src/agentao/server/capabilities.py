@@ -9,7 +9,8 @@ promptCapabilities  image: whether the configured model takes images (its catalo
                   else its family: agent/catalog.py `takes_images`); embeddedContext true
                   (`resource` blocks: their URI and text reach the model); audio false
 mcpCapabilities   sse true, http true (streamable HTTP; seed C.1 said no, it works now)
-sessionCapabilities  list, close, resume, delete, additionalDirectories
+sessionCapabilities  list, close, resume, delete, additionalDirectories, systemPrompt (append and
+                  override: server/client_prompt.py)
 _meta["_agentao.cn/extensions"]  the vendor methods, [{method, description}]
 
 v2 (a client asking for 2 or more; the connection settles the version, protocol/versions.py):
@@ -20,7 +21,7 @@ capabilities      object markers, never booleans, read off the v2 handler (serve
                   list, resume, close, prompt, cancel); inside it `prompt` (image when the
                   model takes images, embeddedContext), `mcp` (stdio, http), `delete`,
                   `fork` and `status` (unstable) and `additionalDirectories` only where
-                  served.
+                  served; `systemPrompt` (unstable) with `mode.override`.
                   `auth.status` (unstable) only where `auth/status` is served.
 authMethods       the surface's AUTH_METHODS once it serves auth/login and auth/logout (the
                   schema: a non-empty list promises both); omitted otherwise
@@ -75,6 +76,11 @@ def _response(image: bool) -> schema.InitializeResponse:
         additional_directories=schema.SessionAdditionalDirectoriesCapabilities(),
         resume=schema.SessionResumeCapabilities(),
         close=schema.SessionCloseCapabilities(),
+        system_prompt=schema.SessionSystemPromptCapabilities(
+            mode=schema.SessionSystemPromptModeCapabilities(
+                override=schema.SessionSystemPromptOverrideCapabilities()
+            )
+        ),
     )
     capabilities = schema.AgentCapabilities(
         load_session=True,
@@ -141,6 +147,11 @@ def _session_capabilities_v2(surface: object) -> Any:
         fork=v2.SessionForkCapabilities() if _serves(surface, "session/fork") else None,
         status=v2.SessionStatusCapabilities() if _serves(surface, "session/status") else None,
         additional_directories=v2.SessionAdditionalDirectoriesCapabilities(),
+        system_prompt=v2.SessionSystemPromptCapabilities(
+            mode=v2.SessionSystemPromptModeCapabilities(
+                override=v2.SessionSystemPromptOverrideCapabilities()
+            )
+        ),
     )
 
 
