@@ -43,6 +43,10 @@ A config file looks like this (every section optional)::
     modes = ["read-only", "plan"]       # and may switch to these ("*": any)
     options = { model = ["*"] }         # config option values it may set
 
+    [models]                            # names a client may use for an agent (`/v1/models`)
+    gpt-4o = "agentao"                  # the agent, with its default model
+    "gpt-4o-mini" = "agentao/gpt-4o-mini"   # the agent and one of its own models
+
     [[keys]]
     name = "alice"
     key = "sk-alice-..."                # or key_sha256 = "<hex digest>"
@@ -84,7 +88,7 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
 LOCAL_NAME = "local"  # the principal without keys; its objects must not go to a key
 RESERVED_KEY_NAMES = frozenset({LOCAL_NAME})
-_TABLES = frozenset({"server", "limits", "agents", "keys"})
+_TABLES = frozenset({"server", "limits", "agents", "keys", "models"})
 _SERVER_SETTINGS = frozenset(
     {
         "host",
@@ -189,6 +193,8 @@ class GatewayConfig:
     cross_replica: CrossReplica = "forward"
     agents: tuple[AgentSpec, ...] = ()
     keys: tuple[ApiKey, ...] = ()
+    # `[models]`: alias -> "agent" or "agent/model", e.g. ("gpt-4o", "agentao").
+    models: tuple[tuple[str, str], ...] = ()
     limits: Limits = field(default_factory=Limits)
     web: WebPolicy = field(default_factory=WebPolicy)
     mcp: McpUrlPolicy = field(default_factory=McpUrlPolicy)
@@ -285,6 +291,7 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
         cross_replica=_cross_replica(server.get("cross_replica", "forward"), where),
         agents=agents,
         keys=keys,
+        models=_models(_table(data, "models", where), where),
         limits=limits,
         agent_sandbox=_agent_sandbox(server.get("agent_sandbox", "auto"), where),
         allow_unconfined_agents=_bool(server, "allow_unconfined_agents", where),
@@ -293,6 +300,37 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
         ),
         mcp=_mcp_policy(server, where),
     )
+
+
+def _models(table: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
+    """`[models]`: each alias and its target well-formed names (identifiers.py)."""
+    from agentao.gateway.errors import BadRequest  # the HTTP layer, only when aliases exist
+    from agentao.gateway.identifiers import check_model
+
+    out = []
+    for alias, target in table.items():
+        if not isinstance(target, str):
+            raise ConfigError(f"{where}: [models] {alias!r} must name an agent (a string)")
+        try:
+            check_model(alias, f"[models] {alias!r}")
+            check_model(target, f"[models] {alias!r}")
+        except BadRequest as exc:
+            raise ConfigError(f"{where}: {exc.message}") from None
+        out.append((alias, target))
+    return tuple(out)
+
+
+def check_aliases(config: GatewayConfig) -> None:
+    """Every alias names a served agent, and none is an agent's own name."""
+    agents = {a.name for a in config.agents}
+    for alias, target in config.models:
+        if alias in agents or alias.split("/", 1)[0] in agents:
+            raise ConfigError(f"[models] {alias!r} would hide the agent of that name")
+        if target.split("/", 1)[0] not in agents:
+            raise ConfigError(
+                f"[models] {alias!r} names the agent {target.split('/', 1)[0]!r}, which is "
+                f"not served (agents: {', '.join(sorted(agents))})"
+            )
 
 
 def _mcp_policy(server: dict[str, Any], where: str) -> McpUrlPolicy:
@@ -372,6 +410,7 @@ def with_overrides(
     names = [a.name for a in config.agents]
     if len(set(names)) != len(names):
         raise ConfigError(f"agent names must be unique: {names}")
+    check_aliases(config)
     return config
 
 
@@ -511,6 +550,7 @@ __all__ = [
     "McpUrlPolicy",
     "Policy",
     "WebPolicy",
+    "check_aliases",
     "check_policy",
     "config_from_dict",
     "default_agent",
