@@ -55,6 +55,7 @@ from agentao.gateway.identifiers import check_session_key
 from agentao.gateway.inputs import parse_chat_messages, prompt_blocks
 from agentao.gateway.instructions import instruct
 from agentao.gateway.mapping import chat_finish_reason, estimate_usage, usage_from_agent
+from agentao.gateway.sampling import Temperature, TokenLimit, TopP, requested_knobs
 from agentao.gateway.service import Gateway, ModelChoice
 from agentao.gateway.sessions import (
     CONVERSATION_PREFIX,
@@ -87,10 +88,14 @@ class StreamOptions(msgspec.Struct):
 
 
 class ChatBody(msgspec.Struct, kw_only=True):
-    """The fields we read; sampling knobs (temperature, top_p, ...) are the agent's business."""
+    """The fields we read; sampling knobs go to the agent where it offers them (sampling.py)."""
 
     model: str
     messages: list[Any]
+    temperature: Temperature | None = None
+    top_p: TopP | None = None
+    max_tokens: TokenLimit | None = None
+    max_completion_tokens: TokenLimit | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None
     n: int | None = None
@@ -307,6 +312,14 @@ def _turn_request(
         owner=principal.name,
         policy=policy,
         model=choice.model,
+        knobs=requested_knobs(
+            {
+                "temperature": body.temperature,
+                "top_p": body.top_p,
+                "max_tokens": body.max_tokens,
+                "max_completion_tokens": body.max_completion_tokens,
+            }
+        ),
         source="chat",
         inline_reasoning=body.x_reasoning == "inline",
         transcript_after=transcript_after,

@@ -38,6 +38,7 @@ from agentao.gateway.inputs import parse_response_input, prompt_blocks
 from agentao.gateway.instructions import instruct
 from agentao.gateway.mapping import estimate_usage, usage_from_agent
 from agentao.gateway.response_builder import Event, LiveResponse, ResponseBuilder
+from agentao.gateway.sampling import Temperature, TokenLimit, TopP, requested_knobs
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import LiveConversation, TurnRequest
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
@@ -64,6 +65,9 @@ class ResponsesBody(msgspec.Struct, kw_only=True):
     model: str
     input: Any
     instructions: str | None = None
+    temperature: Temperature | None = None
+    top_p: TopP | None = None
+    max_output_tokens: TokenLimit | None = None
     previous_response_id: str | None = None
     stream: bool = False
     store: bool = True
@@ -127,6 +131,13 @@ async def create_response(request: Request) -> Any:
             owner=principal.name,
             policy=policy,
             model=choice.model,
+            knobs=requested_knobs(
+                {
+                    "temperature": body.temperature,
+                    "top_p": body.top_p,
+                    "max_output_tokens": body.max_output_tokens,
+                }
+            ),
             source="responses",
         ),
     )

@@ -58,6 +58,7 @@ from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool, SessionParams
 from agentao.gateway.reasons import OUTSIDE_TURN
 from agentao.gateway.replicas import Replica
+from agentao.gateway.sampling import Knobs, apply_knobs
 from agentao.gateway.tasklog import SESSION_UPDATE, TaskHub
 from agentao.gateway.titles import short_title
 from agentao.gateway.turns import GatewayTurn, TurnContext, TurnFailed
@@ -148,6 +149,7 @@ class TurnRequest:
     # The conversation's transcript hash once this turn answered (Chat Completions binds a
     # later request by it); None: keep the one it has. The registry records it.
     transcript_after: Callable[[GatewayTurn], str | None] | None = None
+    knobs: Knobs = ()  # sampling knobs, set where the agent offers them (sampling.py)
 
 
 class Conversations:
@@ -285,6 +287,8 @@ class Conversations:
             session = await self._bind(conv)
             if request.model and request.model != conv.model:
                 await self._set_model(conv, session, request.model)
+            rules = conv.pool.spec.rules(self.ceiling_of(conv.record.owner))
+            await apply_knobs(session, rules, request.knobs)
             return await self._start(conv, session, request)
         except BaseException:
             conv.reserved = False
