@@ -110,7 +110,9 @@ _AGENT_SETTINGS = frozenset(
     {"command", "processes", "cwd", "env", "sandbox", "ceilings", "protocol", "always_allow"}
 )
 AGENT_PROTOCOLS = {"auto": None, "1": 1, "2": 2}  # `[agents.NAME] protocol` -> Client(protocol=)
-_KEY_SETTINGS = frozenset({"name", "key", "key_sha256", "agents", "ceiling", "policy"})
+_KEY_SETTINGS = frozenset(
+    {"name", "key", "key_sha256", "agents", "ceiling", "policy", "tokens_per_day"}
+)
 
 
 class ConfigError(ValueError):
@@ -151,6 +153,7 @@ class ApiKey:
     agents: frozenset[str] | None = None  # None: every agent
     ceiling: Policy = "reject"
     policy: Policy = "reject"
+    tokens_per_day: int | None = None  # its turns' tokens a UTC day (budgets.py); None: no cap
 
     def allows(self, agent: str) -> bool:
         return self.agents is None or agent in self.agents
@@ -209,6 +212,10 @@ class GatewayConfig:
         if owner == LOCAL_NAME and not self.keys:
             return "all"
         return next((k.ceiling for k in self.keys if k.name == owner), "reject")
+
+    def token_budgets(self) -> dict[str, int]:
+        """Each key's `tokens_per_day`, where it has one."""
+        return {k.name: k.tokens_per_day for k in self.keys if k.tokens_per_day is not None}
 
     def agent(self, name: str) -> AgentSpec | None:
         return next((a for a in self.agents if a.name == name), None)
@@ -526,12 +533,16 @@ def _key(entry: dict[str, Any], where: str) -> ApiKey:
     policy = check_policy(entry.get("policy", "reject"), f"{where}: key {name!r} policy")
     if policy_rank(policy) > policy_rank(ceiling):
         raise ConfigError(f"{where}: key {name!r} has a policy above its ceiling")
+    budget = entry.get("tokens_per_day")
+    if budget is not None and (type(budget) is not int or budget < 1):
+        raise ConfigError(f"{where}: key {name!r} tokens_per_day must be a whole number above 0")
     return ApiKey(
         name=str(name),
         sha256=digest,
         agents=None if agents is None or "*" in agents else frozenset(agents),
         ceiling=ceiling,
         policy=policy,
+        tokens_per_day=budget,
     )
 
 

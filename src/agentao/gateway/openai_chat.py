@@ -147,6 +147,7 @@ async def chat_completions(request: Request) -> Any:
     hashed = await _read_transcript(body.messages, pool.info.images, gw.limits)
     if results:  # the caller answers the agent's calls of its tools: the same turn goes on
         return await _resume(gw, request, principal, body, choice, key, hashed, results)
+    gw.budgets.check(principal.name)  # a new turn (a running one is never cut short)
     if gw.tools.waiting(principal.name, asked_calls(body.messages)) is not None:
         raise result_expected("messages")
     conv, new, fresh = await _conversation(gw, principal, choice, key, hashed)

@@ -177,6 +177,7 @@ class Conversations:
         self._running: dict[str, tuple[LiveConversation, GatewayTurn, TurnRequest]] = {}
         self._by_hash: dict[tuple[str, str, str], str] = {}  # (owner, agent, hash) -> conv id
         self._leasing = KeyedLocks()  # a conversation's lease: claimed, or released, at once
+        self.charge: Callable[[str, GatewayTurn], None] = lambda owner, turn: None  # budgets.py
 
     # ---- finding and creating -----------------------------------------------------------
 
@@ -453,6 +454,7 @@ class Conversations:
 
     async def _ended(self, turn: GatewayTurn) -> None:
         conv, _turn, request = self._running.pop(turn.id)
+        self.charge(conv.record.owner, turn)  # its tokens, against the owner's budget
         try:
             await self._keep(conv, turn, request)
         finally:  # whatever failed above, the conversation is not left busy for good
