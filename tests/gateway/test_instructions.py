@@ -10,7 +10,10 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from agentao.gateway.config import AgentSpec
 from agentao.server.client_prompt import APPEND_HEADING
@@ -28,10 +31,13 @@ def users_of(body: dict) -> list[str]:
     return [str(m["content"]) for m in body["messages"] if m["role"] == "user"]
 
 
+@pytest.mark.parametrize("protocol", [1, 2])
 def test_chat_instructions_reach_the_model_as_its_system_message(
-    gateway_factory: Callable[..., LiveGateway], fake_llm: FakeLLM, tmp_path: Path
+    gateway_factory: Callable[..., LiveGateway], fake_llm: FakeLLM, tmp_path: Path, protocol: int
 ) -> None:
-    gw = gateway_factory(agents=(llm_spec(tmp_path, fake_llm.env()),))
+    """Over ACP v1 and v2 (our agent advertises `systemPrompt` on both)."""
+    spec = replace(llm_spec(tmp_path, fake_llm.env()), protocol=protocol)
+    gw = gateway_factory(agents=(spec,))
     client = gw.openai()
     raw = client.chat.completions.with_raw_response.create(
         model="agentao",
