@@ -53,10 +53,11 @@ A config file looks like this (every section optional)::
     agents = ["agentao"]                # default: every agent
     ceiling = "ask"                     # the most a request may ask for
     policy = "reads"                    # what a request gets when it asks for nothing
+    tokens_per_day = 200000             # its turns' tokens a UTC day, then 429 (budgets.py)
 
-Unknown settings are errors naming them, in every table (top level, `[server]`, `[limits]`,
-`[agents.NAME]`, `[[keys]]`), never ignored: a misspelt `ceilng` would leave a key at its
-default. Permission policies, weakest first: `reject` < `reads` < `ask` < `all`. A key may
+`[limits]` is `limits.py`'s `Limits`. Unknown settings are errors naming them, in every
+table (top level, `[server]`, `[limits]`, `[agents.NAME]`, `[[keys]]`), never ignored: a
+misspelt `ceilng` would leave a key at its default. Permission policies, weakest first: `reject` < `reads` < `ask` < `all`. A key may
 not be named `local`: that is the keyless local user, who owns everything made without keys.
 """
 
