@@ -171,7 +171,7 @@ async def test_a_call_that_overtook_its_announcement_waits_for_it() -> None:
     its stdout (the text it said, the `tool_call`): the call ends the answer only after
     the update announcing it, so that text is in the answer the call ends."""
     inbox = _Inbox()
-    order = _CallOrder(inbox)
+    order = _CallOrder(inbox, 2.0)
     call = SimpleNamespace(args={"city": "Paris"})
     order.call(call)
     waiting = asyncio.ensure_future(inbox.take())

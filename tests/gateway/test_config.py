@@ -147,6 +147,15 @@ def test_the_collectors_young_threshold_is_a_named_limit() -> None:
     assert config.limits.gc_young_objects == 50_000
 
 
+def test_the_announce_grace_of_a_callers_tool_call_is_a_named_limit() -> None:
+    """turns.py waited a fixed 2 s for an agent's announcement of a caller's tool call."""
+    assert Limits().announce_grace_seconds == 2.0
+    config = config_from_dict({"limits": {"announce_grace_seconds": 0.5}})
+    assert config.limits.announce_grace_seconds == 0.5
+    with pytest.raises(ConfigError, match="announce_grace_seconds must be 0 or more"):
+        config_from_dict({"limits": {"announce_grace_seconds": -1}})
+
+
 def test_replica_settings() -> None:
     config = config_from_dict(
         {"server": {"advertise_url": "http://10.0.0.5:8765"}, "limits": {"lease_seconds": 10}}

@@ -308,9 +308,12 @@ class Client:
         *,
         additional_dirs: Sequence[str] = (),
         mcp_servers: Sequence[Any] = (),
+        system_prompt: dict[str, Any] | None = None,
     ) -> Session:
+        """`session/new`; `system_prompt`: ACP's unstable `systemPrompt` (send it only to an
+        agent that advertises `sessionCapabilities.systemPrompt`)."""
         cwd, dirs = _abs(cwd), tuple(map(_abs, additional_dirs))
-        params = _session_params(cwd, dirs, mcp_servers)
+        params = {**_session_params(cwd, dirs, mcp_servers), **_system_prompt(system_prompt)}
         opening = Workspace.of("", cwd, dirs)
         self._side.opening.append(opening)
         try:
@@ -326,9 +329,13 @@ class Client:
         *,
         additional_dirs: Sequence[str] = (),
         mcp_servers: Sequence[Any] = (),
+        system_prompt: dict[str, Any] | None = None,
     ) -> Session:
         """`session/load`: the replayed history waits in `session.drain()`."""
-        return await self._reopen("session/load", session_id, cwd, additional_dirs, mcp_servers)
+        more = _system_prompt(system_prompt)
+        return await self._reopen(
+            "session/load", session_id, cwd, additional_dirs, mcp_servers, more
+        )
 
     async def resume_session(
         self,
@@ -338,12 +345,14 @@ class Client:
         additional_dirs: Sequence[str] = (),
         mcp_servers: Sequence[Any] = (),
         replay: bool = False,
+        system_prompt: dict[str, Any] | None = None,
     ) -> Session:
         """`session/resume`: reattach; over v2 with `replay` the agent first replays the
         history from the start (`replayFrom`), which waits in `session.drain()`."""
         extra = {"replayFrom": {"type": "start"}} if replay else {}
         if extra and self.channel.version != v2.VERSION:
             raise ClientError("a replay on resume needs ACP v2 (v1: load_session)")
+        extra.update(_system_prompt(system_prompt))
         return await self._reopen(
             "session/resume", session_id, cwd, additional_dirs, mcp_servers, extra
         )
@@ -472,6 +481,10 @@ def _session_params(cwd: str, dirs: tuple[str, ...], mcp_servers: Sequence[Any])
     if dirs:
         params["additionalDirectories"] = list(dirs)
     return params
+
+
+def _system_prompt(system_prompt: dict[str, Any] | None) -> dict[str, Any]:
+    return {"systemPrompt": system_prompt} if system_prompt is not None else {}
 
 
 __all__ = ["PROTOCOL_VERSION", "SUPPORTED", "V2_REFUSALS", "Client"]

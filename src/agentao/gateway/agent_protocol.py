@@ -91,14 +91,24 @@ async def reopen(
     cwd: str,
     additional_dirs: Sequence[str],
     mcp_servers: Sequence[Any],
+    system_prompt: dict[str, Any] | None = None,
 ) -> Session:
     """Reopen a stored session with its history replayed first (into `session.drain()`)."""
     if client.protocol_version == V2:
         return await client.resume_session(
-            session_id, cwd, additional_dirs=additional_dirs, mcp_servers=mcp_servers, replay=True
+            session_id,
+            cwd,
+            additional_dirs=additional_dirs,
+            mcp_servers=mcp_servers,
+            replay=True,
+            system_prompt=system_prompt,
         )
     return await client.load_session(
-        session_id, cwd, additional_dirs=additional_dirs, mcp_servers=mcp_servers
+        session_id,
+        cwd,
+        additional_dirs=additional_dirs,
+        mcp_servers=mcp_servers,
+        system_prompt=system_prompt,
     )
 
 
@@ -191,6 +201,16 @@ def takes_images(client: Client) -> bool:
     return bool((caps.get("promptCapabilities") or {}).get("image"))
 
 
+def takes_system_prompt(client: Client) -> bool:
+    """Whether the agent takes a client's `systemPrompt` (unstable; `append` at least)."""
+    init = to_builtins(client.init)
+    if client.protocol_version == V2:
+        session = (init.get("capabilities") or {}).get("session") or {}
+    else:
+        session = (init.get("agentCapabilities") or {}).get("sessionCapabilities") or {}
+    return isinstance(session.get("systemPrompt"), dict)
+
+
 __all__ = [
     "AUTO",
     "V2",
@@ -204,5 +224,6 @@ __all__ = [
     "reopen",
     "speaks_v2",
     "takes_images",
+    "takes_system_prompt",
     "with_mode",
 ]

@@ -43,16 +43,21 @@ A config file looks like this (every section optional)::
     modes = ["read-only", "plan"]       # and may switch to these ("*": any)
     options = { model = ["*"] }         # config option values it may set
 
+    [models]                            # names a client may use for an agent (`/v1/models`)
+    gpt-4o = "agentao"                  # the agent, with its default model
+    "gpt-4o-mini" = "agentao/gpt-4o-mini"   # the agent and one of its own models
+
     [[keys]]
     name = "alice"
     key = "sk-alice-..."                # or key_sha256 = "<hex digest>"
     agents = ["agentao"]                # default: every agent
     ceiling = "ask"                     # the most a request may ask for
     policy = "reads"                    # what a request gets when it asks for nothing
+    tokens_per_day = 200000             # its turns' tokens a UTC day, then 429 (budgets.py)
 
-Unknown settings are errors naming them, in every table (top level, `[server]`, `[limits]`,
-`[agents.NAME]`, `[[keys]]`), never ignored: a misspelt `ceilng` would leave a key at its
-default. Permission policies, weakest first: `reject` < `reads` < `ask` < `all`. A key may
+`[limits]` is `limits.py`'s `Limits`. Unknown settings are errors naming them, in every
+table (top level, `[server]`, `[limits]`, `[agents.NAME]`, `[[keys]]`), never ignored: a
+misspelt `ceilng` would leave a key at its default. Permission policies, weakest first: `reject` < `reads` < `ask` < `all`. A key may
 not be named `local`: that is the keyless local user, who owns everything made without keys.
 """
 
@@ -70,9 +75,8 @@ from typing import Any, Literal
 from agentao.gateway.ceilings import CeilingRules, parse_rules
 from agentao.gateway.confine import OUR_AGENT_PASS_ENV, AgentSandbox, AgentSandboxMode
 from agentao.gateway.hosts import normalize_host, normalize_origin
+from agentao.gateway.limits import Limits, parse_limits
 from agentao.store.target import (
-    DEFAULT_CONNECT_SECONDS,
-    DEFAULT_POOL_SIZE,
     STORE_URL_ENV,
     StoreUrlInvalid,
     check_store_url,
@@ -85,8 +89,7 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
 LOCAL_NAME = "local"  # the principal without keys; its objects must not go to a key
 RESERVED_KEY_NAMES = frozenset({LOCAL_NAME})
-MAX_TRANSCRIPT_MATCH_DEPTH = 500  # one query binds this many hashes; SQLite allows 32766
-_TABLES = frozenset({"server", "limits", "agents", "keys"})
+_TABLES = frozenset({"server", "limits", "agents", "keys", "models"})
 _SERVER_SETTINGS = frozenset(
     {
         "host",
@@ -108,81 +111,13 @@ _AGENT_SETTINGS = frozenset(
     {"command", "processes", "cwd", "env", "sandbox", "ceilings", "protocol", "always_allow"}
 )
 AGENT_PROTOCOLS = {"auto": None, "1": 1, "2": 2}  # `[agents.NAME] protocol` -> Client(protocol=)
-_KEY_SETTINGS = frozenset({"name", "key", "key_sha256", "agents", "ceiling", "policy"})
+_KEY_SETTINGS = frozenset(
+    {"name", "key", "key_sha256", "agents", "ceiling", "policy", "tokens_per_day"}
+)
 
 
 class ConfigError(ValueError):
     """The config file or a command-line option is not usable; the message says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Named limits of the gateway, each with its default."""
-
-    retry_after_seconds: int = 1  # Retry-After on a 409 for a busy session
-    cancel_grace_seconds: float = 2.0  # a new request waits this long for a cancelling turn
-    permission_deadline_seconds: float = 60.0  # "ask": no human answer by then -> reject
-    # ... unless someone watches it: each presence (`POST /v1/permissions/{id}/presence`,
-    # which the web UI sends while it shows the question) moves the deadline to then plus
-    # permission_deadline_seconds, but never past this long after the question was asked.
-    permission_wait_max_seconds: float = 3600.0
-    ping_interval_seconds: float = 15.0  # task-stream keep-alive frames
-    max_request_bytes: int = 16 * 1024 * 1024  # a larger HTTP body -> 413
-    restart_backoff_seconds: float = 0.5  # first delay before restarting a crashed agent
-    max_restart_backoff_seconds: float = 30.0
-    start_timeout_seconds: float = 30.0  # spawn + initialize of one agent process
-    conversations_listed: int = 100  # past sessions shown by the web UI
-    title_chars: int = 60  # a conversation's title made from its prompt or the agent's
-    max_title_chars: int = 200  # a title a person gives (longer: 400)
-    max_search_chars: int = 200  # a search of the conversations (longer: 400)
-    # An idle conversation's agent session is closed after this long, and reopened with
-    # session/load by its next request (0: never). Agents without loadSession keep theirs.
-    session_idle_seconds: float = 600.0
-    # Chat Completions without a session key: a stored conversation must end at one of the
-    # request's last this-many assistant messages (the longest match wins). Bounds the
-    # lookup, one indexed query, whatever the transcript's length.
-    transcript_match_depth: int = 32
-    store_readers: int = 2  # read-only store connections, so lookups never queue behind writes
-    store_pool_size: int = DEFAULT_POOL_SIZE  # PostgreSQL store: connections held at most
-    store_connect_seconds: float = DEFAULT_CONNECT_SECONDS  # PostgreSQL: connect, or wait for one
-    store_inline_commit_bytes: int = 64 * 1024  # SQLite: a batch this small commits on the loop
-    max_session_key_length: int = 256  # X-Session-Id / x_session_id: visible ASCII only
-    remote_connections_per_key: int = 32  # remote ACP connections one API key may hold open
-    # Replicas on one PostgreSQL store: a live conversation belongs to one replica by a
-    # lease it renews with its heartbeat; a replica silent for this long is dead (its
-    # leases go to whoever asks next, its responses and tasks in flight are settled).
-    lease_seconds: float = 15.0
-    heartbeat_seconds: float = 3.0  # how often a replica renews its row and its leases
-    # A remote ACP connection with no open stream and no message for this long is closed
-    # (its sessions stay: `session/load` attaches again).
-    remote_idle_seconds: float = 900.0
-    # A remote client's update is stored once, in its conversation's log, and sent at once;
-    # its row in the connection's numbering (a reference to the log) waits in memory for
-    # the next message that is not one (the reply ending the prompt, a question), so a
-    # turn's updates cost one transaction, not one each -- or until this many are waiting
-    # (gateway/remote/clients.py). At least 1 (1: each written as it comes).
-    remote_references_held: int = 256
-    # Replicas: a request passed to the replica that holds its conversation fails (503,
-    # come back later) when that replica does not accept the connection within this long.
-    forward_connect_seconds: float = 5.0
-    # A keyless gateway's web UI login (gateway/login.py): the link `serve` prints works
-    # once and for this long; the session cookie it sets, for this long.
-    login_link_seconds: float = 300.0
-    login_session_seconds: float = 7 * 24 * 3600.0
-    # The store writer (task frames, remote ACP messages), after a batch it could not
-    # store: it waits this long before the next batch, doubled for each failure in a row
-    # up to the max, then writes on (gateway/batches.py).
-    writer_backoff_seconds: float = 0.05
-    max_writer_backoff_seconds: float = 2.0
-    # A conversation's log (every frame of its turns) is kept this many days after its last
-    # update, then pruned (its row, tasks and responses stay); 0 keeps every log for good.
-    log_retention_days: float = 0.0
-    # The cyclic garbage collector scans the young objects once this many more were made than
-    # freed (CPython's 700 rescanned a streamed answer's updates waiting for the store's next
-    # batch: ~10% of the gateway's CPU per update; serving.py). At least 1 (0: collector off).
-    gc_young_objects: int = 10_000
-    tool_result_seconds: float = 240.0  # a caller's tool unanswered: turn cancelled (tool_bridge)
-    max_caller_tools: int = 128  # the most tools one request may offer the agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +154,7 @@ class ApiKey:
     agents: frozenset[str] | None = None  # None: every agent
     ceiling: Policy = "reject"
     policy: Policy = "reject"
+    tokens_per_day: int | None = None  # its turns' tokens a UTC day (budgets.py); None: no cap
 
     def allows(self, agent: str) -> bool:
         return self.agents is None or agent in self.agents
@@ -261,6 +197,8 @@ class GatewayConfig:
     cross_replica: CrossReplica = "forward"
     agents: tuple[AgentSpec, ...] = ()
     keys: tuple[ApiKey, ...] = ()
+    # `[models]`: alias -> "agent" or "agent/model", e.g. ("gpt-4o", "agentao").
+    models: tuple[tuple[str, str], ...] = ()
     limits: Limits = field(default_factory=Limits)
     web: WebPolicy = field(default_factory=WebPolicy)
     mcp: McpUrlPolicy = field(default_factory=McpUrlPolicy)
@@ -275,6 +213,10 @@ class GatewayConfig:
         if owner == LOCAL_NAME and not self.keys:
             return "all"
         return next((k.ceiling for k in self.keys if k.name == owner), "reject")
+
+    def token_budgets(self) -> dict[str, int]:
+        """Each key's `tokens_per_day`, where it has one."""
+        return {k.name: k.tokens_per_day for k in self.keys if k.tokens_per_day is not None}
 
     def agent(self, name: str) -> AgentSpec | None:
         return next((a for a in self.agents if a.name == name), None)
@@ -341,7 +283,10 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
     _check_known(data, _TABLES, "tables", where)
     server = _table(data, "server", where)
     _check_known(server, _SERVER_SETTINGS, "[server] settings", where)
-    limits = _limits(_table(data, "limits", where), where)
+    try:
+        limits = parse_limits(_table(data, "limits", where), where)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     agents = tuple(_agent(n, s, where) for n, s in _table(data, "agents", where).items())
     keys = tuple(_key(k, where) for k in _entries(data, "keys", where))
     if len({k.name for k in keys}) != len(keys):
@@ -354,6 +299,7 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
         cross_replica=_cross_replica(server.get("cross_replica", "forward"), where),
         agents=agents,
         keys=keys,
+        models=_models(_table(data, "models", where), where),
         limits=limits,
         agent_sandbox=_agent_sandbox(server.get("agent_sandbox", "auto"), where),
         allow_unconfined_agents=_bool(server, "allow_unconfined_agents", where),
@@ -362,6 +308,37 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
         ),
         mcp=_mcp_policy(server, where),
     )
+
+
+def _models(table: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
+    """`[models]`: each alias and its target well-formed names (identifiers.py)."""
+    from agentao.gateway.errors import BadRequest  # the HTTP layer, only when aliases exist
+    from agentao.gateway.identifiers import check_model
+
+    out = []
+    for alias, target in table.items():
+        if not isinstance(target, str):
+            raise ConfigError(f"{where}: [models] {alias!r} must name an agent (a string)")
+        try:
+            check_model(alias, f"[models] {alias!r}")
+            check_model(target, f"[models] {alias!r}")
+        except BadRequest as exc:
+            raise ConfigError(f"{where}: {exc.message}") from None
+        out.append((alias, target))
+    return tuple(out)
+
+
+def check_aliases(config: GatewayConfig) -> None:
+    """Every alias names a served agent, and none is an agent's own name."""
+    agents = {a.name for a in config.agents}
+    for alias, target in config.models:
+        if alias in agents or alias.split("/", 1)[0] in agents:
+            raise ConfigError(f"[models] {alias!r} would hide the agent of that name")
+        if target.split("/", 1)[0] not in agents:
+            raise ConfigError(
+                f"[models] {alias!r} names the agent {target.split('/', 1)[0]!r}, which is "
+                f"not served (agents: {', '.join(sorted(agents))})"
+            )
 
 
 def _mcp_policy(server: dict[str, Any], where: str) -> McpUrlPolicy:
@@ -441,6 +418,7 @@ def with_overrides(
     names = [a.name for a in config.agents]
     if len(set(names)) != len(names):
         raise ConfigError(f"agent names must be unique: {names}")
+    check_aliases(config)
     return config
 
 
@@ -472,38 +450,6 @@ def _strings(table: dict[str, Any], key: str, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: [server] {key} must be a list of strings")
     return value
-
-
-_LEAST = (  # (setting, its least value, why)
-    ("log_retention_days", 0, " (0: keep every log)"),
-    ("remote_references_held", 1, ""),
-    ("max_caller_tools", 1, ""),
-    ("tool_result_seconds", 1, ""),
-    ("store_inline_commit_bytes", 0, " (0: never inline)"),
-    ("gc_young_objects", 1, " (0 would turn the garbage collector off)"),
-)
-
-
-def _limits(table: dict[str, Any], where: str) -> Limits:
-    _check_known(table, frozenset(Limits.__dataclass_fields__), "[limits] settings", where)
-    limits = Limits(**table)
-    if not 1 <= limits.transcript_match_depth <= MAX_TRANSCRIPT_MATCH_DEPTH:
-        raise ConfigError(
-            f"{where}: [limits] transcript_match_depth must be 1..{MAX_TRANSCRIPT_MATCH_DEPTH}"
-        )
-    if not 0 <= limits.writer_backoff_seconds <= limits.max_writer_backoff_seconds:
-        raise ConfigError(
-            f"{where}: [limits] writer_backoff_seconds must be at least 0 and at most "
-            "max_writer_backoff_seconds"
-        )
-    for name, least, why in _LEAST:
-        if getattr(limits, name) < least:
-            raise ConfigError(f"{where}: [limits] {name} must be at least {least}{why}")
-    if not 0 < limits.heartbeat_seconds < limits.lease_seconds:
-        raise ConfigError(
-            f"{where}: [limits] heartbeat_seconds must be above 0 and below lease_seconds"
-        )
-    return limits
 
 
 def _agent(name: str, spec: Any, where: str) -> AgentSpec:
@@ -588,12 +534,16 @@ def _key(entry: dict[str, Any], where: str) -> ApiKey:
     policy = check_policy(entry.get("policy", "reject"), f"{where}: key {name!r} policy")
     if policy_rank(policy) > policy_rank(ceiling):
         raise ConfigError(f"{where}: key {name!r} has a policy above its ceiling")
+    budget = entry.get("tokens_per_day")
+    if budget is not None and (type(budget) is not int or budget < 1):
+        raise ConfigError(f"{where}: key {name!r} tokens_per_day must be a whole number above 0")
     return ApiKey(
         name=str(name),
         sha256=digest,
         agents=None if agents is None or "*" in agents else frozenset(agents),
         ceiling=ceiling,
         policy=policy,
+        tokens_per_day=budget,
     )
 
 
@@ -612,6 +562,7 @@ __all__ = [
     "McpUrlPolicy",
     "Policy",
     "WebPolicy",
+    "check_aliases",
     "check_policy",
     "config_from_dict",
     "default_agent",

@@ -20,6 +20,10 @@ their `tool_call_id`s and answered with the rest of the same turn.
 `begin_chat_turn` is all of that up to the turn begun (or resumed); the answer's shape
 is the route's. `POST /v1/messages` (anthropic_messages.py) runs the same function on
 its request said in Chat Completions' words, and renders the turn in Anthropic's.
+
+Instructions (leading `system`/`developer` messages) reach the agent as instructions.py
+says: as ACP `systemPrompt` where the agent takes it, else in the prompt's text; the
+`X-Instructions` header tells which.
 """
 
 from __future__ import annotations
@@ -54,7 +58,9 @@ from agentao.gateway.errors import (
 )
 from agentao.gateway.identifiers import check_session_key
 from agentao.gateway.inputs import parse_chat_messages, prompt_blocks
+from agentao.gateway.instructions import instruct
 from agentao.gateway.mapping import chat_finish_reason, estimate_usage, usage_from_agent
+from agentao.gateway.sampling import Temperature, TokenLimit, TopP, requested_knobs
 from agentao.gateway.service import Gateway, ModelChoice
 from agentao.gateway.sessions import (
     CONVERSATION_PREFIX,
@@ -87,10 +93,14 @@ class StreamOptions(msgspec.Struct):
 
 
 class ChatBody(msgspec.Struct, kw_only=True):
-    """The fields we read; sampling knobs (temperature, top_p, ...) are the agent's business."""
+    """The fields we read; sampling knobs go to the agent where it offers them (sampling.py)."""
 
     model: str
     messages: list[Any]
+    temperature: Temperature | None = None
+    top_p: TopP | None = None
+    max_tokens: TokenLimit | None = None
+    max_completion_tokens: TokenLimit | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None
     n: int | None = None
@@ -164,6 +174,7 @@ async def begin_chat_turn(
     hashed = await _read_transcript(body.messages, pool.info.images, gw.limits)
     if results:  # the caller answers the agent's calls of its tools: the same turn goes on
         return await _resume(gw, principal, choice, key, hashed, results)
+    gw.budgets.check(principal.name)  # a new turn (a running one is never cut short)
     if gw.tools.waiting(principal.name, asked_calls(body.messages)) is not None:
         raise result_expected("messages")
     conv, new, fresh = await _conversation(gw, principal, choice, key, hashed)
@@ -173,17 +184,19 @@ async def begin_chat_turn(
     if (waiting := gw.tools.of(conv)) is not None and waiting.pending:
         raise result_expected("messages")
     await offer_tools(gw, principal.name, conv, tools)
-    turn_request = _turn_request(body, principal, policy, choice, hashed, new, fresh)
+    delivery = instruct(conv, new, fresh=fresh)
+    turn_request = _turn_request(body, principal, policy, choice, hashed, delivery.messages, fresh)
     try:
         turn = await gw.conversations.begin(conv, turn_request)
     except SessionLost:  # start the conversation over, with the whole transcript
         gw.conversations.start_over(conv)
-        everything = hashed.messages
+        delivery = instruct(conv, hashed.messages, fresh=True)
+        everything = delivery.messages
         turn_request = _turn_request(body, principal, policy, choice, hashed, everything, True)
         turn = await gw.conversations.begin(conv, turn_request)
     if tools:
         turn.take_calls()
-    return StartedTurn(turn, choice, {"X-Session-Id": key or conv.id})
+    return StartedTurn(turn, choice, {"X-Session-Id": key or conv.id, **delivery.headers()})
 
 
 async def _answer(request: Request, body: ChatBody, started: StartedTurn) -> Any:
@@ -323,6 +336,14 @@ def _turn_request(
         owner=principal.name,
         policy=policy,
         model=choice.model,
+        knobs=requested_knobs(
+            {
+                "temperature": body.temperature,
+                "top_p": body.top_p,
+                "max_tokens": body.max_tokens,
+                "max_completion_tokens": body.max_completion_tokens,
+            }
+        ),
         source="chat",
         inline_reasoning=body.x_reasoning == "inline",
         transcript_after=transcript_after,

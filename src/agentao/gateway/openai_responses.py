@@ -11,6 +11,9 @@ The caller's own function `tools` (tool_bridge.py): when the agent calls one, th
 response completes with a `function_call` item per call while the turn waits; the
 next request (`previous_response_id` and `function_call_output` items) answers them,
 and its response is the rest of the same turn.
+
+`instructions` (and leading system messages of `input`) reach the agent as
+instructions.py says; the `X-Instructions` header tells how.
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ from agentao.gateway.caller_tools import ToolResult, call_outputs, parse_tools, 
 from agentao.gateway.errors import BadRequest, Conflict, NotFound, unsupported
 from agentao.gateway.identifiers import check_id
 from agentao.gateway.inputs import parse_response_input, prompt_blocks
+from agentao.gateway.instructions import instruct
 from agentao.gateway.mapping import estimate_usage, usage_from_agent
 from agentao.gateway.response_builder import Event, LiveResponse, ResponseBuilder
+from agentao.gateway.sampling import Temperature, TokenLimit, TopP, requested_knobs
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import LiveConversation, TurnRequest
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
@@ -60,6 +65,9 @@ class ResponsesBody(msgspec.Struct, kw_only=True):
     model: str
     input: Any
     instructions: str | None = None
+    temperature: Temperature | None = None
+    top_p: TopP | None = None
+    max_output_tokens: TokenLimit | None = None
     previous_response_id: str | None = None
     stream: bool = False
     store: bool = True
@@ -104,6 +112,7 @@ async def create_response(request: Request) -> Any:
     results, items = call_outputs(body.input)
     if results:  # the caller answers the agent's calls of its tools: the same turn goes on
         return await _resume(gw, request, principal, body, choice, results, items)
+    gw.budgets.check(principal.name)  # a new turn (a running one is never cut short)
     messages = parse_response_input(items, images=pool.info.images)
     if body.instructions:
         messages.insert(0, ChatMessage("system", body.instructions))
@@ -111,6 +120,8 @@ async def create_response(request: Request) -> Any:
     if (waiting := gw.tools.of(conv)) is not None and waiting.pending:
         raise result_expected("input")
     await offer_tools(gw, principal.name, conv, tools)
+    delivery = instruct(conv, messages, fresh=fresh)
+    messages = delivery.messages
     text = render(messages, history=fresh and len(messages) > 1)
     turn_index = conv.record.turn_count
     turn = await gw.conversations.begin(
@@ -121,12 +132,30 @@ async def create_response(request: Request) -> Any:
             owner=principal.name,
             policy=policy,
             model=choice.model,
+            knobs=requested_knobs(
+                {
+                    "temperature": body.temperature,
+                    "top_p": body.top_p,
+                    "max_output_tokens": body.max_output_tokens,
+                }
+            ),
             source="responses",
         ),
     )
     if tools:
         turn.take_calls()
-    return await _respond(gw, request, principal, body, choice, conv, turn, turn_index, len(text))
+    return await _respond(
+        gw,
+        request,
+        principal,
+        body,
+        choice,
+        conv,
+        turn,
+        turn_index,
+        len(text),
+        headers=delivery.headers(),
+    )
 
 
 async def _resume(
@@ -172,8 +201,11 @@ async def _respond(
     turn: GatewayTurn,
     turn_index: int,
     prompt_chars: int,
+    *,
+    headers: dict[str, str] | None = None,
 ) -> Any:
-    """The response: the turn's items from here on, whole, streamed or in the background."""
+    """The response: the turn's items from here on, whole, streamed or in the background;
+    `headers`: more of the answer's headers (X-Instructions)."""
     echo = {
         "instructions": body.instructions,
         "metadata": body.metadata or {},
@@ -185,7 +217,7 @@ async def _respond(
     builder = ResponseBuilder(choice.name, echo, x_acp=body.x_acp)
     live = LiveResponse(builder, turn, principal.name, asyncio.Event())
     run = _Run(gw, live, conv, turn_index, body.store, prompt_chars)
-    headers = {"X-Session-Id": conv.id, "X-Task-Id": turn.id}
+    headers = {"X-Session-Id": conv.id, "X-Task-Id": turn.id, **(headers or {})}
     if body.background:  # stored now: it must outlive this request, even a restart
         await turn.log.stored.wait()  # its conversation's row is in the store
         await run.save()

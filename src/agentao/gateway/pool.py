@@ -66,6 +66,7 @@ from agentao.gateway.agent_protocol import (
     model_choices,
     reopen,
     takes_images,
+    takes_system_prompt,
     with_mode,
 )
 from agentao.gateway.ceilings import CeilingRules
@@ -100,6 +101,7 @@ class SessionParams:
     cwd: str | None = None
     additional_dirs: tuple[str, ...] = ()
     mcp_servers: tuple[Any, ...] = ()
+    system_prompt: dict[str, Any] | None = None  # ACP `systemPrompt` (instructions.py)
 
     @classmethod
     def of(cls, stored: dict[str, Any] | None) -> SessionParams:
@@ -109,6 +111,7 @@ class SessionParams:
             stored.get("cwd"),
             tuple(stored.get("additionalDirectories") or ()),
             tuple(stored.get("mcpServers") or ()),
+            stored.get("systemPrompt"),
         )
 
     def with_servers(self, servers: tuple[Any, ...]) -> SessionParams:
@@ -120,6 +123,7 @@ class SessionParams:
             "cwd": self.cwd,
             "additionalDirectories": list(self.additional_dirs),
             "mcpServers": list(self.mcp_servers),
+            **({"systemPrompt": self.system_prompt} if self.system_prompt else {}),
         }
 
 
@@ -135,6 +139,7 @@ class AgentInfo:
     models: tuple[str, ...] = ()
     model_option: str | None = None  # the config option id that selects the model
     titles: bool = False  # a v2 agent that serves `session/set_title` (`session.title`)
+    system_prompt: bool = False  # takes a client's `systemPrompt` (instructions.py)
 
 
 class Worker:
@@ -400,6 +405,7 @@ class AgentPool:
             load_session=can_reopen(client),
             images=takes_images(client),
             titles=client.protocol_version == 2 and client.supports("title"),
+            system_prompt=takes_system_prompt(client),
         )
 
     def learn_models(self, response: Any) -> None:
@@ -435,7 +441,10 @@ class AgentPool:
         p = params or SessionParams()
         with worker.opening_one():
             session = await worker.client.new_session(
-                p.cwd or self.spec.cwd, additional_dirs=p.additional_dirs, mcp_servers=p.mcp_servers
+                p.cwd or self.spec.cwd,
+                additional_dirs=p.additional_dirs,
+                mcp_servers=p.mcp_servers,
+                system_prompt=self._system_prompt(p),
             )
             worker.sessions.add(session.id)
         self.learn_models(session.response)
@@ -454,12 +463,21 @@ class AgentPool:
         p = params or SessionParams()
         with worker.opening_one():
             session = await reopen(
-                worker.client, session_id, p.cwd or self.spec.cwd, p.additional_dirs, p.mcp_servers
+                worker.client,
+                session_id,
+                p.cwd or self.spec.cwd,
+                p.additional_dirs,
+                p.mcp_servers,
+                self._system_prompt(p),
             )
             session.drain()
             worker.sessions.add(session.id)
         await self._hold_mode(session, self.spec.rules(ceiling), fresh=False)
         return session
+
+    def _system_prompt(self, params: SessionParams) -> dict[str, Any] | None:
+        """The params' `systemPrompt`, to an agent that takes one (never to another)."""
+        return params.system_prompt if self.info.system_prompt else None
 
     async def _hold_mode(self, session: Session, rules: CeilingRules, *, fresh: bool) -> None:
         """A new session starts in its ceiling's mode; a loaded one keeps its mode if the

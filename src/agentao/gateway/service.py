@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import msgspec
@@ -24,6 +24,7 @@ from starlette.requests import HTTPConnection, Request
 from agentao.gateway.auth import POLICY_HEADER, Authenticator, Principal
 from agentao.gateway.batches import WriterBackoff
 from agentao.gateway.boots import this_boot
+from agentao.gateway.budgets import TokenBudgets
 from agentao.gateway.config import POLICY_ORDER, GatewayConfig, Policy
 from agentao.gateway.confine import probe
 from agentao.gateway.errors import BadRequest, NotFound, UnsupportedMediaType
@@ -52,9 +53,13 @@ class ModelChoice:
 
     agent: str
     model: str | None  # the agent's own model id, None for its default
+    alias: str | None = None  # the `[models]` alias the request named, if it named one
 
     @property
     def name(self) -> str:
+        """The model an answer names: what the request asked for."""
+        if self.alias:
+            return self.alias
         return f"{self.agent}/{self.model}" if self.model else self.agent
 
 
@@ -86,12 +91,15 @@ class Gateway:
         self.hub = TaskHub(store, self.boot.id, self.replica.stored, WriterBackoff.of(self.limits))
         self.desk = PermissionDesk(self.limits.permission_wait_max_seconds)
         self.pools: dict[str, AgentPool] = {}
+        self.aliases: dict[str, str] = dict(config.models)  # `[models]` (config.py)
         self.live_responses: dict[str, LiveResponse] = {}  # responses being produced
         self.background: set[asyncio.Task[None]] = set()  # background responses and tasks
         self.loop: asyncio.AbstractEventLoop | None = None  # the loop serving, once started
         self.conversations = Conversations(
             store, self.pools, self.hub, self.desk, self.limits, self.replica, config.ceiling_of
         )
+        self.budgets = TokenBudgets(config.token_budgets())  # `[[keys]] tokens_per_day`
+        self.conversations.charge = self.budgets.charge
         # The caller's own tools, as an MCP server per conversation (tool_bridge.py).
         self.tools = ToolBridges(self.limits.tool_result_seconds, bridge_url(config))
         spawning = Spawning(
@@ -201,14 +209,20 @@ class Gateway:
             ) from None
 
     def resolve_model(self, principal: Principal, model: str, param: str = "model") -> ModelChoice:
-        """`agent` or `agent/model`: a well-formed name, an agent that exists and is allowed
-        for this key, and (once the agent has listed them) one of its own models."""
-        agent, _, own = check_model(model, param).partition("/")
+        """`agent`, `agent/model` or a `[models]` alias of one: a well-formed name, an agent
+        that exists and is allowed for this key, and (once the agent has listed them) one
+        of its own models. An unknown name is a 404 listing the names this key may use."""
+        target = self.aliases.get(check_model(model, param))
+        if target is not None:
+            return replace(self._resolve(principal, target, param), alias=model)
+        return self._resolve(principal, model, param)
+
+    def _resolve(self, principal: Principal, model: str, param: str) -> ModelChoice:
+        agent, _, own = model.partition("/")
         pool = self.pools.get(agent)
         if pool is None:
-            known = ", ".join(sorted(self.pools))
             raise NotFound(
-                f"the model {model!r} does not exist (agents: {known})",
+                f"the model {model!r} does not exist (models: {', '.join(self.names(principal))})",
                 param=param,
                 code="model_not_found",
             )
@@ -221,6 +235,12 @@ class Gateway:
                 code="model_not_found",
             )
         return ModelChoice(agent, own or None)
+
+    def names(self, principal: Principal) -> list[str]:
+        """The agents and aliases `principal` may name, sorted."""
+        agents = [a for a in self.pools if principal.agents is None or a in principal.agents]
+        aliases = [a for a, t in self.aliases.items() if t.partition("/")[0] in agents]
+        return sorted(agents + aliases)
 
     def policy(self, principal: Principal, request: Request, body_value: str | None) -> Policy:
         return principal.choose_policy(body_value or request.headers.get(POLICY_HEADER))
@@ -257,6 +277,9 @@ def models_listing(gateway: Gateway, principal: Principal) -> list[dict[str, Any
             continue
         out.append(_model_entry(name, pool))
         out.extend(_model_entry(f"{name}/{m}", pool) for m in pool.info.models)
+        for alias, target in gateway.aliases.items():
+            if target.partition("/")[0] == name:
+                out.append({**_model_entry(alias, pool), "x_alias_of": target})
     return out
 
 

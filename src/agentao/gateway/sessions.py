@@ -58,6 +58,7 @@ from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool, SessionParams
 from agentao.gateway.reasons import OUTSIDE_TURN
 from agentao.gateway.replicas import Replica
+from agentao.gateway.sampling import Knobs, apply_knobs
 from agentao.gateway.tasklog import SESSION_UPDATE, TaskHub
 from agentao.gateway.titles import short_title
 from agentao.gateway.turns import GatewayTurn, TurnContext, TurnFailed
@@ -148,6 +149,7 @@ class TurnRequest:
     # The conversation's transcript hash once this turn answered (Chat Completions binds a
     # later request by it); None: keep the one it has. The registry records it.
     transcript_after: Callable[[GatewayTurn], str | None] | None = None
+    knobs: Knobs = ()  # sampling knobs, set where the agent offers them (sampling.py)
 
 
 class Conversations:
@@ -175,6 +177,7 @@ class Conversations:
         self._running: dict[str, tuple[LiveConversation, GatewayTurn, TurnRequest]] = {}
         self._by_hash: dict[tuple[str, str, str], str] = {}  # (owner, agent, hash) -> conv id
         self._leasing = KeyedLocks()  # a conversation's lease: claimed, or released, at once
+        self.charge: Callable[[str, GatewayTurn], None] = lambda owner, turn: None  # budgets.py
 
     # ---- finding and creating -----------------------------------------------------------
 
@@ -285,6 +288,8 @@ class Conversations:
             session = await self._bind(conv)
             if request.model and request.model != conv.model:
                 await self._set_model(conv, session, request.model)
+            rules = conv.pool.spec.rules(self.ceiling_of(conv.record.owner))
+            await apply_knobs(session, rules, request.knobs)
             return await self._start(conv, session, request)
         except BaseException:
             conv.reserved = False
@@ -428,6 +433,7 @@ class Conversations:
             request.inline_reasoning,
             consumed=request.source in CONSUMED_SOURCES,
             always_allow=conv.pool.spec.offers_always(),
+            announce_grace_seconds=self.limits.announce_grace_seconds,
         )
         turn = GatewayTurn(session, request.prompt, task_log, context, self._ended)
         conv.turn = turn
@@ -448,6 +454,7 @@ class Conversations:
 
     async def _ended(self, turn: GatewayTurn) -> None:
         conv, _turn, request = self._running.pop(turn.id)
+        self.charge(conv.record.owner, turn)  # its tokens, against the owner's budget
         try:
             await self._keep(conv, turn, request)
         finally:  # whatever failed above, the conversation is not left busy for good

@@ -85,9 +85,6 @@ class ToolCalls:
 
 
 TurnItem = Step | ToolCalls | TurnEnd | TurnFailed
-# A caller's tool call waits this long at most for the agent's `tool_call` update that
-# announces it (which carries the text said before it: see `_CallOrder`).
-ANNOUNCE_GRACE_SECONDS = 2.0
 _ANNOUNCED_KEPT = 64  # announced inputs of no caller's call kept (the agent's own tools')
 
 
@@ -97,10 +94,12 @@ class _CallOrder:
     text it said first, the `tool_call` announcing it). A call goes to the consumer once
     an announced tool call with the same input (`rawInput`) was received, so everything
     the agent said before it is in the answer that ends with it; or after
-    `ANNOUNCE_GRACE_SECONDS`, for an agent that announces it otherwise or not at all."""
+    `grace_seconds` (`[limits] announce_grace_seconds`), for an agent that announces it
+    otherwise or not at all."""
 
-    def __init__(self, inbox: _Inbox) -> None:
+    def __init__(self, inbox: _Inbox, grace_seconds: float) -> None:
         self.inbox = inbox
+        self.grace_seconds = grace_seconds
         self._announced: list[Any] = []  # inputs of announced calls no call matched yet
         self._parked: list[Any] = []  # calls waiting for their announcement
 
@@ -110,7 +109,7 @@ class _CallOrder:
             self.inbox.put_call(call)
             return
         self._parked.append(call)
-        asyncio.get_running_loop().call_later(ANNOUNCE_GRACE_SECONDS, self._release, call)
+        asyncio.get_running_loop().call_later(self.grace_seconds, self._release, call)
 
     def announced(self, tool_calls: list[dict[str, Any]]) -> None:
         """`tool_call` updates just received (and held in the inbox, in order)."""
@@ -143,6 +142,7 @@ class TurnContext:
     # one (the task stream, remote ACP: readers of the log), nothing is mapped for it.
     consumed: bool = True
     always_allow: bool = False  # a person may pick the agent's allow_always (config.py)
+    announce_grace_seconds: float = 2.0  # `[limits]`: see `_CallOrder`
 
 
 class _Inbox:
@@ -291,7 +291,7 @@ class GatewayTurn:
     def take_calls(self) -> None:
         """Its consumer answers calls of the caller's tools (`put_call`)."""
         if self._inbox is not None:
-            self._calls = _CallOrder(self._inbox)
+            self._calls = _CallOrder(self._inbox, self.context.announce_grace_seconds)
 
     def put_call(self, call: Any) -> bool:
         """Hand the consumer a call of the caller's tools, in its place among the updates

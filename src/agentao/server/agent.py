@@ -33,6 +33,7 @@ from agentao.protocol.meta import MODE_ID
 from agentao.server import config_options as opts
 from agentao.server.capabilities import initialize_response
 from agentao.server.client_env import ClientIo
+from agentao.server.client_prompt import keep_client_prompt, read_client_prompt
 from agentao.server.commands import apply_mode, commands_update, prompt_body
 from agentao.server.gates import UpdateGate
 from agentao.server.live import LiveSession, SessionRegistry
@@ -120,6 +121,7 @@ class AcpAgent:
         cwd = directory(params.cwd, "cwd")
         extra = directories(params.additional_directories, "additionalDirectories")
         raw_servers = params_of(message).get("mcpServers")
+        client_prompt = read_client_prompt(params_of(message).get("systemPrompt"))
         servers = await checked_mcp_servers(raw_servers, str(cwd))
         llm = _resolve_llm(None)
         await self._probe_sandbox()
@@ -129,6 +131,7 @@ class AcpAgent:
         if live is None:
             agent = AgentSession.new(cwd, llm, extra)
             agent.meta["mcp_fingerprint"] = fingerprint(raw_servers)
+            keep_client_prompt(agent, client_prompt)
             catalog = await session_catalog(llm, self.models)
             live = self.factory.open(agent, llm, {}, servers, catalog)
             await self.archive.create(agent, live.engine)
@@ -143,7 +146,7 @@ class AcpAgent:
     async def session_load(
         self, params: schema.LoadSessionRequest, message: dict[str, Any]
     ) -> schema.LoadSessionResponse:
-        live = await self._restore(params, params_of(message).get("mcpServers"))
+        live = await self._restore(params, message)
         # All of a load comes before its reply (the client knows the session's id already):
         # clients, and the conformance kit, take the reply as "the session is caught up".
         await self._replay(live)
@@ -158,7 +161,7 @@ class AcpAgent:
     ) -> schema.ResumeSessionResponse:
         live = self.sessions.find(params.session_id)
         if live is None or not live.state.idle:
-            live = await self._restore(params, params_of(message).get("mcpServers"))
+            live = await self._restore(params, message)
             live.setup = self._after_reply(self._setup(live, replay=False))
         return schema.ResumeSessionResponse(
             modes=opts.mode_state(live.agent.mode_id, live.ceiling),
@@ -262,9 +265,12 @@ class AcpAgent:
 
     # ---- helpers ---------------------------------------------------------------------
 
-    async def _restore(self, params: Any, raw_servers: Any) -> LiveSession:
-        """A stored session made live again (session/load, session/resume)."""
+    async def _restore(self, params: Any, message: dict[str, Any]) -> LiveSession:
+        """A stored session made live again (session/load, session/resume); a
+        `systemPrompt` it names replaces the stored one, none keeps it."""
         cwd = directory(params.cwd, "cwd")
+        raw_servers = params_of(message).get("mcpServers")
+        client_prompt = read_client_prompt(params_of(message).get("systemPrompt"))
         servers = await checked_mcp_servers(raw_servers, str(cwd))
         current = self.sessions.find(params.session_id)
         if current is not None:
@@ -288,6 +294,7 @@ class AcpAgent:
         if agent.meta.get("mcp_fingerprint") != fingerprint(raw_servers):
             log.info("session %s: MCP servers differ from last time; using the new list", agent.id)
             agent.meta["mcp_fingerprint"] = fingerprint(raw_servers)
+        keep_client_prompt(agent, client_prompt)
         live = await self._open(agent, grants, servers)
         self.sessions.add(live)
         return live

@@ -10,7 +10,8 @@ promptCapabilities  image: whether the configured model takes images (its catalo
                   (`resource` blocks: their URI and text reach the model); audio false
 mcpCapabilities   sse true, http true (streamable HTTP; seed C.1 said no, it works now)
 sessionCapabilities  list, close, resume, delete, additionalDirectories, fork (unstable; its
-                  `_meta` names the key that forks at an earlier user message: server/fork.py)
+                  `_meta` names the key that forks at an earlier user message: server/fork.py),
+                  systemPrompt (append and override: server/client_prompt.py)
 _meta["_agentao.cn/extensions"]  the vendor methods, [{method, description}]
 
 v2 (a client asking for 2 or more; the connection settles the version, protocol/versions.py):
@@ -21,8 +22,9 @@ capabilities      object markers, never booleans, read off the v2 handler (serve
                   list, resume, close, prompt, cancel); inside it `prompt` (image when the
                   model takes images, embeddedContext), `mcp` (stdio, http), `delete`,
                   `fork`, `status` and `title` (unstable) and `additionalDirectories` only where
-                  served. `fork._meta["agentao.cn/beforeTurn"]` describes the fork's key
-                  for forking at an earlier user message (server/fork.py).
+                  served; `systemPrompt` (unstable) with `mode.override`.
+                  `fork._meta["agentao.cn/beforeTurn"]` describes the fork's key for forking at
+                  an earlier user message (server/fork.py).
                   `auth.status` (unstable) only where `auth/status` is served.
 authMethods       the surface's AUTH_METHODS once it serves auth/login and auth/logout (the
                   schema: a non-empty list promises both); omitted otherwise
@@ -86,6 +88,11 @@ def _response(image: bool) -> schema.InitializeResponse:
         resume=schema.SessionResumeCapabilities(),
         close=schema.SessionCloseCapabilities(),
         fork=schema.SessionForkCapabilities(meta={BEFORE_TURN_KEY: FORK_AT_ABOUT}),
+        system_prompt=schema.SessionSystemPromptCapabilities(
+            mode=schema.SessionSystemPromptModeCapabilities(
+                override=schema.SessionSystemPromptOverrideCapabilities()
+            )
+        ),
     )
     capabilities = schema.AgentCapabilities(
         load_session=True,
@@ -153,6 +160,11 @@ def _session_capabilities_v2(surface: object) -> Any:
         status=v2.SessionStatusCapabilities() if _serves(surface, "session/status") else None,
         title=v2.SessionTitleCapabilities() if _serves(surface, "session/set_title") else None,
         additional_directories=v2.SessionAdditionalDirectoriesCapabilities(),
+        system_prompt=v2.SessionSystemPromptCapabilities(
+            mode=v2.SessionSystemPromptModeCapabilities(
+                override=v2.SessionSystemPromptOverrideCapabilities()
+            )
+        ),
     )
 
 

@@ -40,6 +40,7 @@ from agentao.agent.session import AgentSession
 from agentao.protocol.connection import params_of
 from agentao.protocol.errors import InvalidParams
 from agentao.server.capabilities import BEFORE_PROMPT_KEY, BEFORE_TURN_KEY
+from agentao.server.client_prompt import keep_client_prompt, read_client_prompt
 from agentao.server.mcp_config import checked_mcp_servers, fingerprint
 from agentao.server.params import directories, directory
 
@@ -58,6 +59,7 @@ async def fork_session(
     """The fork of `params.session_id`, stored and live on `agent` (the AcpAgent)."""
     cwd = directory(params.cwd, "cwd")
     raw_servers = params_of(message).get("mcpServers")
+    client_prompt = read_client_prompt(params_of(message).get("systemPrompt"))
     servers = await checked_mcp_servers(raw_servers, str(cwd))
     source, grants = await agent._load(params.session_id)
     if str(source.cwd) != str(cwd):
@@ -68,6 +70,7 @@ async def fork_session(
     copy = forked(source, _fork_point(params.meta, source))
     copy.additional_dirs = directories(params.additional_directories, "additionalDirectories")
     copy.meta["mcp_fingerprint"] = fingerprint(raw_servers)
+    keep_client_prompt(copy, client_prompt)  # none: the source's, copied with its meta
     await agent._probe_sandbox()
     live = await agent._open(copy, grants, servers)
     await agent.archive.create_with_turns(copy, live.engine)

@@ -7,7 +7,8 @@ project) is read for every session, so an edit applies to the next one. Shell
 commands are confined by the agent process's one `Sandbox`, in whichever
 environment runs them. The system prompt is built from the session's facts
 (agent/system_prompt.py): its instruction files and its repository's state, whose
-`git status` runs locally and confined, never in the editor's terminal.
+`git status` runs locally and confined, never in the editor's terminal; a client's own
+`systemPrompt` is applied to it (client_prompt.py).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from agentao.agent.tools.base import Tool, ToolEnv
 from agentao.protocol.endpoint import Endpoint
 from agentao.protocol.errors import InternalError, InvalidParams
 from agentao.server.client_env import ClientEnv, ClientIo
+from agentao.server.client_prompt import with_client_prompt
 from agentao.server.config_options import DEFAULT_MODE, PRESETS
 from agentao.server.interaction import ClientInteraction
 from agentao.server.live import LiveSession
@@ -112,7 +114,7 @@ class SessionFactory:
         sandboxed = await asyncio.to_thread(lambda: self.sandbox.status().available)
         state = await repo_state(agent.cwd, run if sandboxed else None)
         facts = SystemFacts(agent.cwd, agent.workspace, state, files)
-        return build_system_prompt(facts)
+        return with_client_prompt(agent, build_system_prompt(facts))
 
     def tools(self) -> list[Tool]:
         from agentao.agent.tools.registry import builtin_tools

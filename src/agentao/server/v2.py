@@ -325,7 +325,7 @@ class AgentV2:
 
     async def session_resume(self, params: v2.ResumeSessionRequest, message: dict[str, Any]) -> Any:
         replay = replay_from(params_of(message).get("replayFrom"))
-        live = await self.agent._restore(params, params_of(message).get("mcpServers"))
+        live = await self.agent._restore(params, message)
         if replay:  # the history before the reply, as v1's load does
             await self.agent._replay(live)
         live.setup = self.agent._after_reply(self.agent._setup(live, False, commands=False))
