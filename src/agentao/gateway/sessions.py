@@ -39,7 +39,7 @@ import functools
 import hashlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +54,7 @@ from agentao.gateway.errors import (
     SessionBusy,
     SessionLost,
 )
+from agentao.gateway.keyed_locks import KeyedLocks
 from agentao.gateway.permissions import PermissionDesk
 from agentao.gateway.pool import AgentPool, SessionParams
 from agentao.gateway.reasons import OUTSIDE_TURN
@@ -108,27 +109,6 @@ class LiveConversation:
     @property
     def id(self) -> str:
         return self.record.id
-
-
-class KeyedLocks:
-    """One asyncio lock per key, kept only while someone holds or waits for it."""
-
-    def __init__(self) -> None:
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
-
-    @contextlib.asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[None]:
-        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
-        self._locks[key] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[key]
-            if users == 1:
-                del self._locks[key]
-            else:
-                self._locks[key] = (lock, users - 1)
 
 
 # Sources whose turns an OpenAI consumer reads (`GatewayTurn.items`); others': the log.
