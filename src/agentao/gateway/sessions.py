@@ -350,7 +350,11 @@ class Conversations:
             return
         # The end moved: where the note went when it was numbered from the end we knew
         # (no store read: a new conversation's first updates), else the hub or the store knows.
-        frame = {"update": logged.raw}
+        self.note(conv, logged.raw)
+
+    def note(self, conv: LiveConversation, update: dict[str, Any]) -> None:
+        """A session update between turns (the agent's, or the gateway's own) to the log."""
+        frame = {"update": update}
         conv.log_seq = self.hub.note(conv.id, SESSION_UPDATE, frame, conv.log_seq)
 
     async def _load(

@@ -48,7 +48,6 @@ from agentao.gateway.auth import Principal
 from agentao.gateway.config import AgentSpec
 from agentao.gateway.remote.clients import RemoteClient
 from agentao.gateway.remote.limits import check_change
-from agentao.gateway.tasklog import SESSION_UPDATE
 from agentao.gateway.titles import person_title
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import AcpError, InternalError, InvalidParams, MethodNotFound
@@ -116,8 +115,7 @@ async def tell_title(conversations: Any, conv: Any, title: str) -> None:
             return
     except ClientError as exc:  # the agent refused it: the conversation keeps the title
         log.info("session/set_title passed to the agent failed: %s", exc)
-    frame = {"update": title_update(title)}
-    conv.log_seq = conversations.hub.note(conv.id, SESSION_UPDATE, frame, conv.log_seq)
+    conversations.note(conv, title_update(title))
 
 
 async def held_call(
