@@ -152,7 +152,7 @@ def test_the_announce_grace_of_a_callers_tool_call_is_a_named_limit() -> None:
     assert Limits().announce_grace_seconds == 2.0
     config = config_from_dict({"limits": {"announce_grace_seconds": 0.5}})
     assert config.limits.announce_grace_seconds == 0.5
-    with pytest.raises(ConfigError, match="announce_grace_seconds must be 0 or more"):
+    with pytest.raises(ConfigError, match="announce_grace_seconds must be at least 0"):
         config_from_dict({"limits": {"announce_grace_seconds": -1}})
 
 

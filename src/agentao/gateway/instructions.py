@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agentao.gateway.transcript import ChatMessage
 
 if TYPE_CHECKING:
-    from agentao.gateway.sessions import LiveConversation
+    from agentao.gateway.sessions import Conversations, LiveConversation
 
 INSTRUCTIONS_HEADER = "X-Instructions"
 INSTRUCTION_ROLES = frozenset({"system", "developer"})
@@ -79,7 +79,13 @@ def deliver(
     return Delivery(messages, how="prompt")
 
 
-def instruct(conv: LiveConversation, messages: list[ChatMessage], *, fresh: bool) -> Delivery:
+def instruct(
+    conversations: Conversations,
+    conv: LiveConversation,
+    messages: list[ChatMessage],
+    *,
+    fresh: bool,
+) -> Delivery:
     """`deliver()` for a request of `conv`: a `systemPrompt` is kept in the conversation's
     session params, which its session is made (and reopened) with (sessions.py `_bind`)."""
     delivery = deliver(
@@ -88,7 +94,8 @@ def instruct(conv: LiveConversation, messages: list[ChatMessage], *, fresh: bool
         takes_system_prompt=conv.pool.info.system_prompt,
         held=held_instructions(conv.record.session_params),
     )
-    conv.record.session_params = with_system_prompt(conv.record.session_params, delivery)
+    params = with_system_prompt(conv.record.session_params, delivery)
+    conversations.set_session_params(conv, params)
     return delivery
 
 

@@ -184,13 +184,13 @@ async def begin_chat_turn(
     if (waiting := gw.tools.of(conv)) is not None and waiting.pending:
         raise result_expected("messages")
     await offer_tools(gw, principal.name, conv, tools)
-    delivery = instruct(conv, new, fresh=fresh)
+    delivery = instruct(gw.conversations, conv, new, fresh=fresh)
     turn_request = _turn_request(body, principal, policy, choice, hashed, delivery.messages, fresh)
     try:
         turn = await gw.conversations.begin(conv, turn_request)
     except SessionLost:  # start the conversation over, with the whole transcript
         gw.conversations.start_over(conv)
-        delivery = instruct(conv, hashed.messages, fresh=True)
+        delivery = instruct(gw.conversations, conv, hashed.messages, fresh=True)
         everything = delivery.messages
         turn_request = _turn_request(body, principal, policy, choice, hashed, everything, True)
         turn = await gw.conversations.begin(conv, turn_request)

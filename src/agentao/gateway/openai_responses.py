@@ -120,7 +120,7 @@ async def create_response(request: Request) -> Any:
     if (waiting := gw.tools.of(conv)) is not None and waiting.pending:
         raise result_expected("input")
     await offer_tools(gw, principal.name, conv, tools)
-    delivery = instruct(conv, messages, fresh=fresh)
+    delivery = instruct(gw.conversations, conv, messages, fresh=fresh)
     messages = delivery.messages
     text = render(messages, history=fresh and len(messages) > 1)
     turn_index = conv.record.turn_count

@@ -482,6 +482,10 @@ class Conversations:
             return LEASE_UNKNOWN
         return None if held else LEASE_LOST
 
+    def set_session_params(self, conv: LiveConversation, params: dict[str, Any] | None) -> None:
+        """What the conversation's session is made (and reopened) with from now on."""
+        conv.record.session_params = params
+
     def start_over(self, conv: LiveConversation) -> None:
         """Forget the conversation's agent session (the agent could not load it): its next
         turn opens a new one, to which the caller sends the whole transcript."""
