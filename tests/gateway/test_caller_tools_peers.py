@@ -23,7 +23,7 @@ import pytest
 
 from tests.e2e.test_v2_peers import codex_replies
 from tests.fakes.fake_llm import FakeLLM, FakeReply, FakeToolCall
-from tests.gateway.conftest import LiveGateway, ServedGateway
+from tests.gateway.conftest import LiveGateway, ServedGateway, served_config
 from tests.gateway.test_caller_tools import (
     WEATHER,
     answer,
@@ -127,6 +127,24 @@ def test_codex_acp_takes_the_callers_weather_tool_through_agentao_serve(
         assert call_outputs(codex_turns(fake_llm)[-1]) == ["warm"]
     finally:
         served.stop()
+
+
+def test_a_gateway_stops_at_once_while_the_agent_waits_for_the_callers_tool(
+    tmp_path: Path,
+) -> None:
+    """The agent's MCP call waits for the caller, and the server waits for every request
+    under way before it stops: Ctrl-C (SIGINT) must fail the call, not wait for it
+    (`tool_result_seconds`, 240 s here; `stop()` gives up after 20 s)."""
+    call = {"name": "mcp__caller__get_weather", "arguments": {"city": "Paris"}}
+    served = ServedGateway(tmp_path, served_config(tmp_path, [{"tool_calls": [call]}]))
+    try:
+        _, finish, _ = ask(
+            served.openai(), [user("weather in Paris?")], stream=False, tools=[WEATHER]
+        )
+        assert finish == "tool_calls"
+    finally:
+        served.stop()
+    assert served.proc.returncode == 0
 
 
 # ---- LangChain ---------------------------------------------------------------------------------
