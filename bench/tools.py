@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from gateway import AUTH, Setup, percentile, start_gateway
+from gateway import AUTH, Served, Setup, cpu_seconds, descendants, percentile, start_gateway
 
 from agentao.client import AgentCommand, Client, ClientPolicy, Update
 
@@ -144,17 +144,24 @@ async def per_call(setup: Setup, port: int, calls: int, processes: int) -> dict[
 
 
 async def concurrent(
-    setup: Setup, port: int, n: int, processes: int
+    setup: Setup, served: Served, n: int, processes: int
 ) -> dict[str, dict[str, float]]:
-    """`n` conversations at once, each one round trip: gateway cold, gateway warm, direct warm."""
+    """`n` conversations at once, each one round trip: gateway cold, gateway warm, direct
+    warm; for the gateway, its process's CPU time per round trip too."""
     out = {}
-    async with gateway_http(port, n) as http:
+    async with gateway_http(served.port, n) as http:
         for name in ("gateway cold", "gateway warm"):
-            start = time.perf_counter()
+            start, cpu, agents = (
+                time.perf_counter(),
+                cpu_seconds(served.proc.pid),
+                agents_cpu(served),
+            )
             outcomes = await asyncio.gather(
                 *(round_trip(http, f"conc-{i}") for i in range(n)), return_exceptions=True
             )
             out[name] = summary(outcomes, time.perf_counter() - start)
+            out[name]["cpu"] = (cpu_seconds(served.proc.pid) - cpu) / n * 1000
+            out[name]["agents"] = (agents_cpu(served) - agents) / n * 1000
     clients, sessions = await open_direct(setup, n, processes)
     try:
         start = time.perf_counter()
@@ -163,6 +170,11 @@ async def concurrent(
     finally:
         await asyncio.gather(*(c.close() for c in clients))
     return out
+
+
+def agents_cpu(served: Served) -> float:
+    """CPU seconds of the gateway's agent processes (and their children) so far."""
+    return sum(cpu_seconds(pid) for pid in descendants(served.proc.pid))
 
 
 def gateway_http(port: int, connections: int) -> httpx.AsyncClient:
@@ -195,11 +207,13 @@ def report(
     print(
         f"\n### {args.concurrency} conversations at once, one call each ({args.processes} agent processes)\n"
     )
-    print("| | p50 | p99 | errors | wall |")
-    print("|---|---:|---:|---:|---:|")
+    print("| | p50 | p99 | errors | wall | CPU per round trip: gateway, its agents |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name, row in conc.items():
+        cpu = f"{row['cpu']:.1f} ms, {row['agents']:.1f} ms" if "cpu" in row else ""
         print(
-            f"| {name} | {row['p50']:.0f} ms | {row['p99']:.0f} ms | {row['errors']:.0f} | {row['wall']:.2f} s |"
+            f"| {name} | {row['p50']:.0f} ms | {row['p99']:.0f} ms | {row['errors']:.0f} "
+            f"| {row['wall']:.2f} s | {cpu} |"
         )
     d, g = conc["direct warm"], conc["gateway warm"]
     print(
@@ -207,10 +221,10 @@ def report(
     )
 
 
-async def measure(args: argparse.Namespace, setup: Setup, port: int) -> tuple[dict, dict]:
+async def measure(args: argparse.Namespace, setup: Setup, served: Served) -> tuple[dict, dict]:
     """Both measurements on one event loop (the agents' pipes close on the loop they opened)."""
-    times = await per_call(setup, port, args.calls, args.processes)
-    return times, await concurrent(setup, port, args.concurrency, args.processes)
+    times = await per_call(setup, served.port, args.calls, args.processes)
+    return times, await concurrent(setup, served, args.concurrency, args.processes)
 
 
 def main() -> None:
@@ -227,7 +241,7 @@ def main() -> None:
         setup.env["AGENTAO_SCRIPT"] = str(path)
         served = start_gateway(setup, args.processes, "after")
         try:
-            times, conc = asyncio.run(measure(args, setup, served.port))
+            times, conc = asyncio.run(measure(args, setup, served))
         finally:
             served.stop()
     report(args, times, conc)
