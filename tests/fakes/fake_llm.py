@@ -7,6 +7,7 @@ async tests and subprocesses (`agentao --acp` with `fake.env()`) can all reach i
         fake.reply("Hello", " world")            # text chunks, one SSE chunk each
         fake.reply(reasoning=["hmm"], text=["ok"], usage=None)
         fake.reply(tool_calls=[FakeToolCall("read_file", {"file_path": "a.txt"})])
+        FakeToolCall("get_weather", {...}, namespace="mcp__caller")  # Responses: codex's MCP tool
         fake.reply("slow", "stream", delay=0.2)  # seconds before each chunk
         fake.fail(500, "boom")                   # an HTTP error (429 + headers={"retry-after": "0"})
         fake.hang("partial")                     # send chunks, then hold the stream open
@@ -68,6 +69,7 @@ class FakeToolCall:
     name: str
     arguments: dict[str, Any] | str = field(default_factory=dict)  # a str is sent verbatim
     id: str | None = None
+    namespace: str | None = None  # Responses API only: the tool's namespace (codex's MCP tools)
 
 
 @dataclass

@@ -5,6 +5,8 @@ codex (and so codex-acp 2.x) speaks only this API: its `wire_api = "chat"` is go
 event is an SSE `event:`/`data:` pair, in the order the real API sends them: the response
 created, each reasoning summary and text delta, then every output item done (reasoning,
 message, one `function_call` per tool call) and `response.completed` with the usage.
+A call with a `namespace` names it in its item: codex offers an MCP server's tools as the
+functions of a `namespace` tool (`mcp__caller`), and refuses a call of one without it.
 """
 
 from __future__ import annotations
@@ -58,8 +60,11 @@ def _output_items(reply: FakeReply) -> list[dict[str, Any]]:
         arguments = (
             call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
         )
-        items.append({"type": "function_call", "id": f"fc_fake_{i}", "call_id": call.id or
-                      f"call_fake_{i}", "name": call.name, "arguments": arguments})  # fmt: skip
+        item = {"type": "function_call", "id": f"fc_fake_{i}", "call_id": call.id or
+                f"call_fake_{i}", "name": call.name, "arguments": arguments}  # fmt: skip
+        if call.namespace is not None:  # a tool of a `namespace` tool (codex: an MCP server's)
+            item["namespace"] = call.namespace
+        items.append(item)
     return items
 
 

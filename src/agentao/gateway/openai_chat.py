@@ -69,7 +69,7 @@ from agentao.gateway.sessions import (
     keyed_conversation_id,
 )
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
-from agentao.gateway.tool_bridge import offer_tools, result_expected
+from agentao.gateway.tool_bridge import holder_of_calls, offer_tools, result_expected
 from agentao.gateway.transcript import (
     OFFLOAD_MESSAGES,
     ChatMessage,
@@ -171,11 +171,15 @@ async def begin_chat_turn(
     pool = gw.conversations.pool(choice.agent)
     key = _session_key(gw, request, body)
     results = tool_results(body.messages)
+    asked = [r.call_id for r in results] or asked_calls(body.messages)
+    if holder := await holder_of_calls(gw, principal, asked):
+        # The calls wait on the replica holding their conversation (tool_bridge.py).
+        return await gw.peers.pass_on(request, holder)
     hashed = await _read_transcript(body.messages, pool.info.images, gw.limits)
     if results:  # the caller answers the agent's calls of its tools: the same turn goes on
         return await _resume(gw, principal, choice, key, hashed, results)
     gw.budgets.check(principal.name)  # a new turn (a running one is never cut short)
-    if gw.tools.waiting(principal.name, asked_calls(body.messages)) is not None:
+    if gw.tools.waiting(principal.name, asked) is not None:
         raise result_expected("messages")
     conv, new, fresh = await _conversation(gw, principal, choice, key, hashed)
     if key is None and not fresh and (holder := await gw.replica.holder_url(conv.id)):

@@ -42,7 +42,7 @@ from agentao.gateway.sampling import Temperature, TokenLimit, TopP, requested_kn
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import LiveConversation, TurnRequest
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
-from agentao.gateway.tool_bridge import offer_tools, result_expected
+from agentao.gateway.tool_bridge import holder_of_calls, offer_tools, result_expected
 from agentao.gateway.transcript import ChatMessage, render
 from agentao.gateway.turns import GatewayTurn, Step, ToolCalls, TurnFailed
 from agentao.store.gateway import IN_FLIGHT_RESPONSE
@@ -175,6 +175,9 @@ async def _resume(
             "function_call_output answers the calls of the response named by previous_response_id",
             param="previous_response_id",
         )
+    if holder := await holder_of_calls(gw, principal, [r.call_id for r in results]):
+        # The calls wait on the replica holding their conversation (tool_bridge.py).
+        return await gw.peers.pass_on(request, holder)
     bridge = gw.tools.answering(principal.name, results)  # a 400 before anything is answered
     conv, _ = await _conversation(gw, principal, choice.agent, body.previous_response_id)
     turn = conv.turn

@@ -202,6 +202,22 @@ class Replica:
             return None
         return held.owner_url
 
+    async def only_holder(self, conversation_id: str) -> str | None:
+        """Where another replica holds the conversation, for a request only the holder can
+        answer (what it needs is in that replica's memory): its URL for as long as its
+        lease runs, even when its heartbeat is late (a busy replica; if it is dead the
+        pass-on says so), where `holder_url` would serve the request here. None when the
+        conversation is free, ours, or its holder is dead on this machine."""
+        url = await self.holder_url(conversation_id)
+        if url is not None or not self.shared:
+            return url
+        held = await self.cluster.holder(conversation_id)
+        if held is None or held.owner == self.boot_id or held.expires_in <= 0:
+            return None
+        if held.owner_url:
+            return held.owner_url
+        self._refuse(held)
+
     # ---- other replicas' task frames ------------------------------------------------------
 
     @contextlib.contextmanager

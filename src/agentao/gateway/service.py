@@ -157,7 +157,9 @@ class Gateway:
         return await self.store.prune_log(cutoff)
 
     async def end_streams(self) -> None:
-        """The server stops: end the streams that would never end by themselves."""
+        """The server stops: end the streams that would never end by themselves, and the
+        agents' calls of the caller's tools, which would wait for a caller (tool_bridge.py)."""
+        self.tools.stop_waiting()
         await self.remote.close_all()
 
     async def close(self) -> None:

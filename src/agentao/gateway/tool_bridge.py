@@ -26,6 +26,20 @@ stays in its key's sandbox and ceiling (the bridge returns the caller's text, no
 more). Which MCP transport: `http` where the agent advertises it, else `sse` (the SDK's
 SSE transport at `SSE_PATH`, the same header on the stream and on every message); an
 agent that takes neither is refused with a 400 naming `tools`.
+
+Replicas. The waiting calls live in the memory of the replica holding the conversation,
+and the caller's next request may land on another. A call's id names its conversation
+(`call_<conversation hex>_<random>`), so the replica it lands on finds the holder from
+the ids alone (`holder_of_calls`: the caller's own conversation, held elsewhere) and
+passes the request there, the results or a new message instead of them alike (a
+request naming the conversation otherwise, by a session key or `previous_response_id`,
+was passed on before any route ran: holders.py). A holder gone quiet within its lease
+is a 503 to retry, never "no such call": only it has the call.
+
+Stopping. The agent's MCP call is an HTTP request to the gateway that waits for the
+caller, and the server waits for every request under way before it stops: so when the
+gateway stops, each waiting call fails at once (`ToolBridges.stop_waiting`), else a
+Ctrl-C would wait up to `tool_result_seconds`.
 """
 
 from __future__ import annotations
@@ -34,6 +48,7 @@ import asyncio
 import contextlib
 import hmac
 import json
+import re
 import secrets
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -45,9 +60,11 @@ from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
+from agentao.gateway.auth import Principal, owns
 from agentao.gateway.caller_tools import CallerTool, ToolResult
 from agentao.gateway.config import GatewayConfig
 from agentao.gateway.errors import BadRequest, Conflict, Unauthorized, unsupported
+from agentao.gateway.sessions import CONVERSATION_PREFIX
 
 if TYPE_CHECKING:
     from agentao.gateway.sessions import LiveConversation
@@ -59,6 +76,8 @@ SSE_PATH = "/v1/tool-bridge/sse"
 SSE_MESSAGES_PATH = "/v1/tool-bridge/messages/"
 BRIDGE_HEADER = "x-tool-bridge"  # "<bridge id>.<secret>": which bridge, and the right to it
 SERVER_NAME = "caller"  # the MCP server's name in the session (our agent: mcp__caller__NAME)
+# A call's id: its conversation's (a conversation id less its prefix), then 64 random bits.
+_CALL_ID = re.compile(r"call_([0-9a-f]{32})_[0-9a-f]{16}")
 
 
 @dataclass(slots=True)
@@ -119,7 +138,7 @@ class ToolBridge:
             return f"the caller offers no tool named {name!r} in this request", True
         turn = self.conv.turn
         loop = asyncio.get_running_loop()
-        call = PendingCall("call_" + uuid.uuid4().hex[:24], name, arguments, loop.create_future())
+        call = PendingCall(call_id(self.conv.id), name, arguments, loop.create_future())
         if turn is None or turn.done.is_set() or not turn.put_call(call):
             return "the caller's tools are answered only within its own request's turn", True
         self.pending[call.id] = call
@@ -162,6 +181,12 @@ class ToolBridge:
             if call is not None and not call.answer.done():
                 call.answer.set_result(result.text)
 
+    def fail_waiting(self, why: str) -> None:
+        """Every waiting call fails with `why` (told to the agent)."""
+        for call in list(self.pending.values()):
+            if not call.answer.done():
+                call.answer.set_exception(RuntimeError(why))
+
     def _walked_away(self) -> None:
         """No answer in time: the agent is told so, and the turn is cancelled."""
         self._deadline = None
@@ -197,6 +222,30 @@ async def offer_tools(
         )
     bridge = gw.tools.offer(conv, owner, tools)
     await gw.conversations.serve_tools(conv, (bridge.server(gw.tools.url, transport),))
+
+
+def call_id(conversation_id: str) -> str:
+    """A new call's id, naming its conversation (see Replicas above)."""
+    return f"call_{conversation_id.removeprefix(CONVERSATION_PREFIX)}_{secrets.token_hex(8)}"
+
+
+def called_conversation(call: str) -> str | None:
+    """The conversation a call id of ours names (None: not one of ours)."""
+    match = _CALL_ID.fullmatch(call)
+    return CONVERSATION_PREFIX + match[1] if match else None
+
+
+async def holder_of_calls(gw: Any, principal: Principal, call_ids: list[str]) -> str | None:
+    """Where another replica holds the conversation of `principal`'s that `call_ids` name,
+    when none of them waits here (`gw`: the `service.Gateway`). Only the caller's own
+    conversation: another key's names nothing, and the request is answered here."""
+    if not gw.replica.shared or not call_ids or gw.tools.waiting(principal.name, call_ids):
+        return None
+    for conversation_id in dict.fromkeys(filter(None, map(called_conversation, call_ids))):
+        record = await gw.store.get_conversation(conversation_id)
+        if record is not None and owns(principal, record.owner):
+            return await gw.replica.only_holder(conversation_id)
+    return None
 
 
 def result_expected(param: str) -> Conflict:
@@ -277,6 +326,11 @@ class ToolBridges:
             )
         bridge.check(results)
         return bridge
+
+    def stop_waiting(self) -> None:
+        """The gateway stops: no call waits for a caller any more (see Stopping above)."""
+        for bridge in self._by_conversation.values():
+            bridge.fail_waiting("the gateway is stopping; the caller's tool was not run")
 
     def sweep(self, live: Callable[[str], bool]) -> int:
         """Drop the bridges of conversations no longer `live` in memory; how many went."""
@@ -365,6 +419,9 @@ __all__ = [
     "ToolBridge",
     "ToolBridges",
     "bridge_url",
+    "call_id",
+    "called_conversation",
+    "holder_of_calls",
     "offer_tools",
     "result_expected",
 ]
