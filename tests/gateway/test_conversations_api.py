@@ -47,7 +47,9 @@ def test_a_chat_transcript_is_titled_by_its_user_words(shared_gateway: LiveGatew
         ],
     )
     conv = conversation(shared_gateway, reply.headers["x-session-id"])
-    assert conv["title"] == "tell me about the weather"
+    # The system message reaches our agent as its systemPrompt, never as prompt text, so
+    # the agent's own title (its first prompt's first line) holds the user's words only.
+    assert (conv["title"], conv["title_by"]) == ("tell me about", "agent")
 
 
 @SHARED_ON_EACH_STORE

@@ -118,13 +118,11 @@ class AgentSession:
 
     @property
     def title(self) -> str | None:
-        """The first prompt that is not a command, on one line (its lines and runs of
-        spaces as one space: a title cut at the first line lost the words after it), for
-        lists and tabs; whoever shows it cuts it to its width."""
+        """The first line of the first prompt that is not a command, for lists and tabs."""
         for turn in self.turns:
             text = turn.prompt.strip()
             if text and not text.startswith("/"):
-                return " ".join(text.split())
+                return text.splitlines()[0]
         return None
 
     @classmethod
