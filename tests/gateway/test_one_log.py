@@ -515,15 +515,18 @@ async def test_every_face_sees_the_same_events_of_a_turn_in_the_same_order(
         conversation = _conversation_of(keyed.store_url, sid)
         chat = asyncio.ensure_future(_chat_stream(a, auth, conversation))
         seen_a: list[dict[str, Any]] = []
+        seen_b: list[dict[str, Any]] = []
         asked = await _until(
             at_a, lambda m: m.get("method") == "session/request_permission", seen_a
         )
+        # B reads the log on its own; a question already answered when B reads it is not
+        # offered there (only withdrawn), so B must have it before A answers.
+        await _until(at_b, lambda m: m.get("method") == "session/request_permission", seen_b)
         await _allow_once(at_a, asked)
         chat_text, task_id = await asyncio.wait_for(chat, GUARD_SECONDS)
         task_frames = await _task_stream(a, auth, task_id)
         assert task_frames[0]["seq"] > 1  # one log: numbered on after the turn before
         logged = [f["update"] for f in task_frames if f["type"] == "task-running"]
-        seen_b: list[dict[str, Any]] = []
         await _until(at_a, lambda m: _updates([m]) == logged[-1:], seen_a)
         await _until(at_b, lambda m: _updates([m]) == logged[-1:], seen_b)
         for client in (at_a, at_b):  # a reply: stored with the update rows held before it
