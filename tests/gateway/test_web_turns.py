@@ -225,6 +225,32 @@ def test_retry_sends_the_last_prompt_again_as_a_new_turn(
     assert page.locator("#retry").is_hidden()  # nothing to retry in a new chat
 
 
+
+@pytest.mark.parametrize("viewport", [DESKTOP], ids=["1280"])
+def test_the_page_takes_a_prompt_the_moment_a_turn_is_drawn_ended(page: Page) -> None:
+    """A prompt sent as soon as the answer shows is sent, not dropped: the page is free when
+    the turn is drawn ended, not once the server has closed the turn's stream after it (a
+    separate event, later). The observer reads the send button in the same microtask
+    checkpoint as the turn's end is drawn, so the gap is seen every time, not by chance."""
+    page.evaluate(
+        """() => {
+          window.sendDisabledAtEnd = [];
+          new MutationObserver(() => {
+            const turn = [...document.querySelectorAll('.turn')].pop();
+            if (turn && turn.dataset.state !== 'running' && !turn.dataset.seen) {
+              turn.dataset.seen = '1';
+              window.sendDisabledAtEnd.push(document.querySelector('#send').disabled);
+            }
+          }).observe(document.querySelector('#log'),
+                     {subtree: true, attributes: true, attributeFilter: ['data-state']});
+        }"""
+    )
+    send(page, "try again")
+    last_turn(page)
+    send(page, "again")
+    page.locator(".turn").nth(1).locator(".text p", has_text="Second try.").wait_for()
+    assert page.evaluate("window.sendDisabledAtEnd") == [False, False]
+
 WINDOW = 3.0  # the test's permission deadline: short, and held off by the page's presence
 
 

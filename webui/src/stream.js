@@ -14,6 +14,7 @@ export class TaskStream {
     this.onStatus = onStatus;
     this.ws = null;
     this.closed = false;
+    this.finished = false; // onEnd has been called
     this.open();
   }
 
@@ -27,6 +28,10 @@ export class TaskStream {
     ws.onmessage = (message) => {
       const frame = JSON.parse(message.data);
       if (frame.type === "view") this.conversation.render(frame.items);
+      // The page is free the moment the turn is drawn ended, not once the server has closed
+      // the stream after it: a prompt sent in between would be dropped. Frames still coming
+      // on this stream are drawn all the same.
+      if (this.view.ended) this.finish();
     };
     ws.onclose = () => this.dropped(ws, opened);
   }
@@ -34,8 +39,8 @@ export class TaskStream {
   async dropped(ws, opened) {
     if (this.ws !== ws || this.closed) return;
     if (this.view.ended) {
+      this.finish();
       this.closed = true;
-      this.onEnd();
       return;
     }
     this.onStatus("reconnecting…");
@@ -46,11 +51,17 @@ export class TaskStream {
       } catch (error) {
         this.view.end(error.message, "error");
         this.closed = true;
-        this.onEnd();
+        this.finish();
         return;
       }
     }
     setTimeout(() => this.open(), RECONNECT_MS);
+  }
+
+  finish() {
+    if (this.finished) return;
+    this.finished = true;
+    this.onEnd();
   }
 
   send(frame) {
