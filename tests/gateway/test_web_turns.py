@@ -225,7 +225,6 @@ def test_retry_sends_the_last_prompt_again_as_a_new_turn(
     assert page.locator("#retry").is_hidden()  # nothing to retry in a new chat
 
 
-
 @pytest.mark.parametrize("viewport", [DESKTOP], ids=["1280"])
 def test_the_page_takes_a_prompt_the_moment_a_turn_is_drawn_ended(page: Page) -> None:
     """A prompt sent as soon as the answer shows is sent, not dropped: the page is free when
@@ -250,6 +249,7 @@ def test_the_page_takes_a_prompt_the_moment_a_turn_is_drawn_ended(page: Page) ->
     send(page, "again")
     page.locator(".turn").nth(1).locator(".text p", has_text="Second try.").wait_for()
     assert page.evaluate("window.sendDisabledAtEnd") == [False, False]
+
 
 WINDOW = 3.0  # the test's permission deadline: short, and held off by the page's presence
 
