@@ -67,7 +67,7 @@ def model_choices(session_response: Any) -> list[ModelChoice]:
     if option is None:
         return []
     current = getattr(option, "current_value", None)
-    return [ModelChoice(value, name, value == current) for value, name in _values(option.options)]
+    return [ModelChoice(value, name, value == current) for value, name in option_choices(option)]
 
 
 def model_lines(choices: list[ModelChoice]) -> list[str]:
@@ -81,23 +81,30 @@ def _is_model(option: Any) -> bool:
     return getattr(option, "category", None) == "model" or "model" in ids
 
 
-def _values(options: Any) -> list[tuple[str, str]]:
-    """(value, name) of a select option's choices, grouped ones too."""
+def option_choices(option: Any) -> list[tuple[str, str]]:
+    """A select option's (value, name) pairs, grouped ones flattened (v1 and v2 alike)."""
     out: list[tuple[str, str]] = []
-    for choice in options or ():
+    for choice in getattr(option, "options", None) or ():
         value = getattr(choice, "value", None)
         if isinstance(value, str):
             out.append((value, getattr(choice, "name", "") or ""))
-        out += _values(getattr(choice, "options", None))
+        out += option_choices(choice)
     return out
+
+
+def config_id(option: Any) -> str:
+    """A config option's id: v2 names it `configId`, v1 `id`."""
+    return getattr(option, "config_id", None) or option.id
 
 
 __all__ = [
     "LOCAL_COMMANDS",
     "LocalCommand",
     "ModelChoice",
+    "config_id",
     "help_lines",
     "model_choices",
     "model_lines",
+    "option_choices",
     "parse_local",
 ]

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from agentao.cli.chat.screen import Screen
 from agentao.cli.chat.sessions import ChatError, list_sessions, session_lines
+from agentao.cli.local_commands import config_id, option_choices
 from agentao.client.client import Client
 from agentao.client.session import Session
 
@@ -194,22 +195,6 @@ async def _model(chat: Chat, args: str) -> str:
         args = await chat.session.set_model(args)
     chat.screen.note(f"model: {args}")
     return DONE
-
-
-def config_id(option: Any) -> str:
-    """A config option's id: v2 names it `configId`, v1 `id`."""
-    return getattr(option, "config_id", None) or option.id
-
-
-def option_choices(option: Any) -> list[tuple[str, str]]:
-    """A select option's (value, name) pairs, grouped ones flattened."""
-    out: list[tuple[str, str]] = []
-    for choice in getattr(option, "options", None) or ():
-        value = getattr(choice, "value", None)
-        if isinstance(value, str):
-            out.append((value, getattr(choice, "name", "") or ""))
-        out += option_choices(choice)
-    return out
 
 
 __all__ = ["DONE", "LOCAL", "QUIT", "SEND", "Chat", "agent_commands", "completions", "dispatch"]
