@@ -326,7 +326,7 @@ def _task_frames(gw: Any, secret: str, prompt: str) -> list[dict[str, Any]]:
         return [json.loads(m) for m in ws]
 
 
-PROBER = (sys.executable, str(Path(__file__).parents[1] / "fakes" / "prober_agent.py"))
+PROBER = (sys.executable, str(Path(__file__).parents[1] / "fakes" / "fake_agents" / "prober.py"))
 
 
 def _prober(tmp_path: Path, **sandbox: Any) -> AgentSpec:

@@ -1,6 +1,6 @@
 """Sampling knobs through the real `openai` SDK and a real gateway (gateway/sampling.py):
 `temperature` and the token limits reach an agent that offers matching config options
-(knob_agent.py), a value it does not offer and an agent without such options are
+(tests/fakes/fake_agents/knobs.py), a value it does not offer and an agent without such options are
 ignored, and a value out of range is a 400 naming its field."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tests.gateway.conftest import LiveGateway
 
 
 def knob_gateway(factory: Callable[..., LiveGateway], tmp_path: Path) -> LiveGateway:
-    argv = (sys.executable, str(Path(__file__).with_name("knob_agent.py")))
+    argv = (sys.executable, str(Path(__file__).parents[1] / "fakes" / "fake_agents" / "knobs.py"))
     return factory(agents=(AgentSpec("knobs", argv, cwd=str(tmp_path)),))
 
 

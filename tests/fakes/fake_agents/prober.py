@@ -1,6 +1,6 @@
 """A third party's agent that does what a hostile one would: whatever a prompt names.
 
-    python tests/fakes/prober_agent.py
+    python tests/fakes/fake_agents/prober.py
 
 A prompt is a JSON object `{"read": [paths], "write": [paths], "env": [names],
 "client_write": [paths]}`; the answer (one `agent_message_chunk`) is a JSON object saying,
@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import uuid
 
+from _wire import Wire, chunk
 
-def send(message: dict) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
+wire = Wire()
 
 
 def attempt(action: str, path: str) -> str:
@@ -36,16 +34,11 @@ def attempt(action: str, path: str) -> str:
 
 
 def client_write(session_id: str, path: str) -> str:
-    """Ask the client to write `path`; its answer is the next line with this request's id."""
-    request_id = f"probe-{uuid.uuid4()}"
+    """Ask the client to write `path`: "ok" or the error's code."""
     params = {"sessionId": session_id, "path": path, "content": "written through the client\n"}
-    send({"jsonrpc": "2.0", "id": request_id, "method": "fs/write_text_file", "params": params})
-    for line in sys.stdin:
-        message = json.loads(line)
-        if message.get("id") == request_id:
-            error = message.get("error")
-            return f"error {error['code']}" if error else "ok"
-    return "closed"
+    answer = wire.call(f"probe-{uuid.uuid4()}", "fs/write_text_file", params)
+    error = answer.get("error")
+    return f"error {error['code']}" if error else "ok"
 
 
 def probe(session_id: str, asked: dict) -> dict:
@@ -58,28 +51,23 @@ def probe(session_id: str, asked: dict) -> dict:
 
 
 def main() -> None:
-    for line in sys.stdin:
-        message = json.loads(line)
-        method, request_id = message.get("method"), message.get("id")
-        if request_id is None:
+    while (message := wire.read()) is not None:
+        method = message.get("method")
+        if "id" not in message:
             continue
         if method == "initialize":
-            result: dict = {"protocolVersion": 1, "agentInfo": {"name": "prober", "version": "0"}}
+            wire.reply(
+                message, {"protocolVersion": 1, "agentInfo": {"name": "prober", "version": "0"}}
+            )
         elif method == "session/new":
-            result = {"sessionId": str(uuid.uuid4())}
+            wire.reply(message, {"sessionId": str(uuid.uuid4())})
         elif method == "session/prompt":
             session_id = message["params"]["sessionId"]
             asked = json.loads(message["params"]["prompt"][0]["text"])
-            chunk = {"type": "text", "text": json.dumps(probe(session_id, asked))}
-            update = {"sessionUpdate": "agent_message_chunk", "content": chunk}
-            params = {"sessionId": session_id, "update": update}
-            send({"jsonrpc": "2.0", "method": "session/update", "params": params})
-            result = {"stopReason": "end_turn"}
+            wire.send(chunk(session_id, json.dumps(probe(session_id, asked))))
+            wire.reply(message, {"stopReason": "end_turn"})
         else:
-            error = {"code": -32601, "message": "Method not found"}
-            send({"jsonrpc": "2.0", "id": request_id, "error": error})
-            continue
-        send({"jsonrpc": "2.0", "id": request_id, "result": result})
+            wire.error(message, -32601, "Method not found")
 
 
 if __name__ == "__main__":

@@ -1,23 +1,18 @@
 """A minimal ACP agent (not ours) offering sampling knobs as config options.
 
-    python tests/gateway/knob_agent.py
+    python tests/fakes/fake_agents/knobs.py
 
 Its sessions offer two select options: `temperature` (values "0", "0.5", "1"; current
 "1") and `limit` of category `max_tokens` (values "256", "1024"; current "1024"). Each
 prompt is answered with the options' current values, e.g. "temperature=0.5 limit=1024",
-so a test sees what the gateway set. Plain JSON lines, like raw_agent.py.
+so a test sees what the gateway set. Plain JSON lines (_wire.py), no agentao imports.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 import uuid
 
-
-def send(message: dict) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
+from _wire import Wire, chunk
 
 
 def select(option_id: str, values: list[str], current: str, category: str | None) -> dict:
@@ -34,6 +29,7 @@ def select(option_id: str, values: list[str], current: str, category: str | None
 
 
 def main() -> None:
+    wire = Wire()
     current = {"temperature": "1", "limit": "1024"}
     values = {"temperature": ["0", "0.5", "1"], "limit": ["256", "1024"]}
     categories = {"temperature": None, "limit": "max_tokens"}
@@ -41,42 +37,28 @@ def main() -> None:
     def options() -> list[dict]:
         return [select(k, values[k], current[k], categories[k]) for k in current]
 
-    for line in sys.stdin:
-        message = json.loads(line)
-        method, request_id, params = message.get("method"), message.get("id"), message.get("params")
+    while (message := wire.read()) is not None:
+        method, params = message.get("method"), message.get("params") or {}
+        if "id" not in message:
+            continue
         if method == "initialize":
-            result: dict = {"protocolVersion": 1, "agentInfo": {"name": "knobs", "version": "0"}}
+            wire.reply(
+                message, {"protocolVersion": 1, "agentInfo": {"name": "knobs", "version": "0"}}
+            )
         elif method == "session/new":
-            result = {"sessionId": str(uuid.uuid4()), "configOptions": options()}
+            wire.reply(message, {"sessionId": str(uuid.uuid4()), "configOptions": options()})
         elif method == "session/set_config_option":
             if params["value"] not in values.get(params["configId"], ()):
-                send(
-                    {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": "no"}}
-                )
+                wire.error(message, -32602, "no")
                 continue
             current[params["configId"]] = params["value"]
-            result = {"configOptions": options()}
+            wire.reply(message, {"configOptions": options()})
         elif method == "session/prompt":
             said = " ".join(f"{k}={v}" for k, v in current.items())
-            update = {
-                "sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": said},
-            }
-            send(
-                {
-                    "jsonrpc": "2.0",
-                    "method": "session/update",
-                    "params": {"sessionId": params["sessionId"], "update": update},
-                }
-            )
-            result = {"stopReason": "end_turn"}
-        elif request_id is None:
-            continue
+            wire.send(chunk(params["sessionId"], said))
+            wire.reply(message, {"stopReason": "end_turn"})
         else:
-            error = {"code": -32601, "message": "Method not found"}
-            send({"jsonrpc": "2.0", "id": request_id, "error": error})
-            continue
-        send({"jsonrpc": "2.0", "id": request_id, "result": result})
+            wire.error(message, -32601, "Method not found")
 
 
 if __name__ == "__main__":
