@@ -38,11 +38,9 @@ WEATHER_SCRIPT: list[dict[str, Any]] = [
 def _shared_pair(
     tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServer
 ) -> Iterator[Replicas]:
-    tmp = tmp_path_factory.mktemp("tools-pair")
-    group = Replicas(tmp, postgres_server.create_database(), server=KEYS, script=WEATHER_SCRIPT)
-    group.start_together()
-    yield group
-    group.stop()
+    tmp, store = tmp_path_factory.mktemp("tools-pair"), postgres_server.create_database()
+    with Replicas.pair(tmp, store, server=KEYS, script=WEATHER_SCRIPT) as group:
+        yield group
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -149,6 +150,18 @@ AGENTAO_STORE_URL = "{self.store_url}"
     def stop(self) -> None:
         ServedGateway.stop_all(self.started)
 
+    @classmethod
+    @contextlib.contextmanager
+    def pair(cls, tmp: Path, store_url: str, **settings: Any) -> Iterator[Replicas]:
+        """Two replicas started together on a new database, stopped at the end: what a
+        module's tests share (each takes it `fresh()`)."""
+        group = cls(tmp, store_url, **settings)
+        try:
+            group.start_together()
+            yield group
+        finally:
+            group.stop()
+
     def fresh(self) -> Replicas:
         """The shared pair made ready for the next test: an empty work directory, each
         replica's log read from here on (`since`), and its log in the test's report."""
@@ -174,10 +187,8 @@ def replicas(tmp_path: Path, postgres_server: PostgresServer) -> Iterator[Replic
 def _shared_pair(
     tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServer
 ) -> Iterator[Replicas]:
-    group = Replicas(tmp_path_factory.mktemp("pair"), postgres_server.create_database())
-    group.start_together()
-    yield group
-    group.stop()
+    with Replicas.pair(tmp_path_factory.mktemp("pair"), postgres_server.create_database()) as group:
+        yield group
 
 
 @pytest.fixture
@@ -190,11 +201,9 @@ def pair(_shared_pair: Replicas) -> Replicas:
 def _shared_keyed_pair(
     tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServer
 ) -> Iterator[Replicas]:
-    tmp = tmp_path_factory.mktemp("keyed")
-    group = Replicas(tmp, postgres_server.create_database(), server=KEYS, script=WRITE_TWICE)
-    group.start_together()
-    yield group
-    group.stop()
+    tmp, store = tmp_path_factory.mktemp("keyed"), postgres_server.create_database()
+    with Replicas.pair(tmp, store, server=KEYS, script=WRITE_TWICE) as group:
+        yield group
 
 
 @pytest.fixture
