@@ -260,3 +260,23 @@ def test_a_task_turn_is_not_mapped_for_an_openai_consumer(shared_gateway: LiveGa
         newest = http.get("/v1/conversations").json()["data"][0]["id"]
     chat = gw.run(gw.gateway.conversations.get(newest))
     assert chat.turn.mapper.full_text == "tock " * 40
+
+
+@SHARED_ON_EACH_STORE
+def test_a_stream_ends_once_the_task_s_row_says_so(shared_gateway: LiveGateway) -> None:
+    """`task-ended` is stored before it is sent, and so is the task's row: a watcher that
+    asks about the task the moment its stream closes never reads it still running (the
+    row's end is written by a later batch than the frame, after the lease is checked)."""
+    conversation = None
+    seen: list[str] = []
+    for n in range(12):
+        extra = {"conversation_id": conversation} if conversation else {}
+        task = start_task(shared_gateway, f"hello {n}", **extra)
+        conversation = task["conversation_id"]
+        with connect(shared_gateway.ws_url(task["stream_url"])) as ws:
+            assert frames(ws)[-1]["type"] == "task-ended"
+        with shared_gateway.http() as http:
+            seen.append(http.get(f"/v1/tasks/{task['id']}").json()["status"])
+            listed = http.get(f"/v1/conversations/{conversation}/tasks").json()["data"]
+        seen += [t["status"] for t in listed[-1:]]
+    assert set(seen) == {"ended"}

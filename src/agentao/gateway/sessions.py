@@ -464,6 +464,8 @@ class Conversations:
                 self._index(conv, old_hash)
             # Stored with the next batch of frames, not a transaction of its own.
             self.hub.save_conversation(conv.record)
+        turn.emit_end()  # queued with the task's row: one batch stores both
+        if ok:
             self.hub.end(turn.log, "ended")
         elif lost is not None:
             self.hub.end(turn.log, "error", lost)

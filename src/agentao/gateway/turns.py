@@ -252,6 +252,7 @@ class GatewayTurn:
         self._task: asyncio.Task[None] | None = None
         self.cancelling = False
         self.result: TurnEnd | TurnFailed | None = None
+        self._end_emitted = False
         self.done = asyncio.Event()
         # The Chat Completions transcript the turn answers, when resumed by a request
         # carrying tool results (openai_chat.py): the conversation is found by it after.
@@ -357,11 +358,12 @@ class GatewayTurn:
             guard.cancel()
         # The conversation is saved and released before the consumer hears of the end, so
         # a client that asks again the moment it has its answer is not told "busy".
-        self._finish(self._unless_unstored(result))
+        self.result = self._unless_unstored(result)
         try:
             await self._on_finish(self)
         finally:
             self.result = self._unless_unstored(self.result or result)
+            self.emit_end()  # on_finish emits it with the task's row; this, if it failed first
             self._put(self.result)
             self.done.set()
 
@@ -417,8 +419,14 @@ class GatewayTurn:
             raise ClientError("the turn ended without a stop reason")
         return end
 
-    def _finish(self, result: TurnEnd | TurnFailed) -> None:
-        self.result = result
+    def emit_end(self) -> None:
+        """The turn's terminal frame, from its result as kept (a lost lease makes it an
+        error), once. Whoever keeps the turn's end emits it with the task's row, in one
+        batch (sessions.py): a reader told the turn ended never reads it still running."""
+        if self._end_emitted or self.result is None:
+            return
+        self._end_emitted = True
+        result = self.result
         if isinstance(result, TurnEnd):
             usage = to_builtins(result.usage) if result.usage is not None else None
             payload = {"stopReason": result.stop_reason, "usage": usage}
