@@ -1,83 +1,134 @@
-"""Per-key token budgets: `[[keys]] tokens_per_day`.
+"""Per-key daily budgets: `[[keys]] tokens_per_day` and `usd_per_day`.
 
-Every turn that ends is charged to its conversation's owner: the tokens the agent reported
-for it (input + output), or, when it reports none, the same estimate the answer's `usage`
-carries (`x_estimated`, mapping.py). A key whose tokens today (UTC) reached its budget is
-refused before its next Chat Completions or Responses turn starts: `429
-token_budget_exceeded` with `Retry-After` (the seconds until the next UTC midnight, when
-the count starts over). A turn already running is never cut short, so a key may end a day
-a turn above its budget. The count is this gateway process's: replicas count apart, and a
-restart starts it over (the store keeps no per-key counters yet).
+Every turn that ends is charged to its conversation's owner: the tokens the agent
+reported for it (input + output), or, when it reports none, the same estimate the
+answer's `usage` carries (`x_estimated`, mapping.py); and its cost, those tokens priced
+by `[prices]` (prices.py; a turn of an agent with no price costs 0). The count is kept
+in the gateway's store (store/spend.py), one row per key and UTC day, added to by one
+statement in the database: a restart keeps the day's count, and replicas on one
+PostgreSQL share it (neither's charge is lost when both charge at once).
+
+A key whose tokens or dollars today (UTC) reached a budget is refused before its next
+turn starts (Chat Completions, Responses, Anthropic Messages): `429
+token_budget_exceeded` or `usd_budget_exceeded`, with `Retry-After` (the seconds until
+the next UTC midnight, when the count starts over). A turn is admitted while today's
+count is below the budget, and a turn admitted is never cut short: a key ends a day at
+most its budget plus the cost of the turns it had running when the budget was reached
+(each replica admits against the stored count, so that holds across replicas too).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agentao.client import TurnEnd
+from agentao.gateway.config import ApiKey
 from agentao.gateway.errors import ApiError
-from agentao.gateway.mapping import estimate_usage, usage_from_agent
+from agentao.gateway.mapping import TokenUsage, estimate_usage, usage_from_agent
+from agentao.gateway.prices import Prices
+from agentao.store.spend import SpendStore, Spent
 
 DAY_SECONDS = 86_400
+log = logging.getLogger("agentao.gateway")
 
 
 class BudgetExceeded(ApiError):
     status = 429
     type = "rate_limit_error"
 
-    def __init__(self, owner: str, budget: int, retry_after: int) -> None:
+    def __init__(self, owner: str, spent: str, code: str, retry_after: int) -> None:
         super().__init__(
-            f"the API key {owner!r} used its {budget} tokens for today (UTC); "
+            f"the API key {owner!r} used its {spent} for today (UTC); "
             f"the count starts over in {retry_after} s",
-            code="token_budget_exceeded",
+            code=code,
             headers={"Retry-After": str(retry_after)},
         )
 
 
-class TokenBudgets:
-    """Tokens each key used today, against its `tokens_per_day`."""
+@dataclass(frozen=True, slots=True)
+class KeyBudget:
+    """One key's limits a UTC day; None: no limit of that kind."""
 
-    def __init__(self, budgets: dict[str, int], clock: Callable[[], float] = time.time) -> None:
-        self.budgets = budgets  # key name -> tokens a day (keys without one: unlimited)
+    tokens_per_day: int | None = None
+    usd_per_day: float | None = None
+
+
+class Budgets:
+    """Each key's spend today, in the store, against its budgets."""
+
+    def __init__(
+        self,
+        keys: Sequence[ApiKey],
+        spend: SpendStore,
+        prices: Prices,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.budgets = {
+            k.name: KeyBudget(k.tokens_per_day, k.usd_per_day)
+            for k in keys
+            if k.tokens_per_day is not None or k.usd_per_day is not None
+        }
+        self.spend = spend
+        self.prices = prices
         self.clock = clock
-        self._day = -1
-        self._used: dict[str, int] = {}
 
-    def used(self, owner: str) -> int:
-        self._roll()
-        return self._used.get(owner, 0)
+    def of(self, owner: str) -> KeyBudget:
+        return self.budgets.get(owner) or KeyBudget()
 
-    def check(self, owner: str) -> None:
-        """Refuse a turn of `owner` once its budget for today is spent."""
+    def today(self) -> int:
+        """Today's number: whole UTC days since the epoch."""
+        return int(self.clock() // DAY_SECONDS)
+
+    async def spent(self, owner: str) -> Spent:
+        """What `owner` spent today, as stored (every replica's turns)."""
+        return await self.spend.spent(owner, self.today())
+
+    async def check(self, owner: str) -> None:
+        """Refuse a new turn of `owner` once a budget of today is spent."""
         budget = self.budgets.get(owner)
-        if budget is not None and self.used(owner) >= budget:
-            left = DAY_SECONDS - self.clock() % DAY_SECONDS
-            raise BudgetExceeded(owner, budget, max(1, math.ceil(left)))
+        if budget is None:
+            return
+        spent = await self.spent(owner)
+        left = max(1, math.ceil(DAY_SECONDS - self.clock() % DAY_SECONDS))
+        if budget.tokens_per_day is not None and spent.tokens >= budget.tokens_per_day:
+            raise BudgetExceeded(
+                owner, f"{budget.tokens_per_day} tokens", "token_budget_exceeded", left
+            )
+        if budget.usd_per_day is not None and spent.usd >= budget.usd_per_day:
+            raise BudgetExceeded(owner, f"${budget.usd_per_day:g}", "usd_budget_exceeded", left)
 
-    def charge(self, owner: str, turn: Any) -> None:
-        """A turn of `owner` ended (sessions.py): its tokens count against today."""
+    def cost(self, agent: str, model: str | None, usage: TokenUsage) -> float | None:
+        """A turn's cost in US dollars by `[prices]`; None: its agent has no price."""
+        price = self.prices.of(agent, model)
+        return None if price is None else price.cost(usage)
+
+    async def charge(self, conv: Any, turn: Any) -> None:
+        """A turn of `conv` (a LiveConversation) ended: its tokens and cost count against
+        its owner's today. A store that fails is logged: the answer is not lost to it."""
+        owner = conv.record.owner
         if owner not in self.budgets:
             return
-        self._roll()
-        self._used[owner] = self._used.get(owner, 0) + turn_tokens(turn)
+        usage = turn_usage(turn)
+        usd = self.cost(conv.record.agent, conv.model, usage) or 0.0
+        try:
+            await self.spend.charge(owner, self.today(), usage.total_tokens, usd)
+        except Exception:
+            log.exception("budgets: the turn %s of %r could not be charged", turn.id, owner)
 
-    def _roll(self) -> None:
-        day = int(self.clock() // DAY_SECONDS)
-        if day != self._day:
-            self._day, self._used = day, {}
 
-
-def turn_tokens(turn: Any) -> int:
+def turn_usage(turn: Any) -> TokenUsage:
     """A finished turn's tokens: as the agent reported them, else estimated."""
     result = turn.result
     usage = usage_from_agent(result.usage) if isinstance(result, TurnEnd) else None
     if usage is None:
         prompt_chars = sum(len(b.get("text", "")) for b in turn.prompt)
         usage = estimate_usage(prompt_chars, turn.mapper)
-    return usage.input_tokens + usage.output_tokens
+    return usage
 
 
-__all__ = ["DAY_SECONDS", "BudgetExceeded", "TokenBudgets", "turn_tokens"]
+__all__ = ["DAY_SECONDS", "BudgetExceeded", "Budgets", "KeyBudget", "turn_usage"]

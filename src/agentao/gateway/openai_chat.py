@@ -178,7 +178,7 @@ async def begin_chat_turn(
     hashed = await _read_transcript(body.messages, pool.info.images, gw.limits)
     if results:  # the caller answers the agent's calls of its tools: the same turn goes on
         return await _resume(gw, principal, choice, key, hashed, results)
-    gw.budgets.check(principal.name)  # a new turn (a running one is never cut short)
+    await gw.budgets.check(principal.name)  # a new turn (a running one is never cut short)
     if gw.tools.waiting(principal.name, asked) is not None:
         raise result_expected("messages")
     conv, new, fresh = await _conversation(gw, principal, choice, key, hashed)

@@ -112,7 +112,7 @@ async def create_response(request: Request) -> Any:
     results, items = call_outputs(body.input)
     if results:  # the caller answers the agent's calls of its tools: the same turn goes on
         return await _resume(gw, request, principal, body, choice, results, items)
-    gw.budgets.check(principal.name)  # a new turn (a running one is never cut short)
+    await gw.budgets.check(principal.name)  # a new turn (a running one is never cut short)
     messages = parse_response_input(items, images=pool.info.images)
     if body.instructions:
         messages.insert(0, ChatMessage("system", body.instructions))

@@ -61,6 +61,7 @@ from agentao.store.gateway_records import (
 from agentao.store.postgres_cluster import PG_CLUSTER_SCHEMA, PgCluster
 from agentao.store.postgres_db import PgDatabase, PgTransaction
 from agentao.store.postgres_remote import PG_REMOTE_SCHEMA, PostgresRemoteStore
+from agentao.store.spend import PG_SPEND_SCHEMA, PostgresSpend
 from agentao.store.sqlite import Schema
 from agentao.store.target import DEFAULT_CONNECT_SECONDS, DEFAULT_POOL_SIZE
 
@@ -215,6 +216,7 @@ class PostgresGatewayStore:
         self.db = db
         self._remote = PostgresRemoteStore(db)
         self._cluster = PgCluster(db, url)
+        self._spend = PostgresSpend(db)
 
     @property
     def remote(self) -> PostgresRemoteStore:
@@ -223,6 +225,10 @@ class PostgresGatewayStore:
     @property
     def cluster(self) -> PgCluster:
         return self._cluster
+
+    @property
+    def spend(self) -> PostgresSpend:
+        return self._spend
 
     # ---- conversations ----------------------------------------------------------------
 
@@ -485,7 +491,7 @@ def open_postgres_store(
     """A `PostgresGatewayStore` on the database at `url`, migrated (once, whichever
     gateway comes first). Raises `StoreUnavailable` when it cannot be reached.
     `idle_in_transaction_seconds`: see `PgDatabase.open` (the gateway passes its lease)."""
-    schemas = [PG_GATEWAY_SCHEMA, PG_REMOTE_SCHEMA, PG_CLUSTER_SCHEMA]
+    schemas = [PG_GATEWAY_SCHEMA, PG_REMOTE_SCHEMA, PG_CLUSTER_SCHEMA, PG_SPEND_SCHEMA]
     db = PgDatabase.open(
         url,
         schemas,
