@@ -196,3 +196,27 @@ def test_a_price_table_is_checked() -> None:
     ):
         with pytest.raises(ConfigError, match=r"\[prices\] 'agentao'"):
             config_from_dict({"prices": {"agentao": bad}})
+
+
+def test_a_key_reads_its_budgets_and_today_s_spend(
+    gateway_factory: Callable[..., LiveGateway],
+) -> None:
+    keys = (
+        key("alice", ceiling="all", policy="all", tokens_per_day=1000, usd_per_day=1.5),
+        key("bob", ceiling="all"),
+    )
+    gw = gateway_factory(keys=keys, prices=Prices({"agentao": Price(3.0, 15.0)}))
+    alice = gw.http("sk-alice")
+    before = alice.get("/v1/keys/me").json()
+    assert before["name"] == "alice" and before["object"] == "key"
+    assert before["budgets"] == {"tokens_per_day": 1000, "usd_per_day": 1.5}
+    assert (before["today"]["tokens"], before["today"]["usd"]) == (0, 0.0)
+    assert 0 < before["today"]["resets_in_seconds"] <= DAY_SECONDS
+    hi(gw.openai("sk-alice"))
+    hi(gw.openai("sk-bob"))
+    after = alice.get("/v1/keys/me").json()["today"]
+    assert (after["tokens"], after["usd"]) == spent(gw, "alice") and after["tokens"] > 0
+    bob = gw.http("sk-bob").get("/v1/keys/me").json()  # its own only, and no budget
+    assert bob["name"] == "bob" and bob["budgets"] == {"tokens_per_day": None, "usd_per_day": None}
+    assert bob["today"] is None
+    assert gw.http("sk-nobody").get("/v1/keys/me").status_code == 401

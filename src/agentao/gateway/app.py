@@ -30,6 +30,7 @@ from agentao.gateway import (
     conversations_api,
     errors,
     forks,
+    keys_api,
     login,
     openai_chat,
     openai_responses,
@@ -114,6 +115,7 @@ def create_app(
     app.include_router(conversations_api.router)
     app.include_router(forks.router)
     app.include_router(workdirs.router)
+    app.include_router(keys_api.router)
     app.include_router(web.router)
     app.include_router(login.router)
     app.include_router(acp_routes.router)

@@ -19,6 +19,7 @@ most its budget plus the cost of the turns it had running when the budget was re
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -76,6 +77,10 @@ class Budgets:
         self.spend = spend
         self.prices = prices
         self.clock = clock
+        # Charges under way, by owner. A turn's end is in its log (where a task-stream
+        # reader sees it) before its charge is stored; the charge is registered here in
+        # the same step, so a read of this replica that waits for them counts the turn.
+        self._charging: dict[str, set[asyncio.Event]] = {}
 
     def of(self, owner: str) -> KeyBudget:
         return self.budgets.get(owner) or KeyBudget()
@@ -85,7 +90,10 @@ class Budgets:
         return int(self.clock() // DAY_SECONDS)
 
     async def spent(self, owner: str) -> Spent:
-        """What `owner` spent today, as stored (every replica's turns)."""
+        """What `owner` spent today, as stored (every replica's turns), once the charges
+        this replica has under way for it are stored."""
+        for charging in list(self._charging.get(owner, ())):
+            await charging.wait()
         return await self.spend.spent(owner, self.today())
 
     async def check(self, owner: str) -> None:
@@ -115,10 +123,18 @@ class Budgets:
             return
         usage = turn_usage(turn)
         usd = self.cost(conv.record.agent, conv.model, usage) or 0.0
+        charging = asyncio.Event()
+        self._charging.setdefault(owner, set()).add(charging)
         try:
             await self.spend.charge(owner, self.today(), usage.total_tokens, usd)
         except Exception:
             log.exception("budgets: the turn %s of %r could not be charged", turn.id, owner)
+        finally:
+            charging.set()
+            if not (under_way := self._charging[owner] - {charging}):
+                del self._charging[owner]
+            else:
+                self._charging[owner] = under_way
 
 
 def turn_usage(turn: Any) -> TokenUsage:
