@@ -26,6 +26,7 @@ from starlette.routing import Route
 from agentao import __version__
 from agentao.gateway import (
     acp_routes,
+    anthropic_count,
     anthropic_messages,
     conversations_api,
     errors,
@@ -110,6 +111,7 @@ def create_app(
     _install_middleware(app, gateway)
     app.include_router(openai_chat.router)
     app.include_router(openai_responses.router)
+    app.include_router(anthropic_count.router)
     app.include_router(anthropic_messages.router)
     app.include_router(tasks.router)
     app.include_router(conversations_api.router)
