@@ -359,7 +359,7 @@ class RemoteAcp:
     async def _new(self, connection: RemoteClient, params: dict[str, Any]) -> dict[str, Any]:
         pool = self.conversations.pool(connection.agent)
         params = await self._checked_servers(params)
-        where = session_params(connection.principal, pool.spec, params)
+        where = session_params(connection.principal, pool, params)
         conv = await self.conversations.create(
             connection.principal.name, connection.agent, "acp", session_params=where.stored()
         )
@@ -418,7 +418,7 @@ class RemoteAcp:
         if conv is not None and owns(principal, conv.record.owner):
             return conv
         if conv is None and principal.name == "local":  # the agent's own, opened elsewhere
-            where = session_params(principal, convs.pool(connection.agent).spec, params)
+            where = session_params(principal, convs.pool(connection.agent), params)
             return await convs.create(
                 principal.name,
                 connection.agent,
