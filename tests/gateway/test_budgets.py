@@ -87,11 +87,41 @@ def test_a_cost_budget_prices_tokens_by_the_price_table(
     tokens, usd = spent(gw, "alice")
     assert tokens == first.usage.total_tokens
     assert usd == pytest.approx(first.usage.total_tokens * 1000 / 1_000_000)
+    assert first.usage.x_cost_usd == pytest.approx(usd)  # the answer says what it cost
     with pytest.raises(openai.RateLimitError) as refused:
         hi(gw.openai("sk-alice"))
     assert refused.value.body["code"] == "usd_budget_exceeded"
     assert "$0.001" in refused.value.body["message"]
     assert int(refused.value.response.headers["retry-after"]) > 0
+
+
+def test_every_face_s_usage_shows_the_turn_s_cost(
+    gateway_factory: Callable[..., LiveGateway],
+) -> None:
+    gw = gateway_factory(prices=Prices({"agentao": Price(2.0, 8.0)}))  # keyless: no budget
+
+    def cost(inputs: int, outputs: int) -> float:
+        return pytest.approx((inputs * 2.0 + outputs * 8.0) / 1_000_000)
+
+    chat = hi(gw.openai()).usage
+    assert chat.x_cost_usd == cost(chat.prompt_tokens, chat.completion_tokens)
+    streamed = gw.openai().chat.completions.create(
+        model="agentao",
+        messages=[{"role": "user", "content": "hi"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    last = [chunk for chunk in streamed][-1].usage
+    assert last.x_cost_usd == cost(last.prompt_tokens, last.completion_tokens)
+    answer = gw.openai().responses.create(model="agentao", input="hi").usage
+    assert answer.x_cost_usd == cost(answer.input_tokens, answer.output_tokens)
+    client = anthropic.Anthropic(base_url=gw.url, api_key="unused", max_retries=0)
+    message = client.messages.create(
+        model="agentao", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    ).usage
+    assert message.x_cost_usd == cost(message.input_tokens, message.output_tokens)  # type: ignore[attr-defined]
+    unpriced = gateway_factory()  # no [prices]: no cost said
+    assert "x_cost_usd" not in hi(unpriced.openai()).usage.model_dump()
 
 
 def test_an_agent_without_a_price_costs_nothing_counted(

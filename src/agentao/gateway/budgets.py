@@ -110,19 +110,14 @@ class Budgets:
         if budget.usd_per_day is not None and spent.usd >= budget.usd_per_day:
             raise BudgetExceeded(owner, f"${budget.usd_per_day:g}", "usd_budget_exceeded", left)
 
-    def cost(self, agent: str, model: str | None, usage: TokenUsage) -> float | None:
-        """A turn's cost in US dollars by `[prices]`; None: its agent has no price."""
-        price = self.prices.of(agent, model)
-        return None if price is None else price.cost(usage)
-
     async def charge(self, conv: Any, turn: Any) -> None:
         """A turn of `conv` (a LiveConversation) ended: its tokens and cost count against
         its owner's today. A store that fails is logged: the answer is not lost to it."""
         owner = conv.record.owner
         if owner not in self.budgets:
             return
-        usage = turn_usage(turn)
-        usd = self.cost(conv.record.agent, conv.model, usage) or 0.0
+        usage = self.prices.priced(conv.record.agent, conv.model, turn_usage(turn))
+        usd = usage.cost_usd or 0.0
         charging = asyncio.Event()
         self._charging.setdefault(owner, set()).add(charging)
         try:

@@ -60,6 +60,7 @@ from agentao.gateway.identifiers import check_session_key
 from agentao.gateway.inputs import parse_chat_messages, prompt_blocks
 from agentao.gateway.instructions import instruct
 from agentao.gateway.mapping import chat_finish_reason, estimate_usage, usage_from_agent
+from agentao.gateway.prices import NO_PRICES, Prices
 from agentao.gateway.sampling import Temperature, TokenLimit, TopP, requested_knobs
 from agentao.gateway.service import Gateway, ModelChoice
 from agentao.gateway.sessions import (
@@ -207,7 +208,9 @@ async def _answer(request: Request, body: ChatBody, started: StartedTurn) -> Any
     """The answer: the turn's items from here on, streamed or whole."""
     turn = started.turn
     headers = {**started.headers, "X-Task-Id": turn.id}
-    reply = _Reply("chatcmpl-" + uuid.uuid4().hex, int(time.time()), started.choice, body, turn)
+    reply_id, now = "chatcmpl-" + uuid.uuid4().hex, int(time.time())
+    prices = request.app.state.gateway.config.prices
+    reply = _Reply(reply_id, now, started.choice, body, turn, prices)
     if body.stream:
         return EventStream(reply.stream(), reply.on_disconnect, headers)
     async with watch_disconnect(request, reply.on_disconnect):
@@ -358,7 +361,13 @@ class _Reply:
     """Builds the Chat Completions answer of one turn, streamed or whole."""
 
     def __init__(
-        self, reply_id: str, created: int, choice: ModelChoice, body: ChatBody, turn: GatewayTurn
+        self,
+        reply_id: str,
+        created: int,
+        choice: ModelChoice,
+        body: ChatBody,
+        turn: GatewayTurn,
+        prices: Prices = NO_PRICES,
     ) -> None:
         self.id = reply_id
         self.created = created
@@ -366,6 +375,7 @@ class _Reply:
         self.body = body
         self.turn = turn
         self.prompt_chars = sum(len(b.get("text", "")) for b in turn.prompt)
+        self.prices = prices  # the usage's cost (prices.py)
         # A turn resumed by tool results answers with the text from there on.
         self.text_from = turn.transcript[1] if getattr(turn, "transcript", None) else 0
         self.paused = False  # ended at the caller's tool calls: the turn waits, not cancelled
@@ -402,7 +412,8 @@ class _Reply:
 
     def _usage(self, end: TurnEnd | None) -> dict[str, Any]:
         usage = usage_from_agent(end.usage) if end is not None else None
-        return (usage or estimate_usage(self.prompt_chars, self.turn.mapper)).chat()
+        usage = usage or estimate_usage(self.prompt_chars, self.turn.mapper)
+        return self.prices.priced(self.choice.agent, self.choice.model, usage).chat()
 
     def on_disconnect(self) -> None:
         """The client left: the turn is cancelled, unless it waits for the caller's results."""

@@ -340,8 +340,8 @@ class _Run:
             self.live.done.set()
 
     def _usage(self, end: TurnEnd, turn: GatewayTurn) -> Any:
-        usage = usage_from_agent(end.usage)
-        return usage or estimate_usage(self.prompt_chars, turn.mapper)
+        usage = usage_from_agent(end.usage) or estimate_usage(self.prompt_chars, turn.mapper)
+        return self.gw.config.prices.priced(self.conv.record.agent, self.conv.model, usage)
 
     async def sse(self) -> AsyncIterator[bytes]:
         async for events in self.events():

@@ -15,7 +15,7 @@ it: budgets.py). Both settings are required in an entry, each a number at or abo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentao.gateway.mapping import TokenUsage
@@ -36,6 +36,10 @@ class Price:
             + usage.output_tokens * self.output_usd_per_million
         ) / MILLION
 
+    def priced(self, usage: TokenUsage) -> TokenUsage:
+        """`usage` with its cost (an answer's `usage.x_cost_usd`)."""
+        return replace(usage, cost_usd=self.cost(usage))
+
 
 @dataclass(frozen=True, slots=True)
 class Prices:
@@ -48,6 +52,14 @@ class Prices:
         if model and (price := self.table.get(f"{agent}/{model}")) is not None:
             return price
         return self.table.get(agent)
+
+    def priced(self, agent: str, model: str | None, usage: TokenUsage) -> TokenUsage:
+        """`usage` with its cost where the agent (or its model) has a price."""
+        price = self.of(agent, model)
+        return usage if price is None else price.priced(usage)
+
+
+NO_PRICES = Prices()  # nothing priced
 
 
 def parse_prices(table: dict[str, Any], where: str) -> Prices:
@@ -71,4 +83,4 @@ def parse_prices(table: dict[str, Any], where: str) -> Prices:
     return Prices(out)
 
 
-__all__ = ["MILLION", "PRICE_SETTINGS", "Price", "Prices", "parse_prices"]
+__all__ = ["MILLION", "NO_PRICES", "PRICE_SETTINGS", "Price", "Prices", "parse_prices"]

@@ -29,6 +29,8 @@ time). A process that dies leaves its rows `in_progress` / `running`; the next
 gateway that finds the boot dead settles them (`settle`) in one transaction, so
 no client waits forever on a response nobody will finish.
 
+Each key's spend a day (its budgets' count) is `GatewayStore.spend` (store/spend.py).
+
 `GatewayStore` is the interface the gateway codes against; `SqliteGatewayStore`
 implements it on `store/sqlite.py`'s `Database` (one writer thread and a few
 readers, WAL); `PostgresGatewayStore` (store/postgres.py) on a database several

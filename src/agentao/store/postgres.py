@@ -1,7 +1,8 @@
 """The gateway's store on PostgreSQL: the same tables and semantics as on SQLite.
 
 Theory of operation. `PostgresGatewayStore` implements `GatewayStore` (store/gateway.py)
-and its `.remote`, a `PostgresRemoteStore`, implements `RemoteStore` (store/remote.py),
+and its `.remote`, a `PostgresRemoteStore`, implements `RemoteStore` (store/remote.py)
+(and its `.spend`, each key's daily spend, `SpendStore`: store/spend.py),
 statement for statement the same operations as the SQLite ones: read their docstrings
 there. Several gateways may share one database; each holds a small pool
 (`PgDatabase`, store/postgres_db.py) and every method is one statement or one
