@@ -16,6 +16,7 @@ import anthropic
 import openai
 import pytest
 
+from agentao.client import AgentError, AgentUrl, Client
 from agentao.gateway.budgets import DAY_SECONDS, Budgets
 from agentao.gateway.config import ApiKey, ConfigError, config_from_dict
 from agentao.gateway.prices import Price, Prices
@@ -250,3 +251,26 @@ def test_a_key_reads_its_budgets_and_today_s_spend(
     assert bob["name"] == "bob" and bob["budgets"] == {"tokens_per_day": None, "usd_per_day": None}
     assert bob["today"] is None
     assert gw.http("sk-nobody").get("/v1/keys/me").status_code == 401
+
+
+async def test_every_way_to_start_a_turn_is_held_to_the_budget(
+    gateway_factory: Callable[..., LiveGateway],
+) -> None:
+    """The attack: a key past its budget on the OpenAI faces tries the task stream (the
+    web UI's) and remote ACP instead. Both refuse it before the agent hears of a turn."""
+    keys = (key("alice", ceiling="all", policy="all", tokens_per_day=10),)
+    gw = gateway_factory(keys=keys)
+    gw.run(gw.gateway.store.spend.charge("alice", gw.gateway.budgets.today(), 10, 0.0))
+    task = gw.http("sk-alice").post("/v1/tasks", json={"agent": "agentao", "prompt": "hi"})
+    assert task.status_code == 429 and task.json()["error"]["code"] == "token_budget_exceeded"
+    assert int(task.headers["retry-after"]) > 0
+    url = AgentUrl(f"http://127.0.0.1:{gw.port}/acp", api_key="sk-alice")
+    async with Client(url) as client:
+        session = await client.new_session(gw.config.agents[0].cwd)  # opening costs nothing
+        with pytest.raises(AgentError) as refused:
+            async for _event in session.prompt("hi"):
+                pass
+    assert refused.value.code == -32600
+    assert refused.value.data["reason"] == "token_budget_exceeded"
+    assert 0 < refused.value.data["retryAfter"] <= DAY_SECONDS
+    assert gw.run(gw.gateway.store.list_conversations("alice", 10))[0].turn_count == 0

@@ -9,9 +9,10 @@ statement in the database: a restart keeps the day's count, and replicas on one
 PostgreSQL share it (neither's charge is lost when both charge at once).
 
 A key whose tokens or dollars today (UTC) reached a budget is refused before its next
-turn starts (Chat Completions, Responses, Anthropic Messages): `429
-token_budget_exceeded` or `usd_budget_exceeded`, with `Retry-After` (the seconds until
-the next UTC midnight, when the count starts over). A turn is admitted while today's
+turn starts, on every face (Chat Completions, Responses, Anthropic Messages, the task
+stream: `429 token_budget_exceeded` or `usd_budget_exceeded`, with `Retry-After`, the
+seconds until the next UTC midnight, when the count starts over; remote ACP's
+`session/prompt`: `-32600` with the same reason, remote/api_errors.py). A turn is admitted while today's
 count is below the budget, and a turn admitted is never cut short: a key ends a day at
 most its budget plus the cost of the turns it had running when the budget was reached
 (each replica admits against the stored count, so that holds across replicas too).

@@ -116,6 +116,7 @@ class Gateway:
             )
         # Sets the pools' file and ask_user handlers: the agents' questions reach remote clients.
         self.remote = RemoteAcp(self.conversations, store, self.replica, self.peers, config.mcp)
+        self.remote.admit = self.budgets.check  # every face's new turn is held to budgets
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
