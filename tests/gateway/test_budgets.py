@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import anthropic
 import openai
 import pytest
+from websockets.sync.client import connect
 
 from agentao.client import AgentError, AgentUrl, Client
 from agentao.gateway.budgets import DAY_SECONDS, Budgets
@@ -274,3 +276,20 @@ async def test_every_way_to_start_a_turn_is_held_to_the_budget(
     assert refused.value.data["reason"] == "token_budget_exceeded"
     assert 0 < refused.value.data["retryAfter"] <= DAY_SECONDS
     assert gw.run(gw.gateway.store.list_conversations("alice", 10))[0].turn_count == 0
+
+
+def test_a_task_stream_turn_is_charged_what_it_said(
+    gateway_factory: Callable[..., LiveGateway],
+) -> None:
+    """A turn no OpenAI answer maps (the web UI's, remote ACP's) is estimated from what
+    its session's view holds: the same count as the same turn answered on chat."""
+    keys = (key("alice", ceiling="all", policy="all", tokens_per_day=10_000),)
+    gw = gateway_factory(keys=keys)
+    chat = hi(gw.openai("sk-alice"), "hello").usage.total_tokens  # "Answer one." on a new session
+    http = gw.http("sk-alice")
+    task = http.post("/v1/tasks", json={"agent": "agentao", "prompt": "hello"}).json()
+    with connect(
+        gw.ws_url(task["stream_url"]), additional_headers={"Authorization": "Bearer sk-alice"}
+    ) as ws:
+        assert [json.loads(m) for m in ws][-1]["type"] == "task-ended"
+    assert spent(gw, "alice")[0] == 2 * chat

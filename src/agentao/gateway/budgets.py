@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentao.client import TurnEnd
+from agentao.client.view import Message, SessionView
 from agentao.gateway.config import ApiKey
 from agentao.gateway.errors import ApiError
 from agentao.gateway.mapping import TokenUsage, estimate_usage, usage_from_agent
@@ -134,13 +135,45 @@ class Budgets:
 
 
 def turn_usage(turn: Any) -> TokenUsage:
-    """A finished turn's tokens: as the agent reported them, else estimated."""
+    """A finished turn's tokens: as the agent reported them, else estimated from what it
+    said: as its OpenAI answer mapped it, or, for a turn nobody mapped (the task stream's,
+    remote ACP's), as its session's view holds it."""
     result = turn.result
     usage = usage_from_agent(result.usage) if isinstance(result, TurnEnd) else None
     if usage is None:
         prompt_chars = sum(len(b.get("text", "")) for b in turn.prompt)
-        usage = estimate_usage(prompt_chars, turn.mapper)
+        said = turn.mapper if turn.context.consumed else said_since_prompt(turn.session.view)
+        usage = estimate_usage(prompt_chars, said)
     return usage
 
 
-__all__ = ["DAY_SECONDS", "BudgetExceeded", "Budgets", "KeyBudget", "turn_usage"]
+@dataclass(frozen=True, slots=True)
+class SaidInView:
+    """What an agent said in a turn, as `estimate_usage` reads a `TurnMapper`."""
+
+    full_text: str = ""
+    full_reasoning: str = ""
+
+
+def said_since_prompt(view: SessionView) -> SaidInView:
+    """The agent's text and thoughts after the view's last user message (the turn's
+    prompt: `SessionView.prompted`)."""
+    text: list[str] = []
+    thought: list[str] = []
+    for entry in reversed(view.entries):
+        if isinstance(entry, Message):
+            if entry.role == "user":
+                break
+            (thought if entry.role == "thought" else text).extend(entry.chunks)
+    return SaidInView("".join(text), "".join(thought))
+
+
+__all__ = [
+    "DAY_SECONDS",
+    "BudgetExceeded",
+    "Budgets",
+    "KeyBudget",
+    "SaidInView",
+    "said_since_prompt",
+    "turn_usage",
+]

@@ -19,7 +19,7 @@ table per API.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -230,7 +230,16 @@ def usage_from_agent(usage: Any) -> TokenUsage | None:
     return TokenUsage(inp, out, thought or 0, cached or 0)
 
 
-def estimate_usage(prompt_chars: int, mapper: TurnMapper) -> TokenUsage:
+class Said(Protocol):
+    """What an agent said in a turn: a `TurnMapper`, or what a reader folded (budgets.py)."""
+
+    @property
+    def full_text(self) -> str: ...
+    @property
+    def full_reasoning(self) -> str: ...
+
+
+def estimate_usage(prompt_chars: int, mapper: Said) -> TokenUsage:
     """About four characters a token: an estimate, and flagged as one."""
     out = len(mapper.full_text)
     reasoning = len(mapper.full_reasoning)
@@ -245,6 +254,7 @@ def estimate_usage(prompt_chars: int, mapper: TurnMapper) -> TokenUsage:
 __all__ = [
     "READ_KINDS",
     "Delta",
+    "Said",
     "TokenUsage",
     "TurnMapper",
     "chat_finish_reason",
