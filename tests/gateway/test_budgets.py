@@ -20,7 +20,7 @@ from websockets.sync.client import connect
 
 from agentao.client import AgentError, AgentUrl, Client
 from agentao.gateway.budgets import DAY_SECONDS, Budgets
-from agentao.gateway.config import ApiKey, ConfigError, config_from_dict
+from agentao.gateway.config import ApiKey, ConfigError, check_aliases, config_from_dict
 from agentao.gateway.prices import Price, Prices
 from agentao.store.gateway import open_gateway_store
 from tests.gateway.conftest import LiveGateway
@@ -229,6 +229,10 @@ def test_a_price_table_is_checked() -> None:
     ):
         with pytest.raises(ConfigError, match=r"\[prices\] 'agentao'"):
             config_from_dict({"prices": {"agentao": bad}})
+    agents = {"agents": {"agentao": {"command": "agentao --acp"}}}
+    check_aliases(config_from_dict({**agents, "prices": {"agentao/mini": good}}))
+    with pytest.raises(ConfigError, match=r"\[prices\] 'agentoa' names no served agent"):
+        check_aliases(config_from_dict({**agents, "prices": {"agentoa": good}}))  # misspelt
 
 
 def test_a_key_reads_its_budgets_and_today_s_spend(

@@ -336,8 +336,11 @@ def _models(table: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
 
 
 def check_aliases(config: GatewayConfig) -> None:
-    """Every alias names a served agent, and none is an agent's own name."""
+    """Every alias and price names a served agent, and no alias is an agent's own name
+    (a misspelt price would leave an agent unpriced: `usd_per_day` would never refuse)."""
     agents = {a.name for a in config.agents}
+    if stray := config.prices.unserved(agents):
+        raise ConfigError(f"[prices] {stray[0]!r} names no served agent: {sorted(agents)}")
     for alias, target in config.models:
         if alias in agents or alias.split("/", 1)[0] in agents:
             raise ConfigError(f"[models] {alias!r} would hide the agent of that name")

@@ -53,6 +53,10 @@ class Prices:
             return price
         return self.table.get(agent)
 
+    def unserved(self, agents: set[str]) -> list[str]:
+        """The entries whose agent is not among `agents`."""
+        return [name for name in self.table if name.split("/", 1)[0] not in agents]
+
     def priced(self, agent: str, model: str | None, usage: TokenUsage) -> TokenUsage:
         """`usage` with its cost where the agent (or its model) has a price."""
         price = self.of(agent, model)

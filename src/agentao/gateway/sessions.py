@@ -438,9 +438,9 @@ class Conversations:
 
     async def _ended(self, turn: GatewayTurn) -> None:
         conv, _turn, request = self._running.pop(turn.id)
-        if self.charge is not None:  # its tokens and cost, against the owner's budgets.py
-            await self.charge(conv, turn)
         try:
+            if self.charge is not None:  # its tokens and cost, against the owner's budgets.py
+                await self.charge(conv, turn)
             await self._keep(conv, turn, request)
         finally:  # whatever failed above, the conversation is not left busy for good
             conv.last_used = asyncio.get_running_loop().time()
