@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,10 +21,13 @@ from websockets.sync.client import connect
 
 from agentao.client import AgentError, AgentUrl, Client
 from agentao.gateway.budgets import DAY_SECONDS, Budgets
-from agentao.gateway.config import ApiKey, ConfigError, check_aliases, config_from_dict
+from agentao.gateway.config import AgentSpec, ApiKey, ConfigError, check_aliases, config_from_dict
 from agentao.gateway.prices import Price, Prices
 from agentao.store.gateway import open_gateway_store
 from tests.gateway.conftest import LiveGateway
+from tests.gateway.cost_agent import COST_PER_TURN
+
+COST_AGENT = Path(__file__).with_name("cost_agent.py")  # reports its own cost
 
 
 def key(name: str, **kw: object) -> ApiKey:
@@ -297,3 +301,28 @@ def test_a_task_stream_turn_is_charged_what_it_said(
     ) as ws:
         assert [json.loads(m) for m in ws][-1]["type"] == "task-ended"
     assert spent(gw, "alice")[0] == 2 * chat
+
+
+def test_an_agent_s_own_cost_report_is_charged_a_turn_at_a_time(
+    gateway_factory: Callable[..., LiveGateway], tmp_path: Path
+) -> None:
+    """An agent that reports its session's total cost (`usage_update.cost`): each turn is
+    charged what it added, not the total, and that wins over `[prices]`."""
+    agent = AgentSpec("cost", (sys.executable, str(COST_AGENT)), cwd=str(tmp_path))
+    keys = (key("alice", ceiling="all", policy="all", usd_per_day=0.05),)
+    gw = gateway_factory(agents=(agent,), keys=keys, prices=Prices({"cost": Price(1e6, 1e6)}))
+    client = gw.openai("sk-alice")
+    session = {"X-Session-Id": "priced"}  # one session: its total grows 0.03 a turn
+
+    def turn() -> openai.types.chat.ChatCompletion:
+        return client.chat.completions.create(
+            model="cost", messages=[{"role": "user", "content": "hi"}], extra_headers=session
+        )
+
+    assert turn().usage.x_cost_usd == pytest.approx(COST_PER_TURN)
+    assert spent(gw, "alice")[1] == pytest.approx(COST_PER_TURN)
+    assert turn().usage.x_cost_usd == pytest.approx(COST_PER_TURN)  # its total less the last
+    assert spent(gw, "alice")[1] == pytest.approx(2 * COST_PER_TURN)
+    with pytest.raises(openai.RateLimitError) as refused:
+        turn()
+    assert refused.value.body["code"] == "usd_budget_exceeded"

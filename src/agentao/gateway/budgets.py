@@ -2,8 +2,10 @@
 
 Every turn that ends is charged to its conversation's owner: the tokens the agent
 reported for it (input + output), or, when it reports none, the same estimate the
-answer's `usage` carries (`x_estimated`, mapping.py); and its cost, those tokens priced
-by `[prices]` (prices.py; a turn of an agent with no price costs 0). The count is kept
+answer's `usage` carries (`x_estimated`, mapping.py); and its cost: the agent's own
+where it reports one in dollars (`usage_update.cost`, the session's total: what the
+turn added to it), else those tokens priced by `[prices]` (prices.py; a turn priced by
+neither costs 0). The answer's `usage.x_cost_usd` is that cost (`cost_of`). The count is kept
 in the gateway's store (store/spend.py), one row per key and UTC day, added to by one
 statement in the database: a restart keeps the day's count, and replicas on one
 PostgreSQL share it (neither's charge is lost when both charge at once).
@@ -27,6 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from agentao.client import TurnEnd
 from agentao.client.view import Message, SessionView
@@ -83,6 +86,11 @@ class Budgets:
         # reader sees it) before its charge is stored; the charge is registered here in
         # the same step, so a read of this replica that waits for them counts the turn.
         self._charging: dict[str, set[asyncio.Event]] = {}
+        # Where each live session's own cost report stood when its last turn here ended
+        # (`usage_update.cost` is the session's total), and each turn's cost as charged,
+        # for its answer's usage: both gone with their session or turn.
+        self._agent_totals: WeakKeyDictionary[Any, float] = WeakKeyDictionary()
+        self._turn_costs: WeakKeyDictionary[Any, float] = WeakKeyDictionary()
 
     def of(self, owner: str) -> KeyBudget:
         return self.budgets.get(owner) or KeyBudget()
@@ -112,14 +120,44 @@ class Budgets:
         if budget.usd_per_day is not None and spent.usd >= budget.usd_per_day:
             raise BudgetExceeded(owner, f"${budget.usd_per_day:g}", "usd_budget_exceeded", left)
 
+    def cost_of(self, turn: Any) -> float | None:
+        """The cost of an ended turn as charged (None: neither the agent nor `[prices]`
+        priced it): what its answer's `usage.x_cost_usd` says."""
+        return self._turn_costs.get(turn)
+
+    def turn_cost(self, conv: Any, turn: Any, usage: TokenUsage) -> float | None:
+        """A turn's cost in US dollars: the agent's own where it reports one in dollars,
+        else `[prices]`'s for its tokens; None: neither prices it."""
+        reported = self._reported_cost(turn.session)
+        if reported is not None:
+            return reported
+        return self.prices.priced(conv.record.agent, conv.model, usage).cost_usd
+
+    def _reported_cost(self, session: Any) -> float | None:
+        """The session's reported total now, less where it stood when its previous turn
+        ended here; None: it reports no dollars, or where it stood is unknown (a session
+        loaded with a history this replica never charged: `[prices]` price that turn)."""
+        cost = getattr(session.view.usage, "cost", None)
+        if cost is None or cost.currency.upper() != "USD":
+            return None
+        before = self._agent_totals.get(session)
+        if before is None and prompts_seen(session.view) <= 1:
+            before = 0.0  # the session's first turn: its whole total is this turn's
+        self._agent_totals[session] = cost.amount
+        return None if before is None else max(0.0, cost.amount - before)
+
     async def charge(self, conv: Any, turn: Any) -> None:
-        """A turn of `conv` (a LiveConversation) ended: its tokens and cost count against
-        its owner's today. A store that fails is logged: the answer is not lost to it."""
+        """A turn of `conv` (a LiveConversation) ended: its cost is noted for its answer,
+        and its tokens and cost count against its owner's today. A store that fails is
+        logged: the answer is not lost to it."""
+        usage = turn_usage(turn)
+        cost = self.turn_cost(conv, turn, usage)
+        if cost is not None:
+            self._turn_costs[turn] = cost
         owner = conv.record.owner
         if owner not in self.budgets:
             return
-        usage = self.prices.priced(conv.record.agent, conv.model, turn_usage(turn))
-        usd = usage.cost_usd or 0.0
+        usd = cost or 0.0
         charging = asyncio.Event()
         self._charging.setdefault(owner, set()).add(charging)
         try:
@@ -132,6 +170,11 @@ class Budgets:
                 del self._charging[owner]
             else:
                 self._charging[owner] = under_way
+
+
+def prompts_seen(view: SessionView) -> int:
+    """How many prompts (with text) the session's view holds, replayed ones included."""
+    return sum(1 for e in view.entries if isinstance(e, Message) and e.role == "user")
 
 
 def turn_usage(turn: Any) -> TokenUsage:
@@ -174,6 +217,7 @@ __all__ = [
     "Budgets",
     "KeyBudget",
     "SaidInView",
+    "prompts_seen",
     "said_since_prompt",
     "turn_usage",
 ]

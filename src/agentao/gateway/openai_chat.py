@@ -31,8 +31,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import msgspec
@@ -60,7 +60,6 @@ from agentao.gateway.identifiers import check_session_key
 from agentao.gateway.inputs import parse_chat_messages, prompt_blocks
 from agentao.gateway.instructions import instruct
 from agentao.gateway.mapping import chat_finish_reason, estimate_usage, usage_from_agent
-from agentao.gateway.prices import NO_PRICES, Prices
 from agentao.gateway.sampling import Temperature, TokenLimit, TopP, requested_knobs
 from agentao.gateway.service import Gateway, ModelChoice
 from agentao.gateway.sessions import (
@@ -209,8 +208,8 @@ async def _answer(request: Request, body: ChatBody, started: StartedTurn) -> Any
     turn = started.turn
     headers = {**started.headers, "X-Task-Id": turn.id}
     reply_id, now = "chatcmpl-" + uuid.uuid4().hex, int(time.time())
-    prices = request.app.state.gateway.config.prices
-    reply = _Reply(reply_id, now, started.choice, body, turn, prices)
+    cost_of = request.app.state.gateway.budgets.cost_of  # the usage's cost (budgets.py)
+    reply = _Reply(reply_id, now, started.choice, body, turn, cost_of)
     if body.stream:
         return EventStream(reply.stream(), reply.on_disconnect, headers)
     async with watch_disconnect(request, reply.on_disconnect):
@@ -367,7 +366,7 @@ class _Reply:
         choice: ModelChoice,
         body: ChatBody,
         turn: GatewayTurn,
-        prices: Prices = NO_PRICES,
+        cost_of: Callable[[GatewayTurn], float | None] = lambda turn: None,
     ) -> None:
         self.id = reply_id
         self.created = created
@@ -375,7 +374,7 @@ class _Reply:
         self.body = body
         self.turn = turn
         self.prompt_chars = sum(len(b.get("text", "")) for b in turn.prompt)
-        self.prices = prices  # the usage's cost (prices.py)
+        self.cost_of = cost_of  # an ended turn's cost, as charged (budgets.py)
         # A turn resumed by tool results answers with the text from there on.
         self.text_from = turn.transcript[1] if getattr(turn, "transcript", None) else 0
         self.paused = False  # ended at the caller's tool calls: the turn waits, not cancelled
@@ -413,7 +412,7 @@ class _Reply:
     def _usage(self, end: TurnEnd | None) -> dict[str, Any]:
         usage = usage_from_agent(end.usage) if end is not None else None
         usage = usage or estimate_usage(self.prompt_chars, self.turn.mapper)
-        return self.prices.priced(self.choice.agent, self.choice.model, usage).chat()
+        return replace(usage, cost_usd=self.cost_of(self.turn)).chat()
 
     def on_disconnect(self) -> None:
         """The client left: the turn is cancelled, unless it waits for the caller's results."""

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -341,7 +342,7 @@ class _Run:
 
     def _usage(self, end: TurnEnd, turn: GatewayTurn) -> Any:
         usage = usage_from_agent(end.usage) or estimate_usage(self.prompt_chars, turn.mapper)
-        return self.gw.config.prices.priced(self.conv.record.agent, self.conv.model, usage)
+        return replace(usage, cost_usd=self.gw.budgets.cost_of(turn))  # as charged
 
     async def sse(self) -> AsyncIterator[bytes]:
         async for events in self.events():
