@@ -1,6 +1,7 @@
 // agentao's web UI: a task-stream client. See README "The web UI" for how it is built.
 import "./style.css";
 import { api } from "./api.js";
+import { showBudget } from "./budget.js";
 import { $, el } from "./dom.js";
 import { Follower } from "./follow.js";
 import { ModelPicker } from "./models.js";
@@ -79,6 +80,7 @@ function watch(taskId) {
       state.stream = null;
       setRunning(false);
       sessions.load();
+      showBudget(); // the turn was charged as it ended
       if (state.conversation) showWhere(state.conversation); // its mode, once it is open
       if (!models.known()) models.load(); // an agent lists its models with its first session
     },
@@ -235,6 +237,7 @@ async function main() {
   await models.load();
   await workdir.load($("agent").value);
   await sessions.load();
+  await showBudget();
   desk.start();
   const fragment = location.hash.slice(1);
   if (fragment) await openById(fragment);

@@ -28,7 +28,7 @@ the status the gateway gives every face (our `code` and `param` ride along in
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -95,7 +95,7 @@ async def _messages(request: Request) -> Response:
     started = await begin_chat_turn(gw, request, principal, chat_body(body))
     if isinstance(started, Response):  # passed on to the replica holding the conversation
         return started
-    reply = _Reply(started, thinking)
+    reply = _Reply(started, thinking, gw.budgets.cost_of)
     headers = {**started.headers, "X-Task-Id": started.turn.id}
     if body.stream:
         return EventStream(reply.stream(), reply.on_disconnect, headers)
@@ -114,12 +114,18 @@ def stop_reason(end: TurnEnd) -> str:
 class _Reply:
     """Builds the Messages answer of one turn (or of its rest, resumed by tool results)."""
 
-    def __init__(self, started: StartedTurn, thinking: bool) -> None:
+    def __init__(
+        self,
+        started: StartedTurn,
+        thinking: bool,
+        cost_of: Callable[[GatewayTurn], float | None],
+    ) -> None:
         self.id = "msg_" + uuid.uuid4().hex
         self.model = started.choice.name
         self.turn: GatewayTurn = started.turn
         self.thinking = thinking
         self.prompt_chars = sum(len(b.get("text", "")) for b in self.turn.prompt)
+        self.cost_of = cost_of  # an ended turn's cost, as charged (budgets.py)
         self.paused = False  # ended at the caller's tool calls: the turn waits, not cancelled
         self._open: str | None = None  # the kind of the streamed block open now
         self._index = -1  # the streamed block's index
@@ -140,6 +146,8 @@ class _Reply:
         }
         if usage.estimated:
             out["x_estimated"] = True
+        if (cost := self.cost_of(self.turn)) is not None:
+            out["x_cost_usd"] = cost
         return out
 
     def _message(self, content: list[Any], stop: str | None, usage: dict[str, Any]) -> dict:

@@ -26,10 +26,12 @@ from starlette.routing import Route
 from agentao import __version__
 from agentao.gateway import (
     acp_routes,
+    anthropic_count,
     anthropic_messages,
     conversations_api,
     errors,
     forks,
+    keys_api,
     login,
     openai_chat,
     openai_responses,
@@ -109,11 +111,13 @@ def create_app(
     _install_middleware(app, gateway)
     app.include_router(openai_chat.router)
     app.include_router(openai_responses.router)
+    app.include_router(anthropic_count.router)
     app.include_router(anthropic_messages.router)
     app.include_router(tasks.router)
     app.include_router(conversations_api.router)
     app.include_router(forks.router)
     app.include_router(workdirs.router)
+    app.include_router(keys_api.router)
     app.include_router(web.router)
     app.include_router(login.router)
     app.include_router(acp_routes.router)

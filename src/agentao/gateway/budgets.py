@@ -1,83 +1,223 @@
-"""Per-key token budgets: `[[keys]] tokens_per_day`.
+"""Per-key daily budgets: `[[keys]] tokens_per_day` and `usd_per_day`.
 
-Every turn that ends is charged to its conversation's owner: the tokens the agent reported
-for it (input + output), or, when it reports none, the same estimate the answer's `usage`
-carries (`x_estimated`, mapping.py). A key whose tokens today (UTC) reached its budget is
-refused before its next Chat Completions or Responses turn starts: `429
-token_budget_exceeded` with `Retry-After` (the seconds until the next UTC midnight, when
-the count starts over). A turn already running is never cut short, so a key may end a day
-a turn above its budget. The count is this gateway process's: replicas count apart, and a
-restart starts it over (the store keeps no per-key counters yet).
+Every turn that ends is charged to its conversation's owner: the tokens the agent
+reported for it (input + output), or, when it reports none, the same estimate the
+answer's `usage` carries (`x_estimated`, mapping.py); and its cost: the agent's own
+where it reports one in dollars (`usage_update.cost`, the session's total: what the
+turn added to it), else those tokens priced by `[prices]` (prices.py; a turn priced by
+neither costs 0). The answer's `usage.x_cost_usd` is that cost (`cost_of`). The count is kept
+in the gateway's store (store/spend.py), one row per key and UTC day, added to by one
+statement in the database: a restart keeps the day's count, and replicas on one
+PostgreSQL share it (neither's charge is lost when both charge at once).
+
+A key whose tokens or dollars today (UTC) reached a budget is refused before its next
+turn starts, on every face (Chat Completions, Responses, Anthropic Messages, the task
+stream: `429 token_budget_exceeded` or `usd_budget_exceeded`, with `Retry-After`, the
+seconds until the next UTC midnight, when the count starts over; remote ACP's
+`session/prompt`: `-32600` with the same reason, remote/api_errors.py). A turn is admitted while today's
+count is below the budget, and a turn admitted is never cut short: a key ends a day at
+most its budget plus the cost of the turns it had running when the budget was reached
+(each replica admits against the stored count, so that holds across replicas too).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from agentao.client import TurnEnd
+from agentao.client.view import Message, SessionView
+from agentao.gateway.config import ApiKey
 from agentao.gateway.errors import ApiError
-from agentao.gateway.mapping import estimate_usage, usage_from_agent
+from agentao.gateway.mapping import TokenUsage, estimate_usage, usage_from_agent
+from agentao.gateway.prices import Prices
+from agentao.store.spend import SpendStore, Spent
 
 DAY_SECONDS = 86_400
+log = logging.getLogger("agentao.gateway")
 
 
 class BudgetExceeded(ApiError):
     status = 429
     type = "rate_limit_error"
 
-    def __init__(self, owner: str, budget: int, retry_after: int) -> None:
+    def __init__(self, owner: str, spent: str, code: str, retry_after: int) -> None:
         super().__init__(
-            f"the API key {owner!r} used its {budget} tokens for today (UTC); "
+            f"the API key {owner!r} used its {spent} for today (UTC); "
             f"the count starts over in {retry_after} s",
-            code="token_budget_exceeded",
+            code=code,
             headers={"Retry-After": str(retry_after)},
         )
 
 
-class TokenBudgets:
-    """Tokens each key used today, against its `tokens_per_day`."""
+@dataclass(frozen=True, slots=True)
+class KeyBudget:
+    """One key's limits a UTC day; None: no limit of that kind."""
 
-    def __init__(self, budgets: dict[str, int], clock: Callable[[], float] = time.time) -> None:
-        self.budgets = budgets  # key name -> tokens a day (keys without one: unlimited)
+    tokens_per_day: int | None = None
+    usd_per_day: float | None = None
+
+
+class Budgets:
+    """Each key's spend today, in the store, against its budgets."""
+
+    def __init__(
+        self,
+        keys: Sequence[ApiKey],
+        spend: SpendStore,
+        prices: Prices,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.budgets = {
+            k.name: KeyBudget(k.tokens_per_day, k.usd_per_day)
+            for k in keys
+            if k.tokens_per_day is not None or k.usd_per_day is not None
+        }
+        self.spend = spend
+        self.prices = prices
         self.clock = clock
-        self._day = -1
-        self._used: dict[str, int] = {}
+        # Charges under way, by owner. A turn's end is in its log (where a task-stream
+        # reader sees it) before its charge is stored; the charge is registered here in
+        # the same step, so a read of this replica that waits for them counts the turn.
+        self._charging: dict[str, set[asyncio.Event]] = {}
+        # Where each live session's own cost report stood when its last turn here ended
+        # (`usage_update.cost` is the session's total), and each turn's cost as charged,
+        # for its answer's usage: both gone with their session or turn.
+        self._agent_totals: WeakKeyDictionary[Any, float] = WeakKeyDictionary()
+        self._turn_costs: WeakKeyDictionary[Any, float] = WeakKeyDictionary()
 
-    def used(self, owner: str) -> int:
-        self._roll()
-        return self._used.get(owner, 0)
+    def of(self, owner: str) -> KeyBudget:
+        return self.budgets.get(owner) or KeyBudget()
 
-    def check(self, owner: str) -> None:
-        """Refuse a turn of `owner` once its budget for today is spent."""
+    def today(self) -> int:
+        """Today's number: whole UTC days since the epoch."""
+        return int(self.clock() // DAY_SECONDS)
+
+    async def spent(self, owner: str) -> Spent:
+        """What `owner` spent today, as stored (every replica's turns), once the charges
+        this replica has under way for it are stored."""
+        for charging in list(self._charging.get(owner, ())):
+            await charging.wait()
+        return await self.spend.spent(owner, self.today())
+
+    async def check(self, owner: str) -> None:
+        """Refuse a new turn of `owner` once a budget of today is spent."""
         budget = self.budgets.get(owner)
-        if budget is not None and self.used(owner) >= budget:
-            left = DAY_SECONDS - self.clock() % DAY_SECONDS
-            raise BudgetExceeded(owner, budget, max(1, math.ceil(left)))
+        if budget is None:
+            return
+        spent = await self.spent(owner)
+        left = max(1, math.ceil(DAY_SECONDS - self.clock() % DAY_SECONDS))
+        if budget.tokens_per_day is not None and spent.tokens >= budget.tokens_per_day:
+            raise BudgetExceeded(
+                owner, f"{budget.tokens_per_day} tokens", "token_budget_exceeded", left
+            )
+        if budget.usd_per_day is not None and spent.usd >= budget.usd_per_day:
+            raise BudgetExceeded(owner, f"${budget.usd_per_day:g}", "usd_budget_exceeded", left)
 
-    def charge(self, owner: str, turn: Any) -> None:
-        """A turn of `owner` ended (sessions.py): its tokens count against today."""
+    def cost_of(self, turn: Any) -> float | None:
+        """The cost of an ended turn as charged (None: neither the agent nor `[prices]`
+        priced it): what its answer's `usage.x_cost_usd` says."""
+        return self._turn_costs.get(turn)
+
+    def turn_cost(self, conv: Any, turn: Any, usage: TokenUsage) -> float | None:
+        """A turn's cost in US dollars: the agent's own where it reports one in dollars,
+        else `[prices]`'s for its tokens; None: neither prices it."""
+        reported = self._reported_cost(turn.session)
+        if reported is not None:
+            return reported
+        return self.prices.priced(conv.record.agent, conv.model, usage).cost_usd
+
+    def _reported_cost(self, session: Any) -> float | None:
+        """The session's reported total now, less where it stood when its previous turn
+        ended here; None: it reports no dollars, or where it stood is unknown (a session
+        loaded with a history this replica never charged: `[prices]` price that turn)."""
+        cost = getattr(session.view.usage, "cost", None)
+        if cost is None or cost.currency.upper() != "USD":
+            return None
+        before = self._agent_totals.get(session)
+        if before is None and prompts_seen(session.view) <= 1:
+            before = 0.0  # the session's first turn: its whole total is this turn's
+        self._agent_totals[session] = cost.amount
+        return None if before is None else max(0.0, cost.amount - before)
+
+    async def charge(self, conv: Any, turn: Any) -> None:
+        """A turn of `conv` (a LiveConversation) ended: its cost is noted for its answer,
+        and its tokens and cost count against its owner's today. A store that fails is
+        logged: the answer is not lost to it."""
+        usage = turn_usage(turn)
+        cost = self.turn_cost(conv, turn, usage)
+        if cost is not None:
+            self._turn_costs[turn] = cost
+        owner = conv.record.owner
         if owner not in self.budgets:
             return
-        self._roll()
-        self._used[owner] = self._used.get(owner, 0) + turn_tokens(turn)
+        usd = cost or 0.0
+        charging = asyncio.Event()
+        self._charging.setdefault(owner, set()).add(charging)
+        try:
+            await self.spend.charge(owner, self.today(), usage.total_tokens, usd)
+        except Exception:
+            log.exception("budgets: the turn %s of %r could not be charged", turn.id, owner)
+        finally:
+            charging.set()
+            if not (under_way := self._charging[owner] - {charging}):
+                del self._charging[owner]
+            else:
+                self._charging[owner] = under_way
 
-    def _roll(self) -> None:
-        day = int(self.clock() // DAY_SECONDS)
-        if day != self._day:
-            self._day, self._used = day, {}
+
+def prompts_seen(view: SessionView) -> int:
+    """How many prompts (with text) the session's view holds, replayed ones included."""
+    return sum(1 for e in view.entries if isinstance(e, Message) and e.role == "user")
 
 
-def turn_tokens(turn: Any) -> int:
-    """A finished turn's tokens: as the agent reported them, else estimated."""
+def turn_usage(turn: Any) -> TokenUsage:
+    """A finished turn's tokens: as the agent reported them, else estimated from what it
+    said: as its OpenAI answer mapped it, or, for a turn nobody mapped (the task stream's,
+    remote ACP's), as its session's view holds it."""
     result = turn.result
     usage = usage_from_agent(result.usage) if isinstance(result, TurnEnd) else None
     if usage is None:
         prompt_chars = sum(len(b.get("text", "")) for b in turn.prompt)
-        usage = estimate_usage(prompt_chars, turn.mapper)
-    return usage.input_tokens + usage.output_tokens
+        said = turn.mapper if turn.context.consumed else said_since_prompt(turn.session.view)
+        usage = estimate_usage(prompt_chars, said)
+    return usage
 
 
-__all__ = ["DAY_SECONDS", "BudgetExceeded", "TokenBudgets", "turn_tokens"]
+@dataclass(frozen=True, slots=True)
+class SaidInView:
+    """What an agent said in a turn, as `estimate_usage` reads a `TurnMapper`."""
+
+    full_text: str = ""
+    full_reasoning: str = ""
+
+
+def said_since_prompt(view: SessionView) -> SaidInView:
+    """The agent's text and thoughts after the view's last user message (the turn's
+    prompt: `SessionView.prompted`)."""
+    text: list[str] = []
+    thought: list[str] = []
+    for entry in reversed(view.entries):
+        if isinstance(entry, Message):
+            if entry.role == "user":
+                break
+            (thought if entry.role == "thought" else text).extend(entry.chunks)
+    return SaidInView("".join(text), "".join(thought))
+
+
+__all__ = [
+    "DAY_SECONDS",
+    "BudgetExceeded",
+    "Budgets",
+    "KeyBudget",
+    "SaidInView",
+    "prompts_seen",
+    "said_since_prompt",
+    "turn_usage",
+]

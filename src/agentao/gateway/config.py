@@ -54,6 +54,11 @@ A config file looks like this (every section optional)::
     ceiling = "ask"                     # the most a request may ask for
     policy = "reads"                    # what a request gets when it asks for nothing
     tokens_per_day = 200000             # its turns' tokens a UTC day, then 429 (budgets.py)
+    usd_per_day = 5.0                   # its turns' cost a UTC day, priced by [prices]
+
+    [prices.agentao]                    # an agent's or "agent/model"'s price (prices.py)
+    input_usd_per_million = 2.5
+    output_usd_per_million = 10.0
 
 `[limits]` is `limits.py`'s `Limits`. Unknown settings are errors naming them, in every
 table (top level, `[server]`, `[limits]`, `[agents.NAME]`, `[[keys]]`), never ignored: a
@@ -64,6 +69,7 @@ not be named `local`: that is the keyless local user, who owns everything made w
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import shlex
 import sys
@@ -76,6 +82,7 @@ from agentao.gateway.ceilings import CeilingRules, parse_rules
 from agentao.gateway.confine import OUR_AGENT_PASS_ENV, AgentSandbox, AgentSandboxMode
 from agentao.gateway.hosts import normalize_host, normalize_origin
 from agentao.gateway.limits import Limits, parse_limits
+from agentao.gateway.prices import Prices, parse_prices
 from agentao.store.target import (
     STORE_URL_ENV,
     StoreUrlInvalid,
@@ -89,7 +96,7 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
 LOCAL_NAME = "local"  # the principal without keys; its objects must not go to a key
 RESERVED_KEY_NAMES = frozenset({LOCAL_NAME})
-_TABLES = frozenset({"server", "limits", "agents", "keys", "models"})
+_TABLES = frozenset({"server", "limits", "agents", "keys", "models", "prices"})
 _SERVER_SETTINGS = frozenset(
     {
         "host",
@@ -112,7 +119,7 @@ _AGENT_SETTINGS = frozenset(
 )
 AGENT_PROTOCOLS = {"auto": None, "1": 1, "2": 2}  # `[agents.NAME] protocol` -> Client(protocol=)
 _KEY_SETTINGS = frozenset(
-    {"name", "key", "key_sha256", "agents", "ceiling", "policy", "tokens_per_day"}
+    {"name", "key", "key_sha256", "agents", "ceiling", "policy", "tokens_per_day", "usd_per_day"}
 )
 
 
@@ -155,6 +162,7 @@ class ApiKey:
     ceiling: Policy = "reject"
     policy: Policy = "reject"
     tokens_per_day: int | None = None  # its turns' tokens a UTC day (budgets.py); None: no cap
+    usd_per_day: float | None = None  # its turns' cost a UTC day, in US dollars; None: no cap
 
     def allows(self, agent: str) -> bool:
         return self.agents is None or agent in self.agents
@@ -199,6 +207,7 @@ class GatewayConfig:
     keys: tuple[ApiKey, ...] = ()
     # `[models]`: alias -> "agent" or "agent/model", e.g. ("gpt-4o", "agentao").
     models: tuple[tuple[str, str], ...] = ()
+    prices: Prices = field(default_factory=Prices)  # `[prices]`: what a turn costs (prices.py)
     limits: Limits = field(default_factory=Limits)
     web: WebPolicy = field(default_factory=WebPolicy)
     mcp: McpUrlPolicy = field(default_factory=McpUrlPolicy)
@@ -213,10 +222,6 @@ class GatewayConfig:
         if owner == LOCAL_NAME and not self.keys:
             return "all"
         return next((k.ceiling for k in self.keys if k.name == owner), "reject")
-
-    def token_budgets(self) -> dict[str, int]:
-        """Each key's `tokens_per_day`, where it has one."""
-        return {k.name: k.tokens_per_day for k in self.keys if k.tokens_per_day is not None}
 
     def agent(self, name: str) -> AgentSpec | None:
         return next((a for a in self.agents if a.name == name), None)
@@ -285,6 +290,7 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
     _check_known(server, _SERVER_SETTINGS, "[server] settings", where)
     try:
         limits = parse_limits(_table(data, "limits", where), where)
+        prices = parse_prices(_table(data, "prices", where), where)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     agents = tuple(_agent(n, s, where) for n, s in _table(data, "agents", where).items())
@@ -300,6 +306,7 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> GatewayConf
         agents=agents,
         keys=keys,
         models=_models(_table(data, "models", where), where),
+        prices=prices,
         limits=limits,
         agent_sandbox=_agent_sandbox(server.get("agent_sandbox", "auto"), where),
         allow_unconfined_agents=_bool(server, "allow_unconfined_agents", where),
@@ -329,8 +336,11 @@ def _models(table: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
 
 
 def check_aliases(config: GatewayConfig) -> None:
-    """Every alias names a served agent, and none is an agent's own name."""
+    """Every alias and price names a served agent, and no alias is an agent's own name
+    (a misspelt price would leave an agent unpriced: `usd_per_day` would never refuse)."""
     agents = {a.name for a in config.agents}
+    if stray := config.prices.unserved(agents):
+        raise ConfigError(f"[prices] {stray[0]!r} names no served agent: {sorted(agents)}")
     for alias, target in config.models:
         if alias in agents or alias.split("/", 1)[0] in agents:
             raise ConfigError(f"[models] {alias!r} would hide the agent of that name")
@@ -537,6 +547,9 @@ def _key(entry: dict[str, Any], where: str) -> ApiKey:
     budget = entry.get("tokens_per_day")
     if budget is not None and (type(budget) is not int or budget < 1):
         raise ConfigError(f"{where}: key {name!r} tokens_per_day must be a whole number above 0")
+    usd = entry.get("usd_per_day")
+    if usd is not None and (type(usd) not in (int, float) or not 0 < usd < math.inf):
+        raise ConfigError(f"{where}: key {name!r} usd_per_day must be a number above 0")
     return ApiKey(
         name=str(name),
         sha256=digest,
@@ -544,6 +557,7 @@ def _key(entry: dict[str, Any], where: str) -> ApiKey:
         ceiling=ceiling,
         policy=policy,
         tokens_per_day=budget,
+        usd_per_day=None if usd is None else float(usd),
     )
 
 

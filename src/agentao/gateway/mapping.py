@@ -19,7 +19,7 @@ table per API.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -179,6 +179,7 @@ class TokenUsage:
     reasoning_tokens: int = 0
     cached_tokens: int = 0
     estimated: bool = False
+    cost_usd: float | None = None  # priced by `[prices]` (prices.py); None: not priced
 
     @property
     def total_tokens(self) -> int:
@@ -192,9 +193,7 @@ class TokenUsage:
             "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
             "completion_tokens_details": {"reasoning_tokens": self.reasoning_tokens},
         }
-        if self.estimated:
-            usage["x_estimated"] = True
-        return usage
+        return self._marked(usage)
 
     def responses(self) -> dict[str, Any]:
         usage: dict[str, Any] = {
@@ -204,8 +203,14 @@ class TokenUsage:
             "output_tokens_details": {"reasoning_tokens": self.reasoning_tokens},
             "total_tokens": self.total_tokens,
         }
+        return self._marked(usage)
+
+    def _marked(self, usage: dict[str, Any]) -> dict[str, Any]:
+        """`usage` with our extensions: an estimate said to be one, and the turn's cost."""
         if self.estimated:
             usage["x_estimated"] = True
+        if self.cost_usd is not None:
+            usage["x_cost_usd"] = self.cost_usd
         return usage
 
 
@@ -225,7 +230,16 @@ def usage_from_agent(usage: Any) -> TokenUsage | None:
     return TokenUsage(inp, out, thought or 0, cached or 0)
 
 
-def estimate_usage(prompt_chars: int, mapper: TurnMapper) -> TokenUsage:
+class Said(Protocol):
+    """What an agent said in a turn: a `TurnMapper`, or what a reader folded (budgets.py)."""
+
+    @property
+    def full_text(self) -> str: ...
+    @property
+    def full_reasoning(self) -> str: ...
+
+
+def estimate_usage(prompt_chars: int, mapper: Said) -> TokenUsage:
     """About four characters a token: an estimate, and flagged as one."""
     out = len(mapper.full_text)
     reasoning = len(mapper.full_reasoning)
@@ -240,6 +254,7 @@ def estimate_usage(prompt_chars: int, mapper: TurnMapper) -> TokenUsage:
 __all__ = [
     "READ_KINDS",
     "Delta",
+    "Said",
     "TokenUsage",
     "TurnMapper",
     "chat_finish_reason",

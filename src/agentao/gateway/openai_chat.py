@@ -31,8 +31,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import msgspec
@@ -178,7 +178,7 @@ async def begin_chat_turn(
     hashed = await _read_transcript(body.messages, pool.info.images, gw.limits)
     if results:  # the caller answers the agent's calls of its tools: the same turn goes on
         return await _resume(gw, principal, choice, key, hashed, results)
-    gw.budgets.check(principal.name)  # a new turn (a running one is never cut short)
+    await gw.budgets.check(principal.name)  # a new turn (a running one is never cut short)
     if gw.tools.waiting(principal.name, asked) is not None:
         raise result_expected("messages")
     conv, new, fresh = await _conversation(gw, principal, choice, key, hashed)
@@ -207,7 +207,9 @@ async def _answer(request: Request, body: ChatBody, started: StartedTurn) -> Any
     """The answer: the turn's items from here on, streamed or whole."""
     turn = started.turn
     headers = {**started.headers, "X-Task-Id": turn.id}
-    reply = _Reply("chatcmpl-" + uuid.uuid4().hex, int(time.time()), started.choice, body, turn)
+    reply_id, now = "chatcmpl-" + uuid.uuid4().hex, int(time.time())
+    cost_of = request.app.state.gateway.budgets.cost_of  # the usage's cost (budgets.py)
+    reply = _Reply(reply_id, now, started.choice, body, turn, cost_of)
     if body.stream:
         return EventStream(reply.stream(), reply.on_disconnect, headers)
     async with watch_disconnect(request, reply.on_disconnect):
@@ -358,7 +360,13 @@ class _Reply:
     """Builds the Chat Completions answer of one turn, streamed or whole."""
 
     def __init__(
-        self, reply_id: str, created: int, choice: ModelChoice, body: ChatBody, turn: GatewayTurn
+        self,
+        reply_id: str,
+        created: int,
+        choice: ModelChoice,
+        body: ChatBody,
+        turn: GatewayTurn,
+        cost_of: Callable[[GatewayTurn], float | None] = lambda turn: None,
     ) -> None:
         self.id = reply_id
         self.created = created
@@ -366,6 +374,7 @@ class _Reply:
         self.body = body
         self.turn = turn
         self.prompt_chars = sum(len(b.get("text", "")) for b in turn.prompt)
+        self.cost_of = cost_of  # an ended turn's cost, as charged (budgets.py)
         # A turn resumed by tool results answers with the text from there on.
         self.text_from = turn.transcript[1] if getattr(turn, "transcript", None) else 0
         self.paused = False  # ended at the caller's tool calls: the turn waits, not cancelled
@@ -402,7 +411,8 @@ class _Reply:
 
     def _usage(self, end: TurnEnd | None) -> dict[str, Any]:
         usage = usage_from_agent(end.usage) if end is not None else None
-        return (usage or estimate_usage(self.prompt_chars, self.turn.mapper)).chat()
+        usage = usage or estimate_usage(self.prompt_chars, self.turn.mapper)
+        return replace(usage, cost_usd=self.cost_of(self.turn)).chat()
 
     def on_disconnect(self) -> None:
         """The client left: the turn is cancelled, unless it waits for the caller's results."""

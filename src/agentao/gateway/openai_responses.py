@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -112,7 +113,7 @@ async def create_response(request: Request) -> Any:
     results, items = call_outputs(body.input)
     if results:  # the caller answers the agent's calls of its tools: the same turn goes on
         return await _resume(gw, request, principal, body, choice, results, items)
-    gw.budgets.check(principal.name)  # a new turn (a running one is never cut short)
+    await gw.budgets.check(principal.name)  # a new turn (a running one is never cut short)
     messages = parse_response_input(items, images=pool.info.images)
     if body.instructions:
         messages.insert(0, ChatMessage("system", body.instructions))
@@ -340,8 +341,8 @@ class _Run:
             self.live.done.set()
 
     def _usage(self, end: TurnEnd, turn: GatewayTurn) -> Any:
-        usage = usage_from_agent(end.usage)
-        return usage or estimate_usage(self.prompt_chars, turn.mapper)
+        usage = usage_from_agent(end.usage) or estimate_usage(self.prompt_chars, turn.mapper)
+        return replace(usage, cost_usd=self.gw.budgets.cost_of(turn))  # as charged
 
     async def sse(self) -> AsyncIterator[bytes]:
         async for events in self.events():

@@ -24,7 +24,7 @@ from starlette.requests import HTTPConnection, Request
 from agentao.gateway.auth import POLICY_HEADER, Authenticator, Principal
 from agentao.gateway.batches import WriterBackoff
 from agentao.gateway.boots import this_boot
-from agentao.gateway.budgets import TokenBudgets
+from agentao.gateway.budgets import Budgets
 from agentao.gateway.config import POLICY_ORDER, GatewayConfig, Policy
 from agentao.gateway.confine import probe
 from agentao.gateway.errors import BadRequest, NotFound, UnsupportedMediaType
@@ -98,7 +98,8 @@ class Gateway:
         self.conversations = Conversations(
             store, self.pools, self.hub, self.desk, self.limits, self.replica, config.ceiling_of
         )
-        self.budgets = TokenBudgets(config.token_budgets())  # `[[keys]] tokens_per_day`
+        # `[[keys]] tokens_per_day`, `usd_per_day`: counted in the store, shared by replicas.
+        self.budgets = Budgets(config.keys, store.spend, config.prices)
         self.conversations.charge = self.budgets.charge
         # The caller's own tools, as an MCP server per conversation (tool_bridge.py).
         self.tools = ToolBridges(self.limits.tool_result_seconds, bridge_url(config))
@@ -115,6 +116,7 @@ class Gateway:
             )
         # Sets the pools' file and ask_user handlers: the agents' questions reach remote clients.
         self.remote = RemoteAcp(self.conversations, store, self.replica, self.peers, config.mcp)
+        self.remote.admit = self.budgets.check  # every face's new turn is held to budgets
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()

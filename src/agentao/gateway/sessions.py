@@ -39,7 +39,7 @@ import functools
 import hashlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,7 +157,7 @@ class Conversations:
         self._running: dict[str, tuple[LiveConversation, GatewayTurn, TurnRequest]] = {}
         self._by_hash: dict[tuple[str, str, str], str] = {}  # (owner, agent, hash) -> conv id
         self._leasing = KeyedLocks()  # a conversation's lease: claimed, or released, at once
-        self.charge: Callable[[str, GatewayTurn], None] = lambda owner, turn: None  # budgets.py
+        self.charge: Callable[[LiveConversation, GatewayTurn], Awaitable[None]] | None = None
 
     # ---- finding and creating -----------------------------------------------------------
 
@@ -438,8 +438,9 @@ class Conversations:
 
     async def _ended(self, turn: GatewayTurn) -> None:
         conv, _turn, request = self._running.pop(turn.id)
-        self.charge(conv.record.owner, turn)  # its tokens, against the owner's budget
         try:
+            if self.charge is not None:  # its tokens and cost, against the owner's budgets.py
+                await self.charge(conv, turn)
             await self._keep(conv, turn, request)
         finally:  # whatever failed above, the conversation is not left busy for good
             conv.last_used = asyncio.get_running_loop().time()

@@ -115,6 +115,7 @@ async def start_task(request: Request) -> Any:
     choice = gw.resolve_model(principal, body.agent, "agent")
     policy = gw.policy(principal, request, body.permission_policy)
     blocks = prompt_blocks(body.prompt)
+    await gw.budgets.check(principal.name)  # a new turn (a running one is never cut short)
     if body.conversation_id:
         check_id(body.conversation_id, "conversation_id")
         conv = await gw.conversations.get(body.conversation_id)

@@ -29,6 +29,8 @@ time). A process that dies leaves its rows `in_progress` / `running`; the next
 gateway that finds the boot dead settles them (`settle`) in one transaction, so
 no client waits forever on a response nobody will finish.
 
+Each key's spend a day (its budgets' count) is `GatewayStore.spend` (store/spend.py).
+
 `GatewayStore` is the interface the gateway codes against; `SqliteGatewayStore`
 implements it on `store/sqlite.py`'s `Database` (one writer thread and a few
 readers, WAL); `PostgresGatewayStore` (store/postgres.py) on a database several
@@ -78,6 +80,7 @@ from agentao.store.gateway_records import (
 )
 from agentao.store.gateway_schema import GATEWAY_SCHEMA, GATEWAY_TITLES_SCHEMA
 from agentao.store.remote import REMOTE_SCHEMA, RemoteStore, SqliteRemoteStore
+from agentao.store.spend import SPEND_SCHEMA, SpendStore, SqliteSpend
 from agentao.store.sqlite import Database
 from agentao.store.target import (
     DEFAULT_CONNECT_SECONDS,
@@ -133,6 +136,8 @@ class GatewayStore(Protocol):
     def remote(self) -> RemoteStore: ...  # remote ACP connections and their messages
     @property
     def cluster(self) -> Cluster: ...  # the other gateways on this store, if any
+    @property
+    def spend(self) -> SpendStore: ...  # what each key spent a day (spend.py)
 
 
 _SOLO = SoloCluster()
@@ -148,6 +153,7 @@ class SqliteGatewayStore:
         # the writer is idle (`Database.transaction(inline=True)`); 0: always on its thread.
         self.inline_commit_bytes = inline_commit_bytes
         self._remote = SqliteRemoteStore(db, inline_commit_bytes)
+        self._spend = SqliteSpend(db)
 
     @property
     def remote(self) -> SqliteRemoteStore:
@@ -156,6 +162,10 @@ class SqliteGatewayStore:
     @property
     def cluster(self) -> SoloCluster:
         return _SOLO  # an SQLite file is one gateway's (or a few on one host, see boots.py)
+
+    @property
+    def spend(self) -> SqliteSpend:
+        return self._spend
 
     # ---- conversations ----------------------------------------------------------------
 
@@ -511,7 +521,7 @@ def open_gateway_store(
     """A `SqliteGatewayStore` on its own file (created and migrated if needed), with
     `readers` read-only connections for its lookups; a batch of frames or messages of at
     most `inline_commit_bytes` commits on the event loop when the writer is idle."""
-    schemas = [GATEWAY_SCHEMA, GATEWAY_TITLES_SCHEMA, REMOTE_SCHEMA]
+    schemas = [GATEWAY_SCHEMA, GATEWAY_TITLES_SCHEMA, REMOTE_SCHEMA, SPEND_SCHEMA]
     db = Database.open(path, schemas, readers=readers)
     return SqliteGatewayStore(db, inline_commit_bytes)
 

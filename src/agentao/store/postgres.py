@@ -1,7 +1,8 @@
 """The gateway's store on PostgreSQL: the same tables and semantics as on SQLite.
 
 Theory of operation. `PostgresGatewayStore` implements `GatewayStore` (store/gateway.py)
-and its `.remote`, a `PostgresRemoteStore`, implements `RemoteStore` (store/remote.py),
+and its `.remote`, a `PostgresRemoteStore`, implements `RemoteStore` (store/remote.py)
+(and its `.spend`, each key's daily spend, `SpendStore`: store/spend.py),
 statement for statement the same operations as the SQLite ones: read their docstrings
 there. Several gateways may share one database; each holds a small pool
 (`PgDatabase`, store/postgres_db.py) and every method is one statement or one
@@ -61,6 +62,7 @@ from agentao.store.gateway_records import (
 from agentao.store.postgres_cluster import PG_CLUSTER_SCHEMA, PgCluster
 from agentao.store.postgres_db import PgDatabase, PgTransaction
 from agentao.store.postgres_remote import PG_REMOTE_SCHEMA, PostgresRemoteStore
+from agentao.store.spend import PG_SPEND_SCHEMA, PostgresSpend
 from agentao.store.sqlite import Schema
 from agentao.store.target import DEFAULT_CONNECT_SECONDS, DEFAULT_POOL_SIZE
 
@@ -215,6 +217,7 @@ class PostgresGatewayStore:
         self.db = db
         self._remote = PostgresRemoteStore(db)
         self._cluster = PgCluster(db, url)
+        self._spend = PostgresSpend(db)
 
     @property
     def remote(self) -> PostgresRemoteStore:
@@ -223,6 +226,10 @@ class PostgresGatewayStore:
     @property
     def cluster(self) -> PgCluster:
         return self._cluster
+
+    @property
+    def spend(self) -> PostgresSpend:
+        return self._spend
 
     # ---- conversations ----------------------------------------------------------------
 
@@ -485,7 +492,7 @@ def open_postgres_store(
     """A `PostgresGatewayStore` on the database at `url`, migrated (once, whichever
     gateway comes first). Raises `StoreUnavailable` when it cannot be reached.
     `idle_in_transaction_seconds`: see `PgDatabase.open` (the gateway passes its lease)."""
-    schemas = [PG_GATEWAY_SCHEMA, PG_REMOTE_SCHEMA, PG_CLUSTER_SCHEMA]
+    schemas = [PG_GATEWAY_SCHEMA, PG_REMOTE_SCHEMA, PG_CLUSTER_SCHEMA, PG_SPEND_SCHEMA]
     db = PgDatabase.open(
         url,
         schemas,

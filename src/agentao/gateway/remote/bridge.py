@@ -148,6 +148,10 @@ def initialize_result(v1: dict[str, Any]) -> dict[str, Any]:
     markers = {k: {} for k in ("image", "audio", "embeddedContext") if prompt.get(k)}
     mcp = caps.get("mcpCapabilities") or {}
     info = v1.get("agentInfo") or {"name": "agentao-gateway", "version": "0"}
+    # A client's instructions (unstable `systemPrompt`, the same shape in both versions)
+    # reach an agent that takes them (remote/limits.py).
+    system_prompt = (caps.get("sessionCapabilities") or {}).get("systemPrompt")
+    instructions = {"systemPrompt": system_prompt} if isinstance(system_prompt, dict) else {}
     return {
         "protocolVersion": V2,
         "info": info,
@@ -156,6 +160,7 @@ def initialize_result(v1: dict[str, Any]) -> dict[str, Any]:
                 "prompt": markers,
                 "mcp": {"stdio": {}, **({"http": {}} if mcp.get("http") else {})},
                 "title": {},  # session/set_title: the gateway's own (bridge_calls.py)
+                **instructions,
             }
         },
     }

@@ -10,6 +10,12 @@
   other method (an extension, or `session/fork` naming another cwd or a stdio server,
   would reach past the checks `session/new` made).
 - Whom the agent's permission questions go to: the remote client, within the ceiling.
+- Its instructions: a `systemPrompt` (ACP unstable) in `session/new` is kept with the
+  conversation's session params and so reaches the agent in the `session/new` that
+  makes the session, and again in every `session/load` that reopens it (pool.py). The
+  agent checks its mode and content, as the schema says it must; the gateway refuses
+  (-32602, field `systemPrompt`) one that is not an object, and any for an agent that
+  does not advertise `sessionCapabilities.systemPrompt` (it would be dropped unread).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import Any
 
 from agentao.gateway.auth import Principal
 from agentao.gateway.config import AgentSpec, Policy, policy_rank
-from agentao.gateway.pool import SessionParams
+from agentao.gateway.pool import AgentPool, SessionParams
 from agentao.gateway.roots import PathRefused, resolve_within
 from agentao.protocol.errors import InvalidParams, InvalidRequest
 
@@ -27,8 +33,10 @@ SET_MODEL_METHOD = "_agentao.cn/set_model"  # our agent's model switch: the mode
 MODE_CHANGE = "mode"  # a change of the session's mode, not of a config option
 
 
-def session_params(principal: Principal, spec: AgentSpec, params: dict[str, Any]) -> SessionParams:
-    """Where the client wants its session, within what its key may reach here."""
+def session_params(principal: Principal, pool: AgentPool, params: dict[str, Any]) -> SessionParams:
+    """Where the client wants its session, within what its key may reach here, and its
+    instructions."""
+    spec = pool.spec
     cwd = params.get("cwd")
     dirs = params.get("additionalDirectories") or []
     servers = params.get("mcpServers") or []
@@ -44,7 +52,25 @@ def session_params(principal: Principal, spec: AgentSpec, params: dict[str, Any]
             "a key whose ceiling is 'all' may name one",
             {"field": "mcpServers"},
         )
-    return SessionParams(cwd, tuple(map(str, dirs)), tuple(servers))
+    instructions = system_prompt(pool, params.get("systemPrompt"))
+    return SessionParams(cwd, tuple(map(str, dirs)), tuple(servers), instructions)
+
+
+def system_prompt(pool: AgentPool, value: Any) -> dict[str, Any] | None:
+    """The client's `systemPrompt` for an agent that takes one (None: it sent none)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InvalidParams(
+            "Invalid params: systemPrompt must be an object", {"field": "systemPrompt"}
+        )
+    if not pool.info.system_prompt:
+        raise InvalidParams(
+            f"Invalid params: the agent {pool.spec.name!r} does not take a systemPrompt "
+            "(it does not advertise sessionCapabilities.systemPrompt)",
+            {"field": "systemPrompt"},
+        )
+    return value
 
 
 def check_change(
@@ -95,4 +121,4 @@ def _within(spec: AgentSpec, field: str, path: object) -> str:
         raise InvalidParams(f"Invalid params: {refused}", {"field": field, "path": path}) from None
 
 
-__all__ = ["check_change", "remote_policy", "session_params"]
+__all__ = ["check_change", "remote_policy", "session_params", "system_prompt"]

@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import msgspec
@@ -56,6 +56,7 @@ from agentao.gateway.config import McpUrlPolicy
 from agentao.gateway.errors import ApiError, TakenElsewhere
 from agentao.gateway.peers import Peers
 from agentao.gateway.pool import AgentPool
+from agentao.gateway.remote.api_errors import api_error_wire
 from agentao.gateway.remote.bridge import V2, V2Bridge, initialize_result, user_message_id
 from agentao.gateway.remote.bridge_calls import (
     BRIDGED_METHODS,
@@ -104,8 +105,6 @@ from agentao.store.gateway import GatewayStore
 log = logging.getLogger("agentao.gateway")
 _decode = msgspec.json.Decoder().decode
 
-_API_CODES = {400: InvalidParams.code, 404: SessionNotFound.code, 409: InvalidRequest.code}
-
 
 class RemoteAcp:
     """Remote ACP for every agent of one gateway."""
@@ -133,6 +132,7 @@ class RemoteAcp:
         # `$/cancel_request`; and those it cancelled, answered -32800 when they end.
         self._serving: dict[tuple[str, RequestId], asyncio.Task[None]] = {}
         self._cancelled: set[tuple[str, RequestId]] = set()
+        self.admit: Callable[[str], Awaitable[None]] | None = None  # a key's budgets.py check
 
     # ---- connecting ------------------------------------------------------------------------
 
@@ -290,9 +290,7 @@ class RemoteAcp:
         except AcpError as exc:
             connection.reply_error(request.id, exc.to_wire(), scope)
         except ApiError as exc:
-            code = _API_CODES.get(exc.status, InternalError.code)
-            error = {"code": code, "message": str(exc), "data": {"reason": exc.code or exc.type}}
-            connection.reply_error(request.id, error, scope)
+            connection.reply_error(request.id, api_error_wire(exc), scope)
         except ClientError as exc:  # the agent failed the request
             error = {"code": getattr(exc, "code", InternalError.code), "message": str(exc)}
             connection.reply_error(request.id, error, scope)
@@ -316,6 +314,8 @@ class RemoteAcp:
             return {}  # the key authenticated this connection; the agent's processes are ours
         if method == "initialize":
             raise InvalidRequest("Invalid Request: this connection is already initialized")
+        if method == "session/prompt" and self.admit is not None:  # a new turn: within budget
+            await self.admit(connection.principal.name)
         far = self.far.find(str(params.get("sessionId")), connection)
         if connection.bridge is not None and method == SET_TITLE:  # the conversation's
             title = checked_title(params.get("title"), self.limits.max_title_chars)
@@ -359,7 +359,7 @@ class RemoteAcp:
     async def _new(self, connection: RemoteClient, params: dict[str, Any]) -> dict[str, Any]:
         pool = self.conversations.pool(connection.agent)
         params = await self._checked_servers(params)
-        where = session_params(connection.principal, pool.spec, params)
+        where = session_params(connection.principal, pool, params)
         conv = await self.conversations.create(
             connection.principal.name, connection.agent, "acp", session_params=where.stored()
         )
@@ -418,7 +418,7 @@ class RemoteAcp:
         if conv is not None and owns(principal, conv.record.owner):
             return conv
         if conv is None and principal.name == "local":  # the agent's own, opened elsewhere
-            where = session_params(principal, convs.pool(connection.agent).spec, params)
+            where = session_params(principal, convs.pool(connection.agent), params)
             return await convs.create(
                 principal.name,
                 connection.agent,
