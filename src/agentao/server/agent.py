@@ -44,6 +44,7 @@ from agentao.server.outbox import Outbox
 from agentao.server.params import directories, directory
 from agentao.server.persistence import CorruptSession, SessionArchive
 from agentao.server.replay import history
+from agentao.server.rewind import handlers as rewind_handlers
 from agentao.server.settings import ServerSettings
 from agentao.server.turns import prompt_message, run_prompt, session_info
 from agentao.server.updates import UpdateMapper, config_option_update
@@ -66,7 +67,7 @@ class AcpAgent:
         self.io = ClientIo()
         self._resume = resume  # seed C.2 "Startup resume": consumed by the first session/new
         self._background: set[asyncio.Task[Any]] = set()
-        self.extensions = {SET_MODEL_METHOD: self.set_model}
+        self.extensions = {SET_MODEL_METHOD: self.set_model, **rewind_handlers(self.sessions)}
         self.sandbox = Sandbox(settings.sandbox)
         self._probing: asyncio.Future[Any] | None = None  # the sandbox probe, once started
         self.models = ModelDirectory(settings.models_timeout)
