@@ -18,8 +18,9 @@ How a change is seen:
   touches (its `accesses`) has its prior bytes read, the first time in the turn;
   after the call, its new hash is recorded;
 - a shell command (`kind` execute): the workspace's files are listed with their size
-  and mtime before and after (no bytes are read: `scan_max_files` bounds the walk; `.git`
-  is not walked). A file that appeared is restorable (by removal); one that changed or
+  and mtime before and after (no bytes are read: `scan_max_files` bounds the walk, and
+  `skip_dirs` are not walked: `.git`, and the trees tools rebuild such as `.venv` and
+  `node_modules`). A file that appeared is restorable (by removal); one that changed or
   vanished is restorable only if its prior bytes were already kept (an earlier tool
   call of the turn), else it is recorded not restorable.
 
@@ -59,7 +60,19 @@ __all__ = [
 ABSENT = "absent"  # a file's state when there was none at that path
 MANIFEST_PREFIX = "turn-"
 WATCHED_KINDS = frozenset({"edit", "delete", "move"})
-SKIPPED_DIRS = frozenset({".git"})  # the project's own history: never walked
+# Never listed by a shell scan: the project's history, and the trees tools rebuild
+# (a virtualenv and node_modules made this checkout's scan 40 times slower).
+SKIPPED_DIRS = (
+    ".git",
+    "node_modules",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".tox",
+)
 _SHA_CHARS = frozenset("0123456789abcdef")
 
 
@@ -71,6 +84,8 @@ class CheckpointLimits:
     session_bytes: int = 512 * 1024 * 1024  # AGENTAO_CHECKPOINT_SESSION_BYTES: all of a session's
     turn_files: int = 1000  # AGENTAO_CHECKPOINT_TURN_FILES: files one turn records
     scan_max_files: int = 50_000  # AGENTAO_CHECKPOINT_SCAN_FILES: files a shell scan lists
+    # AGENTAO_CHECKPOINT_SKIP_DIRS (comma-separated names): directories a shell scan skips
+    skip_dirs: tuple[str, ...] = SKIPPED_DIRS
     enabled: bool = True  # AGENTAO_CHECKPOINTS=off turns them off
 
     @classmethod
@@ -82,8 +97,18 @@ class CheckpointLimits:
             session_bytes=_count(env, "AGENTAO_CHECKPOINT_SESSION_BYTES", d.session_bytes),
             turn_files=_count(env, "AGENTAO_CHECKPOINT_TURN_FILES", d.turn_files),
             scan_max_files=_count(env, "AGENTAO_CHECKPOINT_SCAN_FILES", d.scan_max_files),
+            skip_dirs=_names(env, "AGENTAO_CHECKPOINT_SKIP_DIRS", d.skip_dirs),
             enabled=not off,
         )
+
+
+def _names(env: Mapping[str, str], name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    if name not in env:
+        return default
+    names = tuple(n.strip() for n in env[name].split(",") if n.strip())
+    if any("/" in n or n in (".", "..") for n in names):
+        raise ValueError(f"{name} names directories by their name only: {env[name]!r}")
+    return names
 
 
 def _count(env: Mapping[str, str], name: str, default: int) -> int:
@@ -123,11 +148,11 @@ def is_sha(value: object) -> bool:
 
 def checked_relative(rel: str) -> PurePosixPath:
     """A manifest's path, refused (ValueError) unless plainly inside the cwd: relative,
-    no `..`, no empty part, no NUL. A tampered record naming `../x` or `/etc/x` stops here."""
+    no `..`, no empty part, no NUL, spelled as we write it. A tampered record naming `../x` or `/etc/x` stops here."""
     path = PurePosixPath(rel)
     if not rel or "\0" in rel or path.is_absolute() or any(p in ("..", "") for p in path.parts):
         raise ValueError(f"a checkpoint names a path outside the workspace: {rel!r}")
-    if path.parts[0] == ".":
+    if path.as_posix() != rel:  # only the spelling we write: no `./a`, `a//b`, `a/`
         raise ValueError(f"a checkpoint names a path outside the workspace: {rel!r}")
     return path
 
@@ -265,7 +290,7 @@ class Watch:
         self.records = self.owner.read(self.turn)
         self.notes = self.owner.notes(self.turn)
         if self.kind == "execute":
-            scan, note = _scan(self.cwd, self.owner.limits.scan_max_files)
+            scan, note = _scan(self.cwd, self.owner.limits)
             self.scan = None if note else scan
             if note:
                 self.notes.append(f"shell commands' changes not followed: {note}")
@@ -290,7 +315,7 @@ class Watch:
     def _after_shell(self) -> None:
         if self.scan is None:  # over the scan bound: said once in the checkpoint
             return
-        now, note = _scan(self.cwd, self.owner.limits.scan_max_files)
+        now, note = _scan(self.cwd, self.owner.limits)
         if note:
             self.notes.append(f"shell commands' changes not followed: {note}")
             return
@@ -352,10 +377,11 @@ def _sha_or_state(path: Path) -> str | None:
     return state if state == ABSENT or is_sha(state) else None
 
 
-def _scan(cwd: Path, max_files: int) -> tuple[dict[str, tuple[int, int]], str]:
-    """Every regular file under `cwd` (not in `.git`, symlinks not followed) with its
-    size and mtime; ({}, why) past `max_files`."""
+def _scan(cwd: Path, limits: CheckpointLimits) -> tuple[dict[str, tuple[int, int]], str]:
+    """Every regular file under `cwd` (not in `limits.skip_dirs`, symlinks not followed)
+    with its size and mtime; ({}, why) past `limits.scan_max_files`."""
     found: dict[str, tuple[int, int]] = {}
+    skip = frozenset(limits.skip_dirs)
     stack = [cwd]
     while stack:
         folder = stack.pop()
@@ -365,13 +391,14 @@ def _scan(cwd: Path, max_files: int) -> tuple[dict[str, tuple[int, int]], str]:
             continue
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIPPED_DIRS:
+                if entry.name not in skip:
                     stack.append(Path(entry.path))
             elif entry.is_file(follow_symlinks=False):
                 st = entry.stat(follow_symlinks=False)
                 found[Path(entry.path).relative_to(cwd).as_posix()] = (st.st_size, st.st_mtime_ns)
-                if len(found) > max_files:
-                    return {}, f"the workspace has over scan_max_files ({max_files}) files"
+                if len(found) > limits.scan_max_files:
+                    limit = limits.scan_max_files
+                    return {}, f"the workspace has over scan_max_files ({limit}) files"
     return found, ""
 
 
