@@ -183,6 +183,27 @@ async def test_a_tampered_checkpoint_never_writes_outside_the_workspace(
     assert forced["files"]["filesChanged"] == []
 
 
+async def test_a_session_whose_mode_writes_nothing_cannot_rewind_files(env, ws, fake_llm):
+    """Attack: a read-only session (a read-only key's ceiling puts it there) would write
+    files through a rewind; it may only look."""
+    (ws / "a.txt").write_bytes(ORIGINAL)
+    _write(fake_llm, "a.txt", "edited\n", "answer 0")
+    async with running(env, init=False) as agent:
+        sid = await _session(agent, ws)
+        await agent.prompt(sid, "message 0")
+        await agent.call("session/set_mode", {"sessionId": sid, "modeId": "read-only"})
+        dry = await _rewind(agent, sid, 0, dryRun=True)
+        refused = await agent.request(
+            "_session/rewind", {"sessionId": sid, "beforeTurn": 0, "mode": "both"}
+        )
+        talk = await _rewind(agent, sid, 0, mode="conversation")
+    assert _actions(dry) == {"a.txt": "restore"}
+    assert refused["error"]["code"] == -32600
+    assert refused["error"]["data"]["reason"] == "read_only"
+    assert (ws / "a.txt").read_bytes() == b"edited\n"
+    assert talk["conversation"]["rewound"] is True  # the conversation is no file
+
+
 async def _allow(message: dict[str, Any]) -> dict[str, Any]:
     return {"outcome": {"outcome": "selected", "optionId": "allow"}}
 

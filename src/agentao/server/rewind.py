@@ -24,7 +24,9 @@ their turns' checkpoints (a second rewind then sees them as changed outside).
 Served on v1 and v2 alike, and named with the other vendor methods in `initialize`'s
 `_meta["_agentao.cn/extensions"]`. A session with a turn running refuses (-32600,
 `data.reason` "busy"), and the rewind holds the session as a turn would, so no prompt
-starts while files are restored.
+starts while files are restored. A session whose mode writes nothing (read-only, plan:
+a read-only key's ceiling puts its sessions there) may ask for a dry run, but a rewind
+of its files is -32600 with `data.reason` "read_only": restoring is writing.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import functools
 from typing import Any
 
 from agentao.agent.rewind import RewindPlan, plan, restore
+from agentao.modes import MODE_RANK
 from agentao.protocol.errors import InvalidParams, InvalidRequest
 from agentao.server.fork import plan_after
 from agentao.server.live import LiveSession, SessionRegistry
@@ -88,6 +91,12 @@ async def rewind(sessions: SessionRegistry, params: Any) -> dict[str, Any]:
         raise InvalidRequest(
             "Invalid Request: a turn is running in this session; cancel it first",
             {"sessionId": live.id, "reason": "busy"},
+        )
+    if mode != "conversation" and not dry_run and MODE_RANK.get(live.agent.mode_id, 0) < 1:
+        raise InvalidRequest(
+            f"Invalid Request: a rewind writes files, and this session's mode "
+            f"({live.agent.mode_id}) writes none",
+            {"sessionId": live.id, "reason": "read_only"},
         )
     live.state.fire("prompt")  # held as a turn holds it: no prompt starts meanwhile
     try:
