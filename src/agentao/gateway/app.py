@@ -33,6 +33,7 @@ from agentao.gateway import (
     login,
     openai_chat,
     openai_responses,
+    rewinds,
     tasks,
     web,
     workdirs,
@@ -113,6 +114,7 @@ def create_app(
     app.include_router(tasks.router)
     app.include_router(conversations_api.router)
     app.include_router(forks.router)
+    app.include_router(rewinds.router)
     app.include_router(workdirs.router)
     app.include_router(web.router)
     app.include_router(login.router)
