@@ -204,6 +204,29 @@ async def test_a_session_whose_mode_writes_nothing_cannot_rewind_files(env, ws, 
     assert talk["conversation"]["rewound"] is True  # the conversation is no file
 
 
+async def test_a_deleted_session_takes_its_checkpoints_and_nothing_else(
+    env, home, tmp_path, ws, fake_llm
+):
+    """Attack too: a `session/delete` naming `../x` (the checkpoints live in a directory
+    named by the session id) removes nothing."""
+    victim = home / "checkpoints" / ".." / "keep"
+    _write(fake_llm, "a.txt", "edited\n", "answer 0")
+    async with running(env, init=False) as agent:
+        await v2_initialize(agent)
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        await agent.call(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "m"}]}
+        )
+        await idle(agent, sid)
+        kept = (home / "checkpoints" / sid / "turn-0.json").exists()
+        victim.mkdir(parents=True)
+        (victim / "file").write_text("keep me")
+        await agent.request("session/delete", {"sessionId": "../keep"})
+        await agent.call("session/delete", {"sessionId": sid})
+    assert kept and not (home / "checkpoints" / sid).exists()
+    assert (victim / "file").read_text() == "keep me"
+
+
 async def _allow(message: dict[str, Any]) -> dict[str, Any]:
     return {"outcome": {"outcome": "selected", "optionId": "allow"}}
 

@@ -37,8 +37,10 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import stat
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -54,6 +56,8 @@ __all__ = [
     "Watch",
     "checked_relative",
     "file_state",
+    "forget",
+    "plain_name",
     "tool_paths",
 ]
 
@@ -170,12 +174,28 @@ def file_state(path: Path) -> str:
     return hashlib.sha256(beneath.read_bytes(path)).hexdigest()
 
 
+def plain_name(name: str) -> bool:
+    """Whether `name` is one path component (a session id as a directory name)."""
+    return bool(name) and "/" not in name and "\0" not in name and name not in (".", "..")
+
+
+def forget(root: Path, session_id: str) -> None:
+    """Remove a deleted session's checkpoints (a name that is not plain removes nothing)."""
+    if plain_name(session_id):
+        shutil.rmtree(root / session_id, ignore_errors=True)
+
+
 class Checkpoints:
-    """A session's checkpoints under `root/<session id>`; one per live session."""
+    """A session's checkpoints under `root/<session id>`; one per live session. Its
+    manifests are read, changed and written under one lock, so calls that overlap keep
+    each other's records."""
 
     def __init__(self, root: Path, session_id: str, limits: CheckpointLimits) -> None:
+        if not plain_name(session_id):
+            raise ValueError(f"not a session id to name a directory by: {session_id!r}")
         self.dir = root / session_id
         self.limits = limits
+        self.lock = threading.Lock()
         self._stored_bytes: int | None = None  # the session's blobs, counted once
 
     def manifest_path(self, turn: int) -> Path:
@@ -284,9 +304,17 @@ class Watch:
     notes: list[str] = field(default_factory=list)
 
     async def after(self) -> None:
-        await asyncio.to_thread(self._after)
+        await asyncio.to_thread(self._locked, self._after)
+
+    def _locked(self, step: Callable[[], None]) -> None:
+        with self.owner.lock:
+            step()
 
     def before(self) -> None:
+        with self.owner.lock:
+            self._before()
+
+    def _before(self) -> None:
         self.records = self.owner.read(self.turn)
         self.notes = self.owner.notes(self.turn)
         if self.kind == "execute":
@@ -302,6 +330,9 @@ class Watch:
         self.owner.write(self.turn, self.records, self.notes)
 
     def _after(self) -> None:
+        current = self.owner.read(self.turn)  # another call may have written meanwhile
+        self.records = {**current, **{r: v for r, v in self.records.items() if r not in current}}
+        self.notes = sorted(set(self.owner.notes(self.turn)) | set(self.notes))
         if self.kind == "execute":
             self._after_shell()
         for rel, record in self.records.items():

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentao.agent.catalog import Catalog, CatalogError, configured_model, load_catalog
+from agentao.agent.checkpoints import forget
 from agentao.agent.config import LlmConfig, resolve_model, resolve_provider, split_model_value
 from agentao.agent.providers.errors import MissingCredentials, ProviderNotFound
 from agentao.agent.sandbox import Sandbox
@@ -39,7 +40,7 @@ from agentao.server.gates import UpdateGate
 from agentao.server.live import LiveSession, SessionRegistry
 from agentao.server.mcp_config import checked_mcp_servers, fingerprint
 from agentao.server.models import ModelDirectory, session_catalog, supports_images, switch_model
-from agentao.server.opening import SessionFactory
+from agentao.server.opening import CHECKPOINTS_DIR, SessionFactory
 from agentao.server.outbox import Outbox
 from agentao.server.params import directories, directory
 from agentao.server.persistence import CorruptSession, SessionArchive
@@ -49,6 +50,7 @@ from agentao.server.settings import ServerSettings
 from agentao.server.turns import prompt_message, run_prompt, session_info
 from agentao.server.updates import UpdateMapper, config_option_update
 from agentao.server.v2 import AgentV2
+from agentao.store.paths import state_dir
 
 log = logging.getLogger("agentao.server")
 
@@ -209,7 +211,8 @@ class AcpAgent:
         live = self.sessions.remove(params.session_id)
         if live is not None:
             await live.close(self.settings.close_grace)
-        await self.archive.delete(params.session_id)
+        if await self.archive.delete(params.session_id):  # a stored id: its checkpoints too
+            await asyncio.to_thread(forget, state_dir() / CHECKPOINTS_DIR, params.session_id)
 
     # ---- turns -----------------------------------------------------------------------
 

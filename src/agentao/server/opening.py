@@ -19,7 +19,7 @@ from typing import Any
 
 from agentao.agent.catalog import Catalog
 from agentao.agent.ceiling import ModeCeiling
-from agentao.agent.checkpoints import Checkpoints
+from agentao.agent.checkpoints import Checkpoints, plain_name
 from agentao.agent.config import LlmConfig
 from agentao.agent.instructions import find_instructions
 from agentao.agent.permissions import (
@@ -110,7 +110,7 @@ class SessionFactory:
         """The session's file checkpoints, in the agent's state directory (never the
         project's); None when turned off (AGENTAO_CHECKPOINTS=off)."""
         limits = self.settings.checkpoints
-        if not limits.enabled:
+        if not limits.enabled or not plain_name(agent.id):
             return None
         return Checkpoints(state_dir() / CHECKPOINTS_DIR, agent.id, limits)
 
