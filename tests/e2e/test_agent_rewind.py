@@ -227,6 +227,27 @@ async def test_a_deleted_session_takes_its_checkpoints_and_nothing_else(
     assert (victim / "file").read_text() == "keep me"
 
 
+async def test_a_corrupt_checkpoint_stops_neither_the_turn_nor_reads_as_a_rewind(
+    env, home, ws, fake_llm
+):
+    _write(fake_llm, "a.txt", "one\n", "answer 0")
+    fake_llm.reply(
+        tool_calls=[FakeToolCall("write_file", {"file_path": "a.txt", "content": "two\n"})]
+    )
+    fake_llm.reply("answer 1")
+    async with running(env, init=False) as agent:
+        sid = await _session(agent, ws)
+        await agent.prompt(sid, "message 0")
+        (home / "checkpoints" / sid / "turn-0.json").write_text("{not json")
+        (home / "checkpoints" / sid / "turn-1.json").write_text('{"files": {"a.txt": 7}}')
+        second = await agent.prompt(sid, "message 1")
+        done = await _rewind(agent, sid, 0, mode="both")
+    assert second["result"]["stopReason"] == "end_turn"
+    assert (ws / "a.txt").read_text() == "two\n"  # the tool call ran all the same
+    assert done["files"]["canRewind"] is False and "cannot be read" in done["files"]["error"]
+    assert done["conversation"]["rewound"] is False
+
+
 async def _allow(message: dict[str, Any]) -> dict[str, Any]:
     return {"outcome": {"outcome": "selected", "optionId": "allow"}}
 

@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import stat
@@ -61,6 +62,7 @@ __all__ = [
     "tool_paths",
 ]
 
+log = logging.getLogger("agentao.agent")
 ABSENT = "absent"  # a file's state when there was none at that path
 MANIFEST_PREFIX = "turn-"
 WATCHED_KINDS = frozenset({"edit", "delete", "move"})
@@ -152,7 +154,8 @@ def is_sha(value: object) -> bool:
 
 def checked_relative(rel: str) -> PurePosixPath:
     """A manifest's path, refused (ValueError) unless plainly inside the cwd: relative,
-    no `..`, no empty part, no NUL, spelled as we write it. A tampered record naming `../x` or `/etc/x` stops here."""
+    no `..`, no empty part, no NUL, spelled as we write it. A tampered record naming
+    `../x` or `/etc/x` stops here."""
     path = PurePosixPath(rel)
     if not rel or "\0" in rel or path.is_absolute() or any(p in ("..", "") for p in path.parts):
         raise ValueError(f"a checkpoint names a path outside the workspace: {rel!r}")
@@ -286,7 +289,11 @@ class Checkpoints:
         if not self.limits.enabled or (kind not in WATCHED_KINDS and kind != "execute"):
             return None
         watch = Watch(self, turn, cwd, kind, tuple(paths))
-        await asyncio.to_thread(watch.before)
+        try:
+            await asyncio.to_thread(watch.before)
+        except (OSError, ValueError) as exc:  # a checkpoint never stops a tool call
+            log.warning("no checkpoint for turn %d: %s", turn, exc)
+            return None
         return watch
 
 
@@ -304,7 +311,10 @@ class Watch:
     notes: list[str] = field(default_factory=list)
 
     async def after(self) -> None:
-        await asyncio.to_thread(self._locked, self._after)
+        try:
+            await asyncio.to_thread(self._locked, self._after)
+        except (OSError, ValueError) as exc:  # the call's result stands; its record is lost
+            log.warning("checkpoint of turn %d not updated: %s", self.turn, exc)
 
     def _locked(self, step: Callable[[], None]) -> None:
         with self.owner.lock:

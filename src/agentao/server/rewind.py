@@ -132,7 +132,11 @@ async def _files(
         error = "this agent keeps no file checkpoints (AGENTAO_CHECKPOINTS=off)"
         return {"canRewind": False, "error": error, "changes": [], "filesChanged": []}, False
     cwd = live.agent.pin_roots().cwd
-    wanted = await asyncio.to_thread(plan, checkpoints, cwd, before)
+    try:
+        wanted = await asyncio.to_thread(plan, checkpoints, cwd, before)
+    except (OSError, ValueError) as exc:  # a manifest unreadable or tampered with
+        error = f"a checkpoint cannot be read ({exc}); nothing was done"
+        return {"canRewind": False, "error": error, "changes": [], "filesChanged": []}, False
     done = wanted if dry_run else await asyncio.to_thread(restore, checkpoints, cwd, wanted, force)
     blocked = bool(wanted.conflicts) and not force
     return _files_json(done, blocked), not blocked
