@@ -168,3 +168,20 @@ async def test_a_title_set_is_kept_over_later_turns_and_cut_to_title_chars(open_
     await store.commit_turn("s1", turn(1), {}, title="another prompt")
     assert (await store.get("s1")).title == "chosen b"  # the person's, cut; never replaced
     assert await store.set_title("nope", "x") is False
+
+
+async def test_truncate_turns_drops_the_later_turns_and_numbers_on_from_there(store):
+    """A rewound conversation (server/rewind.py): the turns from `keep` on are gone, with
+    the state, and the next commit is numbered after the kept ones."""
+    await store.create(SessionRecord("s1", "/w", []))
+    await store.create(SessionRecord("s2", "/w", []))
+    for n in range(4):
+        await store.commit_turn("s1", turn(n), {"mode": f"m{n}"})
+    await store.commit_turn("s2", turn(9), {})
+    await store.truncate_turns("s1", 1, {"mode": "back"})
+    await store.commit_turn("s1", turn(5), {"mode": "again"})
+    record = await store.get("s1")
+    assert [t.data["events"][0]["text"] for t in await store.turns("s1")] == ["t0", "t5"]
+    assert record.turn_count == 2 and record.state == {"mode": "again"}
+    assert len(await store.turns("s2")) == 1  # another session's turns untouched
+    await store.truncate_turns("nope", 0, {})  # an unknown session: nothing happens

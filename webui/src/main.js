@@ -152,6 +152,33 @@ async function resend(conversation, taskId, prompt) {
 
 sessionEvents.resend = resend;
 
+// Rewind to here (rewind.js): a dry run; or the files restored, then the conversation forked
+// before that turn and the prompt put back in the box, as edit and resend would send it.
+async function rewind(conversation, taskId, { dry_run = false, force = false }) {
+  if (state.stream || !conversation) throw new Error("wait for the turn to end");
+  const path = `/v1/conversations/${conversation}/rewind`;
+  const body = JSON.stringify({ before_task: taskId, dry_run, force });
+  const done = await api(path, { method: "POST", body });
+  if (dry_run) return done;
+  if (!done.can_rewind) throw new Error(done.error || "the agent did not rewind");
+  const fork = await api(`/v1/conversations/${conversation}/fork`, {
+    method: "POST",
+    body: JSON.stringify({ before_task: taskId }),
+  });
+  const turn = state.view.turns.get(taskId);
+  const prompt = turn ? turn.user.textContent : "";
+  while (turn && turn.root.nextSibling) turn.root.nextSibling.remove();
+  if (turn) turn.root.remove();
+  setConversation(fork.id);
+  sessions.load();
+  $("prompt").value = prompt;
+  $("prompt").focus();
+  setStatus(`rewound: ${done.files_changed.length} file(s) restored`);
+  return done;
+}
+
+sessionEvents.rewind = rewind;
+
 async function openSession(conv) {
   const token = (state.opening = {});
   clearLog();

@@ -3,6 +3,7 @@
 // was drawn for it. Nothing is merged or computed here.
 import { $, el } from "./dom.js";
 import { offerEdit } from "./edit.js";
+import { offerRewind } from "./rewind.js";
 import { renderMarkdown } from "./markdown.js";
 import { AskCard, desk } from "./permissions.js";
 import { ToolView } from "./tools.js";
@@ -13,7 +14,8 @@ import { stopWords, turnUsage } from "./words.js";
 // gateway decides whose title it shows.)
 // `resend(conversationId, taskId, prompt)`: an earlier prompt edited (edit.js), sent on a
 // fork of the conversation the turn was drawn for.
-export const sessionEvents = { usage() {}, plan() {}, async resend() {} };
+// `rewind(conversationId, taskId, {dry_run|force})`: rewind.js's dry run, and the rewind.
+export const sessionEvents = { usage() {}, plan() {}, async resend() {}, async rewind() {} };
 
 export class ConversationView {
   constructor(log = $("log")) {
@@ -32,6 +34,10 @@ export class ConversationView {
     this.turns.set(taskId, turn);
     const conversation = this.conversation;
     offerEdit(turn, (prompt) => sessionEvents.resend(conversation, taskId, prompt));
+    offerRewind(turn, {
+      preview: () => sessionEvents.rewind(conversation, taskId, { dry_run: true }),
+      apply: (force) => sessionEvents.rewind(conversation, taskId, { force }),
+    });
   }
 
   turn(taskId) {

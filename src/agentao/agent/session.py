@@ -161,6 +161,13 @@ class AgentSession:
             self.plan = plan
         self.updated_at = time.time()
 
+    def drop_turns_from(self, index: int, plan: tuple[PlanEntry, ...] = ()) -> None:
+        """Forget the turns from `index` on (a rewind): the model's context is rebuilt from
+        the turns kept, and the plan is `plan` (the one they left)."""
+        del self.turns[index:]
+        self.messages = self._context()
+        self.plan = plan
+
     def replay(self) -> Iterator[TurnEvent]:
         """Every past turn as the user saw it: UserText, then its events (no TurnEnded)."""
         for turn in self.turns:

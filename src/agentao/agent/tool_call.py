@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentao.agent.cancellation import ASK_CANCELLED, CANCELLED_TEXT
+from agentao.agent.checkpoints import Watch, tool_paths
 from agentao.agent.events import (
     TerminalEvent,
     TextOutput,
@@ -30,6 +31,7 @@ from agentao.agent.events import (
     ToolOutput,
     TurnEvent,
 )
+from agentao.agent.paths import paths_of
 from agentao.agent.providers.base import ToolCallRequest
 from agentao.agent.session import AgentSession
 from agentao.agent.staging import StagedTurn
@@ -80,12 +82,17 @@ async def run_call(
     if not silent:  # running now: the editor shows in_progress (and a stop button)
         yield ToolCallProgress(call.id, cancellable=tool.cancellable)
     result: ToolResult | None = None
-    async with aclosing(_execute(tool, call.arguments, ctx, deps)) as running:
-        async for item in running:
-            if isinstance(item, ToolResult):
-                result = item
-            elif not silent:
-                yield item
+    watch = await _watch(tool, call, turn, ctx, deps)
+    try:
+        async with aclosing(_execute(tool, call.arguments, ctx, deps)) as running:
+            async for item in running:
+                if isinstance(item, ToolResult):
+                    result = item
+                elif not silent:
+                    yield item
+    finally:
+        if watch is not None:  # what the call left, even when the turn was cancelled
+            await watch.after()
     assert result is not None
     if result.plan is not None:
         yield turn.set_plan(result.plan)
@@ -107,6 +114,17 @@ def tool_context(session: AgentSession, deps: TurnDeps, call_id: str) -> ToolCon
         roots=roots,
         stoppable=deps.stoppable,
     )
+
+
+async def _watch(
+    tool: Tool, call: ToolCallRequest, turn: StagedTurn, ctx: ToolContext, deps: TurnDeps
+) -> Watch | None:
+    """The call's file changes, recorded in its turn's checkpoint (checkpoints.py)."""
+    if deps.checkpoints is None:
+        return None
+    paths = tool_paths(paths_of(tool, call.arguments, ctx.cwd), ctx.cwd)
+    index = len(turn.session.turns)  # the turn running now (committed when it ends)
+    return await deps.checkpoints.watch(index, ctx.cwd, tool.kind, paths)
 
 
 def _announce(call: ToolCallRequest, tool: Tool | None, ctx: ToolContext) -> ToolCallStarted:

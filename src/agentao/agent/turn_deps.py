@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from agentao.agent.checkpoints import Checkpoints
 from agentao.agent.compaction import CompactionSettings
 from agentao.agent.config import Limits
 from agentao.agent.context import ContextBudget
@@ -36,3 +37,5 @@ class TurnDeps:
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     # the session's calls the client may stop alone; the one part a turn changes
     stoppable: StoppableCalls = field(default_factory=StoppableCalls)
+    # the session's file checkpoints (checkpoints.py); None: none are kept
+    checkpoints: Checkpoints | None = None

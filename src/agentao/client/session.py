@@ -1,4 +1,4 @@
-"""A session with an agent: prompt turns, mode/config/model, close.
+"""A session with an agent: prompt turns, mode/config/model, rewind, close.
 
 One turn at a time per session (as ACP has it). Updates that arrive while
 no turn runs -- before the `session/new` answer, after a prompt's answer,
@@ -17,6 +17,15 @@ from typing import Any
 from agentao.client.channel import Channel
 from agentao.client.errors import ClientError
 from agentao.client.events import Event, ToolCallState, Update
+from agentao.client.rewind import (
+    REWIND_METHOD,
+    REWIND_POINTS_METHOD,
+    RewindMode,
+    RewindPoint,
+    RewindResult,
+    read_points,
+    read_result,
+)
 from agentao.client.state import SessionState
 from agentao.client.turn import Turn
 from agentao.client.view import SessionView
@@ -161,6 +170,32 @@ class Session:
         )
         answer = result.get("model") if isinstance(result, dict) else None
         return answer if isinstance(answer, str) else model
+
+    async def rewind(
+        self,
+        before_turn: int,
+        *,
+        mode: RewindMode = "files",
+        dry_run: bool = False,
+        force: bool = False,
+    ) -> RewindResult:
+        """`_session/rewind` (client/rewind.py): the files and/or the conversation as
+        before the stored turn `before_turn`; `dry_run` only says what would change."""
+        params = {
+            "sessionId": self.id,
+            "beforeTurn": before_turn,
+            "mode": mode,
+            "dryRun": dry_run,
+            "force": force,
+        }
+        answer = await self.channel.call_raw(REWIND_METHOD, params, self.channel.timeouts.request)
+        return read_result(answer)
+
+    async def rewind_points(self) -> list[RewindPoint]:
+        """The stored turns a rewind may go back before (`_session/rewind_points`)."""
+        params = {"sessionId": self.id}
+        timeout = self.channel.timeouts.request
+        return read_points(await self.channel.call_raw(REWIND_POINTS_METHOD, params, timeout))
 
     async def close(self) -> None:
         """End the turn, `session/close` if the agent supports it, release terminals."""

@@ -35,6 +35,7 @@ from agentao.gateway import (
     login,
     openai_chat,
     openai_responses,
+    rewinds,
     tasks,
     web,
     workdirs,
@@ -116,6 +117,7 @@ def create_app(
     app.include_router(tasks.router)
     app.include_router(conversations_api.router)
     app.include_router(forks.router)
+    app.include_router(rewinds.router)
     app.include_router(workdirs.router)
     app.include_router(keys_api.router)
     app.include_router(web.router)

@@ -23,6 +23,10 @@ fork at the end only would silently keep the turns being edited) is a 501
 no turn at the agent yet: the prompt search skips it as it skips a task whose process
 died.) The new conversation's own log starts empty: the turns before the fork are in its
 agent session (the model sees them), not copied into its log.
+
+`fork_after_task` is the same fork for the Responses API: a `previous_response_id` naming
+an older response of a conversation continues a new conversation forked after that
+response's turn (gateway/openai_responses.py).
 """
 
 from __future__ import annotations
@@ -60,18 +64,36 @@ async def fork_conversation(conversation_id: str, request: Request) -> Any:
     conv = await _live(gw, principal, conversation_id)
     _check_forks_at_a_turn(conv)
     turns_before, prompt = await _fork_point(gw, conv, body.before_task)
+    fork = await _forked_conversation(gw, conv, turns_before, prompt)
+    data = conversation_json(fork.record, gw.limits)
+    data["forked_from"] = {"conversation_id": conv.id, "before_task": body.before_task}
+    return JSONResponse(data, status_code=201)
+
+
+async def fork_after_task(gw: Gateway, conv: LiveConversation, index: int) -> LiveConversation:
+    """A new conversation on the agent's fork of `conv`'s session after its task `index`
+    (0-based), i.e. before the task that followed it; `conv` is untouched. The Responses
+    API's `previous_response_id` naming an older response of a conversation."""
+    _check_forks_at_a_turn(conv)
+    tasks = await gw.store.list_tasks(conv.id)
+    if not 0 <= index < len(tasks) - 1:
+        raise Conflict("no task follows that one in its conversation", code="fork_point_not_found")
+    return await _forked_conversation(gw, conv, index + 1, tasks[index + 1].prompt)
+
+
+async def _forked_conversation(
+    gw: Gateway, conv: LiveConversation, turns_before: int, prompt: str
+) -> LiveConversation:
+    """The new conversation on the agent's fork of `conv`'s session before that turn."""
     session_id = await _fork_session(gw, conv, turns_before, prompt)
     record = conv.record
-    fork = await gw.conversations.create(
+    return await gw.conversations.create(
         record.owner,
         record.agent,
         record.source,
         session_id=session_id,
         session_params=record.session_params,
     )
-    data = conversation_json(fork.record, gw.limits)
-    data["forked_from"] = {"conversation_id": conv.id, "before_task": body.before_task}
-    return JSONResponse(data, status_code=201)
 
 
 def _check_forks_at_a_turn(conv: LiveConversation) -> None:
@@ -133,4 +155,4 @@ async def _fork_session(gw: Gateway, conv: LiveConversation, turns_before: int, 
     return fork_id
 
 
-__all__ = ["router"]
+__all__ = ["fork_after_task", "router"]

@@ -142,6 +142,7 @@ NAMED: tuple[tuple[str, re.Pattern[str], Namer], ...] = (
     ("POST", re.compile(r"/v1/conversations/(?P<id>[^/]+)"), _by_path),
     ("POST", re.compile(r"/v1/conversations/(?P<id>[^/]+)/acp"), _by_path),
     ("POST", re.compile(r"/v1/conversations/(?P<id>[^/]+)/fork"), _by_path),
+    ("POST", re.compile(r"/v1/conversations/(?P<id>[^/]+)/rewind"), _by_path),
     ("DELETE", re.compile(r"/v1/conversations/(?P<id>[^/]+)"), _by_path),
     ("POST", re.compile(r"/v1/permissions/(?P<id>[^/]+)"), _by_question_in_path),
     ("POST", re.compile(r"/v1/permissions/(?P<id>[^/]+)/presence"), _by_question_in_path),

@@ -4,8 +4,11 @@ Not streamed unless asked (`stream: true`), so the SDK's plain
 `responses.create()` gets one Response object. `previous_response_id` continues
 the same ACP session: the stored response names its conversation and turn, and
 the conversation names the agent's `sessionId`, so this survives a gateway
-restart (the session is reopened with `session/load`). Only the latest response
-of a conversation can be continued: an ACP session cannot fork.
+restart (the session is reopened with `session/load`). A `previous_response_id`
+naming an older response of its conversation continues from that point: a new
+conversation on the agent's fork of the session before the turn that came after it
+(forks.py `fork_after_task`), the original untouched; an agent that cannot fork at a
+turn is a 501 `fork_unsupported`.
 
 The caller's own function `tools` (tool_bridge.py): when the agent calls one, the
 response completes with a `function_call` item per call while the turn waits; the
@@ -34,6 +37,7 @@ from agentao.gateway.auth import Principal, check_owner, owns
 from agentao.gateway.batches import describe
 from agentao.gateway.caller_tools import ToolResult, call_outputs, parse_tools, response_tools
 from agentao.gateway.errors import BadRequest, Conflict, NotFound, unsupported
+from agentao.gateway.forks import fork_after_task
 from agentao.gateway.identifiers import check_id
 from agentao.gateway.inputs import parse_response_input, prompt_blocks
 from agentao.gateway.instructions import instruct
@@ -254,13 +258,8 @@ async def _conversation(
         raise BadRequest(
             f"the previous response came from the agent {conv.record.agent!r}", param="model"
         )
-    if record.turn < conv.record.turn_count - 1:
-        raise BadRequest(
-            "previous_response_id is not the latest response of its conversation; an agent "
-            "session cannot fork",
-            param="previous_response_id",
-            code="not_latest_response",
-        )
+    if record.turn < conv.record.turn_count - 1:  # an older response: go on from there
+        return await fork_after_task(gw, conv, record.turn), False
     return conv, False
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentao.agent.catalog import Catalog, CatalogError, configured_model, load_catalog
+from agentao.agent.checkpoints import forget
 from agentao.agent.config import LlmConfig, resolve_model, resolve_provider, split_model_value
 from agentao.agent.providers.errors import MissingCredentials, ProviderNotFound
 from agentao.agent.sandbox import Sandbox
@@ -39,15 +40,17 @@ from agentao.server.gates import UpdateGate
 from agentao.server.live import LiveSession, SessionRegistry
 from agentao.server.mcp_config import checked_mcp_servers, fingerprint
 from agentao.server.models import ModelDirectory, session_catalog, supports_images, switch_model
-from agentao.server.opening import SessionFactory
+from agentao.server.opening import CHECKPOINTS_DIR, SessionFactory
 from agentao.server.outbox import Outbox
 from agentao.server.params import directories, directory
 from agentao.server.persistence import CorruptSession, SessionArchive
 from agentao.server.replay import history
+from agentao.server.rewind import handlers as rewind_handlers
 from agentao.server.settings import ServerSettings
 from agentao.server.turns import prompt_message, run_prompt, session_info
 from agentao.server.updates import UpdateMapper, config_option_update
 from agentao.server.v2 import AgentV2
+from agentao.store.paths import state_dir
 
 log = logging.getLogger("agentao.server")
 
@@ -66,7 +69,7 @@ class AcpAgent:
         self.io = ClientIo()
         self._resume = resume  # seed C.2 "Startup resume": consumed by the first session/new
         self._background: set[asyncio.Task[Any]] = set()
-        self.extensions = {SET_MODEL_METHOD: self.set_model}
+        self.extensions = {SET_MODEL_METHOD: self.set_model, **rewind_handlers(self.sessions)}
         self.sandbox = Sandbox(settings.sandbox)
         self._probing: asyncio.Future[Any] | None = None  # the sandbox probe, once started
         self.models = ModelDirectory(settings.models_timeout)
@@ -208,7 +211,8 @@ class AcpAgent:
         live = self.sessions.remove(params.session_id)
         if live is not None:
             await live.close(self.settings.close_grace)
-        await self.archive.delete(params.session_id)
+        if await self.archive.delete(params.session_id):  # a stored id: its checkpoints too
+            await asyncio.to_thread(forget, state_dir() / CHECKPOINTS_DIR, params.session_id)
 
     # ---- turns -----------------------------------------------------------------------
 

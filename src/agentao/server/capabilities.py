@@ -28,7 +28,7 @@ capabilities      object markers, never booleans, read off the v2 handler (serve
                   `auth.status` (unstable) only where `auth/status` is served.
 authMethods       the surface's AUTH_METHODS once it serves auth/login and auth/logout (the
                   schema: a non-empty list promises both); omitted otherwise
-_meta             none: the vendor methods are v1's until v2 serves them
+_meta             `_agentao.cn/extensions`: the vendor methods v2 serves (the rewind methods)
 """
 
 from __future__ import annotations
@@ -62,6 +62,18 @@ EXTENSIONS: tuple[dict[str, str], ...] = (
         "method": "_agentao.cn/set_model",
         "description": "Client -> agent request {sessionId, model}: switch the model of the "
         "current provider; replies {model}.",
+    },
+    {
+        "method": "_session/rewind",
+        "description": "Client -> agent request {sessionId, beforeTurn, mode?: files|"
+        "conversation|both, dryRun?, force?}: the files and/or the conversation as before "
+        "that stored turn; replies {dryRun, files?: {canRewind, error?, changes, "
+        "filesChanged, notes}, conversation?: {rewound, messagesDropped}}.",
+    },
+    {
+        "method": "_session/rewind_points",
+        "description": "Client -> agent request {sessionId}: the turns a rewind may go back "
+        "before; replies {points: [{index, text, files}]}.",
     },
 )
 
@@ -141,6 +153,12 @@ def initialize_response_v2(surface: object) -> dict[str, Any]:
     result.setdefault("capabilities", {})  # the struct omits its {} default; say it
     if _serves(surface, "auth/login") and _serves(surface, "auth/logout"):
         result["authMethods"] = [dict(m) for m in getattr(surface, "AUTH_METHODS", ())]
+    served = getattr(
+        surface, "VENDOR_METHODS", ()
+    )  # a class attribute: the handshake has no instance
+    named = [dict(e) for e in EXTENSIONS if e["method"] in served]
+    if named:  # the vendor methods this surface serves (rewind: server/rewind.py)
+        result.setdefault("_meta", {})[EXTENSIONS_META_KEY] = named
     return result
 
 

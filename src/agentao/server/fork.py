@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentao.agent import events as ev
-from agentao.agent.session import AgentSession
+from agentao.agent.session import AgentSession, TurnRecord
 from agentao.protocol.connection import params_of
 from agentao.protocol.errors import InvalidParams
 from agentao.server.capabilities import BEFORE_PROMPT_KEY, BEFORE_TURN_KEY
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from agentao.protocol.v2 import schema as v2
     from agentao.server.live import LiveSession
 
-__all__ = ["BEFORE_TURN_KEY", "PROMPT_MATCH_CHARS", "fork_session", "forked"]
+__all__ = ["BEFORE_TURN_KEY", "PROMPT_MATCH_CHARS", "fork_session", "forked", "plan_after"]
 
 PROMPT_MATCH_CHARS = 2000  # how much of a prompt identifies its turn (the gateway keeps 2000)
 
@@ -87,7 +88,7 @@ def forked(source: AgentSession, before: int | None = None) -> AgentSession:
         data["turns"] = data["turns"][:before]  # the model's context is built from these
         data["plan"] = []
         copy = AgentSession.from_dict(data)
-        copy.plan = _plan_after(copy)
+        copy.plan = plan_after(copy.turns)
         return copy
     return AgentSession.from_dict(data)
 
@@ -127,9 +128,9 @@ def _before_turn(meta: dict[str, Any] | None, turns: int) -> int | None:
     return value
 
 
-def _plan_after(session: AgentSession) -> tuple[ev.PlanEntry, ...]:
-    """The plan the session's turns last set (a PlanChanged event), else none."""
-    for turn in reversed(session.turns):
+def plan_after(turns: Sequence[TurnRecord]) -> tuple[ev.PlanEntry, ...]:
+    """The plan these turns last set (a PlanChanged event), else none."""
+    for turn in reversed(turns):
         for event in reversed(turn.events):
             if isinstance(event, ev.PlanChanged):
                 return event.entries

@@ -21,6 +21,7 @@ from typing import Any
 
 from agentao.agent.catalog import Catalog
 from agentao.agent.ceiling import ModeCeiling
+from agentao.agent.checkpoints import Checkpoints
 from agentao.agent.compaction import CompactionSettings
 from agentao.agent.config import Limits as TurnLimits
 from agentao.agent.config import LlmConfig
@@ -67,6 +68,7 @@ class LiveSession:
     turn_task: asyncio.Task[Any] | None = None
     setup: asyncio.Task[Any] | None = None
     stoppable: StoppableCalls = field(default_factory=StoppableCalls)  # v2's tool_call/cancel
+    checkpoints: Checkpoints | None = None  # its turns' file checkpoints (agent/checkpoints.py)
 
     @property
     def id(self) -> str:
@@ -92,6 +94,7 @@ class LiveSession:
             context=self.context,
             compaction=self.compaction,
             stoppable=self.stoppable,
+            checkpoints=self.checkpoints,
         )
 
     async def prepare(self) -> None:

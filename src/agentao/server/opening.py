@@ -19,6 +19,7 @@ from typing import Any
 
 from agentao.agent.catalog import Catalog
 from agentao.agent.ceiling import ModeCeiling
+from agentao.agent.checkpoints import Checkpoints, plain_name
 from agentao.agent.config import LlmConfig
 from agentao.agent.instructions import find_instructions
 from agentao.agent.permissions import (
@@ -45,6 +46,9 @@ from agentao.server.models import budget_for
 from agentao.server.outbox import Outbox
 from agentao.server.persistence import SessionArchive
 from agentao.server.settings import ServerSettings
+from agentao.store.paths import state_dir
+
+CHECKPOINTS_DIR = "checkpoints"  # under the state directory: <session id>/turn-N.json, blobs/
 
 
 class SessionFactory:
@@ -99,7 +103,16 @@ class SessionFactory:
             compaction=self.settings.compaction,
             ceiling=self.settings.ceiling,
             mcp_servers=servers,
+            checkpoints=self.checkpoints(agent),
         )
+
+    def checkpoints(self, agent: AgentSession) -> Checkpoints | None:
+        """The session's file checkpoints, in the agent's state directory (never the
+        project's); None when turned off (AGENTAO_CHECKPOINTS=off)."""
+        limits = self.settings.checkpoints
+        if not limits.enabled or not plain_name(agent.id):
+            return None
+        return Checkpoints(state_dir() / CHECKPOINTS_DIR, agent.id, limits)
 
     def provider(self, llm: LlmConfig) -> LlmProvider:
         """The LLM client: the lean HTTP one for OpenAI-compatible endpoints by default."""

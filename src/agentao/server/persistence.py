@@ -90,6 +90,11 @@ class SessionArchive:
         with _reachable():
             await self.store.commit_turn(agent.id, record, _state(agent, engine), title=title)
 
+    async def truncate(self, agent: AgentSession, engine: PermissionEngine) -> None:
+        """The stored turns cut to the session's (a rewind dropped the later ones)."""
+        with _reachable():
+            await self.store.truncate_turns(agent.id, len(agent.turns), _state(agent, engine))
+
     async def save_state(self, agent: AgentSession, engine: PermissionEngine) -> None:
         with _reachable():
             await self.store.save_state(agent.id, _state(agent, engine))

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from agentao.agent.ceiling import ModeCeiling
+from agentao.agent.checkpoints import CheckpointLimits
 from agentao.agent.compaction import CompactionSettings
 from agentao.agent.config import Limits as TurnLimits
 from agentao.agent.context import ContextSettings
@@ -31,6 +32,7 @@ class ServerSettings:
     context: ContextSettings = field(default_factory=ContextSettings)  # AGENTAO_CONTEXT_TOKENS
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     instructions: InstructionSettings = field(default_factory=InstructionSettings)
+    checkpoints: CheckpointLimits = field(default_factory=CheckpointLimits)  # AGENTAO_CHECKPOINT*
     models_timeout: float = 2.0  # AGENTAO_MODELS_TIMEOUT: seconds for a provider's /v1/models
     close_grace: float = 2.0  # seconds a closing session's turn gets to end (close, EOF)
     log_level: str = "INFO"  # AGENTAO_LOG_LEVEL
@@ -46,7 +48,8 @@ class ServerSettings:
         AGENTAO_WEB_ALLOW_PRIVATE (1: web_fetch may reach loopback and private
         addresses, e.g. a local docs server or a test), the context and compaction
         variables (agent/context.py, agent/compaction.py), AGENTAO_INSTRUCTIONS_MAX_CHARS
-        and AGENTAO_MODELS_TIMEOUT (0: never ask a provider for its model list)."""
+        and AGENTAO_MODELS_TIMEOUT (0: never ask a provider for its model list), and the
+        file checkpoints' bounds (AGENTAO_CHECKPOINT_*, agent/checkpoints.py)."""
         level = env.get("AGENTAO_LOG_LEVEL", "").strip().upper() or "INFO"
         client = env.get("AGENTAO_OPENAI_CLIENT", "").strip().lower() or "http"
         private = env.get("AGENTAO_WEB_ALLOW_PRIVATE", "").strip().lower() in TRUE_WORDS
@@ -60,6 +63,7 @@ class ServerSettings:
             context=ContextSettings.from_env(env),
             compaction=CompactionSettings.from_env(env),
             instructions=InstructionSettings.from_env(env),
+            checkpoints=CheckpointLimits.from_env(env),
             models_timeout=_seconds(env.get("AGENTAO_MODELS_TIMEOUT", ""), 2.0),
         )
 

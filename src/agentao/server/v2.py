@@ -89,6 +89,8 @@ from agentao.server.config_options import MODEL_CONFIG_ID, mode_state, model_opt
 from agentao.server.gates import UpdateGate, kind_of
 from agentao.server.interaction import PERMISSION_OPTIONS, ClientInteraction
 from agentao.server.outbox import Outbox
+from agentao.server.rewind import REWIND_METHOD, REWIND_POINTS_METHOD
+from agentao.server.rewind import handlers as rewind_handlers
 from agentao.server.v2_updates import V2Mapper, new_message_id, state_update, tool_call_v2
 
 if TYPE_CHECKING:
@@ -208,9 +210,12 @@ class AgentV2:
         },
     )
 
+    VENDOR_METHODS = (REWIND_METHOD, REWIND_POINTS_METHOD)  # named in initialize's _meta
+
     def __init__(self, agent: Any) -> None:
         self.agent = agent  # the AcpAgent serving v1 (server/agent.py imports this module)
-        self.extensions: dict[str, Any] = {}  # the vendor methods are v1's until served here
+        # the vendor methods are v1's until served here; rewind is (server/rewind.py)
+        self.extensions: dict[str, Any] = rewind_handlers(agent.sessions)
         self._outbox: V2Outbox | None = None
         self.elicits_forms = False  # until initialize says the client takes form elicitations
 

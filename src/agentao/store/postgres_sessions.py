@@ -81,6 +81,15 @@ INSERT INTO agent_turns (session_id, seq, ended_at, stop_reason, data)
 SELECT id, seq, %s, %s, %s FROM s
 """
 
+# One statement, atomic by itself: the session's row and its later turns together.
+_TRUNCATE_TURNS = """
+WITH s AS (
+    UPDATE agent_sessions SET turn_count = %s, state = %s, updated_at = %s
+    WHERE id = %s RETURNING id
+)
+DELETE FROM agent_turns WHERE session_id IN (SELECT id FROM s) AND seq >= %s
+"""
+
 _encode = msgspec.json.Encoder().encode
 
 
@@ -152,6 +161,13 @@ class PostgresSessionStore:
             )
         if not added:  # no such session: the UPDATE matched nothing, so nothing changed
             raise KeyError(session_id)
+
+    async def truncate_turns(self, session_id: str, keep: int, state: dict[str, Any]) -> None:
+        """Drop the turns from `keep` on and set the state, in one statement."""
+        with self._reaching():
+            await self.db.execute(
+                _TRUNCATE_TURNS, (keep, _json(state), time.time(), session_id, keep)
+            )
 
     async def save_state(self, session_id: str, state: dict[str, Any]) -> None:
         """Persist a state change made between turns (mode, model)."""

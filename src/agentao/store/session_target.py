@@ -63,6 +63,9 @@ class OpenedOnFirstUse:
     async def save_state(self, session_id: str, state: dict[str, Any]) -> None:
         await (await self.opened()).save_state(session_id, state)
 
+    async def truncate_turns(self, session_id: str, keep: int, state: dict[str, Any]) -> None:
+        await (await self.opened()).truncate_turns(session_id, keep, state)
+
     async def page(
         self, cwd: str | None = None, cursor: str | None = None
     ) -> tuple[list[SessionRecord], str | None]:

@@ -116,6 +116,11 @@ class SessionStore(Protocol):
 
     async def save_state(self, session_id: str, state: dict[str, Any]) -> None: ...
 
+    async def truncate_turns(self, session_id: str, keep: int, state: dict[str, Any]) -> None:
+        """Drop the turns from index `keep` on and set the state, in one transaction (a
+        rewind of the conversation)."""
+        ...
+
     async def set_title(self, session_id: str, title: str) -> bool:
         """Set the session's title (a person's choice: a later `commit_turn` keeps it, as
         it keeps any title), cut to `settings.title_chars`; False for an unknown session."""
@@ -163,6 +168,10 @@ class SqliteSessionStore:
         if title is not None:
             title = title[: self.settings.title_chars]
         await self.db.transaction(lambda c: _commit_turn(c, session_id, turn, state, title))
+
+    async def truncate_turns(self, session_id: str, keep: int, state: dict[str, Any]) -> None:
+        """Drop the turns from `keep` on and set the state, atomically."""
+        await self.db.transaction(lambda c: _truncate_turns(c, session_id, keep, state))
 
     async def save_state(self, session_id: str, state: dict[str, Any]) -> None:
         """Persist a state change made between turns (mode, model)."""
@@ -275,6 +284,16 @@ def _commit_turn(
         "UPDATE sessions SET turn_count = turn_count + 1, state = ?, updated_at = ?, "
         "title = COALESCE(title, ?) WHERE id = ?",
         (_encode(state).decode(), ended_at, title, session_id),
+    )
+
+
+def _truncate_turns(
+    conn: sqlite3.Connection, session_id: str, keep: int, state: dict[str, Any]
+) -> None:
+    conn.execute("DELETE FROM turns WHERE session_id = ? AND seq >= ?", (session_id, keep))
+    conn.execute(
+        "UPDATE sessions SET turn_count = ?, state = ?, updated_at = ? WHERE id = ?",
+        (keep, _encode(state).decode(), time.time(), session_id),
     )
 
 

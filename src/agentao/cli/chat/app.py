@@ -20,6 +20,7 @@ from typing import Any
 from prompt_toolkit.formatted_text import FormattedText
 
 from agentao.cli.chat import commands
+from agentao.cli.chat import rewind as _rewind  # noqa: F401  (registers /rewind)
 from agentao.cli.chat.keyboard import (
     CANCEL,
     ChatCompleter,

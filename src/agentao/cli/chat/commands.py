@@ -3,7 +3,7 @@
 `/help`, `/model [ID]`, `/mode [ID]`, `/sessions`, `/resume ID`, `/clear` (a new session),
 `/compact` (sent as the agent's own command, when it offers one), `/thoughts [on|off]` (the
 last thought whole, or every thought from now on), `/expand [N]` (a cut output whole),
-`/quit`. Any other
+`/rewind` (rewind.py), `/quit`. Any other
 `/name` the agent announced in `available_commands_update` is sent to it as `/name args`;
 a name neither knows is refused here, so a typo never costs a model request.
 """
