@@ -13,6 +13,8 @@ sessionCapabilities  list, close, resume, delete, additionalDirectories, fork (u
                   `_meta` names the key that forks at an earlier user message: server/fork.py),
                   systemPrompt (append and override: server/client_prompt.py)
 _meta["_agentao.cn/extensions"]  the vendor methods, [{method, description}]
+_meta["steering"]  {supported: true}: `_session/steering` is served (server/steering.py),
+                  advertised where codex-acp and claude-agent-acp advertise it
 
 v2 (a client asking for 2 or more; the connection settles the version, protocol/versions.py):
 protocolVersion   2
@@ -105,6 +107,7 @@ def _response(image: bool) -> schema.InitializeResponse:
         session_capabilities=session,
     )
     meta: dict[str, Any] = {EXTENSIONS_META_KEY: [dict(e) for e in EXTENSIONS]}
+    meta["steering"] = {"supported": True}  # `_session/steering`, as codex-acp (steering.py)
     return schema.InitializeResponse(
         protocol_version=PROTOCOL_VERSION,
         agent_capabilities=capabilities,
