@@ -1,9 +1,13 @@
-"""A session with an agent: prompt turns, mode/config/model, close.
+"""A session with an agent: prompt turns, steering, mode/config/model, close.
 
 One turn at a time per session (as ACP has it). Updates that arrive while
 no turn runs -- before the `session/new` answer, after a prompt's answer,
 the history replayed by `session/load` -- wait in the session's stream in
 order; the next turn yields them first, or `drain()` takes them now.
+
+`steer()` sends words for the running turn (`_session/steering`) to an agent that
+advertises it (`_meta.steering.supported` in its `initialize` result: ours over v1,
+codex-acp, claude-agent-acp); others raise `SteeringUnsupported` before anything is sent.
 
 A session talks to the agent through the client's `Channel` and keeps what it
 learns in its `SessionState`; `on_close` tells the client it is gone.
@@ -15,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from agentao.client.channel import Channel
-from agentao.client.errors import ClientError
+from agentao.client.errors import ClientError, ProtocolViolation, SteeringUnsupported
 from agentao.client.events import Event, ToolCallState, Update
 from agentao.client.state import SessionState
 from agentao.client.turn import Turn
@@ -25,6 +29,7 @@ from agentao.protocol import schema
 Prompt = str | Sequence[Any]  # text, or content blocks (dicts or schema structs)
 OnClose = Callable[[str], Awaitable[None]]  # (session id) -> the client forgets it
 SET_MODEL_METHOD = "_agentao.cn/set_model"
+STEERING_METHOD = "_session/steering"  # codex-acp's, claude-agent-acp's and ours
 
 
 class Session:
@@ -36,6 +41,7 @@ class Session:
         cwd: str,
         *,
         closable: bool = False,
+        steerable: bool = False,
         on_close: OnClose | None = None,
     ) -> None:
         self.channel = channel
@@ -43,6 +49,7 @@ class Session:
         self.response = response  # NewSessionResponse / LoadSessionResponse / ... (typed)
         self.cwd = cwd
         self.closable = closable  # the agent supports session/close
+        self.steerable = steerable  # the agent advertises _session/steering
         self._on_close = on_close
         self._turn: Turn | None = None
         modes = getattr(response, "modes", None)
@@ -114,6 +121,25 @@ class Session:
             raise ClientError(f"session {self.id} already has a turn running")
         self._turn = Turn(self.channel, self.state, _blocks(prompt))
         return self._turn
+
+    async def steer(self, prompt: Prompt, idle_behavior: str | None = None) -> str:
+        """Words for the running turn (`_session/steering`): the agent's outcome,
+        "injected" (its model reads them at its next step, inside the turn), or when no
+        turn runs "promptRequired" (`idle_behavior="promptRequired"`: nothing was done)
+        or "startedNewTurn" (they started a turn; its updates reach the session's stream
+        and watchers). SteeringUnsupported when the agent does not advertise steering."""
+        if not self.steerable:
+            raise SteeringUnsupported(self.id)
+        from agentao.protocol.decode import to_builtins
+
+        params: dict[str, Any] = {"sessionId": self.id, "prompt": to_builtins(_blocks(prompt))}
+        if idle_behavior is not None:
+            params["_meta"] = {"steering": {"idleBehavior": idle_behavior}}
+        result = await self.channel.call_raw(STEERING_METHOD, params, self.channel.timeouts.request)
+        outcome = result.get("outcome") if isinstance(result, dict) else None
+        if not isinstance(outcome, str):
+            raise ProtocolViolation(f"{STEERING_METHOD}: no outcome in {result!r}")
+        return outcome
 
     async def cancel(self) -> None:
         """Cancel the running turn (if any); see `Turn.cancel`."""
