@@ -39,6 +39,7 @@ from agentao.gateway.response_builder import LiveResponse
 from agentao.gateway.sessions import Conversations
 from agentao.gateway.tasklog import TaskHub
 from agentao.gateway.tool_bridge import ToolBridges, bridge_url
+from agentao.gateway.turn_line import TurnLine
 from agentao.store.gateway import GatewayStore
 from agentao.store.paths import ensure_state_dir
 
@@ -98,6 +99,7 @@ class Gateway:
         self.conversations = Conversations(
             store, self.pools, self.hub, self.desk, self.limits, self.replica, config.ceiling_of
         )
+        self.line = TurnLine()  # requests waiting for a busy conversation (turn_line.py)
         self.budgets = TokenBudgets(config.token_budgets())  # `[[keys]] tokens_per_day`
         self.conversations.charge = self.budgets.charge
         # The caller's own tools, as an MCP server per conversation (tool_bridge.py).
