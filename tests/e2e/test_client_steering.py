@@ -1,7 +1,7 @@
 """`Session.steer`: our client sends `_session/steering` to agents that advertise it, in
 real processes against the fake LLM whose replies the tests hold (`FakeLLM.hold`).
 
-Our agent (over v1, where it advertises steering) and codex-acp 2.6.0 each get the words
+Our agent (over v1 and v2) and codex-acp 2.6.0 each get the words
 in the running turn: they reach that turn's next model request, and the turn ends once.
 An agent that does not advertise steering gets nothing: `SteeringUnsupported`.
 """
@@ -37,12 +37,13 @@ async def ends(turn: Any) -> list[TurnEnd]:
     return [event async for event in turn if isinstance(event, TurnEnd)]
 
 
+@pytest.mark.parametrize("protocol", [1, 2])
 async def test_our_client_steers_our_agent_inside_the_turn(
-    tmp_path: Path, ws: Path, fake_llm: FakeLLM
+    tmp_path: Path, ws: Path, fake_llm: FakeLLM, protocol: int
 ) -> None:
     gate = fake_llm.hold(tool_calls=[FakeToolCall("read_file", {"file_path": "hello.txt"})])
     fake_llm.reply("Done.")
-    async with Client(ours(tmp_path, fake_llm), protocol=1) as client:
+    async with Client(ours(tmp_path, fake_llm), protocol=protocol) as client:
         assert client.supports_steering
         session = await client.new_session(str(ws))
         turn = session.prompt("read hello.txt")
@@ -60,12 +61,16 @@ async def test_our_client_steers_our_agent_inside_the_turn(
 
 
 async def test_steering_an_agent_that_does_not_advertise_it_is_refused_here(
-    tmp_path: Path, ws: Path, fake_llm: FakeLLM
+    v2_peers: NpmPeers, tmp_path: Path
 ) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [[{"say": ["hi"]}]]}))
+    (tmp_path / "state").mkdir()
+    command = v2_peers.agent_command("--script", str(script), "--state", str(tmp_path / "state"))
     record = tmp_path / "wire.jsonl"
-    async with Client(ours(tmp_path, fake_llm), protocol=2, record=str(record)) as client:
-        assert not client.supports_steering  # ours advertises steering over v1 only
-        session = await client.new_session(str(ws))
+    async with Client(AgentCommand(tuple(command)), record=str(record)) as client:
+        assert not client.supports_steering  # the official SDK's v2 agent does not steer
+        session = await client.new_session(str(tmp_path))
         with pytest.raises(SteeringUnsupported):
             await session.steer("anything")
     assert "_session/steering" not in record.read_text()  # nothing was sent

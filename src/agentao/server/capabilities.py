@@ -30,7 +30,8 @@ capabilities      object markers, never booleans, read off the v2 handler (serve
                   `auth.status` (unstable) only where `auth/status` is served.
 authMethods       the surface's AUTH_METHODS once it serves auth/login and auth/logout (the
                   schema: a non-empty list promises both); omitted otherwise
-_meta             none: the vendor methods are v1's until v2 serves them
+_meta             {steering: {supported: true}} (server/v2.py): `_session/steering`; the
+                  other vendor methods are v1's until v2 serves them
 """
 
 from __future__ import annotations
@@ -144,6 +145,8 @@ def initialize_response_v2(surface: object) -> dict[str, Any]:
     result.setdefault("capabilities", {})  # the struct omits its {} default; say it
     if _serves(surface, "auth/login") and _serves(surface, "auth/logout"):
         result["authMethods"] = [dict(m) for m in getattr(surface, "AUTH_METHODS", ())]
+    if callable(getattr(surface, "steer", None)):  # `_session/steering` (server/steering.py)
+        result["_meta"] = {"steering": {"supported": True}}
     return result
 
 

@@ -7,7 +7,9 @@ claude-agent-acp serve them.
     <- {outcome: "promptRequired", reason: "noRunningTurn"} idle, and the client keeps the text
     <- {outcome: "startedNewTurn"}                         idle: it became a turn of its own
 
-Advertised as `_meta.steering.supported: true` in the `initialize` result (capabilities.py).
+Advertised as `_meta.steering.supported: true` in the `initialize` result, over v1
+(capabilities.py) and v2 (server/v2.py, where a turn it starts from idle is an inserted
+prompt like any v2 prompt: `running`, the user message, then `idle`).
 Injected text goes to the session's steering inbox (agent/steering.py): the running turn
 adds it to the history as a user message before its next model request, after the tool
 output the model is about to see, and shows it to clients as a `user_message_chunk`
@@ -35,6 +37,8 @@ from agentao.server.live import LiveSession, SessionRegistry
 from agentao.server.settings import ServerSettings
 
 Schedule = Callable[[Coroutine[Any, Any, Any]], Any]  # runs work after the reply is written
+# How a version starts a turn from idle steering: (session, raw prompt); None: v1's own
+StartTurn = Callable[[LiveSession, list[Any]], Coroutine[Any, Any, Any]]
 
 log = logging.getLogger("agentao.server")
 
@@ -44,10 +48,15 @@ IDLE_BEHAVIORS: Final = ("promptRequired", "startNewTurn")
 
 
 async def steer(
-    params: dict[str, Any], sessions: SessionRegistry, settings: ServerSettings, after: Schedule
+    params: dict[str, Any],
+    sessions: SessionRegistry,
+    settings: ServerSettings,
+    after: Schedule,
+    start: StartTurn | None = None,
 ) -> dict[str, Any]:
     """Serve one `_session/steering` request (see the module docstring); `after` runs a
-    turn it starts once the answer is written."""
+    turn it starts once the answer is written; `start`: v2's way to start one (a prompt
+    inserted as v2 inserts them, server/v2.py)."""
     session_id, blocks, idle = _read(params)
     live = sessions.get(session_id)
     text = _steering_text(blocks, live)
@@ -55,7 +64,10 @@ async def steer(
         return {"outcome": "injected"}
     if idle == "promptRequired":
         return {"outcome": "promptRequired", "reason": "noRunningTurn"}
-    await _start_turn(live, blocks, settings, after)
+    if start is not None:
+        await start(live, params["prompt"])
+    else:
+        await _start_turn(live, blocks, settings, after)
     return {"outcome": "startedNewTurn"}
 
 
@@ -136,4 +148,4 @@ async def _run(live: LiveSession, body: Any) -> None:
         release(live)
 
 
-__all__ = ["IDLE_BEHAVIORS", "STEERING_META", "STEERING_METHOD", "steer"]
+__all__ = ["IDLE_BEHAVIORS", "STEERING_META", "STEERING_METHOD", "StartTurn", "steer"]
