@@ -153,6 +153,12 @@ class FakeLLM:
         self.reply(*text, gate=gate, **kwargs)
         return gate
 
+    def wait_requests(self, count: int, timeout: float = 10.0) -> list[Recorded]:
+        """`wait_requests_async` for sync tests."""
+        arrived = self._arrived_wait(count, timeout)
+        assert arrived, f"waited {timeout}s for {count} LLM requests, got {len(self.requests)}"
+        return list(self.requests)
+
     async def wait_requests_async(self, count: int, timeout: float = 10.0) -> list[Recorded]:
         """The requests once at least `count` have arrived (fails after `timeout`)."""
         arrived = await asyncio.to_thread(self._arrived_wait, count, timeout)
