@@ -33,7 +33,12 @@ def ws(tmp_path):
 
 @pytest.fixture
 def env(tmp_path, fake_llm):
-    return agent_env(tmp_path / "home", AGENTAO_PROMPT_QUEUE_DEPTH="3", **fake_llm.env())
+    return agent_env(
+        tmp_path / "home",
+        AGENTAO_PROMPT_QUEUE_DEPTH="3",
+        AGENTAO_STEERING_MAX_PENDING="2",
+        **fake_llm.env(),
+    )
 
 
 def text(words: str) -> list[dict[str, str]]:
@@ -87,6 +92,22 @@ async def test_steering_reaches_the_next_request_of_the_same_turn(env, ws, fake_
     assert steered["content"] == {"type": "text", "text": "and then say bye"}
     replies = [m for m in agent.received if m.get("id") == reply["id"]]
     assert len(replies) == 1
+
+
+async def test_steering_messages_waiting_for_one_step_are_bounded(env, ws, fake_llm):
+    gate = fake_llm.hold("First answer.")
+    fake_llm.reply("Second answer.")
+    async with running(env) as agent:
+        sid = await agent.new_session(ws)
+        turn = prompt(agent, sid, "hello")
+        await fake_llm.wait_requests_async(1)
+        for words in ("one", "two"):
+            assert (await steer(agent, sid, words))["result"]["outcome"] == "injected"
+        full = await steer(agent, sid, "three")
+        gate.set()
+        assert (await turn)["result"]["stopReason"] == "end_turn"
+    assert full["error"]["code"] == -32600 and full["error"]["data"]["reason"] == "steering_full"
+    assert user_messages(fake_llm.requests[1].body)[-2:] == ["one", "two"]
 
 
 async def test_steering_as_the_model_finishes_gets_one_more_step(env, ws, fake_llm):

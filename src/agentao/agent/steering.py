@@ -33,6 +33,11 @@ class SteeringInbox:
     def pending(self) -> bool:
         return bool(self._texts)
 
+    @property
+    def waiting(self) -> int:
+        """How many texts wait for the turn's next step (the caller bounds it)."""
+        return len(self._texts)
+
     def open(self) -> None:
         """A turn starts: from now on `put` is taken."""
         self._texts.clear()

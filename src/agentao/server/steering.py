@@ -18,7 +18,8 @@ With no turn to read it, codex-acp 2.6.0's rule holds: `idleBehavior: "promptReq
 answers so and does nothing; without one (or with "startNewTurn") the text starts a turn
 whose updates go out as any turn's, with no `session/prompt` reply of its own. If a turn
 is just ending, that new turn waits in line behind it (prompt_queue.py), bounded like a
-prompt: a full line is "busy". Images cannot steer (-32602, data.reason
+prompt: a full line is "busy". At most `AGENTAO_STEERING_MAX_PENDING` (32) messages wait for
+one step; one more is -32600 (data.reason "steering_full"). Images cannot steer (-32602, data.reason
 "images_unsupported"); a bad shape is -32602 naming the field.
 """
 
@@ -60,7 +61,14 @@ async def steer(
     session_id, blocks, idle = _read(params)
     live = sessions.get(session_id)
     text = _steering_text(blocks, live)
-    if live.state.state == "prompting" and live.steering.put(text):  # not a cancelled one
+    if live.state.state == "prompting" and live.steering.accepting:  # not a cancelled one
+        if live.steering.waiting >= settings.steering_max_pending:
+            raise InvalidRequest(
+                "Invalid Request: too many steering messages wait for the turn's next step "
+                f"({settings.steering_max_pending}, AGENTAO_STEERING_MAX_PENDING)",
+                {"sessionId": live.id, "reason": "steering_full"},
+            )
+        live.steering.put(text)
         return {"outcome": "injected"}
     if idle == "promptRequired":
         return {"outcome": "promptRequired", "reason": "noRunningTurn"}
