@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agentao.client import AgentCommand, Client, SteeringUnsupported, TurnEnd
+from agentao.client import AgentCommand, Client, ClientError, SteeringUnsupported, TurnEnd
 from tests.fakes.fake_llm import FakeLLM, FakeReply, FakeToolCall
 from tests.npm_peers import NpmPeers, codex_env
 
@@ -110,3 +110,41 @@ async def test_our_client_steers_codex_acp(
     first, *later = turn_requests(fake_llm)
     assert "and then say bye" not in first
     assert later and "and then say bye" in later[0]
+
+
+async def test_prompts_queued_in_the_client_run_in_order_after_the_turn(
+    tmp_path: Path, ws: Path, fake_llm: FakeLLM
+) -> None:
+    gate = fake_llm.hold("one")
+    fake_llm.reply("two")
+    fake_llm.reply("three")
+    async with Client(ours(tmp_path, fake_llm)) as client:
+        session = await client.new_session(str(ws))
+        first = session.prompt("first")
+        await fake_llm.wait_requests_async(1)
+        later = [session.prompt(w, queue=True) for w in ("second", "third")]
+        with pytest.raises(ClientError):
+            session.prompt("not queued")
+        gate.set()
+        stops = [(await ends(t))[0].stop_reason for t in (first, *later)]
+    assert stops == ["end_turn"] * 3
+    asked = [r.body["messages"][-1]["content"] for r in fake_llm.requests]
+    assert asked == ["first", "second", "third"]
+
+
+async def test_cancel_drops_the_prompts_queued_in_the_client(
+    tmp_path: Path, ws: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.hold("never sent")
+    fake_llm.reply("after")
+    async with Client(ours(tmp_path, fake_llm)) as client:
+        session = await client.new_session(str(ws))
+        first = session.prompt("first")
+        await fake_llm.wait_requests_async(1)
+        queued = session.prompt("second", queue=True)
+        await session.cancel()
+        stops = [(await ends(t))[0].stop_reason for t in (first, queued)]
+        again = await ends(session.prompt("again"))
+    assert stops == ["cancelled", "cancelled"] and again[0].stop_reason == "end_turn"
+    asked = [r.body["messages"][-1]["content"] for r in fake_llm.requests]
+    assert asked == ["first", "again"]  # the dropped prompt never went to the agent

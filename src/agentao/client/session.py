@@ -21,6 +21,7 @@ from typing import Any
 from agentao.client.channel import Channel
 from agentao.client.errors import ClientError, ProtocolViolation, SteeringUnsupported
 from agentao.client.events import Event, ToolCallState, Update
+from agentao.client.queued import QueuedTurn
 from agentao.client.state import SessionState
 from agentao.client.turn import Turn
 from agentao.client.view import SessionView
@@ -52,6 +53,7 @@ class Session:
         self.steerable = steerable  # the agent advertises _session/steering
         self._on_close = on_close
         self._turn: Turn | None = None
+        self._turns: list[Turn] = []  # this one's turns not yet ended (one runs, others queued)
         modes = getattr(response, "modes", None)
         if modes is not None and state.current_mode is None:
             state.current_mode = getattr(modes, "current_mode_id", None)
@@ -93,8 +95,9 @@ class Session:
 
     @property
     def turn(self) -> Turn | None:
-        """The turn still running, if any."""
-        return self._turn if self._turn is not None and not self._turn.done else None
+        """The turn still running (or the first waiting to), if any."""
+        pending = self._pending()
+        return pending[0] if pending else None
 
     @property
     def answering(self) -> bool:
@@ -115,12 +118,22 @@ class Session:
             self.state.watchers.remove(watcher) if watcher in self.state.watchers else None
         )
 
-    def prompt(self, prompt: Prompt) -> Turn:
-        """Send a prompt; iterate the returned Turn for its events."""
-        if self.turn is not None:
+    def prompt(self, prompt: Prompt, *, queue: bool = False) -> Turn:
+        """Send a prompt; iterate the returned Turn for its events. While a turn runs this
+        is a ClientError, unless `queue`: then the prompt waits for the turns before it and
+        is sent when the last of them has ended (`queued.py`; read the turns in order)."""
+        pending = self._pending()
+        if pending and not queue:
             raise ClientError(f"session {self.id} already has a turn running")
-        self._turn = Turn(self.channel, self.state, _blocks(prompt))
+        blocks = _blocks(prompt)
+        turn = QueuedTurn(self.channel, self.state, blocks, pending[-1]) if pending else None
+        self._turn = turn or Turn(self.channel, self.state, blocks)
+        self._turns = [*pending, self._turn]
         return self._turn
+
+    def _pending(self) -> list[Turn]:
+        """The turns not yet ended: the running one, then those queued behind it."""
+        return [t for t in self._turns if not t.done]
 
     async def steer(self, prompt: Prompt, idle_behavior: str | None = None) -> str:
         """Words for the running turn (`_session/steering`): the agent's outcome,
@@ -142,7 +155,10 @@ class Session:
         return outcome
 
     async def cancel(self) -> None:
-        """Cancel the running turn (if any); see `Turn.cancel`."""
+        """Cancel the running turn (if any; see `Turn.cancel`) and drop the queued ones."""
+        for turn in reversed(self._pending()):  # the queued first: none may start meanwhile
+            if isinstance(turn, QueuedTurn) and not turn.sent:
+                await turn.cancel()
         if self.turn is not None:
             await self.turn.cancel()
 
