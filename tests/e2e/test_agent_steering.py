@@ -186,3 +186,28 @@ async def test_cancel_drops_the_prompts_that_wait(env, ws, fake_llm):
     assert after["result"]["stopReason"] == "end_turn"
     asked = [user_messages(r.body)[-1] for r in fake_llm.requests]
     assert asked == ["first", "again"]  # the dropped prompts never reached the model
+
+
+async def test_session_load_replays_the_steering_where_it_landed(env, ws, fake_llm):
+    gate = fake_llm.hold(tool_calls=[FakeToolCall("read_file", {"file_path": "hello.txt"})])
+    fake_llm.reply("Done.")
+    async with running(env) as agent:
+        sid = await agent.new_session(ws)
+        turn = prompt(agent, sid, "read hello.txt")
+        await fake_llm.wait_requests_async(1)
+        assert (await steer(agent, sid, "and then say bye"))["result"]["outcome"] == "injected"
+        gate.set()
+        await turn
+    async with running(env) as again:
+        await again.call("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+    shown = [
+        (u["sessionUpdate"], u.get("content", {}).get("text"))
+        for u in again.updates(sid)
+        if u["sessionUpdate"] in ("user_message_chunk", "agent_message_chunk", "tool_call")
+    ]
+    assert shown == [
+        ("user_message_chunk", "read hello.txt"),
+        ("tool_call", None),
+        ("user_message_chunk", "and then say bye"),
+        ("agent_message_chunk", "Done."),
+    ]
