@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.terminal import Terminal
+from tests.e2e.terminal import TURN_END, Terminal
 from tests.fakes.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.timeout(90)
@@ -87,3 +87,25 @@ def test_ctrl_c_drops_the_queued_lines_with_the_turn(terminals, ws: Path, tmp_pa
     term.line("/quit")
     assert term.exit_status() == 0
     assert "> echo never" not in term.screen()
+
+
+def test_a_line_half_typed_when_the_turn_ends_starts_the_next_prompt(
+    terminals, ws: Path, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    term = terminals(ws, {}, "--agent", f"{sys.executable} {FAKE_AGENT}")
+    term.wait_idle("session ")
+    term.line(f"gate {release}")
+    term.wait_for("working")
+    term.type("echo half")
+    term.wait_for("> echo half", "the typed line under the work")
+    release.touch()
+    term.wait_for(
+        lambda s: len(TURN_END.findall(s)) == 1 and s.rstrip().endswith("> echo half"),
+        "the turn's end, then the prompt holding the half-typed line",
+    )
+    term.line(" done")
+    screen = term.wait_turns(2)
+    assert "half done" in screen.split("released")[-1]
+    term.line("/quit")
+    assert term.exit_status() == 0

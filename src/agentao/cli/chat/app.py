@@ -123,7 +123,8 @@ class Chat:
         interrupted = False
         while True:
             try:
-                line = await reader.prompt_async(PROMPT)
+                typed, self._typeahead.typed = self._typeahead.typed, ""
+                line = await reader.prompt_async(PROMPT, default=typed)  # typed, not sent
             except KeyboardInterrupt:  # Ctrl-C at the prompt: the line is gone
                 if interrupted:
                     return 0

@@ -6,7 +6,8 @@ into a line that the live area shows (screen.py), Backspace takes one back, Ente
 line on, escape sequences (arrows, function keys) and other control keys are dropped, and
 Ctrl-C stays the signal that cancels the turn. The chat (app.py) sends a handed-on line as
 steering when the agent advertises it, else keeps it to run as a prompt after the turn.
-A question from the agent takes the keyboard: `stop()` before it, `start()` after.
+A question from the agent takes the keyboard: `stop()` before it, `start()` after. A line
+still being typed when the turn ends is the next prompt's start, to finish or send.
 """
 
 from __future__ import annotations
