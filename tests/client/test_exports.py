@@ -25,6 +25,7 @@ EXPECTED = {
     "PermissionRequest",
     "ProtocolViolation",
     "Session",
+    "SteeringUnsupported",
     "Timeouts",
     "ToolCallState",
     "Turn",

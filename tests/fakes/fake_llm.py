@@ -11,6 +11,8 @@ async tests and subprocesses (`agentao --acp` with `fake.env()`) can all reach i
         fake.reply("slow", "stream", delay=0.2)  # seconds before each chunk
         fake.fail(500, "boom")                   # an HTTP error (429 + headers={"retry-after": "0"})
         fake.hang("partial")                     # send chunks, then hold the stream open
+        gate = fake.hold("slow")                 # hold the reply until gate.set(); meanwhile
+        await fake.wait_requests_async(1)        #   the request is recorded (`requests`)
 
         fake.base_url          "http://127.0.0.1:PORT/v1"   (OpenAI SDK base_url)
         fake.root_url          "http://127.0.0.1:PORT"      (Anthropic SDK base_url)
@@ -84,6 +86,7 @@ class FakeReply:
     error: str = "fake error"
     headers: dict[str, str] = field(default_factory=dict)
     hang: bool = False  # after the chunks, keep the stream open until the client leaves
+    gate: threading.Event | None = None  # hold the whole reply until the test sets it
     error_body: dict[str, Any] | None = None  # the whole error body, when given
 
 
@@ -114,6 +117,7 @@ class FakeLLM:
         self.requests: list[Recorded] = []
         self._replies: deque[FakeReply] = deque()
         self._lock = threading.Lock()
+        self._arrival = threading.Condition(self._lock)
         self._closing = threading.Event()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -142,6 +146,28 @@ class FakeLLM:
     def hang(self, *text: str, **kwargs: Any) -> FakeReply:
         """Queue a stream that sends `text` and then never ends (until the client leaves)."""
         return self.reply(*text, hang=True, **kwargs)
+
+    def hold(self, *text: str, **kwargs: Any) -> threading.Event:
+        """Queue a reply that is sent only once the returned event is set."""
+        gate = threading.Event()
+        self.reply(*text, gate=gate, **kwargs)
+        return gate
+
+    def wait_requests(self, count: int, timeout: float = 10.0) -> list[Recorded]:
+        """`wait_requests_async` for sync tests."""
+        arrived = self._arrived_wait(count, timeout)
+        assert arrived, f"waited {timeout}s for {count} LLM requests, got {len(self.requests)}"
+        return list(self.requests)
+
+    async def wait_requests_async(self, count: int, timeout: float = 10.0) -> list[Recorded]:
+        """The requests once at least `count` have arrived (fails after `timeout`)."""
+        arrived = await asyncio.to_thread(self._arrived_wait, count, timeout)
+        assert arrived, f"waited {timeout}s for {count} LLM requests, got {len(self.requests)}"
+        return list(self.requests)
+
+    def _arrived_wait(self, count: int, timeout: float) -> bool:
+        with self._arrival:
+            return self._arrival.wait_for(lambda: len(self.requests) >= count, timeout)
 
     def push(self, reply: FakeReply) -> FakeReply:
         with self._lock:
@@ -232,6 +258,7 @@ class FakeLLM:
         tokens = self.tokens(record.body)
         with self._lock:
             self.requests.append(record)
+            self._arrival.notify_all()
             if self.window is not None and tokens > self.window:
                 self.refused += 1
                 reply = _too_long(tokens, self.window, anthropic)
@@ -261,12 +288,18 @@ class FakeLLM:
             return
         record.done.set()
 
+    def _wait_gate(self, gate: threading.Event) -> None:
+        while not gate.wait(0.05) and not self._closing.is_set():
+            pass
+
     async def _stream(
         self, receive: Any, send: Any, reply: FakeReply, events: list[bytes], record: Recorded
     ) -> None:
         """Send `events` as SSE while watching for the client going away."""
 
         async def pump() -> None:
+            if reply.gate is not None:  # held until the test lets it go (or the server closes)
+                await asyncio.to_thread(self._wait_gate, reply.gate)
             await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
             for event in events:
                 if reply.delay:

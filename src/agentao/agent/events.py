@@ -53,7 +53,8 @@ ToolOutput = TextOutput | DiffOutput | TerminalOutput
 
 @dataclass(frozen=True, slots=True)
 class UserText:
-    """The user's prompt text; yielded only when replaying history."""
+    """The user's words: a prompt when replaying history, or a steering message where it
+    reached the running turn (turn.py)."""
 
     text: str
 

@@ -32,6 +32,7 @@ from agentao.agent.events import (
     ToolCallProgress,
     TurnEnded,
     TurnEvent,
+    UserText,
 )
 from agentao.agent.providers.base import LlmRequest, ToolCallRequest
 from agentao.agent.providers.messages import (
@@ -111,6 +112,12 @@ class StagedTurn:
     def _stage(self, message: AssistantMessage) -> None:
         if message.text or message.tool_calls:  # an empty reply is no message at all
             self.messages.append(message)
+
+    def steer(self, text: str) -> UserText:
+        """A person's words added mid-turn: a user message after what the model has seen,
+        and the event that shows (and replays) them where they landed."""
+        self.messages.append(UserMessage(text))
+        return UserText(text)
 
     # --- tool results, plan, compaction ---
 

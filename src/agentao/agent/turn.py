@@ -14,6 +14,12 @@ Before each request the turn measures it against the model's window
 refusal for length compacts and retries once. After each reply it reports how full the
 context is and what the session has cost (`usage.py`).
 
+Steering (`steering.py`): before each request the turn drains the session's steering
+inbox into the history as user messages (after the tool output the model is about to
+see), each shown as a `UserText` event where it landed. A model that is done while the
+inbox holds text gets one more step instead; the inbox closes the moment the turn
+decides to end, so text is either read by this turn or refused, never lost.
+
 The session does not change during a turn: `StagedTurn` (`staging.py`) stages the
 messages, events and any compaction and commits them in one `session.commit_turn`
 however the turn ends -- normally, cancelled, or on an LLM error (then the failed reply
@@ -64,9 +70,13 @@ async def run_turn(
     message = prompt if isinstance(prompt, UserMessage) else UserMessage(prompt)
     turn = StagedTurn(session, shown or message.text, deps, message)
     deps.stoppable.new_turn()
-    async with aclosing(_committed(turn, _rounds(turn, deps))) as events:
-        async for event in events:
-            yield event
+    deps.steering.open()
+    try:
+        async with aclosing(_committed(turn, _rounds(turn, deps))) as events:
+            async for event in events:
+                yield event
+    finally:
+        deps.steering.close()
 
 
 async def compact_now(
@@ -121,6 +131,8 @@ async def drive_turn(
 async def _rounds(turn: StagedTurn, deps: TurnDeps) -> AsyncIterator[TurnEvent]:
     tools = {t.name: t for t in deps.tools}
     for _round in range(max(1, deps.limits.max_tool_rounds)):
+        for text in deps.steering.drain():  # after the tool output, before the request
+            yield turn.emit(turn.steer(text))
         async with aclosing(_reply(turn, deps)) as replying:
             async for event in replying:
                 yield turn.emit(event)
@@ -129,7 +141,10 @@ async def _rounds(turn: StagedTurn, deps: TurnDeps) -> AsyncIterator[TurnEvent]:
         stop = turn.finish_reply()
         if (usage := turn.use.after_reply(turn.sent, reply.finish.usage)) is not None:
             yield turn.emit(usage)
+        if stop == "end_turn" and deps.steering.pending:
+            continue  # steered as the model finished: one more step reads it
         if stop is not None:
+            deps.steering.close()  # ending now: later words are not this turn's
             yield turn.end(stop)
             return
         for call in reply.calls:
@@ -137,8 +152,10 @@ async def _rounds(turn: StagedTurn, deps: TurnDeps) -> AsyncIterator[TurnEvent]:
                 async for event in steps:
                     yield turn.emit(event)
             if turn.cancelled_by_user:
+                deps.steering.close()
                 yield turn.end("cancelled")
                 return
+    deps.steering.close()
     yield turn.end("max_turn_requests")
 
 

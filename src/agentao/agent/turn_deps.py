@@ -3,7 +3,8 @@
 The server builds one `TurnDeps` per session (`server/live.py`); every part of a turn
 (`turn.py`, `staging.py`, `tool_call.py`, `compaction_trigger.py`) reads it, none
 changes it, except the record of stoppable calls (`stoppable.py`), which the session
-shares with whoever may stop one.
+shares with whoever may stop one, and the steering inbox (`steering.py`), which it
+shares with whoever may steer the running turn.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from agentao.agent.compaction import CompactionSettings
 from agentao.agent.config import Limits
 from agentao.agent.context import ContextBudget
 from agentao.agent.providers.base import LlmProvider
+from agentao.agent.steering import SteeringInbox
 from agentao.agent.stoppable import StoppableCalls
 from agentao.agent.tools.base import Interaction, PermissionGate, Tool, ToolEnv
 
@@ -39,3 +41,5 @@ class TurnDeps:
     stoppable: StoppableCalls = field(default_factory=StoppableCalls)
     # the session's file checkpoints (checkpoints.py); None: none are kept
     checkpoints: Checkpoints | None = None
+    # words a person adds mid-turn (steering.py); the turn opens, drains and closes it
+    steering: SteeringInbox = field(default_factory=SteeringInbox)

@@ -22,6 +22,7 @@ from agentao.client.errors import (
     ClientTimeout,
     HandshakeError,
     ProtocolViolation,
+    SteeringUnsupported,
 )
 from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
 from agentao.client.files import Workspace
@@ -52,6 +53,7 @@ __all__ = [
     "PermissionRequest",
     "ProtocolViolation",
     "Session",
+    "SteeringUnsupported",
     "Timeouts",
     "ToolCallState",
     "Turn",

@@ -290,6 +290,14 @@ class Client:
     def auth_methods(self) -> list[Any]:
         return list(getattr(self.init, "auth_methods", None) or [])
 
+    @property
+    def supports_steering(self) -> bool:
+        """The agent advertises `_session/steering`: `_meta.steering.supported` at the top
+        of its `initialize` result (codex-acp, claude-agent-acp, ours over v1)."""
+        meta = getattr(self.init, "meta", None)
+        steering = meta.get("steering") if isinstance(meta, dict) else None
+        return isinstance(steering, dict) and steering.get("supported") is True
+
     def supports(self, capability: str) -> bool:
         """`loadSession`, or a session capability such as "list", "resume", "close"."""
         if self.channel.version == v2.VERSION:
@@ -391,6 +399,7 @@ class Client:
             response,
             cwd,
             closable=self.supports("close"),
+            steerable=self.supports_steering,
             on_close=self._forget_session,
         )
         self._sessions[session_id] = session

@@ -6,7 +6,8 @@
     ├── ClientTimeout            a named limit in `Timeouts` ran out (`.name`, `.seconds`)
     ├── AgentDisconnected        the agent went away (`.exit_code`, `.stderr_tail`)
     ├── ProtocolViolation        the agent sent something we cannot make sense of
-    └── AgentError               the agent answered a request with a JSON-RPC error (`.code`)
+    ├── AgentError               the agent answered a request with a JSON-RPC error (`.code`)
+    └── SteeringUnsupported      `Session.steer` to an agent that does not advertise steering
 
 A peer's errors (AgentError) are kept apart from our own: the code and `data`
 are exactly what the agent sent.
@@ -68,6 +69,19 @@ class AgentError(ClientError):
         self.code = code
         self.message = message
         self.data = data
+
+
+class SteeringUnsupported(ClientError):
+    """The agent does not advertise `_session/steering` (`_meta.steering.supported` in its
+    `initialize` result): words for a running turn cannot reach it; send them as a prompt
+    after the turn instead."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id}: the agent does not support steering "
+            "(no _meta.steering.supported in its initialize result)"
+        )
+        self.session_id = session_id
 
 
 def _with_tail(message: str, tail: str) -> str:

@@ -1,9 +1,13 @@
-"""A session with an agent: prompt turns, mode/config/model, rewind, close.
+"""A session with an agent: prompt turns, steering, mode/config/model, rewind, close.
 
 One turn at a time per session (as ACP has it). Updates that arrive while
 no turn runs -- before the `session/new` answer, after a prompt's answer,
 the history replayed by `session/load` -- wait in the session's stream in
 order; the next turn yields them first, or `drain()` takes them now.
+
+`steer()` sends words for the running turn (`_session/steering`) to an agent that
+advertises it (`_meta.steering.supported` in its `initialize` result: ours over v1,
+codex-acp, claude-agent-acp); others raise `SteeringUnsupported` before anything is sent.
 
 A session talks to the agent through the client's `Channel` and keeps what it
 learns in its `SessionState`; `on_close` tells the client it is gone.
@@ -15,8 +19,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from agentao.client.channel import Channel
-from agentao.client.errors import ClientError
+from agentao.client.errors import ClientError, ProtocolViolation, SteeringUnsupported
 from agentao.client.events import Event, ToolCallState, Update
+from agentao.client.queued import QueuedTurn
 from agentao.client.rewind import (
     REWIND_METHOD,
     REWIND_POINTS_METHOD,
@@ -34,6 +39,7 @@ from agentao.protocol import schema
 Prompt = str | Sequence[Any]  # text, or content blocks (dicts or schema structs)
 OnClose = Callable[[str], Awaitable[None]]  # (session id) -> the client forgets it
 SET_MODEL_METHOD = "_agentao.cn/set_model"
+STEERING_METHOD = "_session/steering"  # codex-acp's, claude-agent-acp's and ours
 
 
 class Session:
@@ -45,6 +51,7 @@ class Session:
         cwd: str,
         *,
         closable: bool = False,
+        steerable: bool = False,
         on_close: OnClose | None = None,
     ) -> None:
         self.channel = channel
@@ -52,8 +59,10 @@ class Session:
         self.response = response  # NewSessionResponse / LoadSessionResponse / ... (typed)
         self.cwd = cwd
         self.closable = closable  # the agent supports session/close
+        self.steerable = steerable  # the agent advertises _session/steering
         self._on_close = on_close
         self._turn: Turn | None = None
+        self._turns: list[Turn] = []  # this one's turns not yet ended (one runs, others queued)
         modes = getattr(response, "modes", None)
         if modes is not None and state.current_mode is None:
             state.current_mode = getattr(modes, "current_mode_id", None)
@@ -95,8 +104,9 @@ class Session:
 
     @property
     def turn(self) -> Turn | None:
-        """The turn still running, if any."""
-        return self._turn if self._turn is not None and not self._turn.done else None
+        """The turn still running (or the first waiting to), if any."""
+        pending = self._pending()
+        return pending[0] if pending else None
 
     @property
     def answering(self) -> bool:
@@ -117,15 +127,47 @@ class Session:
             self.state.watchers.remove(watcher) if watcher in self.state.watchers else None
         )
 
-    def prompt(self, prompt: Prompt) -> Turn:
-        """Send a prompt; iterate the returned Turn for its events."""
-        if self.turn is not None:
+    def prompt(self, prompt: Prompt, *, queue: bool = False) -> Turn:
+        """Send a prompt; iterate the returned Turn for its events. While a turn runs this
+        is a ClientError, unless `queue`: then the prompt waits for the turns before it and
+        is sent when the last of them has ended (`queued.py`; read the turns in order)."""
+        pending = self._pending()
+        if pending and not queue:
             raise ClientError(f"session {self.id} already has a turn running")
-        self._turn = Turn(self.channel, self.state, _blocks(prompt))
+        blocks = _blocks(prompt)
+        turn = QueuedTurn(self.channel, self.state, blocks, pending[-1]) if pending else None
+        self._turn = turn or Turn(self.channel, self.state, blocks)
+        self._turns = [*pending, self._turn]
         return self._turn
 
+    def _pending(self) -> list[Turn]:
+        """The turns not yet ended: the running one, then those queued behind it."""
+        return [t for t in self._turns if not t.done]
+
+    async def steer(self, prompt: Prompt, idle_behavior: str | None = None) -> str:
+        """Words for the running turn (`_session/steering`): the agent's outcome,
+        "injected" (its model reads them at its next step, inside the turn), or when no
+        turn runs "promptRequired" (`idle_behavior="promptRequired"`: nothing was done)
+        or "startedNewTurn" (they started a turn; its updates reach the session's stream
+        and watchers). SteeringUnsupported when the agent does not advertise steering."""
+        if not self.steerable:
+            raise SteeringUnsupported(self.id)
+        from agentao.protocol.decode import to_builtins
+
+        params: dict[str, Any] = {"sessionId": self.id, "prompt": to_builtins(_blocks(prompt))}
+        if idle_behavior is not None:
+            params["_meta"] = {"steering": {"idleBehavior": idle_behavior}}
+        result = await self.channel.call_raw(STEERING_METHOD, params, self.channel.timeouts.request)
+        outcome = result.get("outcome") if isinstance(result, dict) else None
+        if not isinstance(outcome, str):
+            raise ProtocolViolation(f"{STEERING_METHOD}: no outcome in {result!r}")
+        return outcome
+
     async def cancel(self) -> None:
-        """Cancel the running turn (if any); see `Turn.cancel`."""
+        """Cancel the running turn (if any; see `Turn.cancel`) and drop the queued ones."""
+        for turn in reversed(self._pending()):  # the queued first: none may start meanwhile
+            if isinstance(turn, QueuedTurn) and not turn.sent:
+                await turn.cancel()
         if self.turn is not None:
             await self.turn.cancel()
 

@@ -51,6 +51,7 @@ class Turn:
         self._error: BaseException | None = None  # raised once the stream is drained
         self._timer: asyncio.TimerHandle | None = None
         self._sent = asyncio.Event()
+        self._ended = asyncio.Event()  # set once TurnEnd is taken (a queued turn waits on it)
         state.cancelled.clear()
         state.answered_at = None
         self._v2 = channel.version == 2
@@ -143,8 +144,13 @@ class Turn:
         end = self.state.answered_at
         return end is None or self._stream.seq >= end
 
+    async def ended(self) -> None:
+        """Until this turn's `TurnEnd` has been taken by its reader."""
+        await self._ended.wait()
+
     async def _end(self) -> Event:
         self._finished = True
+        self._ended.set()
         self._stream.reading = False
         if self._timer is not None:
             self._timer.cancel()

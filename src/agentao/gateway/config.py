@@ -32,6 +32,8 @@ A config file looks like this (every section optional)::
     env = { LLM_PROVIDER = "SCRIPTED" }
     protocol = "auto"                   # ACP version: 1 if it speaks it, else 2 ("1", "2": only it)
     always_allow = true                 # offer a person its "Always allow" (default: ours only)
+    busy = "queue"                      # a request while its conversation's turn runs waits
+                                        # (limits.queue_wait_seconds); default "reject": 409
 
     [agents.agentao.sandbox]            # the agent process's confinement (confine.py)
     read = ["/srv/docs"]                # more paths it may read
@@ -83,6 +85,7 @@ from agentao.gateway.confine import OUR_AGENT_PASS_ENV, AgentSandbox, AgentSandb
 from agentao.gateway.hosts import normalize_host, normalize_origin
 from agentao.gateway.limits import Limits, parse_limits
 from agentao.gateway.prices import Prices, parse_prices
+from agentao.gateway.turn_line import BUSY_CHOICES, Busy
 from agentao.store.target import (
     STORE_URL_ENV,
     StoreUrlInvalid,
@@ -115,8 +118,9 @@ _SERVER_SETTINGS = frozenset(
 CrossReplica = Literal["forward", "redirect"]
 CROSS_REPLICA: tuple[CrossReplica, ...] = ("forward", "redirect")
 _AGENT_SETTINGS = frozenset(
-    {"command", "processes", "cwd", "env", "sandbox", "ceilings", "protocol", "always_allow"}
-)
+    {"command", "processes", "cwd", "env", "sandbox", "ceilings", "protocol", "always_allow",
+     "busy"}
+)  # fmt: skip
 AGENT_PROTOCOLS = {"auto": None, "1": 1, "2": 2}  # `[agents.NAME] protocol` -> Client(protocol=)
 _KEY_SETTINGS = frozenset(
     {"name", "key", "key_sha256", "agents", "ceiling", "policy", "tokens_per_day", "usd_per_day"}
@@ -143,6 +147,7 @@ class AgentSpec:
     # which keeps such a grant for its session; another agent's may outlive it (written
     # into the project, say) and reach other keys' sessions in the same directory.
     always_allow: bool | None = None
+    busy: Busy = "reject"  # a request for a busy conversation: 409, or "queue" (turn_line.py)
 
     def offers_always(self) -> bool:
         return is_our_agent(self.command) if self.always_allow is None else self.always_allow
@@ -498,7 +503,14 @@ def _agent(name: str, spec: Any, where: str) -> AgentSpec:
         always_allow=_optional_bool(
             spec.get("always_allow"), f"{where}: agents.{name}.always_allow"
         ),
+        busy=_busy(spec.get("busy", "reject"), f"{where}: agents.{name}.busy"),
     )
+
+
+def _busy(value: Any, where: str) -> Busy:
+    if value not in BUSY_CHOICES:
+        raise ConfigError(f"{where} must be one of {', '.join(BUSY_CHOICES)}, not {value!r}")
+    return value  # type: ignore[no-any-return]
 
 
 def _optional_bool(value: Any, where: str) -> bool | None:

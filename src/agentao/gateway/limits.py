@@ -17,6 +17,9 @@ class Limits:
 
     retry_after_seconds: int = 1  # Retry-After on a 409 for a busy session
     cancel_grace_seconds: float = 2.0  # a new request waits this long for a cancelling turn
+    # `[agents.NAME] busy = "queue"`: a request waits this long in line for the running
+    # turn of its conversation, then gets the 409 (turn_line.py)
+    queue_wait_seconds: float = 300.0
     permission_deadline_seconds: float = 60.0  # "ask": no human answer by then -> reject
     # ... unless someone watches it: each presence (`POST /v1/permissions/{id}/presence`,
     # which the web UI sends while it shows the question) moves the deadline to then plus
@@ -86,6 +89,7 @@ class Limits:
 
 _LEAST = (  # (setting, its least value, why)
     ("log_retention_days", 0, " (0: keep every log)"),
+    ("queue_wait_seconds", 0, ""),
     ("announce_grace_seconds", 0, ""),
     ("remote_references_held", 1, ""),
     ("max_caller_tools", 1, ""),

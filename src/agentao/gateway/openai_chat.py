@@ -78,6 +78,7 @@ from agentao.gateway.transcript import (
     render,
     tail_after_last_answer,
 )
+from agentao.gateway.turn_line import wait_if_queued
 from agentao.gateway.turns import GatewayTurn, Step, ToolCalls, TurnFailed, TurnItem
 
 router = APIRouter()
@@ -190,6 +191,7 @@ async def begin_chat_turn(
     await offer_tools(gw, principal.name, conv, tools)
     delivery = instruct(gw.conversations, conv, new, fresh=fresh)
     turn_request = _turn_request(body, principal, policy, choice, hashed, delivery.messages, fresh)
+    await wait_if_queued(gw, conv, request)  # `busy = "queue"`: in line, not 409
     try:
         turn = await gw.conversations.begin(conv, turn_request)
     except SessionLost:  # start the conversation over, with the whole transcript

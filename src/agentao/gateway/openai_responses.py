@@ -49,6 +49,7 @@ from agentao.gateway.sessions import LiveConversation, TurnRequest
 from agentao.gateway.streaming import EventStream, sse, watch_disconnect
 from agentao.gateway.tool_bridge import holder_of_calls, offer_tools, result_expected
 from agentao.gateway.transcript import ChatMessage, render
+from agentao.gateway.turn_line import wait_if_queued
 from agentao.gateway.turns import GatewayTurn, Step, ToolCalls, TurnFailed
 from agentao.store.gateway import IN_FLIGHT_RESPONSE
 from agentao.store.gateway_records import ResponseRecord
@@ -128,6 +129,7 @@ async def create_response(request: Request) -> Any:
     delivery = instruct(gw.conversations, conv, messages, fresh=fresh)
     messages = delivery.messages
     text = render(messages, history=fresh and len(messages) > 1)
+    await wait_if_queued(gw, conv, request)  # `busy = "queue"`: in line, not 409
     turn_index = conv.record.turn_count
     turn = await gw.conversations.begin(
         conv,

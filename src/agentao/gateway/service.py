@@ -39,6 +39,7 @@ from agentao.gateway.response_builder import LiveResponse
 from agentao.gateway.sessions import Conversations
 from agentao.gateway.tasklog import TaskHub
 from agentao.gateway.tool_bridge import ToolBridges, bridge_url
+from agentao.gateway.turn_line import TurnLine
 from agentao.store.gateway import GatewayStore
 from agentao.store.paths import ensure_state_dir
 
@@ -100,6 +101,7 @@ class Gateway:
         )
         # `[[keys]] tokens_per_day`, `usd_per_day`: counted in the store, shared by replicas.
         self.budgets = Budgets(config.keys, store.spend, config.prices)
+        self.line = TurnLine()  # requests waiting for a busy conversation (turn_line.py)
         self.conversations.charge = self.budgets.charge
         # The caller's own tools, as an MCP server per conversation (tool_bridge.py).
         self.tools = ToolBridges(self.limits.tool_result_seconds, bridge_url(config))

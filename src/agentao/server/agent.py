@@ -1,7 +1,8 @@
 """`AcpAgent`: the handler object the endpoint dispatches to (one method per ACP method).
 
 Each method checks its params, finds or builds the `LiveSession`, and hands
-the work to the module that owns it: `turns.py` (prompts), `commands.py`
+the work to the module that owns it: `turns.py` (prompts; `prompt_queue.py` for those
+that wait their turn), `steering.py` (`_session/steering`), `commands.py`
 (slash commands, modes), `replay.py` (load), `models.py` (the catalog, the
 window, switching models), `config_options.py` (the options' shapes),
 `persistence.py` (the store).
@@ -44,9 +45,11 @@ from agentao.server.opening import CHECKPOINTS_DIR, SessionFactory
 from agentao.server.outbox import Outbox
 from agentao.server.params import directories, directory
 from agentao.server.persistence import CorruptSession, SessionArchive
+from agentao.server.prompt_queue import wants_queue
 from agentao.server.replay import history
 from agentao.server.rewind import handlers as rewind_handlers
 from agentao.server.settings import ServerSettings
+from agentao.server.steering import STEERING_METHOD, steer
 from agentao.server.turns import prompt_message, run_prompt, session_info
 from agentao.server.updates import UpdateMapper, config_option_update
 from agentao.server.v2 import AgentV2
@@ -69,7 +72,11 @@ class AcpAgent:
         self.io = ClientIo()
         self._resume = resume  # seed C.2 "Startup resume": consumed by the first session/new
         self._background: set[asyncio.Task[Any]] = set()
-        self.extensions = {SET_MODEL_METHOD: self.set_model, **rewind_handlers(self.sessions)}
+        self.extensions = {
+            SET_MODEL_METHOD: self.set_model,
+            STEERING_METHOD: self.steer,
+            **rewind_handlers(self.sessions),
+        }
         self.sandbox = Sandbox(settings.sandbox)
         self._probing: asyncio.Future[Any] | None = None  # the sandbox probe, once started
         self.models = ModelDirectory(settings.models_timeout)
@@ -220,7 +227,12 @@ class AcpAgent:
         live = self.sessions.get(params.session_id)
         images = supports_images(live)
         message, shown = prompt_message(params.prompt, live.llm.model_value, images)
-        return await run_prompt(live, prompt_body(live, message, shown, self.settings))
+        queue = self.settings.prompt_queue_depth if wants_queue(params.meta) else 0
+        return await run_prompt(live, prompt_body(live, message, shown, self.settings), queue)
+
+    async def steer(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`_session/steering`: words for the running turn (server/steering.py)."""
+        return await steer(params, self.sessions, self.settings, self._after_reply)
 
     async def session_cancel(
         self, params: schema.CancelNotification, message: dict[str, Any]

@@ -13,6 +13,8 @@ sessionCapabilities  list, close, resume, delete, additionalDirectories, fork (u
                   `_meta` names the key that forks at an earlier user message: server/fork.py),
                   systemPrompt (append and override: server/client_prompt.py)
 _meta["_agentao.cn/extensions"]  the vendor methods, [{method, description}]
+_meta["steering"]  {supported: true}: `_session/steering` is served (server/steering.py),
+                  advertised where codex-acp and claude-agent-acp advertise it
 
 v2 (a client asking for 2 or more; the connection settles the version, protocol/versions.py):
 protocolVersion   2
@@ -28,7 +30,8 @@ capabilities      object markers, never booleans, read off the v2 handler (serve
                   `auth.status` (unstable) only where `auth/status` is served.
 authMethods       the surface's AUTH_METHODS once it serves auth/login and auth/logout (the
                   schema: a non-empty list promises both); omitted otherwise
-_meta             `_agentao.cn/extensions`: the vendor methods v2 serves (the rewind methods)
+_meta             {steering: {supported: true}} (server/v2.py): `_session/steering`; and
+                  `_agentao.cn/extensions`: the other vendor methods v2 serves (rewind)
 """
 
 from __future__ import annotations
@@ -117,6 +120,7 @@ def _response(image: bool) -> schema.InitializeResponse:
         session_capabilities=session,
     )
     meta: dict[str, Any] = {EXTENSIONS_META_KEY: [dict(e) for e in EXTENSIONS]}
+    meta["steering"] = {"supported": True}  # `_session/steering`, as codex-acp (steering.py)
     return schema.InitializeResponse(
         protocol_version=PROTOCOL_VERSION,
         agent_capabilities=capabilities,
@@ -159,6 +163,8 @@ def initialize_response_v2(surface: object) -> dict[str, Any]:
     named = [dict(e) for e in EXTENSIONS if e["method"] in served]
     if named:  # the vendor methods this surface serves (rewind: server/rewind.py)
         result.setdefault("_meta", {})[EXTENSIONS_META_KEY] = named
+    if callable(getattr(surface, "steer", None)):  # `_session/steering` (server/steering.py)
+        result.setdefault("_meta", {})["steering"] = {"supported": True}
     return result
 
 

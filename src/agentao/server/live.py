@@ -2,7 +2,8 @@
 
 A `LiveSession` owns its LLM provider, permission engine, tools (built-ins and
 its MCP servers' tools), the client-backed `Interaction` and `ToolEnv`, its turn
-state (`turn_state.py`), its way out (`emit`/`send` through the connection's
+state (`turn_state.py`), the prompts waiting for its turn (`prompt_queue.py`) and its
+steering inbox (agent/steering.py), its way out (`emit`/`send` through the connection's
 `Outbox`) and its way to the store (`commit`); its model's catalog and context
 budget (`models.py`), and its system prompt, built before its first turn (and again
 after `/clear` or `/init`). `setup` is work scheduled after the session's reply
@@ -31,6 +32,7 @@ from agentao.agent.permissions import PermissionEngine
 from agentao.agent.providers import LlmProvider
 from agentao.agent.providers.messages import SystemMessage
 from agentao.agent.session import AgentSession
+from agentao.agent.steering import SteeringInbox
 from agentao.agent.stoppable import StoppableCalls
 from agentao.agent.tools.base import Tool, ToolEnv
 from agentao.agent.turn_deps import TurnDeps
@@ -38,6 +40,7 @@ from agentao.protocol.errors import SessionNotFound
 from agentao.server.interaction import ClientInteraction
 from agentao.server.outbox import Outbox
 from agentao.server.persistence import SessionArchive
+from agentao.server.prompt_queue import PromptQueue
 from agentao.server.turn_state import TurnState
 
 log = logging.getLogger("agentao.server")
@@ -69,6 +72,8 @@ class LiveSession:
     setup: asyncio.Task[Any] | None = None
     stoppable: StoppableCalls = field(default_factory=StoppableCalls)  # v2's tool_call/cancel
     checkpoints: Checkpoints | None = None  # its turns' file checkpoints (agent/checkpoints.py)
+    queue: PromptQueue = field(default_factory=PromptQueue)  # prompts waiting for the turn
+    steering: SteeringInbox = field(default_factory=SteeringInbox)  # _session/steering
 
     @property
     def id(self) -> str:
@@ -95,6 +100,7 @@ class LiveSession:
             compaction=self.compaction,
             stoppable=self.stoppable,
             checkpoints=self.checkpoints,
+            steering=self.steering,
         )
 
     async def prepare(self) -> None:
@@ -141,9 +147,11 @@ class LiveSession:
             await asyncio.wait([self.setup])
 
     def cancel(self) -> bool:
-        """Cancel the running turn (seed C.6): pending questions to the client first."""
+        """Cancel the running turn (seed C.6): pending questions to the client first, and
+        the prompts waiting for it (prompt_queue.py) never start."""
         if not self.state.cancel():  # idle or already cancelling: nothing more to do
             return False
+        self.queue.drop()
         self.interaction.cancel_pending()
         if self.turn_task is not None:
             self.turn_task.cancel()

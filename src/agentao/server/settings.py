@@ -35,6 +35,12 @@ class ServerSettings:
     checkpoints: CheckpointLimits = field(default_factory=CheckpointLimits)  # AGENTAO_CHECKPOINT*
     models_timeout: float = 2.0  # AGENTAO_MODELS_TIMEOUT: seconds for a provider's /v1/models
     close_grace: float = 2.0  # seconds a closing session's turn gets to end (close, EOF)
+    # AGENTAO_PROMPT_QUEUE_DEPTH: prompts that may wait for a session's running turn (those
+    # that ask to, server/prompt_queue.py); one more is refused as "busy"; 0: never wait
+    prompt_queue_depth: int = 16
+    # AGENTAO_STEERING_MAX_PENDING: steering messages that may wait for the running turn's
+    # next step (server/steering.py); one more is refused (-32600, reason "steering_full")
+    steering_max_pending: int = 32
     log_level: str = "INFO"  # AGENTAO_LOG_LEVEL
     # OpenAI-compatible providers: "http" (h11 + msgspec, agent/providers/openai_http.py)
     # or "sdk" (the openai SDK); AGENTAO_OPENAI_CLIENT.
@@ -48,8 +54,10 @@ class ServerSettings:
         AGENTAO_WEB_ALLOW_PRIVATE (1: web_fetch may reach loopback and private
         addresses, e.g. a local docs server or a test), the context and compaction
         variables (agent/context.py, agent/compaction.py), AGENTAO_INSTRUCTIONS_MAX_CHARS
-        and AGENTAO_MODELS_TIMEOUT (0: never ask a provider for its model list), and the
-        file checkpoints' bounds (AGENTAO_CHECKPOINT_*, agent/checkpoints.py)."""
+        and AGENTAO_MODELS_TIMEOUT (0: never ask a provider for its model list), the
+        file checkpoints' bounds (AGENTAO_CHECKPOINT_*, agent/checkpoints.py),
+        AGENTAO_PROMPT_QUEUE_DEPTH (prompts that may wait for a running turn) and
+        AGENTAO_STEERING_MAX_PENDING (steering messages waiting for the turn's next step)."""
         level = env.get("AGENTAO_LOG_LEVEL", "").strip().upper() or "INFO"
         client = env.get("AGENTAO_OPENAI_CLIENT", "").strip().lower() or "http"
         private = env.get("AGENTAO_WEB_ALLOW_PRIVATE", "").strip().lower() in TRUE_WORDS
@@ -65,7 +73,22 @@ class ServerSettings:
             instructions=InstructionSettings.from_env(env),
             checkpoints=CheckpointLimits.from_env(env),
             models_timeout=_seconds(env.get("AGENTAO_MODELS_TIMEOUT", ""), 2.0),
+            prompt_queue_depth=_count("AGENTAO_PROMPT_QUEUE_DEPTH", env, 16),
+            steering_max_pending=_count("AGENTAO_STEERING_MAX_PENDING", env, 32),
         )
+
+
+def _count(name: str, env: Mapping[str, str], default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a whole number") from None
+    if value < 0:
+        raise ValueError(f"{name}={raw!r} must be 0 or more")
+    return value
 
 
 def _seconds(raw: str, default: float) -> float:

@@ -15,8 +15,10 @@ v1 does all of this inside the prompt request (`run_prompt`). v2 answers the pro
 insertion, so server/v2.py uses the pieces: `claim`, `start_turn` (from here a cancel reaches
 the turn), then `finish_turn` after the reply, whose end becomes the idle `state_update`.
 
-A prompt arriving while a turn runs is refused (-32600, data.reason "busy");
-one arriving while a cancelled turn winds down waits for it (`turn_state.py`).
+A prompt arriving while a turn runs is refused (-32600, data.reason "busy"), unless it
+asked to wait and the line has room: then it waits its turn (`prompt_queue.py`; a cancel
+drops it, answered `stopReason: "cancelled"`); one arriving while a cancelled turn winds
+down waits for it (`turn_state.py`).
 What the turn runs (`Body`) is an ordinary model turn or a slash command
 (`commands.py`); either way it is stored, then a `session_info_update` (title,
 updatedAt) goes out, then the reply.
@@ -48,6 +50,7 @@ from agentao.protocol.errors import (
     SessionNotFound,
 )
 from agentao.server.live import LiveSession
+from agentao.server.prompt_queue import keep_for_queue, release, wait_turn
 from agentao.server.session_title import info_update
 
 log = logging.getLogger("agentao.server")
@@ -55,10 +58,15 @@ log = logging.getLogger("agentao.server")
 Body = Callable[[], Awaitable[TurnEnded]]
 
 
-async def run_prompt(live: LiveSession, body: Body) -> schema.PromptResponse:
-    """Run one turn of `live` and answer the prompt (see the module docstring)."""
-    await claim(live)
-    ended = await run_claimed(live, body)
+async def run_prompt(live: LiveSession, body: Body, queue: int = 0) -> schema.PromptResponse:
+    """Run one turn of `live` and answer the prompt (see the module docstring); `queue`:
+    how many prompts may wait for a running turn before this one is "busy"."""
+    if not await claim(live, queue):
+        return schema.PromptResponse(stop_reason="cancelled")  # dropped while waiting
+    try:
+        ended = await run_claimed(live, body)
+    finally:
+        release(live)  # the next waiting prompt runs once this reply is written
     return schema.PromptResponse(stop_reason=ended.stop_reason, meta=usage_meta(ended))
 
 
@@ -97,12 +105,16 @@ def session_info(live: LiveSession) -> Any:
     return info_update(live)  # a title the person chose, else the first prompt
 
 
-async def claim(live: LiveSession) -> None:
-    """Move the session to `prompting`, waiting behind a turn that is being cancelled."""
+async def claim(live: LiveSession, queue: int = 0) -> bool:
+    """Move the session to `prompting`, waiting behind a turn that is being cancelled, or
+    in line behind a running one when fewer than `queue` prompts wait there already.
+    False: a cancel dropped this prompt from the line before it ran."""
     while not live.state.can("prompt"):
         verdict = live.state.verdict()
         if verdict == "gone":
             raise SessionNotFound(live.id)
+        if verdict == "reject" and live.queue.waiting < queue:
+            return await wait_turn(live)
         if verdict == "reject":
             raise InvalidRequest(
                 "Invalid Request: a prompt is already running in this session; "
@@ -111,6 +123,7 @@ async def claim(live: LiveSession) -> None:
             )
         await live.state.wait_idle()
     live.state.fire("prompt")
+    return True
 
 
 async def _turn(live: LiveSession, body: Body) -> TurnEnded:
@@ -122,7 +135,7 @@ async def _turn(live: LiveSession, body: Body) -> TurnEnded:
     finally:
         if len(live.agent.turns) > before:
             await _store(live)
-        if live.state.can("finish"):
+        if not keep_for_queue(live) and live.state.can("finish"):
             live.state.fire("finish")
         live.turn_task = None
 

@@ -91,6 +91,7 @@ from agentao.server.interaction import PERMISSION_OPTIONS, ClientInteraction
 from agentao.server.outbox import Outbox
 from agentao.server.rewind import REWIND_METHOD, REWIND_POINTS_METHOD
 from agentao.server.rewind import handlers as rewind_handlers
+from agentao.server.steering import STEERING_METHOD, steer
 from agentao.server.v2_updates import V2Mapper, new_message_id, state_update, tool_call_v2
 
 if TYPE_CHECKING:
@@ -214,8 +215,11 @@ class AgentV2:
 
     def __init__(self, agent: Any) -> None:
         self.agent = agent  # the AcpAgent serving v1 (server/agent.py imports this module)
-        # the vendor methods are v1's until served here; rewind is (server/rewind.py)
-        self.extensions: dict[str, Any] = rewind_handlers(agent.sessions)
+        # the vendor methods are v1's until served here; rewind and steering are
+        self.extensions: dict[str, Any] = {
+            **rewind_handlers(agent.sessions),
+            STEERING_METHOD: self.steer,
+        }
         self._outbox: V2Outbox | None = None
         self.elicits_forms = False  # until initialize says the client takes form elicitations
 
@@ -248,6 +252,17 @@ class AgentV2:
     def initialize_result(self) -> dict[str, Any]:
         """What `initialize` answers on v2 (also used by the stdio handshake)."""
         return initialize_response_v2(self)
+
+    async def steer(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`_session/steering` (server/steering.py); from idle, a prompt inserted as any."""
+        a = self.agent
+        return await steer(params, a.sessions, a.settings, a._after_reply, self._steered_turn)
+
+    async def _steered_turn(self, live: LiveSession, prompt: list[Any]) -> None:
+        from agentao.protocol.v2 import schema as v2
+
+        raw = {"sessionId": live.id, "prompt": prompt}
+        await self.session_prompt(decode_strict(v2.PromptRequest, raw))
 
     # ---- auth ------------------------------------------------------------------------
 

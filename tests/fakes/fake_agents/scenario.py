@@ -12,6 +12,8 @@ Prompts (text of the first content block):
     perm-unannounced      request_permission for a tool call never announced
     perm-hang             request_permission, then waits for session/cancel
     hang                  a chunk, then waits for session/cancel; one more update; cancelled
+    gate PATH             a chunk "working", then waits until the file PATH exists (the
+                          test's release); a chunk "released", end_turn
     ignore-cancel         a chunk, then never answers (not even to session/cancel)
     crash                 a chunk, a line on stderr, exit code 3
     fs-read PATH [LINE LIMIT]   fs/read_text_file; reports the answer (or error) as text
@@ -250,6 +252,17 @@ def p_hang(msg, sid, args):
     end(msg, "cancelled")
 
 
+def p_gate(msg, sid, args):
+    import os
+    import time
+
+    wire.send(chunk(sid, "working"))
+    while not os.path.exists(args[0]):  # the fake's own wait: the test creates the file
+        time.sleep(0.02)
+    wire.send(chunk(sid, "released"))
+    end(msg)
+
+
 def p_ignore_cancel(msg, sid, args):
     wire.send(chunk(sid, "working"))
     while wire._read_line() is not None:
@@ -369,6 +382,7 @@ PROMPTS = {
     "perm-unannounced": p_perm_unannounced,
     "perm-hang": p_perm_hang,
     "hang": p_hang,
+    "gate": p_gate,
     "ignore-cancel": p_ignore_cancel,
     "crash": p_crash,
     "fs-read": p_fs_read,

@@ -2,8 +2,11 @@
 
 One `Client` (our agent as a subprocess, any agent's command, or a remote agent's URL) and
 one session at a time in the current directory. Between turns prompt_toolkit owns the
-keyboard (keyboard.py); during a turn nothing reads it, Ctrl-C is a signal that sends
-`session/cancel` (the program goes on), and `screen.Screen` prints the events. A permission
+keyboard (keyboard.py); during a turn the keys typed gather into a line shown under the
+work (typeahead.py): Enter sends it as steering (`_session/steering`, "steering: …") to an
+agent that advertises it, else keeps it to run as a prompt once the turn ends ("queued:
+…"); Ctrl-C is a signal that sends `session/cancel` and drops the queued lines (the
+program goes on), and `screen.Screen` prints the events. A permission
 question takes the screen: the live area is paused, events that arrive meanwhile wait, one
 key answers, then they are shown. At the prompt, Ctrl-C clears the line; a second one in a
 row, Ctrl-D, or `/quit` ends the session with status 0.
@@ -18,6 +21,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from prompt_toolkit.formatted_text import FormattedText
+from rich.text import Text
 
 from agentao.cli.chat import commands
 from agentao.cli.chat import rewind as _rewind  # noqa: F401  (registers /rewind)
@@ -38,9 +42,10 @@ from agentao.cli.chat.sessions import (
     reopen,
     session_lines,
 )
+from agentao.cli.chat.typeahead import TypeAhead
 from agentao.cli.render import printable
 from agentao.client.client import Client
-from agentao.client.errors import AgentError
+from agentao.client.errors import AgentError, ClientError
 from agentao.client.events import Event, ToolCallState, TurnEnd
 from agentao.client.permissions import PermissionAnswer, PermissionRequest
 from agentao.client.session import Session
@@ -63,6 +68,9 @@ class Chat:
         self._cancelling: asyncio.Future[None] | None = None
         self._held: list[Event] | None = None  # events waiting while a question is asked
         self._asking = asyncio.Lock()  # one permission question on screen at a time
+        self.queued: list[str] = []  # lines typed during a turn, to run after it
+        self._typeahead = TypeAhead(self._typed_line, screen.typed)
+        self._steering: set[asyncio.Task[None]] = set()
 
     # ---- sessions ---------------------------------------------------------------------
 
@@ -116,7 +124,8 @@ class Chat:
         interrupted = False
         while True:
             try:
-                line = await reader.prompt_async(PROMPT)
+                typed, self._typeahead.typed = self._typeahead.typed, ""
+                line = await reader.prompt_async(PROMPT, default=typed)  # typed, not sent
             except KeyboardInterrupt:  # Ctrl-C at the prompt: the line is gone
                 if interrupted:
                     return 0
@@ -126,12 +135,22 @@ class Chat:
             except EOFError:
                 return 0
             interrupted = False
+            if await self._answer_all(line.strip()) == commands.QUIT:
+                return 0
+
+    async def _answer_all(self, line: str) -> str:
+        """The line, then each line typed during its turns and queued, in order."""
+        while True:
             try:
-                if await self.answer(line.strip()) == commands.QUIT:
-                    return 0
+                if await self.answer(line) == commands.QUIT:
+                    return commands.QUIT
             except AgentError as exc:  # it refused this one request; the session goes on
                 self.screen.pause()
                 self.screen.error(str(exc))
+            if not self.queued:
+                return commands.DONE
+            line = self.queued.pop(0)
+            self.screen.console.print(Text("> ", style="bold cyan") + Text(printable(line)))
 
     async def answer(self, line: str) -> str:
         """One line: a local shell command, a command, or a prompt."""
@@ -170,12 +189,16 @@ class Chat:
         self.screen.turn_started()
         try:
             with quiet_terminal():
+                self._typeahead.start()
                 async for event in turn:
                     self.show(event)
         finally:
+            self._typeahead.stop()
+            self.screen.typed("")
             loop.remove_signal_handler(signal.SIGINT)
             self._turn = None
             self.screen.pause()
+            await self._steered()
 
     def show(self, event: Event) -> None:
         if self._held is not None:
@@ -185,10 +208,43 @@ class Chat:
         else:
             self.screen.event(event)
 
+    def _typed_line(self, line: str) -> None:
+        """A line typed during the turn: steering where the agent takes it, else queued."""
+        if self.session.steerable and not line.startswith(("/", "!")):
+            task = asyncio.ensure_future(self._steer(line))
+            self._steering.add(task)
+            task.add_done_callback(self._steering.discard)
+            return
+        self.queued.append(line)
+        self.screen.flush()
+        self.screen.note(f"queued: {line} (runs after this turn)")
+
+    async def _steer(self, line: str) -> None:
+        """`_session/steering`; a turn already over keeps the line for the next prompt."""
+        try:
+            outcome = await self.session.steer(line, idle_behavior="promptRequired")
+        except ClientError as exc:
+            outcome = f"refused ({exc})"
+        self.screen.flush()
+        if outcome == "injected":
+            self.screen.note(f"steering: {line}")
+        else:
+            self.queued.append(line)
+            self.screen.note(f"queued: {line} (the turn had ended)")
+
+    async def _steered(self) -> None:
+        """Steering still on its way when the turn ends: its answer decides where it goes."""
+        if self._steering:
+            await asyncio.wait(set(self._steering))
+
     def cancel(self) -> None:
-        """Ctrl-C during a turn: `session/cancel`; the session goes on."""
+        """Ctrl-C during a turn: `session/cancel`, and lines queued for after it dropped;
+        the session goes on."""
         if self._turn is not None and not self._turn.done:
             self.screen.flush()  # what came so far goes above the note, in order
+            if self.queued:
+                self.screen.note(f"dropped {len(self.queued)} queued line(s)")
+                self.queued.clear()
             self.screen.note("cancelling…")
             self._cancelling = asyncio.ensure_future(self._turn.cancel())
 
@@ -209,10 +265,13 @@ class Chat:
         """A question has the screen: the live area off, events held until it is answered."""
         async with self._asking:
             self._held = []
+            self._typeahead.stop()  # the question reads the keyboard now
             self.screen.pause()
             try:
                 yield
             finally:
+                if self._turn is not None and not self._turn.done:
+                    self._typeahead.start()
                 held, self._held = self._held, None
                 if self._turn is not None and not self._turn.done:
                     self.screen.resume()

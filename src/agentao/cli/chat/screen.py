@@ -7,7 +7,7 @@ thoughts (collapsed to one dim line, "thought for 3s (12 lines) · /thoughts", u
 with its final status, its diffs and its shell output (cut at `ScreenLimits.output_lines`,
 with an "N more lines · /expand K" line; `expand(K)` prints cut output K whole, the last
 `ScreenLimits.kept_outputs` of them kept), the plan, and the usage line after the turn. What is still moving (the unfinished markdown block, the
-running tool calls, the elapsed time) is drawn in one transient `rich.live.Live` area below
+running tool calls, the elapsed time, a line the person is typing) is drawn in one transient `rich.live.Live` area below
 it, which `pause()` removes before anything else takes the screen (a permission question)
 and `resume()` brings back. The agent's words are printed as text or markdown, never as
 rich markup, so nothing they contain can restyle or hide part of the screen.
@@ -83,6 +83,8 @@ class _Working:
         elapsed = time.monotonic() - screen.started
         self.spinner.text = Text(f"working {elapsed:.0f}s · Ctrl-C cancels", style="dim")
         parts.append(self.spinner)
+        if screen.typing:  # what the person types meanwhile (typeahead.py), not yet sent
+            parts.append(Text("> ", style="bold cyan") + Text(printable(screen.typing)))
         yield Group(*parts)
 
 
@@ -93,6 +95,7 @@ class Screen:
         self.console = console or Console(highlight=False)
         self.limits = limits or ScreenLimits()
         self.pending_text = ""  # the answer's unfinished markdown block
+        self.typing = ""  # a line being typed during the turn, shown in the live area
         self.pending_thought = ""
         self.thought_started: float | None = None  # when the pending thought began (live)
         self.last_thought = ""  # the last thought printed, for /thoughts
@@ -127,6 +130,12 @@ class Screen:
         while True:
             await asyncio.sleep(1 / self.limits.refresh_per_second)
             live.refresh()
+
+    def typed(self, text: str) -> None:
+        """The line typed so far during the turn, redrawn now."""
+        self.typing = text
+        if self._live is not None:
+            self._live.refresh()
 
     def pause(self) -> None:
         """Take the live area off the screen (before a question, or the turn's end)."""

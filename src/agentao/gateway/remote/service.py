@@ -73,6 +73,7 @@ from agentao.gateway.remote.limits import check_change, remote_policy, session_p
 from agentao.gateway.remote.listing import session_list
 from agentao.gateway.remote.mcp_urls import checked_mcp_servers
 from agentao.gateway.remote.relay import SessionRelay, SessionRelays
+from agentao.gateway.remote.steering import steering_only
 from agentao.gateway.remote.v1_calls import (
     V1_ON_V2_METHODS,
     v1_call,
@@ -351,6 +352,7 @@ class RemoteAcp:
             session = await self.conversations.bind(relay.conv)
             if speaks_v2(session) and method in V1_ON_V2_METHODS:  # a v1 client, a v2 agent
                 return await v1_call(connection.principal, spec, session, method, params)
+            params = steering_only(method, params)  # never a turn the gateway did not begin
             return await session.channel.call_raw(method, params, session.channel.timeouts.request)
         raise MethodNotFound(method)
 
