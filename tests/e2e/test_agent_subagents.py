@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.agent_process import running, scripted_env
+from tests.schema_check import check_all, drafted
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -24,6 +25,24 @@ def task(word: str, title: str = "", **extra: Any) -> dict[str, Any]:
 
 def children_of(agent, sid: str) -> list[dict[str, Any]]:
     return [u for u in agent.updates(sid) if u["sessionUpdate"] == "subagent_update"]
+
+
+def schema_errors(agent, version: int) -> list[str]:
+    """What breaks the schema: `subagent_update` against the unstable schema, where it is
+    (in v1 and v2 alike), everything else as every e2e test checks it."""
+    from jsonschema import Draft202012Validator
+
+    def child_news(m: dict[str, Any]) -> bool:
+        update = m.get("params", {}).get("update") if m.get("method") == "session/update" else None
+        return isinstance(update, dict) and update.get("sessionUpdate") == "subagent_update"
+
+    found = check_all([m for m in agent.received if not child_news(m)], agent.sent, version)
+    schema = {"$defs": drafted(version), "$ref": "#/$defs/SessionUpdate"}
+    for m in filter(child_news, agent.received):
+        found += [
+            e.message for e in Draft202012Validator(schema).iter_errors(m["params"]["update"])
+        ]
+    return found
 
 
 def said(agent, sid: str) -> str:
@@ -75,6 +94,7 @@ async def test_an_opted_in_client_sees_the_child_under_its_own_session_id(tmp_pa
     assert final["status"] == "completed"
     assert final["content"][0]["content"]["text"] == "the child's answer"
     assert final["rawOutput"] == {"sessionId": child, "stopReason": "end_turn"}
+    assert schema_errors(agent, version=1) == []
 
 
 async def test_a_client_that_did_not_opt_in_sees_the_child_as_tool_progress(tmp_path, ws):
@@ -312,3 +332,32 @@ async def test_load_replays_the_child_with_its_parent(tmp_path, ws):
     assert replayed[-1]["state"] == {"state": "idle", "stopReason": "end_turn"}
     text = [u["content"]["text"] for u in again.updates(live_child) if "content" in u]
     assert text == ["the child's answer"]
+
+
+async def test_a_v2_client_sees_children_natively_and_answers_their_questions(tmp_path, ws):
+    from tests.e2e.test_agent_v2_session import idle, v2_initialize
+
+    env = scripted_env(
+        tmp_path,
+        [
+            {"tool_calls": [task("alpha", "fetcher")]},
+            {"match": "alpha", "tool_calls": [FETCH]},
+            {"match": "alpha", "text": "could not fetch"},
+            {"text": "parent done"},
+        ],
+    )
+    async with running(env, init=False) as agent:
+        await v2_initialize(agent)  # no opt-in: v2 has child sessions natively
+        agent.handlers["session/request_permission"] = reject(None)
+        sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "delegate it"}]}
+        await agent.call("session/prompt", prompt)
+        await idle(agent, sid)
+    announced, *_, last = children_of(agent, sid)
+    child = announced["sessionId"]
+    assert announced["title"] == "fetcher" and last["state"]["state"] == "idle"
+    [asked] = [m for m in agent.agent_requests if m["method"] == "session/request_permission"]
+    assert asked["params"]["sessionId"] == child
+    assert asked["params"]["subject"]["toolCall"]["kind"] == "fetch"
+    assert said(agent, child) == "could not fetch"
+    assert schema_errors(agent, version=2) == []

@@ -29,7 +29,7 @@ SUBAGENT_UPDATE = "subagent_update"
 
 
 class _Mapper(Protocol):
-    def __call__(self, event: ev.TurnEvent) -> Any: ...
+    def __call__(self, session_id: str, event: ev.TurnEvent) -> list[Any]: ...
 
 
 class ChildSessions:
@@ -40,7 +40,8 @@ class ChildSessions:
 
     def route(self, parent_id: str, event: ev.TurnEvent, mapper: _Mapper) -> list[tuple[str, Any]]:
         """(session id, update) pairs `event` means for children, in order: a ChildUpdate's
-        state and event; the closing of children left open by a parent's finished call."""
+        state and event (`mapper(child id, event)`: the version's updates for it); the
+        closing of children left open by a parent's finished call."""
         if isinstance(event, ev.ToolCallFinished):
             left = self._open.pop((parent_id, event.call_id), {})
             stop = "cancelled" if event.status != "completed" else "end_turn"
@@ -60,8 +61,7 @@ class ChildSessions:
                 children.pop(event.child_id, None)
         if event.event is not None:  # a grandchild's news is the child's to route
             out += self.route(event.child_id, event.event, mapper)
-            if (update := mapper(event.event)) is not None:
-                out.append((event.child_id, update))
+            out += [(event.child_id, update) for update in mapper(event.child_id, event.event)]
         return out
 
 

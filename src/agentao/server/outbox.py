@@ -32,11 +32,15 @@ class Outbox:
         """A runtime event as its update (an event without one, TurnEnded, sends nothing);
         `live=False` for a replayed one (no fallbacks: gates.py)."""
         if self.shows_children():
-            for target, child_update in self.children.route(session_id, event, self.mapper):
+            for target, child_update in self.children.route(session_id, event, self._mapped):
                 await self.send(target, child_update, live)
         update = self.mapper(event)  # a ChildUpdate has none: shown above, or not at all
         if update is not None:
             await self.send(session_id, update, live)
+
+    def _mapped(self, _session_id: str, event: TurnEvent) -> list[Any]:
+        update = self.mapper(event)
+        return [] if update is None else [update]
 
     def shows_children(self) -> bool:
         """Whether this client sees a session's children as child sessions (children.py)."""
