@@ -125,3 +125,49 @@ def test_agentao_run_shows_a_childs_steps_indented_under_its_tool_call(tmp_path,
     assert start < step < end, result.stdout
     assert "parent done" in result.stdout
     assert not any(line.startswith("nothing there") for line in lines)  # never as the parent's
+
+
+def _codex_script(fake: Any) -> None:
+    """codex (through codex-acp) spawns one child with its `spawn_agent` tool and waits for
+    it (`wait_agent`); the child answers; the parent ends. Routed by what each request
+    ends with."""
+    from tests.fakes.fake_llm import FakeReply, FakeToolCall
+
+    spawn = FakeToolCall(
+        "spawn_agent", {"message": "CHILD-TASK: say hi"}, namespace="multi_agent_v1"
+    )
+
+    def respond(body: dict[str, Any]) -> Any:
+        if not body.get("tools"):  # a side request (the session's title)
+            return FakeReply(text=["a title"])
+        everything, last = json.dumps(body["input"]), json.dumps(body["input"][-1])
+        if "CHILD-TASK" in everything and "delegate it" not in everything:
+            return FakeReply(text=["child says hi"])
+        if body["input"][-1].get("type") == "message" and "delegate it" in last:
+            return FakeReply(tool_calls=[spawn])
+        if "agent_id" in last:  # spawned: wait for the child, so it ends within the turn
+            agent_id = json.loads(json.loads(last)["output"])["agent_id"]
+            wait = FakeToolCall("wait_agent", {"targets": [agent_id]}, namespace="multi_agent_v1")
+            return FakeReply(tool_calls=[wait])
+        return FakeReply(text=["parent done"])
+
+    fake.respond = respond
+
+
+async def test_codex_acps_children_reach_our_reader_nested(tmp_path, workspace, v2_peers, fake_llm):
+    """Interop: codex-acp 2.6.0 over v1 with `clientCapabilities.subagents` (its codex with
+    the multi_agent feature on, against the fake LLM)."""
+    from tests.npm_peers import codex_env
+
+    env = codex_env(tmp_path / "codex-home", fake_llm)
+    config = tmp_path / "codex-home" / "config.toml"
+    config.write_text(config.read_text() + "\n[features]\nmulti_agent = true\n")
+    _codex_script(fake_llm)
+    codex = AgentCommand([str(v2_peers.codex_acp)], env=env)
+    async with Client(codex, protocol=1, subagents=True) as client:
+        session = await client.new_session(workspace)
+        events = [e async for e in session.prompt("delegate it")]
+    [child] = [e for e in session.view.entries if isinstance(e, ChildEntry)]
+    assert child.description == "CHILD-TASK: say hi" and child.state == "idle"
+    assert text_of(events, child.session_id).endswith("child says hi")  # after a warning, or not
+    assert "child says hi" not in session.view.text  # the child's words stay the child's

@@ -20,7 +20,7 @@ import sys
 from typing import IO, Any
 
 from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
-from agentao.client.view import diffs, exit_code, output_text, tool_summary
+from agentao.client.view import diffs, exit_code, first_line, output_text, tool_summary
 from agentao.protocol.decode import to_builtins
 
 DIFF_LINES = 20  # lines of each edit's diff shown under its tool line (0: summary only)
@@ -142,7 +142,8 @@ class ConsoleView:
         that runs it; its steps come between (`_child_update`)."""
         child = value.session_id
         if child not in self._children:
-            self._children[child] = value.title or child
+            name = value.title or first_line(value.description or "") or child
+            self._children[child] = name
             self._line(f"  [bold magenta]↳ subagent[/] {shown(self._children[child])}")
         state = (
             (raw.get("state") or {}).get("state") if isinstance(raw.get("state"), dict) else None

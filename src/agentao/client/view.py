@@ -214,6 +214,7 @@ class ChildEntry:
 
     session_id: str
     title: str | None = None
+    description: str | None = None  # the child's role (codex-acp: its task, no title)
     state: str | None = None  # running, requires_action, idle (or unknown/unset)
     stop_reason: str | None = None
 
@@ -317,6 +318,8 @@ class SessionView:
             self.entries.append(child)
         if "title" in raw:
             child.title = value.title
+        if "description" in raw:
+            child.description = value.description
         if "state" in raw:
             state = value.state
             child.state = _tag(state)
@@ -441,7 +444,12 @@ def _child_fields(child: ChildEntry) -> dict[str, Any]:
         state = {"state": child.state}
         if child.stop_reason is not None:
             state["stopReason"] = child.stop_reason
-    return {"sessionId": child.session_id, "title": child.title, "state": state}
+    return {
+        "sessionId": child.session_id,
+        "title": child.title,
+        "description": child.description,
+        "state": state,
+    }
 
 
 def tool_item(tool: ToolCallState) -> dict[str, Any]:
