@@ -361,3 +361,27 @@ async def test_a_v2_client_sees_children_natively_and_answers_their_questions(tm
     assert asked["params"]["subject"]["toolCall"]["kind"] == "fetch"
     assert said(agent, child) == "could not fetch"
     assert schema_errors(agent, version=2) == []
+
+
+async def test_the_parallel_setting_bounds_how_many_children_run_at_once(tmp_path, ws):
+    env = scripted_env(
+        tmp_path,
+        [
+            {"tool_calls": [task("alpha"), task("beta")]},
+            {"match": "alpha", "tool_calls": [FETCH]},
+            {"match": "beta", "tool_calls": [FETCH]},
+            {"match": "alpha", "text": "alpha done"},
+            {"match": "beta", "text": "beta done"},
+            {"text": "parent done"},
+        ],
+        AGENTAO_SUBAGENT_PARALLEL="1",
+    )
+    async with running(env, capabilities=OPTED_IN) as agent:
+        agent.handlers["session/request_permission"] = reject(None)
+        sid = await agent.new_session(ws)
+        reply = await agent.prompt(sid, "delegate both")
+    assert reply["result"]["stopReason"] == "end_turn"
+    news = [(u["sessionId"], u["state"]["state"]) for u in children_of(agent, sid)]
+    first, second = dict.fromkeys(child for child, _ in news)
+    # one at a time: the second starts only once the first is idle
+    assert news.index((first, "idle")) < news.index((second, "running"))
