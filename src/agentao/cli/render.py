@@ -142,14 +142,9 @@ class ConsoleView:
         that runs it; its steps come between (`_child_update`)."""
         child = value.session_id
         if child not in self._children:
-            name = value.title or first_line(value.description or "") or child
-            self._children[child] = name
+            self._children[child] = child_name(value)
             self._line(f"  [bold magenta]↳ subagent[/] {shown(self._children[child])}")
-        state = (
-            (raw.get("state") or {}).get("state") if isinstance(raw.get("state"), dict) else None
-        )
-        if state == "idle":
-            stop = raw["state"].get("stopReason") or "done"
+        if (stop := child_end(raw)) is not None:
             self._line(f"  [magenta]↳[/] {shown(self._children[child])} [dim]{shown(stop)}[/]")
 
     def _child_update(self, update: Update) -> None:
@@ -230,6 +225,21 @@ class ConsoleView:
         self._mid_line = False
         self._live_tool = None
         self._stream = None
+
+
+def child_name(value: Any) -> str:
+    """A child session's name for a reader: its title, else its description's first line
+    (codex-acp's children have no title), else its id (`subagent_update`'s fields)."""
+    return value.title or first_line(value.description or "") or value.session_id
+
+
+def child_end(raw: dict[str, Any]) -> str | None:
+    """The stop reason of a `subagent_update` (wire JSON) that says the child is idle."""
+    state = raw.get("state")
+    if not isinstance(state, dict) or state.get("state") != "idle":
+        return None
+    stop = state.get("stopReason")
+    return stop if isinstance(stop, str) else "done"
 
 
 def printable(text: str) -> str:
@@ -390,6 +400,8 @@ __all__ = [
     "STATUS_MARK",
     "ConsoleView",
     "JsonView",
+    "child_end",
+    "child_name",
     "cut_lines",
     "printable",
     "shown",
