@@ -43,18 +43,24 @@ class Limits:
     max_tool_rounds: int = 50  # LLM replies with tool calls per turn → max_turn_requests
     tool_cancel_grace: float = 2.0  # seconds a cancelled tool gets to clean up
     max_output_tokens: int = 8192  # sent only where the API requires it (Anthropic)
+    # How deep children may hand work on (agent/subagents.py): 1, children cannot delegate.
+    subagent_depth: int = 1
+    subagent_parallel: int = 4  # children of one model step that run at once
 
     _ENV = {
         "request_timeout": "AGENTAO_LLM_TIMEOUT",
         "max_retries": "AGENTAO_LLM_MAX_RETRIES",
         "retry_backoff": "AGENTAO_LLM_RETRY_BACKOFF",
         "max_tool_rounds": "AGENTAO_MAX_TOOL_ROUNDS",
+        "subagent_depth": "AGENTAO_SUBAGENT_DEPTH",
+        "subagent_parallel": "AGENTAO_SUBAGENT_PARALLEL",
     }
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Limits:
         """Defaults, overridden by AGENTAO_LLM_TIMEOUT, AGENTAO_LLM_MAX_RETRIES,
-        AGENTAO_LLM_RETRY_BACKOFF and AGENTAO_MAX_TOOL_ROUNDS where set."""
+        AGENTAO_LLM_RETRY_BACKOFF, AGENTAO_MAX_TOOL_ROUNDS, AGENTAO_SUBAGENT_DEPTH and
+        AGENTAO_SUBAGENT_PARALLEL where set."""
         values = {}
         for name, var in cls._ENV.items():
             if raw := env.get(var, "").strip():

@@ -209,6 +209,23 @@ class TerminalExited:
 TerminalEvent = TerminalStarted | TerminalChunk | TerminalExited
 
 
+SubagentState = Literal["running", "requires_action", "idle"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChildUpdate:
+    """News of a child agent working for tool call `call_id` (agent/subagents.py): its
+    state (`running` announces it; `idle` ends it, with `stop_reason`), or one `event`
+    of its own turn. `child_id` is the child's own session id, `title` its task's name."""
+
+    call_id: str
+    child_id: str
+    title: str
+    event: TurnEvent | None = None
+    state: SubagentState | None = None
+    stop_reason: StopReason | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class TurnEnded:
     stop_reason: StopReason
@@ -231,10 +248,12 @@ TurnEvent = (
     | TerminalStarted
     | TerminalChunk
     | TerminalExited
+    | ChildUpdate
     | TurnEnded
 )
 
 __all__ = [
+    "ChildUpdate",
     "CompactionDelta",
     "CompactionFinished",
     "CompactionStarted",
@@ -249,6 +268,7 @@ __all__ = [
     "PlanPriority",
     "PlanStatus",
     "StopReason",
+    "SubagentState",
     "TerminalChunk",
     "TerminalEvent",
     "TerminalExited",

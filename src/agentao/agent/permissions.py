@@ -77,7 +77,8 @@ from agentao.agent.tools.shell import (
 
 Action = Literal["allow", "ask", "deny"]
 DEFAULT_MODE = "workspace-write"
-ALWAYS_ALLOWED = frozenset({"ask_user", "todo_write"})
+# `task` only hands work to a child whose every call is gated here (agent/subagents.py)
+ALWAYS_ALLOWED = frozenset({"ask_user", "todo_write", "task"})
 PROTECTED_DIRS = frozenset({".git"})
 GIT_DIR_MARKER = "HEAD"  # git takes a directory with HEAD plus objects/ or refs/ for a repository
 NO_SANDBOX = SandboxStatus(False, "none", "no sandbox was set up")

@@ -17,6 +17,7 @@ from dataclasses import replace
 from agentao.agent.cancellation import CANCELLED_TEXT, ending
 from agentao.agent.compaction import Compacted
 from agentao.agent.events import (
+    ChildUpdate,
     CompactionDelta,
     CompactionStarted,
     ContextUsage,
@@ -204,15 +205,30 @@ _LIVE_ONLY = (
 
 
 def replay_events(events: list[TurnEvent]) -> tuple[TurnEvent, ...]:
-    """Events as replay needs them: adjacent deltas merged; live progress, notices, usage
-    and a compaction's progress gone (its CompactionFinished holds the summary)."""
+    """Events as replay needs them: adjacent deltas merged (a child's too); live progress,
+    notices, usage and a compaction's progress gone (its CompactionFinished holds the
+    summary), a child's as well."""
     out: list[TurnEvent] = []
     for event in events:
-        if isinstance(event, _LIVE_ONLY):
+        inner = event.event if isinstance(event, ChildUpdate) else event
+        if isinstance(inner, _LIVE_ONLY):
             continue
         prev = out[-1] if out else None
-        if isinstance(event, TextDelta | ThoughtDelta) and type(prev) is type(event):
+        if isinstance(event, ChildUpdate) and _same_child_text(prev, event):
+            text = prev.event.text + event.event.text  # type: ignore[union-attr]
+            out[-1] = replace(event, event=replace(event.event, text=text))  # type: ignore
+        elif isinstance(event, TextDelta | ThoughtDelta) and type(prev) is type(event):
             out[-1] = replace(event, text=prev.text + event.text)  # type: ignore[union-attr]
         else:
             out.append(event)
     return tuple(out)
+
+
+def _same_child_text(prev: TurnEvent | None, event: ChildUpdate) -> bool:
+    """`event` is a child's text (or thought) delta following one of the same child's."""
+    return (
+        isinstance(prev, ChildUpdate)
+        and prev.child_id == event.child_id
+        and isinstance(event.event, TextDelta | ThoughtDelta)
+        and type(prev.event) is type(event.event)
+    )

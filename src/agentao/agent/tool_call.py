@@ -23,6 +23,7 @@ from typing import Any
 from agentao.agent.cancellation import ASK_CANCELLED, CANCELLED_TEXT
 from agentao.agent.checkpoints import Watch, tool_paths
 from agentao.agent.events import (
+    ChildUpdate,
     TerminalEvent,
     TextOutput,
     ToolCallFinished,
@@ -113,6 +114,8 @@ def tool_context(session: AgentSession, deps: TurnDeps, call_id: str) -> ToolCon
         state=session.tool_state,
         roots=roots,
         stoppable=deps.stoppable,
+        session=session,
+        deps=deps,
     )
 
 
@@ -176,23 +179,34 @@ def _finished(call: ToolCallRequest, result: ToolResult) -> ToolCallFinished:
 
 async def _execute(
     tool: Tool, args: dict[str, Any], ctx: ToolContext, deps: TurnDeps
-) -> AsyncIterator[ToolCallProgress | TerminalEvent | ToolResult]:
+) -> AsyncIterator[ToolCallProgress | TerminalEvent | ChildUpdate | ToolResult]:
     """Run the tool as a child task; yield its live reports, then its result. Closing
     this generator (cancellation) cancels the task and gives it a grace period; a
     stoppable tool's task is the session's to stop meanwhile (then its result says so)."""
-    queue: asyncio.Queue[ToolCallProgress | TerminalEvent | ToolResult] = asyncio.Queue()
+    queue: asyncio.Queue[ToolCallProgress | TerminalEvent | ChildUpdate | ToolResult] = (
+        asyncio.Queue()
+    )
     limits = deps.limits
 
     async def report(content: tuple[ToolOutput, ...]) -> None:
         queue.put_nowait(ToolCallProgress(ctx.call_id, tuple(content)))
 
+    async def flush() -> None:  # every item queued before this one is yielded (written)
+        barrier = _Barrier()
+        queue.put_nowait(barrier)  # type: ignore[arg-type]
+        await barrier.wait()
+
     ctx.report = report
     ctx.show = queue.put_nowait  # a terminal's events, in order with the reports
+    ctx.flush = flush
     task = asyncio.create_task(_run_tool(tool, args, ctx, queue), name=f"tool {tool.name}")
     if tool.cancellable:
         _stoppable(task, ctx.call_id, deps.stoppable, queue)
     try:
         while not isinstance(item := await queue.get(), ToolResult):
+            if isinstance(item, _Barrier):
+                item.set()  # the consumer came back for more: what came before is out
+                continue
             yield item
         yield item
     finally:
@@ -204,6 +218,10 @@ async def _execute(
                 log.warning(
                     "tool %s still running %.1fs after cancel", tool.name, limits.tool_cancel_grace
                 )
+
+
+class _Barrier(asyncio.Event):
+    """A marker in a tool's report queue: set once every item before it is yielded."""
 
 
 def _stoppable(

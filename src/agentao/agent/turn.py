@@ -5,7 +5,8 @@ Theory of operation
 `run_turn` is an async generator run by the caller's task. Each round streams one LLM
 reply (`replies.py`: text and thought deltas pass straight through; transient errors are
 retried, each retry announced by a Notice), then runs the tool calls it asked for, one at
-a time (`tool_call.py`: announce, ask the gate and maybe the human, run the tool as a child
+a time, or side by side where the tool allows it (`parallel_calls.py`; each call in
+`tool_call.py`: announce, ask the gate and maybe the human, run the tool as a child
 task whose live reports are merged in, finish). The results go back to the model and the
 next round starts; a reply without tool calls ends the turn.
 
@@ -44,12 +45,12 @@ from agentao.agent.cancellation import cancel_ends_turn, closing_events
 from agentao.agent.compaction_trigger import fit
 from agentao.agent.context import is_context_overflow
 from agentao.agent.events import TextDelta, TurnEnded, TurnEvent
+from agentao.agent.parallel_calls import run_calls
 from agentao.agent.providers.errors import LlmError
 from agentao.agent.providers.messages import UserMessage
 from agentao.agent.replies import llm_events
 from agentao.agent.session import AgentSession
 from agentao.agent.staging import StagedTurn
-from agentao.agent.tool_call import run_call
 from agentao.agent.turn_deps import TurnDeps
 
 __all__ = ["compact_now", "drive_turn", "run_turn"]
@@ -147,14 +148,13 @@ async def _rounds(turn: StagedTurn, deps: TurnDeps) -> AsyncIterator[TurnEvent]:
             deps.steering.close()  # ending now: later words are not this turn's
             yield turn.end(stop)
             return
-        for call in reply.calls:
-            async with aclosing(run_call(call, tools.get(call.name), turn, deps)) as steps:
-                async for event in steps:
-                    yield turn.emit(event)
-            if turn.cancelled_by_user:
-                deps.steering.close()
-                yield turn.end("cancelled")
-                return
+        async with aclosing(run_calls(reply.calls, tools, turn, deps)) as steps:
+            async for event in steps:
+                yield turn.emit(event)
+        if turn.cancelled_by_user:
+            deps.steering.close()
+            yield turn.end("cancelled")
+            return
     deps.steering.close()
     yield turn.end("max_turn_requests")
 

@@ -94,7 +94,13 @@ class TerminalView(ConsoleView):
         if self._replaying:
             super().event(event)
             return
-        if isinstance(event, Update) and event.kind in _BLOCK_KINDS and event.text is not None:
+        child = self.is_child(event)  # a subagent's: its lines go above, never in a block
+        if (
+            not child
+            and isinstance(event, Update)
+            and event.kind in _BLOCK_KINDS
+            and event.text is not None
+        ):
             self._append(_BLOCK_KINDS[event.kind], event.text)
             return
         self._flush()

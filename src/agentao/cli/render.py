@@ -20,7 +20,7 @@ import sys
 from typing import IO, Any
 
 from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
-from agentao.client.view import diffs, exit_code, output_text, tool_summary
+from agentao.client.view import diffs, exit_code, first_line, output_text, tool_summary
 from agentao.protocol.decode import to_builtins
 
 DIFF_LINES = 20  # lines of each edit's diff shown under its tool line (0: summary only)
@@ -31,6 +31,7 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 STATUS_MARK = {"pending": "…", "in_progress": "⋯", "completed": "✓", "failed": "✗"}
 PLAN_BOX = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan"}  # a diff line's style by its first char
+_FINAL = frozenset({"completed", "failed", "cancelled"})  # a tool call that has ended
 
 
 class ConsoleView:
@@ -45,6 +46,7 @@ class ConsoleView:
         self._live_tool: str | None = None  # tool call whose status line is the last line
         self._mid_line = False  # the cursor is not at the start of a line
         self._stream: str | None = None  # the chunk kind being written on the current line
+        self._children: dict[str, str] = {}  # child session id -> its title (subagents)
 
     # ---- entry points ---------------------------------------------------------------
 
@@ -112,9 +114,19 @@ class ConsoleView:
 
     # ---- updates --------------------------------------------------------------------
 
+    def is_child(self, event: Event) -> bool:
+        """An update or question of a child session (a subagent), shown indented."""
+        session_id = event.request.session_id if isinstance(event, PermissionDecision) else None
+        session_id = event.session_id if isinstance(event, Update) else session_id
+        return session_id in self._children
+
     def _update(self, update: Update) -> None:
         kind = update.kind
-        if kind == "agent_message_chunk" and update.text is not None:
+        if update.session_id in self._children:
+            self._child_update(update)
+        elif kind == "subagent_update" and update.value is not None:
+            self._subagent(update.value, update.raw)
+        elif kind == "agent_message_chunk" and update.text is not None:
             self._write(update.text, kind)
         elif kind == "agent_thought_chunk" and update.text is not None:
             self._write(update.text, kind, style="dim italic")
@@ -124,6 +136,25 @@ class ConsoleView:
             self._plan(update.value.entries if update.value is not None else [])
         elif kind == "current_mode_update" and update.value is not None:
             self._line(f"[dim]mode: {update.value.current_mode_id}[/]")
+
+    def _subagent(self, value: Any, raw: dict[str, Any]) -> None:
+        """A child announced (its title), and its end: one line each, under the tool call
+        that runs it; its steps come between (`_child_update`)."""
+        child = value.session_id
+        if child not in self._children:
+            self._children[child] = child_name(value)
+            self._line(f"  [bold magenta]↳ subagent[/] {shown(self._children[child])}")
+        if (stop := child_end(raw)) is not None:
+            self._line(f"  [magenta]↳[/] {shown(self._children[child])} [dim]{shown(stop)}[/]")
+
+    def _child_update(self, update: Update) -> None:
+        """A child's step, indented: its tool calls as they are announced and end (its
+        words reach the parent as the tool call's result)."""
+        tool = update.tool_call
+        if tool is not None and (update.kind == "tool_call" or tool.status in _FINAL):
+            self._line(f"  [magenta]│[/] {tool_line(tool)}")
+        elif update.kind == "subagent_update" and update.value is not None:
+            self._subagent(update.value, update.raw)  # a grandchild
 
     def _write(self, text: str, stream: str, style: str | None = None) -> None:
         if self._live_tool is not None or self._stream != stream:
@@ -170,8 +201,11 @@ class ConsoleView:
         else:
             verdict = f"[red]{shown(chosen.name or chosen.kind)}[/]"
         why = f" [dim]({shown(decision.reason)})[/]" if decision.reason else ""
+        child = self._children.get(request.session_id)
+        who = f"  [magenta]│[/] subagent {shown(child)}: " if child is not None else ""
         self._line(
-            f"🔒 permission: {shown(request.title)} [dim]({shown(request.kind)})[/] → {verdict}{why}"
+            f"{who}🔒 permission: {shown(request.title)} [dim]({shown(request.kind)})[/]"
+            f" → {verdict}{why}"
         )
 
     # ---- lines ----------------------------------------------------------------------
@@ -191,6 +225,21 @@ class ConsoleView:
         self._mid_line = False
         self._live_tool = None
         self._stream = None
+
+
+def child_name(value: Any) -> str:
+    """A child session's name for a reader: its title, else its description's first line
+    (codex-acp's children have no title), else its id (`subagent_update`'s fields)."""
+    return value.title or first_line(value.description or "") or value.session_id
+
+
+def child_end(raw: dict[str, Any]) -> str | None:
+    """The stop reason of a `subagent_update` (wire JSON) that says the child is idle."""
+    state = raw.get("state")
+    if not isinstance(state, dict) or state.get("state") != "idle":
+        return None
+    stop = state.get("stopReason")
+    return stop if isinstance(stop, str) else "done"
 
 
 def printable(text: str) -> str:
@@ -351,6 +400,8 @@ __all__ = [
     "STATUS_MARK",
     "ConsoleView",
     "JsonView",
+    "child_end",
+    "child_name",
     "cut_lines",
     "printable",
     "shown",

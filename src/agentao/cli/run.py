@@ -131,6 +131,7 @@ async def run(opts: RunOptions, view: Any) -> int:
             record=opts.record,
             protocol=opts.protocol,
             handlers=handlers,
+            subagents=True,  # a child's steps are shown indented under its tool call
         )
         async with client:
             session = await open_session(client, opts)

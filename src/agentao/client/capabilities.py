@@ -28,15 +28,19 @@ GATES: Mapping[str, tuple[str, ...]] = {
 }
 
 
-def advertised(policy: ClientPolicy) -> dict[str, Any]:
-    """The `clientCapabilities` for `initialize`, from the policy."""
-    return {
+def advertised(policy: ClientPolicy, subagents: bool = False) -> dict[str, Any]:
+    """The `clientCapabilities` for `initialize`, from the policy; `subagents`: the
+    reader shows child sessions (`Client(subagents=True)`, client/children.py)."""
+    advertised: dict[str, Any] = {
         "fs": {
             "readTextFile": policy.files in ("read", "read-write"),
             "writeTextFile": policy.files == "read-write",
         },
         "terminal": policy.terminal,
     }
+    if subagents:
+        advertised["subagents"] = {}
+    return advertised
 
 
 def serves(capabilities: Mapping[str, Any], method: str) -> bool:

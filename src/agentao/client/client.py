@@ -76,6 +76,7 @@ class Client:
         handlers: Handlers | None = None,
         record: str | Recorder | None = None,
         protocol: int | None = None,
+        subagents: bool = False,
     ) -> None:
         self.command = command or AgentCommand.ours()
         self.protocol = protocol  # None: offer v2, fall back to v1; 1 or 2: only that one
@@ -83,6 +84,12 @@ class Client:
         self.timeouts = timeouts or Timeouts()
         self.limits = limits or Limits()
         self._side = _client_side(self.policy, self.timeouts, self.limits, handlers or Handlers())
+        # A reader that shows children: advertised over v1, and over either version a
+        # child's updates reach its parent's turn (client/children.py). Off, a reader
+        # that knows nothing of children never takes a child's words for its parent's.
+        self._side.shows_children = subagents
+        if subagents:
+            self._side.capabilities = advertised(self.policy, subagents=True)
         self._recorder = Recorder.open(record) if isinstance(record, str) else record
         self.process: AgentProcess | None = None
         self.remote: RemoteStreams | None = None

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentao.client.capabilities import serves
-from agentao.client.events import PermissionDecision
+from agentao.client.children import ChildLinks
+from agentao.client.events import PermissionDecision, Update
 from agentao.client.files import FileHandler, Workspace
 from agentao.client.permissions import (
     PermissionAnswer,
@@ -92,6 +93,8 @@ class ClientSide:
         self.states: dict[str, SessionState] = {}
         self.opening: list[Workspace] = []  # workspaces of session/new calls in flight
         self.extensions: dict[str, Extension] = {"_agentao.cn/ask_user": self._ask_user}
+        self.children = ChildLinks()  # which session is whose child (subagent_update)
+        self.shows_children = False  # pass a child's updates to its root's reader
 
     def state(self, session_id: str) -> SessionState:
         st = self.states.get(session_id)
@@ -101,6 +104,8 @@ class ClientSide:
 
     def workspace(self, session_id: Any) -> Workspace:
         st = self.states.get(session_id) if isinstance(session_id, str) else None
+        if st is not None and st.workspace is None:  # a child works in its root's workspace
+            st = self.states.get(self.children.root(st.session_id))
         if st is not None and st.workspace is not None:
             return st.workspace
         if self.opening:  # asked while its session/new is still being answered
@@ -118,7 +123,17 @@ class ClientSide:
         if type(value) is UnknownVariant:
             value = None
         st = self.states.get(params.session_id) or self.state(params.session_id)
-        st.stream.push_update(st.apply(raw_update["sessionUpdate"], value, raw_update))
+        update = st.apply(raw_update["sessionUpdate"], value, raw_update)
+        st.stream.push_update(update)
+        self.follow(update)
+
+    def follow(self, update: Update) -> None:
+        """After `update` is in its own session's stream: a child's goes to its root's
+        reader too, in order (client/children.py)."""
+        self.children.note(update.session_id, update.kind, update.value)
+        root = self.children.root(update.session_id)
+        if root != update.session_id and self.shows_children:
+            self.state(root).stream.push_event(update)
 
     # ---- session/request_permission -------------------------------------------------
 
@@ -148,8 +163,10 @@ class ClientSide:
         return result
 
     async def _decide(self, st: SessionState, request: PermissionRequest) -> PermissionDecision:
-        """Ask the permission handler (racing the turn's cancel); count and stream its answer."""
-        answer, by_turn = await _unless_cancelled(st, self.permission(request), None)
+        """Ask the permission handler (racing the turn's cancel: a child's question, its
+        root session's); count and stream its answer (a child's to its root too)."""
+        root = self.state(self.children.root(st.session_id))
+        answer, by_turn = await _unless_cancelled(root, self.permission(request), None)
         option_id, reason = _known(PermissionAnswer.of(answer), request)
         chosen = next((o for o in request.options if o.option_id == option_id), None)
         approved = chosen is not None and chosen.allows
@@ -157,6 +174,8 @@ class ClientSide:
             st.denied += 1
         decision = PermissionDecision(request, option_id, approved, by_turn, reason)
         st.stream.push_event(decision)
+        if root is not st and self.shows_children:
+            root.stream.push_event(decision)
         return decision
 
     async def _ask_user(self, params: dict[str, Any]) -> dict[str, Any]:

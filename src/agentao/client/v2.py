@@ -324,7 +324,9 @@ class V2Side:
         st = self.side.state(params.session_id)
         raw = message["params"]["update"]
         known = st.current_mode
-        st.stream.push_update(fold_update(st, raw, params.update))
+        update = fold_update(st, raw, params.update)
+        st.stream.push_update(update)
+        self.side.follow(update)
         mode = mode_change(raw, known) if raw.get("sessionUpdate") == CONFIG_UPDATE else None
         if mode is not None:  # v2 says a mode change only in its options; v1 says it apart
             value = decode_v1(st.session_id, mode)

@@ -206,7 +206,20 @@ class NoticeEntry:
     description: str = ""
 
 
-Entry = Message | ToolCallEntry | PlanEntry | NoticeEntry
+@dataclass(slots=True)
+class ChildEntry:
+    """A child session the agent announced (`subagent_update`, client/children.py): its
+    place in the conversation, and its title and state as they now stand. Its own
+    updates are folded in its own session's view."""
+
+    session_id: str
+    title: str | None = None
+    description: str | None = None  # the child's role (codex-acp: its task, no title)
+    state: str | None = None  # running, requires_action, idle (or unknown/unset)
+    stop_reason: str | None = None
+
+
+Entry = Message | ToolCallEntry | PlanEntry | NoticeEntry | ChildEntry
 
 
 @dataclass(slots=True)
@@ -267,6 +280,7 @@ class SessionView:
     usage: schema.UsageUpdate | None = None  # the latest `usage_update` (used, size, cost)
     state: str | None = None  # v2's latest `state_update`: running, requires_action, idle
     terminals: dict[str, TerminalView] = field(default_factory=dict)  # v2: agent-owned
+    children: dict[str, ChildEntry] = field(default_factory=dict)  # by child session id
 
     def fold(self, session_id: str, kind: str, value: Any, raw: dict[str, Any]) -> Update:
         """Fold one decoded update in (`value` None: unknown or undecodable, changes
@@ -291,8 +305,25 @@ class SessionView:
             self.entries.append(PlanEntry(self.plan))
         elif kind == "notice":
             self.entries.append(NoticeEntry(value.title, value.description or ""))
+        elif kind == "subagent_update":
+            self._child(value, update.raw)
         else:
             self._side(kind, value)
+
+    def _child(self, value: Any, raw: dict[str, Any]) -> None:
+        """A child announced or patched: omitted fields keep their values, null clears."""
+        child = self.children.get(value.session_id)
+        if child is None:
+            child = self.children[value.session_id] = ChildEntry(value.session_id)
+            self.entries.append(child)
+        if "title" in raw:
+            child.title = value.title
+        if "description" in raw:
+            child.description = value.description
+        if "state" in raw:
+            state = value.state
+            child.state = _tag(state)
+            child.stop_reason = getattr(state, "stop_reason", None)
 
     def _text(self, role: str, text: str, message_id: str | None = None) -> None:
         last = self.entries[-1] if self.entries else None
@@ -359,6 +390,8 @@ class SessionView:
                 updates.append({**tool.raw, "sessionUpdate": "tool_call"})
             elif isinstance(entry, PlanEntry):
                 updates.append({"sessionUpdate": "plan", "entries": to_builtins(entry.entries)})
+            elif isinstance(entry, ChildEntry):
+                updates.append({"sessionUpdate": "subagent_update", **_child_fields(entry)})
             else:
                 notice = {"sessionUpdate": "notice", "severity": "info", "title": entry.title}
                 updates.append(
@@ -381,6 +414,8 @@ class SessionView:
             return {"id": key, **tool_item(self.tool_calls[entry.tool_call_id])}
         if isinstance(entry, PlanEntry):
             return {"id": key, "kind": "plan", "entries": to_builtins(entry.entries)}
+        if isinstance(entry, ChildEntry):
+            return {"id": key, "kind": "subagent", **_child_fields(entry)}
         return {"id": key, "kind": "notice", "title": entry.title, "text": entry.description}
 
     def side_items(self) -> list[dict[str, Any]]:
@@ -395,6 +430,26 @@ class SessionView:
     def text(self) -> str:
         """Every agent message so far, joined."""
         return "".join(e.text for e in self.entries if isinstance(e, Message) and e.role == "agent")
+
+
+def _tag(state: Any) -> str | None:
+    """A state snapshot's `state` tag (a struct variant's tag, or None when unset)."""
+    config = getattr(type(state), "__struct_config__", None)
+    return getattr(config, "tag", None) if state is not None else None
+
+
+def _child_fields(child: ChildEntry) -> dict[str, Any]:
+    state: dict[str, Any] | None = None
+    if child.state is not None:
+        state = {"state": child.state}
+        if child.stop_reason is not None:
+            state["stopReason"] = child.stop_reason
+    return {
+        "sessionId": child.session_id,
+        "title": child.title,
+        "description": child.description,
+        "state": state,
+    }
 
 
 def tool_item(tool: ToolCallState) -> dict[str, Any]:
@@ -420,6 +475,7 @@ _REPLAY_KINDS = {role: kind for kind, role in ROLES.items()}
 __all__ = [
     "PATCH_META",
     "TERMINAL_OUTPUT_LIMIT",
+    "ChildEntry",
     "DiffView",
     "Entry",
     "Message",

@@ -66,6 +66,9 @@ class UpdateGate:
     def __init__(self, capabilities: Any = None) -> None:
         advertised = to_builtins(capabilities) if capabilities is not None else {}
         self.allowed = frozenset(k for k, path in GATES.items() if _has(advertised, path))
+        # Child sessions (server/children.py): the schema's SubagentCapabilities says the
+        # client "must advertise this capability before the agent sends subagent updates".
+        self.subagents = _has(advertised, "subagents")
 
     def __call__(self, update: Update, live: bool = True) -> Update | None:
         """`update` itself, its fallback, or None (not to be sent to this client)."""

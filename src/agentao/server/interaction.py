@@ -47,6 +47,13 @@ class ClientInteraction:
         self.peer = peer
         self.session_id = session_id
         self.pending: set[asyncio.Task[Any]] = set()
+        self.children_shown = False  # the client shows child sessions (server/children.py)
+
+    def for_child(self, child_id: str, title: str, parent_call: str) -> ClientInteraction:
+        """This interaction asking for a child agent (agent/subagents.py)."""
+        from agentao.server.children import child_interaction
+
+        return child_interaction(self, child_id, title, parent_call, self.children_shown)  # type: ignore[no-any-return]
 
     async def request_permission(self, call: ToolCallStarted) -> PermissionReply:
         params = self.permission_params(call)

@@ -86,12 +86,14 @@ class SessionFactory:
         engine = PermissionEngine.from_dict(
             grants, posture(agent), policy.rules, self.sandbox.status(), policy.sandbox
         )
+        interaction = self.interaction(self.endpoint, agent.id)
+        interaction.children_shown = self.outbox.shows_children()
         return LiveSession(
             agent=agent,
             llm=llm,
             provider=self.provider(llm),
             engine=engine,
-            interaction=self.interaction(self.endpoint, agent.id),
+            interaction=interaction,
             env=self.env(agent.id),
             make_tools=self.tools,
             outbox=self.outbox,
@@ -130,10 +132,12 @@ class SessionFactory:
         return with_client_prompt(agent, build_system_prompt(facts))
 
     def tools(self) -> list[Tool]:
+        from agentao.agent.subagents import SubagentTool
         from agentao.agent.tools.registry import builtin_tools
 
         s = self.settings
-        return builtin_tools(s.files, s.shell, s.web)
+        tools = builtin_tools(s.files, s.shell, s.web)
+        return [*tools, SubagentTool()] if s.turn.subagent_depth >= 1 else tools
 
     def env(self, session_id: str) -> ToolEnv:
         from agentao.agent.local_env import LocalEnv

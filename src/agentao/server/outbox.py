@@ -14,6 +14,7 @@ from typing import Any
 from agentao.agent.events import TurnEvent
 from agentao.protocol import schema
 from agentao.protocol.endpoint import Endpoint
+from agentao.server.children import ChildSessions
 from agentao.server.gates import UpdateGate
 from agentao.server.updates import UpdateMapper
 
@@ -25,13 +26,25 @@ class Outbox:
         self.endpoint = endpoint
         self.gate = gate
         self.mapper = mapper
+        self.children = ChildSessions()
 
     async def emit(self, session_id: str, event: TurnEvent, live: bool = True) -> None:
         """A runtime event as its update (an event without one, TurnEnded, sends nothing);
         `live=False` for a replayed one (no fallbacks: gates.py)."""
-        update = self.mapper(event)
+        if self.shows_children():
+            for target, child_update in self.children.route(session_id, event, self._mapped):
+                await self.send(target, child_update, live)
+        update = self.mapper(event)  # a ChildUpdate has none: shown above, or not at all
         if update is not None:
             await self.send(session_id, update, live)
+
+    def _mapped(self, _session_id: str, event: TurnEvent) -> list[Any]:
+        update = self.mapper(event)
+        return [] if update is None else [update]
+
+    def shows_children(self) -> bool:
+        """Whether this client sees a session's children as child sessions (children.py)."""
+        return self.gate.subagents
 
     async def send(self, session_id: str, update: Any, live: bool = True) -> None:
         """One update, if the client may receive it (or its fallback)."""

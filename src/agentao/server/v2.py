@@ -132,8 +132,15 @@ class V2Outbox(Outbox):
         super().__init__(endpoint, UpdateGate(), self.view.v1)
 
     async def emit(self, session_id: str, event: TurnEvent, live: bool = True) -> None:
+        for target, child in self.children.route(session_id, event, self.view.events):
+            wire = child if isinstance(child, dict) else self.view.v1_update(child)
+            if wire is not None:  # a subagent_update: v2's shape is v1's
+                await self._notify(target, wire)
         for update in self.view.events(session_id, event):
             await self._notify(session_id, update)
+
+    def shows_children(self) -> bool:
+        return True  # native in v2: every client takes child sessions
 
     async def send(self, session_id: str, update: Any, live: bool = True) -> None:
         if kind_of(update) in CONFIG_KINDS:  # v2 has modes only among the config options

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from agentao.agent.events import (
+    ChildUpdate,
     Location,
     PlanEntry,
     TerminalEvent,
@@ -106,7 +107,7 @@ class ToolContext:
     report: Callable[[tuple[ToolOutput, ...]], Awaitable[None]] | None = None
     # Shows a command the tool runs itself as a live terminal (events.TerminalStarted…);
     # None: no one to show it to (the command's output is in the result alone).
-    show: Callable[[TerminalEvent], None] | None = None
+    show: Callable[[TerminalEvent | ChildUpdate], None] | None = None
     # The session's stoppable calls and terminals (stoppable.py), for a terminal's command.
     stoppable: StoppableCalls | None = None
     # Per-session state a tool keeps between calls (e.g. todo_write's plan).
@@ -116,6 +117,13 @@ class ToolContext:
     # The session's pinned roots; a context made without them pins `cwd` and
     # `workspace` on first use and holds them (`pinned_roots`).
     roots: Roots | None = None
+    # Waits until everything `report`ed and `show`n so far is out (a child's question
+    # must follow the updates it names: agent/subagents.py); None: nothing to wait for.
+    flush: Callable[[], Awaitable[None]] | None = None
+    # The turn's session and `TurnDeps` (typed loosely: they import this module), for a
+    # tool that runs a turn of its own (agent/subagents.py).
+    session: Any = None
+    deps: Any = None
 
     def pinned_roots(self) -> Roots:
         """The workspace roots as pinned (never resolved again once held)."""
@@ -179,6 +187,8 @@ class Tool(ABC):
     # True when the call can be stopped alone mid-way, the turn going on (a command, a
     # fetch, an MCP call): cancelling its task leaves nothing half-written.
     cancellable: bool = False
+    # True when calls to it in one model step may run side by side (agent/parallel_calls.py).
+    parallel: bool = False
 
     def title(self, args: dict[str, Any]) -> str:
         """A human title for the editor: "Read hello.txt", "Run `ls -la`"."""

@@ -87,7 +87,10 @@ async def _session(agent: Any, cwd: str, args: argparse.Namespace, screen: Any) 
     opened = False
     try:
         async with Client(
-            agent, policy=policy, handlers=Handlers(permission=ask, ask_user=ask_user)
+            agent,
+            policy=policy,
+            handlers=Handlers(permission=ask, ask_user=ask_user),
+            subagents=True,  # a child's steps are shown indented under its tool call
         ) as client:
             chat = Chat(client, cwd, screen)
             try:

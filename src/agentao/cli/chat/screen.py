@@ -27,7 +27,14 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
-from agentao.cli.render import DIFF_STYLES, PLAN_BOX, STATUS_MARK, printable
+from agentao.cli.render import (
+    DIFF_STYLES,
+    PLAN_BOX,
+    STATUS_MARK,
+    child_end,
+    child_name,
+    printable,
+)
 from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
 from agentao.client.permissions import PermissionRequest
 from agentao.client.view import diffs, exit_code, output_text
@@ -107,6 +114,7 @@ class Screen:
         self._live: Live | None = None
         self._ticker: asyncio.Task[None] | None = None
         self.shown_mode: str | None = None
+        self.children: dict[str, str] = {}  # child session id -> its name (subagents)
 
     # ---- the live area ----------------------------------------------------------------
 
@@ -164,7 +172,9 @@ class Screen:
 
     def update(self, update: Update, *, replayed: bool = False) -> None:
         kind = update.kind
-        if kind == "agent_message_chunk" and update.text is not None:
+        if update.session_id in self.children or kind == "subagent_update":
+            self._child_update(update)
+        elif kind == "agent_message_chunk" and update.text is not None:
             self._flush_thought()
             self.pending_text += update.text
             self._print_whole_blocks()
@@ -184,6 +194,25 @@ class Screen:
             self.plan(update.value.entries)
         elif kind == "current_mode_update" and update.value is not None:
             self.mode(update.value.current_mode_id)
+
+    def _child_update(self, update: Update) -> None:
+        """A child session (a subagent): announced and ended on a line of its own, its tool
+        calls indented as they start and end, between (its words are its parent's tool
+        call's result)."""
+        tool, value = update.tool_call, update.value
+        if update.kind == "subagent_update" and value is not None:
+            self.flush()
+            if value.session_id not in self.children:
+                self.children[value.session_id] = child_name(value)
+                self._child_line("↳ subagent ", self.children[value.session_id])
+            if (stop := child_end(update.raw)) is not None:
+                self._child_line("↳ ", f"{self.children[value.session_id]} {stop}")
+        elif tool is not None and (update.kind == "tool_call" or tool.status in FINAL):
+            self.flush()
+            self.console.print(Text("  │ ", style="magenta") + tool_line(tool))
+
+    def _child_line(self, mark: str, text: str) -> None:
+        self.console.print(Text(f"  {mark}", style="bold magenta") + Text(printable(text)))
 
     def replayed(self, events: list[Event]) -> None:
         """A resumed session's history: each old prompt, then what answered it, in order."""
@@ -220,6 +249,8 @@ class Screen:
         else:
             verdict, style = chosen.name or chosen.kind, "green" if decision.approved else "red"
         line = Text("permission: ", style="bold") + Text(printable(request.title)) + Text(" → ")
+        if (child := self.children.get(request.session_id)) is not None:
+            line = Text(f"  │ subagent {printable(child)}: ", style="magenta") + line
         self.console.print(line + Text(printable(verdict), style=style))
 
     def question(self, request: PermissionRequest, tool: ToolCallState | None) -> None:
