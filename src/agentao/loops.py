@@ -1,0 +1,98 @@
+"""Which event loop the command's processes run: uvloop where it is installed, else asyncio's.
+
+uvloop (libuv underneath) does the loop's own work — the selector, callbacks, futures,
+socket and pipe transports — in C. On the gateway that work was a fifth to a third of
+its event loop's time under load, and remote ACP's per-turn cost fell by about a tenth
+(HTTP/SSE) and a third (WebSocket) with it (bench/remote.py, bench/tools.py). It is a
+dependency on Linux and macOS (pyproject.toml); elsewhere asyncio's loop runs.
+
+`AGENTAO_EVENT_LOOP` chooses: `uvloop` (the default where installed) or `asyncio` (the
+standard loop, to rule uvloop out when something misbehaves). Every entry point that
+runs a loop asks here: `agentao --acp` (server/main.py), `agentao run`, `connect`,
+`demo` and the interactive `agentao` (cli/), and `agentao serve` (uvicorn's `loop`
+setting, gateway/serving.py). The gateway passes it on to our agent (`AGENTAO_*`,
+gateway/confine.py), so one setting turns uvloop off for a gateway and its agents.
+
+Nothing in the code depends on which loop runs: subprocesses are spawned and reaped by
+the loop itself (uvloop needs no child watcher), and signal handlers, `add_reader` and
+`call_soon_threadsafe` (the store's writer thread) are the same calls on both; the
+e2e, gateway, client and agent tests run the real processes on uvloop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, TypeVar
+
+EVENT_LOOP_ENV = "AGENTAO_EVENT_LOOP"
+UVLOOP, ASYNCIO = "uvloop", "asyncio"
+EVENT_LOOPS = (UVLOOP, ASYNCIO)
+
+T = TypeVar("T")
+
+
+class EventLoopSettingError(ValueError):
+    """`AGENTAO_EVENT_LOOP` names no loop this process can run."""
+
+
+def uvloop_installed() -> bool:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def event_loop_name(environ: Mapping[str, str] | None = None) -> str:
+    """`uvloop` or `asyncio`: what `AGENTAO_EVENT_LOOP` asks for, else uvloop where installed."""
+    value = (os.environ if environ is None else environ).get(EVENT_LOOP_ENV, "").strip().lower()
+    if not value:
+        return UVLOOP if uvloop_installed() else ASYNCIO
+    if value not in EVENT_LOOPS:
+        raise EventLoopSettingError(
+            f"{EVENT_LOOP_ENV}={value!r} names no event loop: use {UVLOOP!r} or {ASYNCIO!r}"
+        )
+    if value == UVLOOP and not uvloop_installed():
+        raise EventLoopSettingError(
+            f"{EVENT_LOOP_ENV}=uvloop, but uvloop is not installed here: install it, or use "
+            f"{ASYNCIO!r}"
+        )
+    return value
+
+
+def loop_factory(
+    environ: Mapping[str, str] | None = None,
+) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """A new loop of the chosen kind (None: asyncio's default)."""
+    if event_loop_name(environ) == ASYNCIO:
+        return None
+    import uvloop
+
+    return uvloop.new_event_loop
+
+
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(main)` on the chosen loop. A bad `AGENTAO_EVENT_LOOP` ends the process
+    with a message naming it (before anything runs)."""
+    try:
+        factory = loop_factory()
+    except EventLoopSettingError as exc:
+        main.close()
+        raise SystemExit(f"agentao: {exc}") from None
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(main)
+
+
+__all__ = [
+    "ASYNCIO",
+    "EVENT_LOOPS",
+    "EVENT_LOOP_ENV",
+    "UVLOOP",
+    "EventLoopSettingError",
+    "event_loop_name",
+    "loop_factory",
+    "run",
+    "uvloop_installed",
+]
