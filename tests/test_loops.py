@@ -121,3 +121,26 @@ def test_a_question_read_on_uvloop_leaves_the_terminal_blocking() -> None:
     finally:
         os.close(reader)
         os.close(writer)
+
+
+def test_a_terminal_is_left_blocking_as_found_whatever_read_it() -> None:
+    """`loops.run` puts a terminal on stdin back as it found it: prompt_toolkit (the
+    interactive `agentao`) reads it with `add_reader` too, which uvloop leaves non-blocking."""
+    main, side = os.openpty()
+    try:
+        script = (
+            "import asyncio, os\n"
+            "from agentao import loops\n"
+            "async def read():\n"
+            "    asyncio.get_running_loop().add_reader(0, lambda: None)\n"
+            "    return os.get_blocking(0)\n"
+            "print(loops.run(read()))\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script], stdin=side, capture_output=True, text=True, timeout=60
+        )
+        assert done.stdout.strip() == "False", done.stderr  # uvloop turned blocking off
+        assert os.get_blocking(side)  # the same open file, as the shell finds it after
+    finally:
+        os.close(main)
+        os.close(side)

@@ -22,6 +22,7 @@ e2e, gateway, client and agent tests run the real processes on uvloop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
@@ -75,14 +76,33 @@ def loop_factory(
 
 def run(main: Coroutine[Any, Any, T]) -> T:
     """`asyncio.run(main)` on the chosen loop. A bad `AGENTAO_EVENT_LOOP` ends the process
-    with a message naming it (before anything runs)."""
+    with a message naming it (before anything runs). A terminal on stdin/stdout/stderr is
+    left blocking or not as it was found: uvloop's `add_reader` (prompt_toolkit's input,
+    a question read at the terminal) turns blocking off and leaves it so, and the terminal's
+    open file is the shell's too, whose next read would then fail."""
     try:
         factory = loop_factory()
     except EventLoopSettingError as exc:
         main.close()
         raise SystemExit(f"agentao: {exc}") from None
-    with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(main)
+    modes = _terminal_modes()
+    try:
+        with asyncio.Runner(loop_factory=factory) as runner:
+            return runner.run(main)
+    finally:
+        for fd, blocking in modes.items():
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, blocking)
+
+
+def _terminal_modes() -> dict[int, bool]:
+    """Whether each standard descriptor that is a terminal blocks."""
+    modes = {}
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            if os.isatty(fd):
+                modes[fd] = os.get_blocking(fd)
+    return modes
 
 
 __all__ = [
