@@ -1,5 +1,5 @@
-"""The event loop each process runs (agentao/loops.py): uvloop unless AGENTAO_EVENT_LOOP says
-asyncio, for `agentao --acp` and `agentao serve` as real processes too.
+"""The event loop each process runs (agentao/loops.py): asyncio's unless AGENTAO_EVENT_LOOP says
+uvloop, for `agentao --acp` and `agentao serve` as real processes too.
 
 Which loop a process runs is read from the process itself: uvloop's extension module is
 mapped into its memory (/proc/<pid>/maps) only once a loop of it was asked for (nothing
@@ -31,14 +31,15 @@ def uvloop_mapped(pid: int) -> bool:
     return "uvloop" in Path(f"/proc/{pid}/maps").read_text()
 
 
-def test_uvloop_is_the_default() -> None:
-    assert loops.event_loop_name({}) == loops.UVLOOP
-    assert loops.loop_factory({}) is uvloop.new_event_loop
+def test_asyncio_is_the_default() -> None:
+    assert loops.event_loop_name({}) == loops.ASYNCIO
+    assert loops.loop_factory({}) is None
 
 
-def test_asyncio_when_the_setting_says_so() -> None:
-    assert loops.event_loop_name({loops.EVENT_LOOP_ENV: "asyncio"}) == loops.ASYNCIO
-    assert loops.loop_factory({loops.EVENT_LOOP_ENV: " AsyncIO "}) is None
+def test_uvloop_when_the_setting_says_so() -> None:
+    assert loops.event_loop_name({loops.EVENT_LOOP_ENV: "uvloop"}) == loops.UVLOOP
+    assert loops.loop_factory({loops.EVENT_LOOP_ENV: " UVLoop "}) is uvloop.new_event_loop
+    assert loops.loop_factory({loops.EVENT_LOOP_ENV: "asyncio"}) is None
 
 
 def test_a_setting_that_names_no_loop_is_refused_naming_it() -> None:
@@ -50,24 +51,25 @@ def test_run_runs_on_the_chosen_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     async def kind() -> type:
         return type(asyncio.get_running_loop())
 
-    assert issubclass(loops.run(kind()), uvloop.Loop)
-    monkeypatch.setenv(loops.EVENT_LOOP_ENV, "asyncio")
+    monkeypatch.delenv(loops.EVENT_LOOP_ENV, raising=False)
     assert not issubclass(loops.run(kind()), uvloop.Loop)
+    monkeypatch.setenv(loops.EVENT_LOOP_ENV, "uvloop")
+    assert issubclass(loops.run(kind()), uvloop.Loop)
     monkeypatch.setenv(loops.EVENT_LOOP_ENV, "nope")
     with pytest.raises(SystemExit, match="agentao: AGENTAO_EVENT_LOOP='nope'"):
         loops.run(kind())
 
 
-@pytest.mark.parametrize("choice", ["", "asyncio"])
+@pytest.mark.parametrize("choice", ["", "uvloop"])
 async def test_the_agent_process_runs_the_chosen_loop(tmp_path: Path, choice: str) -> None:
     env = scripted_env(tmp_path, [], **({loops.EVENT_LOOP_ENV: choice} if choice else {}))
     async with running(env) as agent:
         # initialize is answered before the loop runs (server/main.py): a session is on it.
         await agent.call("session/new", {"cwd": str(tmp_path), "mcpServers": []})
-        assert uvloop_mapped(agent.proc.pid) == (choice == "")
+        assert uvloop_mapped(agent.proc.pid) == (choice == "uvloop")
 
 
-@pytest.mark.parametrize("choice", ["", "asyncio"])
+@pytest.mark.parametrize("choice", ["", "uvloop"])
 def test_serve_runs_the_chosen_loop_and_stops_on_sigint(tmp_path: Path, choice: str) -> None:
     config = tmp_path / "gateway.toml"
     config.write_text(served_config(tmp_path))
@@ -91,7 +93,7 @@ def test_serve_runs_the_chosen_loop_and_stops_on_sigint(tmp_path: Path, choice: 
                 break
         else:
             raise AssertionError("agentao serve exited:\n" + "".join(seen))
-        assert uvloop_mapped(proc.pid) == (choice == "")
+        assert uvloop_mapped(proc.pid) == (choice == "uvloop")
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0
@@ -116,7 +118,11 @@ def test_a_question_read_on_uvloop_leaves_the_terminal_blocking() -> None:
     reader, writer = os.pipe()
     try:
         os.write(writer, b"1\n")
-        assert loops.run(read_line(reader)) == "1"
+        os.environ[loops.EVENT_LOOP_ENV] = "uvloop"
+        try:
+            assert loops.run(read_line(reader)) == "1"
+        finally:
+            del os.environ[loops.EVENT_LOOP_ENV]
         assert os.get_blocking(reader)
     finally:
         os.close(reader)
@@ -130,6 +136,7 @@ def test_a_terminal_is_left_blocking_as_found_whatever_read_it() -> None:
     try:
         script = (
             "import asyncio, os\n"
+            "os.environ['AGENTAO_EVENT_LOOP'] = 'uvloop'\n"
             "from agentao import loops\n"
             "async def read():\n"
             "    asyncio.get_running_loop().add_reader(0, lambda: None)\n"

@@ -12,8 +12,8 @@ that relays streams: what is loaded is frozen out of its scans, and its young ge
 is scanned only past `[limits] gc_young_objects` (updates in flight to the store are
 not rescanned every ~70 of them).
 
-The loop is uvloop's unless `AGENTAO_EVENT_LOOP=asyncio` (agentao/loops.py), named to
-uvicorn outright (never `auto`); a value that names no loop is refused before binding,
+The loop is asyncio's unless `AGENTAO_EVENT_LOOP=uvloop` (agentao/loops.py), named to
+uvicorn outright (never `auto`, which takes uvloop wherever it is installed); a value that names no loop is refused before binding,
 exit code 2 (a bad setting, as a bad config).
 """
 
