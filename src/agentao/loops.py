@@ -1,10 +1,10 @@
 """Which event loop the command's processes run: asyncio's, or uvloop's when asked for.
 
 uvloop (libuv underneath) does the loop's own work — the selector, callbacks, futures,
-socket and pipe transports — in C. On the gateway that work was a fifth to a third of
-its event loop's time under load, and remote ACP's per-turn cost fell by about a tenth
-(HTTP/SSE) and a third (WebSocket) with it (bench/remote.py, bench/tools.py). It is a
-dependency on Linux and macOS (pyproject.toml).
+socket and pipe transports — in C. With it, the gateway's and its agents' CPU per
+caller's-tool round trip fell about in half (bench/tools.py); remote ACP's per-turn TTFT
+(bench/remote.py) moved both ways in two runs on a loaded machine. It is a dependency on
+Linux and macOS (pyproject.toml).
 
 `AGENTAO_EVENT_LOOP` chooses: `asyncio` (the default) or `uvloop`. uvloop is not the
 default yet: with it, tests/gateway/test_recovery.py's kill -9 test failed 2 runs of 6 (a
@@ -15,7 +15,7 @@ runs a loop asks here: `agentao --acp` (server/main.py), `agentao run`, `connect
 setting, gateway/serving.py). The gateway passes it on to our agent (`AGENTAO_*`,
 gateway/confine.py), so one setting turns uvloop on for a gateway and its agents.
 
-Nothing in the code depends on which loop runs: subprocesses are spawned and reaped by
+What the code asks of a loop is there on both: subprocesses are spawned and reaped by
 the loop itself (uvloop needs no child watcher), and signal handlers, `add_reader` and
 `call_soon_threadsafe` (the store's writer thread) are the same calls on both. Two
 differences were found: uvloop's `add_reader` leaves a descriptor non-blocking (handled:
