@@ -1,10 +1,11 @@
 """Which event loop the command's processes run: asyncio's, or uvloop's when asked for.
 
 uvloop (libuv underneath) does the loop's own work — the selector, callbacks, futures,
-socket and pipe transports — in C. With it, the gateway's and its agents' CPU per
-caller's-tool round trip fell about in half (bench/tools.py); remote ACP's per-turn TTFT
-(bench/remote.py) moved both ways in two runs on a loaded machine. It is a dependency on
-Linux and macOS (pyproject.toml).
+socket and pipe transports — in C. Measured on a loaded 2-core machine it did not pay
+clearly: the same CPU per caller's-tool round trip (bench/tools.py), remote ACP's per-turn
+TTFT moving both ways in two runs (bench/remote.py), 100 cold streams' p99 666 -> 484 ms
+in one run (bench/gateway.py --before-env AGENTAO_EVENT_LOOP=asyncio). It is a
+dependency on Linux and macOS (pyproject.toml).
 
 `AGENTAO_EVENT_LOOP` chooses: `asyncio` (the default) or `uvloop`. uvloop is not the
 default yet: with it, tests/gateway/test_recovery.py's kill -9 test failed 2 runs of 6 (a
