@@ -10,7 +10,10 @@ one-write HTTP/1.1 client (raw sockets: the client's own cost stays out).
 Targets, side by side in one run. With `--before SRC` (another checkout's `src`,
 e.g. `git archive <commit> src | tar -x -C /tmp/before`) a second gateway runs that
 code, and each measurement alternates between the two (and the direct client), so
-machine drift hits all alike:
+machine drift hits all alike. `--before-env NAME=VALUE` (repeatable) runs the second
+gateway with those variables, on that checkout or on this one (`--before-env
+AGENTAO_EVENT_LOOP=asyncio`: the standard loop against uvloop; our agent gets every
+`AGENTAO_*` variable of its gateway):
 
 1. relay: one 5,000-chunk answer, chunks/s through the gateway (streaming chat
    completion, from the request's first byte to the stream's end) divided by
@@ -140,6 +143,7 @@ def start_gateway(
     src: str | None = None,
     script: str | None = None,
     limits: dict[str, int] | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> Served:
     config = setup.root / f"gateway-{name}.toml"
     env = {**setup.env, "AGENTAO_HOME": str(setup.root / f"home-{name}")}  # its agents' own
@@ -167,6 +171,7 @@ ceiling = "all"
     proc_env = {**os.environ, "AGENTAO_HOME": str(setup.root / f"gateway-home-{name}")}
     if src is not None:  # that checkout's gateway (its agents inherit it too)
         proc_env["PYTHONPATH"] = src
+    proc_env.update(extra_env or {})
     command = [sys.executable, "-m", "agentao", "serve", "--config", str(config)]
     command += ["--port", str(port), "--log-level", "warning"]
     proc = subprocess.Popen(command, env=proc_env, stderr=subprocess.DEVNULL)
@@ -572,6 +577,9 @@ def measure_details(args, setup: Setup, after: Served) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", help="another checkout's src directory, run side by side")
+    parser.add_argument(
+        "--before-env", action="append", default=[], help="NAME=VALUE for the second gateway"
+    )
     parser.add_argument("--chunks", type=int, default=5000)
     parser.add_argument("--relay-runs", type=int, default=7)
     parser.add_argument("--concurrency", type=int, default=100)
@@ -584,8 +592,10 @@ def main() -> None:
         setup = Setup(Path(tmp), args)
         gateways = []
         try:
-            if args.before:
-                gateways.append(start_gateway(setup, args.processes, "before", args.before))
+            if args.before or args.before_env:
+                env = dict(v.split("=", 1) for v in args.before_env)
+                before = start_gateway(setup, args.processes, "before", args.before, extra_env=env)
+                gateways.append(before)
             gateways.append(start_gateway(setup, args.processes, "after"))
             relay = asyncio.run(bench_relay(setup, gateways, args.relay_runs))
             streams = concurrent_rounds(gateways, args.concurrency, args.rounds)

@@ -18,6 +18,13 @@ The same scripted agent (`agentao --acp`, LLM_PROVIDER=SCRIPTED, no delay) on bo
 2. `--concurrency` conversations at once, each one round trip: through the gateway cold
    (each request opens its conversation) and warm (the second round trip of each), and
    direct warm (sessions open, each one call): p50/p99 ms, errors, wall time; ratios.
+   Each conversation is its own caller with its own HTTP client, as `--concurrency`
+   programs would be. One shared `httpx` pool of 100 connections (what this bench used
+   first) costs its own process about 20 ms of CPU per round trip: httpcore looks at
+   every connection of the pool for each request and each response (a readability
+   system call each), so the cost grows with the square of the callers, and on a busy
+   machine the bench's client was most of the 9x it reported (`--shared-pool` measures
+   that way again).
 
 Not a test: numbers only, printed as Markdown tables.
 """
@@ -26,7 +33,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import resource
 import sys
 import tempfile
 import time
@@ -144,24 +153,35 @@ async def per_call(setup: Setup, port: int, calls: int, processes: int) -> dict[
 
 
 async def concurrent(
-    setup: Setup, served: Served, n: int, processes: int
+    setup: Setup, served: Served, n: int, processes: int, shared_pool: bool = False
 ) -> dict[str, dict[str, float]]:
     """`n` conversations at once, each one round trip: gateway cold, gateway warm, direct
-    warm; for the gateway, its process's CPU time per round trip too."""
+    warm; for the gateway, its process's CPU time per round trip too, and the callers'
+    (this process's)."""
     out = {}
-    async with gateway_http(served.port, n) as http:
+    async with contextlib.AsyncExitStack() as stack:
+        if shared_pool:
+            shared = await stack.enter_async_context(gateway_http(served.port, n))
+            callers = [shared] * n
+        else:
+            callers = [
+                await stack.enter_async_context(gateway_http(served.port, 1)) for _ in range(n)
+            ]
         for name in ("gateway cold", "gateway warm"):
             start, cpu, agents = (
                 time.perf_counter(),
                 cpu_seconds(served.proc.pid),
                 agents_cpu(served),
             )
+            mine = resource.getrusage(resource.RUSAGE_SELF)
             outcomes = await asyncio.gather(
-                *(round_trip(http, f"conc-{i}") for i in range(n)), return_exceptions=True
+                *(round_trip(http, f"conc-{i}") for i, http in enumerate(callers)),
+                return_exceptions=True,
             )
             out[name] = summary(outcomes, time.perf_counter() - start)
             out[name]["cpu"] = (cpu_seconds(served.proc.pid) - cpu) / n * 1000
             out[name]["agents"] = (agents_cpu(served) - agents) / n * 1000
+            out[name]["callers"] = own_cpu_since(mine) / n * 1000
     clients, sessions = await open_direct(setup, n, processes)
     try:
         start = time.perf_counter()
@@ -170,6 +190,12 @@ async def concurrent(
     finally:
         await asyncio.gather(*(c.close() for c in clients))
     return out
+
+
+def own_cpu_since(before: resource.struct_rusage) -> float:
+    """CPU seconds this process (the callers) used since `before`."""
+    now = resource.getrusage(resource.RUSAGE_SELF)
+    return now.ru_utime - before.ru_utime + now.ru_stime - before.ru_stime
 
 
 def agents_cpu(served: Served) -> float:
@@ -205,12 +231,17 @@ def report(
         d, g = percentile(times["direct"], p) * 1000, percentile(times["gateway"], p) * 1000
         print(f"| p{p} | {d:.1f} ms | {g:.1f} ms | {g - d:+.1f} ms | {g / d:.2f}x |")
     print(
-        f"\n### {args.concurrency} conversations at once, one call each ({args.processes} agent processes)\n"
+        f"\n### {args.concurrency} conversations at once, one call each ({args.processes} agent "
+        f"processes, {'one shared HTTP pool' if args.shared_pool else 'a client per caller'})\n"
     )
-    print("| | p50 | p99 | errors | wall | CPU per round trip: gateway, its agents |")
+    print("| | p50 | p99 | errors | wall | CPU per round trip: gateway, its agents, callers |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, row in conc.items():
-        cpu = f"{row['cpu']:.1f} ms, {row['agents']:.1f} ms" if "cpu" in row else ""
+        cpu = (
+            f"{row['cpu']:.1f} ms, {row['agents']:.1f} ms, {row['callers']:.1f} ms"
+            if "cpu" in row
+            else ""
+        )
         print(
             f"| {name} | {row['p50']:.0f} ms | {row['p99']:.0f} ms | {row['errors']:.0f} "
             f"| {row['wall']:.2f} s | {cpu} |"
@@ -224,7 +255,8 @@ def report(
 async def measure(args: argparse.Namespace, setup: Setup, served: Served) -> tuple[dict, dict]:
     """Both measurements on one event loop (the agents' pipes close on the loop they opened)."""
     times = await per_call(setup, served.port, args.calls, args.processes)
-    return times, await concurrent(setup, served, args.concurrency, args.processes)
+    conc = await concurrent(setup, served, args.concurrency, args.processes, args.shared_pool)
+    return times, conc
 
 
 def main() -> None:
@@ -232,6 +264,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=100)
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument(
+        "--shared-pool", action="store_true", help="all callers share one HTTP client (the old way)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

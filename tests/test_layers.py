@@ -14,7 +14,8 @@ file access, for the agent's file tools and the client's file service alike),
 bubblewrap sandbox mounts), `agentao/local_token.py` (the keyless
 gateway's token file, which `serve` writes and the command's clients read) and
 `agentao/http1.py` (the small HTTP/1.1 client of the agent's LLM provider and of the
-client's remote POSTs) are leaf modules
+client's remote POSTs) and `agentao/loops.py` (the event loop every process runs) are leaf
+modules
 outside the layers that any of them may use.
 """
 

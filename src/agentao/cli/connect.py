@@ -17,6 +17,7 @@ import contextlib
 import json
 import sys
 
+from agentao import loops
 from agentao.cli.remote_key import remote_agent
 from agentao.client.remote import AgentUrl, RemoteStreams, connect, is_agent_url
 from agentao.local_token import LocalTokenError
@@ -34,7 +35,7 @@ def main(url: str) -> int:
         print(f"agentao connect: {exc}", file=sys.stderr)
         return 1
     try:
-        return asyncio.run(_bridge(agent))
+        return loops.run(_bridge(agent))
     except KeyboardInterrupt:
         return 130
 

@@ -12,13 +12,13 @@ replayed history and answers one more prompt.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import tempfile
 import time
 from importlib import resources
 from typing import Any
 
+from agentao import loops
 from agentao.cli.render import ConsoleView
 from agentao.client.client import Client
 from agentao.client.config import AgentCommand, ClientPolicy
@@ -34,7 +34,7 @@ def main(args: Any = None) -> int:
     """The `agentao demo` entry point."""
     view = ConsoleView()
     try:
-        return asyncio.run(demo(view))
+        return loops.run(demo(view))
     except KeyboardInterrupt:
         return 130
 

@@ -7,7 +7,8 @@ thread kept reading: the process hung at exit until the next line was typed,
 and took that line (the person's next shell command) as its answer. Here the
 answer is read from stdin with `loop.add_reader` while the terminal stays in
 cooked mode (its own line editing and echo; one read is one line), and a
-cancelled question just stops reading: nothing is left behind to eat input.
+cancelled question just stops reading: nothing is left behind to eat input, and the
+terminal is left blocking as it was found (uvloop's `add_reader` turns that off).
 
 The question shows what would be done: the call's title, the command (`$ …`) and where
 it would run, or the edit's diff (the diff the request carries, else its input's
@@ -129,11 +130,15 @@ async def read_line(fd: int = 0) -> str | None:
         if b"\n" in buffer or len(buffer) >= MAX_ANSWER_BYTES:
             done.set_result(bytes(buffer).split(b"\n", 1)[0].decode(errors="replace"))
 
+    # uvloop's add_reader makes the descriptor non-blocking and leaves it so, and a
+    # terminal's open file is the shell's too: its next `read` would fail at once.
+    blocking = os.get_blocking(fd)
     loop.add_reader(fd, readable)
     try:
         return await done
     finally:
         loop.remove_reader(fd)
+        os.set_blocking(fd, blocking)
 
 
 __all__ = ["MAX_ANSWER_BYTES", "TerminalQuestion", "proposed_diff", "read_line"]

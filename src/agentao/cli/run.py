@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from agentao import loops
 from agentao.cli.local_commands import (
     LocalCommand,
     help_lines,
@@ -115,7 +116,7 @@ def main(args: argparse.Namespace) -> int:
         view.error(str(exc))
         return EXIT_USAGE
     try:
-        return asyncio.run(run(opts, view))
+        return loops.run(run(opts, view))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
 

@@ -11,6 +11,10 @@ Before it serves, `settle_heap` sets the garbage collector up for a long-lived p
 that relays streams: what is loaded is frozen out of its scans, and its young generation
 is scanned only past `[limits] gc_young_objects` (updates in flight to the store are
 not rescanned every ~70 of them).
+
+The loop is asyncio's unless `AGENTAO_EVENT_LOOP=uvloop` (agentao/loops.py), named to
+uvicorn outright (never `auto`, which takes uvloop wherever it is installed); a value that names no loop is refused before binding,
+exit code 2 (a bad setting, as a bad config).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 import uvicorn
 
+from agentao import loops
 from agentao.gateway.config import GatewayConfig, Limits
 from agentao.gateway.http11 import GatewayH11Protocol
 from agentao.gateway.login import login_url
@@ -36,6 +41,7 @@ LISTEN_BACKLOG = 2048  # uvicorn's default backlog for the sockets it binds itse
 EXIT_BIND_FAILED = 1  # like any other failure to start (2 is for a bad config)
 EXIT_STORE_UNAVAILABLE = 1  # the store's database cannot be reached
 EXIT_LOCAL_TOKEN = 1  # the state directory's token file is not one we can trust
+EXIT_BAD_EVENT_LOOP = 2  # AGENTAO_EVENT_LOOP names no loop: a bad setting, as a bad config
 
 
 class BindError(OSError):
@@ -112,6 +118,11 @@ def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
     from agentao.gateway.app import create_app
 
     config.check_bind()
+    try:
+        event_loop = loops.event_loop_name()
+    except loops.EventLoopSettingError as exc:
+        print(f"agentao serve: {exc}", file=sys.stderr, flush=True)
+        return EXIT_BAD_EVENT_LOOP
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     redact_root_handlers()
     try:
@@ -143,6 +154,7 @@ def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
             log_config=uvicorn_log_config(),
             access_log=False,
             http=GatewayH11Protocol,
+            loop=event_loop,
         ),
         f"agentao serve: listening on {url_of(config.host, port)} (agents: {names})"
         + _login_banner(app, url_of(config.host, port)),
@@ -171,6 +183,7 @@ def _login_banner(app: Any, base_url: str) -> str:
 
 
 __all__ = [
+    "EXIT_BAD_EVENT_LOOP",
     "EXIT_BIND_FAILED",
     "EXIT_LOCAL_TOKEN",
     "EXIT_STORE_UNAVAILABLE",

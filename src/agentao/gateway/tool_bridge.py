@@ -36,6 +36,13 @@ request naming the conversation otherwise, by a session key or `previous_respons
 was passed on before any route ran: holders.py). A holder gone quiet within its lease
 is a 503 to retry, never "no such call": only it has the call.
 
+Per call, cheaply. The SDK checks a call's `Mcp-Param-*` headers against the called
+tool's schema before it runs it; without a lookup of ours it finds that schema by running
+the whole `tools/list` handler once more for every call. `_input_schema` answers from the
+bridge of the request being served (`_SERVED_BRIDGE`, set for the request's task). The
+SDK's OpenTelemetry middleware (a span per MCP message) is dropped: nothing here exports
+spans. Together they were about a tenth of the gateway's CPU per bridged call.
+
 Stopping. The agent's MCP call is an HTTP request to the gateway that waits for the
 caller, and the server waits for every request under way before it stops: so when the
 gateway stops, each waiting call fails at once (`ToolBridges.stop_waiting`), else a
@@ -51,7 +58,8 @@ import json
 import re
 import secrets
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +86,8 @@ BRIDGE_HEADER = "x-tool-bridge"  # "<bridge id>.<secret>": which bridge, and the
 SERVER_NAME = "caller"  # the MCP server's name in the session (our agent: mcp__caller__NAME)
 # A call's id: its conversation's (a conversation id less its prefix), then 64 random bits.
 _CALL_ID = re.compile(r"call_([0-9a-f]{32})_[0-9a-f]{16}")
+# The bridge whose request this task serves (the SDK asks for a tool's schema by name only).
+_SERVED_BRIDGE: ContextVar[ToolBridge | None] = ContextVar("served_bridge", default=None)
 
 
 @dataclass(slots=True)
@@ -279,8 +289,12 @@ class ToolBridges:
         # sse_starlette) takes long enough on a loaded machine to stall an event loop already
         # beating as a replica, and the other replicas then take it for gone.
         self._server = Server(
-            "agentao-caller-tools", on_list_tools=self._list_tools, on_call_tool=self._call_tool
+            "agentao-caller-tools",
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            get_tool_input_schema=self._input_schema,
         )
+        self._server.middleware.clear()  # the SDK's way to opt out of its OTel spans
         self._sse = SseServerTransport(SSE_MESSAGES_PATH)
         self._manager: Any = None
 
@@ -365,10 +379,18 @@ class ToolBridges:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         from starlette.datastructures import Headers
 
-        if self.bridge_of(Headers(scope=scope)) is None or self._manager is None:
+        bridge = self.bridge_of(Headers(scope=scope))
+        if bridge is None or self._manager is None:
             error = Unauthorized("no such tool bridge", code="invalid_tool_bridge")
             await error.send(scope, receive, send)
             return
+        served = _SERVED_BRIDGE.set(bridge)
+        try:
+            await self._serve(scope, receive, send)
+        finally:
+            _SERVED_BRIDGE.reset(served)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
         if path == SSE_PATH:  # one agent's MCP session, for as long as it stays connected
             async with self._sse.connect_sse(scope, receive, send) as (read, write):
@@ -394,6 +416,13 @@ class ToolBridges:
             for tool in bridge.tools.values()
         ]
         return t.ListToolsResult(tools=tools)
+
+    def _input_schema(self, name: str) -> Mapping[str, Any] | None:
+        """The schema of the served bridge's tool `name` (None: no such tool, nothing to
+        check; the call itself is refused then)."""
+        bridge = _SERVED_BRIDGE.get()
+        tool = bridge.tools.get(name) if bridge is not None else None
+        return tool.parameters if tool is not None else None
 
     async def _call_tool(self, ctx: Any, params: Any) -> Any:
         import mcp_types as t

@@ -34,11 +34,10 @@ def serve_stdio(resume: str | None = None) -> int:
 
     try:
         leftover = handshake(conn, answer)
-        import asyncio
-
+        from agentao import loops
         from agentao.server.serve import serve
 
-        asyncio.run(serve(conn, leftover, client.get("capabilities"), resume))
+        loops.run(serve(conn, leftover, client.get("capabilities"), resume))
     except KeyboardInterrupt:
         return 130
     return 0

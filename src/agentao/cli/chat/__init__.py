@@ -19,11 +19,11 @@ Exit codes: 0 the person ended the session, 1 the agent failed (to start, or on 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from typing import Any
 
+from agentao import loops
 from agentao.client.config import AgentCommand, ClientPolicy
 from agentao.client.errors import ClientError
 from agentao.client.remote import AgentUrl, is_agent_url
@@ -57,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
         agent = agent_of(args.chat_agent)
     except (ValueError, LocalTokenError) as exc:
         return _usage(f"bad --agent: {exc}")
-    return asyncio.run(_session(agent, os.getcwd(), args, Screen()))
+    return loops.run(_session(agent, os.getcwd(), args, Screen()))
 
 
 def _usage(text: str) -> int:
@@ -118,7 +118,7 @@ def sessions_main(args: argparse.Namespace) -> int:
         agent = agent_of(args.chat_agent)
     except (ValueError, LocalTokenError) as exc:
         return _usage(f"bad --agent: {exc}")
-    return asyncio.run(_list(agent, os.getcwd(), Screen(Console(stderr=True))))
+    return loops.run(_list(agent, os.getcwd(), Screen(Console(stderr=True))))
 
 
 async def _list(agent: Any, cwd: str, screen: Any) -> int:
