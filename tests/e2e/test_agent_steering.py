@@ -211,3 +211,25 @@ async def test_session_load_replays_the_steering_where_it_landed(env, ws, fake_l
         ("user_message_chunk", "and then say bye"),
         ("agent_message_chunk", "Done."),
     ]
+
+
+async def test_steering_during_a_subagent_reaches_the_parent_not_the_child(env, ws, fake_llm):
+    """Words steered in while a child works (agent/subagents.py) are the parent turn's: the
+    child neither drains them into its own request nor closes the parent's inbox when it
+    ends; the parent's next request, after the child's result, holds them."""
+    task = {"description": "look", "prompt": "child job"}
+    fake_llm.reply(tool_calls=[FakeToolCall("task", task)])
+    gate = fake_llm.hold("Child done.")
+    fake_llm.reply("All done.")
+    async with running(env) as agent:
+        sid = await agent.new_session(ws)
+        turn = prompt(agent, sid, "delegate it")
+        await fake_llm.wait_requests_async(2)  # the child's first request, held
+        assert (await steer(agent, sid, "parent words"))["result"] == {"outcome": "injected"}
+        gate.set()
+        reply = await turn
+    assert reply["result"]["stopReason"] == "end_turn"
+    child, parent = fake_llm.requests[1].body, fake_llm.requests[2].body
+    assert user_messages(child) == ["child job"]
+    assert user_messages(parent) == ["delegate it", "parent words"]
+    assert len(fake_llm.requests) == 3
