@@ -32,8 +32,7 @@ A config file looks like this (every section optional)::
     env = { LLM_PROVIDER = "SCRIPTED" }
     protocol = "auto"                   # ACP version: 1 if it speaks it, else 2 ("1", "2": only it)
     always_allow = true                 # offer a person its "Always allow" (default: ours only)
-    busy = "queue"                      # a request while its conversation's turn runs waits
-                                        # (limits.queue_wait_seconds); default "reject": 409
+    busy = "queue"                      # a request for a busy conversation waits (default: 409)
 
     [agents.agentao.sandbox]            # the agent process's confinement (confine.py)
     read = ["/srv/docs"]                # more paths it may read
@@ -71,7 +70,6 @@ not be named `local`: that is the keyless local user, who owns everything made w
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import shlex
 import sys
@@ -560,7 +558,7 @@ def _key(entry: dict[str, Any], where: str) -> ApiKey:
     if budget is not None and (type(budget) is not int or budget < 1):
         raise ConfigError(f"{where}: key {name!r} tokens_per_day must be a whole number above 0")
     usd = entry.get("usd_per_day")
-    if usd is not None and (type(usd) not in (int, float) or not 0 < usd < math.inf):
+    if usd is not None and (type(usd) not in (int, float) or not 0 < usd < float("inf")):
         raise ConfigError(f"{where}: key {name!r} usd_per_day must be a number above 0")
     return ApiKey(
         name=str(name),
