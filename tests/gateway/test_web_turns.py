@@ -87,16 +87,22 @@ def choose_policy(page: Page, policy: str) -> None:
         page.wait_for_function("!document.body.classList.contains('sidebar-open')")
 
 
+IN_VIEW = """n => { const r = n.getBoundingClientRect();
+    const l = document.getElementById('log').getBoundingClientRect();
+    return r.height > 0 && r.top >= l.top - 1 && r.bottom <= l.bottom + 1
+        && r.bottom <= innerHeight; }"""
+
+
 def in_view(node: Locator) -> bool:
     """Is `node` wholly inside the transcript's visible part (and the window's)?"""
-    return bool(
-        node.evaluate(
-            """n => { const r = n.getBoundingClientRect();
-                const l = document.getElementById('log').getBoundingClientRect();
-                return r.height > 0 && r.top >= l.top - 1 && r.bottom <= l.bottom + 1
-                    && r.bottom <= innerHeight; }"""
-        )
-    )
+    return bool(node.evaluate(IN_VIEW))
+
+
+def comes_into_view(node: Locator) -> None:
+    """`node` is in view once the page has laid out what a turn's end changes beside the
+    transcript (the conversation's place and mode, its list): the follower keeps to the
+    end through it, a frame later; never in view is a timeout."""
+    node.page.wait_for_function(IN_VIEW, arg=node.element_handle())
 
 
 def answer_over_http(gw: LiveGateway, option: str) -> None:
@@ -139,7 +145,7 @@ def test_the_transcript_follows_the_turn_until_the_reader_scrolls_up(
     assert page.locator("#jump").is_hidden()
     send(page, "and now?")  # a new turn is followed without the button
     page.locator(".turn").last.locator(".text p", has_text="Answer one.").wait_for()
-    assert in_view(last_turn(page).locator(".text p"))
+    comes_into_view(last_turn(page).locator(".text p"))
     # The transcript grows shorter (a phone's keyboard opens): the newest stays in sight.
     page.set_viewport_size({"width": viewport["width"], "height": viewport["height"] - 300})
     page.wait_for_function(
