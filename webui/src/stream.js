@@ -1,6 +1,7 @@
 // A task's view over a WebSocket: the items each of its frames changed, from its first
 // frame, then live ones (`WS /v1/tasks/{id}/view`). They are upserts by id, so a dropped
-// stream is simply opened again and drawn again.
+// stream is simply opened again and drawn again. Words for the running turn go up the same
+// socket (`steer()`, gateway/steer.py); its answers come back in the order they were sent.
 import { api, subprotocols } from "./api.js";
 
 const RECONNECT_MS = 500; // wait before opening a dropped stream again
