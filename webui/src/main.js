@@ -17,6 +17,7 @@ const state = {
   stream: null, // the running task's stream
   opening: null, // the session being loaded (a newer click wins)
   view: new ConversationView(), // the open conversation's turns
+  queued: [], // words typed while a turn ran that its agent could not take: the next prompts
 };
 
 const follower = new Follower();
@@ -31,7 +32,7 @@ function setStatus(text) { $("status").textContent = text; }
 
 function setRunning(running) {
   document.body.dataset.running = running; // no edit and resend while a turn runs
-  $("send").disabled = running;
+  // The prompt box stays usable: words typed meanwhile steer the turn, or wait their turn.
   $("stop").hidden = !running;
   $("retry").hidden = running || !lastPrompt();
   setStatus(running ? "working…" : "");
@@ -63,6 +64,8 @@ sessionEvents.usage = showUsage;
 
 function clearLog() {
   if (state.stream) state.stream.close();
+  state.queued = []; // they were for the conversation left
+  showQueued();
   state.stream = null;
   $("log").replaceChildren();
   setRunning(false);
@@ -83,6 +86,8 @@ function watch(taskId) {
       showBudget(); // the turn was charged as it ended
       if (state.conversation) showWhere(state.conversation); // its mode, once it is open
       if (!models.known()) models.load(); // an agent lists its models with its first session
+      if (state.queued.length) send(state.queued.shift()); // the words that waited, in order
+      showQueued();
     },
   });
   state.stream = stream;
@@ -91,9 +96,53 @@ function watch(taskId) {
 function submit(event) {
   event.preventDefault();
   const prompt = $("prompt").value.trim();
-  if (!prompt || state.stream) return;
+  if (!prompt) return;
   $("prompt").value = "";
-  send(prompt);
+  if (state.stream) steer(state.stream, prompt);
+  else send(prompt);
+}
+
+// Words typed while the turn runs: to the agent inside the turn when it steers, else queued
+// on the page and sent as the next prompt when the turn ends.
+async function steer(stream, words) {
+  if (stream.steers === false) return queue(words);
+  try {
+    await stream.steer(words);
+    stream.steers = true;
+    setStatus("sent: the agent reads it at its next step");
+  } catch (error) {
+    if (error.code === "steering_unsupported") stream.steers = false;
+    else if (error.code !== "task_not_running") setStatus(error.message);
+    queue(words);
+  }
+}
+
+function queue(words) {
+  if (!state.stream) return send(words); // the turn ended while the words travelled
+  state.queued.push(words);
+  showQueued();
+}
+
+function dropQueued(index) {
+  state.queued.splice(index, 1);
+  showQueued();
+}
+
+function showQueued() {
+  const list = $("queued");
+  list.replaceChildren();
+  state.queued.forEach((words, index) => {
+    const line = el("div", "queued-prompt");
+    line.append(el("span", "queued-label", "queued"), el("span", "queued-text", words));
+    const drop = el("button", "queued-drop", "✕");
+    drop.type = "button";
+    drop.title = "Drop it (Esc)";
+    drop.setAttribute("aria-label", `Drop the queued prompt: ${words}`);
+    drop.addEventListener("click", () => dropQueued(index));
+    line.append(drop);
+    list.append(line);
+  });
+  list.hidden = state.queued.length === 0;
 }
 
 // Retry: the last turn's prompt again, as a new turn of the same conversation.
@@ -230,7 +279,8 @@ function closeSidebar() { document.body.classList.remove("sidebar-open"); }
 
 function toggleSidebar() { document.body.classList.toggle("sidebar-open"); }
 
-// ---- keys: Enter sends, Shift+Enter is a new line, Escape stops the turn -------------------
+// ---- keys: Enter sends, Shift+Enter is a new line, Escape drops the last queued prompt, or
+// else stops the turn ---------------------------------------------------------------------
 
 function onPromptKey(e) {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) submit(e);
@@ -239,6 +289,7 @@ function onPromptKey(e) {
 function onKey(e) {
   if (e.key !== "Escape" || e.defaultPrevented) return;
   if (document.body.classList.contains("sidebar-open")) closeSidebar();
+  else if (state.queued.length) dropQueued(state.queued.length - 1);
   else if (state.stream) state.stream.send({ type: "cancel" });
 }
 

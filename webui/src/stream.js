@@ -1,6 +1,7 @@
 // A task's view over a WebSocket: the items each of its frames changed, from its first
 // frame, then live ones (`WS /v1/tasks/{id}/view`). They are upserts by id, so a dropped
-// stream is simply opened again and drawn again.
+// stream is simply opened again and drawn again. Words for the running turn go up the same
+// socket (`steer()`, gateway/steer.py); its answers come back in the order they were sent.
 import { api, subprotocols } from "./api.js";
 
 const RECONNECT_MS = 500; // wait before opening a dropped stream again
@@ -15,6 +16,7 @@ export class TaskStream {
     this.ws = null;
     this.closed = false;
     this.finished = false; // onEnd has been called
+    this.steering = []; // {resolve, reject} of each steer frame not answered yet, in order
     this.open();
   }
 
@@ -28,6 +30,8 @@ export class TaskStream {
     ws.onmessage = (message) => {
       const frame = JSON.parse(message.data);
       if (frame.type === "view") this.conversation.render(frame.items);
+      else if (frame.type === "steered") this.answered(null, frame.outcome);
+      else if (frame.type === "error" && "code" in frame) this.answered(frame); // a steer's
       // The page is free the moment the turn is drawn ended, not once the server has closed
       // the stream after it: a prompt sent in between would be dropped. Frames still coming
       // on this stream are drawn all the same.
@@ -38,6 +42,8 @@ export class TaskStream {
 
   async dropped(ws, opened) {
     if (this.ws !== ws || this.closed) return;
+    // Unanswered words are not lost: they are queued as the next prompt (main.js).
+    for (const waiting of this.steering.splice(0)) waiting.reject({ code: "task_not_running" });
     if (this.view.ended) {
       this.finish();
       this.closed = true;
@@ -64,12 +70,32 @@ export class TaskStream {
     this.onEnd();
   }
 
+  // Words for the running turn (`{"type": "steer"}`): resolves with the outcome, rejects
+  // with the error frame (its `code`: steering_unsupported, task_not_running, …).
+  steer(text) {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) {
+      return Promise.reject({ code: "task_not_running", message: "not connected" });
+    }
+    return new Promise((resolve, reject) => {
+      this.steering.push({ resolve, reject });
+      this.ws.send(JSON.stringify({ type: "steer", text }));
+    });
+  }
+
+  answered(error, outcome) {
+    const waiting = this.steering.shift();
+    if (!waiting) return;
+    if (error) waiting.reject(error);
+    else waiting.resolve(outcome);
+  }
+
   send(frame) {
     if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(frame));
   }
 
   close() {
     this.closed = true;
+    for (const waiting of this.steering.splice(0)) waiting.reject({ code: "task_not_running" });
     if (this.ws) this.ws.close();
   }
 }

@@ -91,7 +91,7 @@ export class TurnView {
   }
 
   message(item) {
-    if (item.role === "user") return; // the prompt is drawn already
+    if (item.role === "user") return this.steered(item);
     let run = this.nodes.get(item.id);
     if (!run) {
       run = item.role === "thought" ? this.thoughtRun() : this.textRun();
@@ -100,6 +100,21 @@ export class TurnView {
     run.raw = "append" in item ? run.raw + item.append : item.text;
     if (run.thought) run.node.textContent = run.raw;
     else this.renderSoon(run);
+  }
+
+  // Words a person sent while the turn ran (steering): a user line where the agent's
+  // `user_message_chunk` put them. An agent that echoes the prompt first: drawn already.
+  steered(item) {
+    let run = this.nodes.get(item.id);
+    if (!run) {
+      run = { node: el("div", "user steered"), raw: "", first: !this.steers };
+      this.steers = true;
+      this.assistant.append(run.node);
+      this.nodes.set(item.id, run);
+    }
+    run.raw = "append" in item ? run.raw + item.append : item.text;
+    run.node.textContent = run.raw;
+    run.node.hidden = run.first && run.raw.trim() === this.user.textContent.trim();
   }
 
   textRun() {

@@ -139,6 +139,7 @@ NAMED: tuple[tuple[str, re.Pattern[str], Namer], ...] = (
     ("DELETE", re.compile(r"/v1/responses/(?P<id>[^/]+)"), _by_response_in_path),
     ("POST", re.compile(r"/v1/tasks"), _by_conversation_field),
     ("POST", re.compile(r"/v1/tasks/(?P<id>[^/]+)/cancel"), _by_task_in_path),
+    ("POST", re.compile(r"/v1/tasks/(?P<id>[^/]+)/steer"), _by_task_in_path),  # steer.py
     ("POST", re.compile(r"/v1/conversations/(?P<id>[^/]+)"), _by_path),
     ("POST", re.compile(r"/v1/conversations/(?P<id>[^/]+)/acp"), _by_path),
     ("POST", re.compile(r"/v1/conversations/(?P<id>[^/]+)/fork"), _by_path),

@@ -30,7 +30,9 @@ with `seq > N` (a seq of the conversation's log), then live ones, and closes aft
 keys, the handshake carries `Authorization` or offers the key as a subprotocol
 (see `auth.py`); a refused one gets the error's HTTP status and body. A
 watcher may send `{"type": "permission-response", "requestId", "optionId"}`
-(optionId null rejects) or `{"type": "cancel"}`. Every task is here, whether it
+(optionId null rejects), `{"type": "cancel"}` or `{"type": "steer", "text"}` (words for
+the running turn, steer.py: answered `{"type": "steered", "outcome": "injected"}`, or an
+`error` frame with the code `POST /v1/tasks/{id}/steer` answers). Every task is here, whether it
 was started here, by Chat Completions or by the Responses API.
 
 `POST /v1/permissions/{id}` answers a question; `POST /v1/permissions/{id}/presence`
@@ -75,6 +77,7 @@ from agentao.gateway.questions import open_questions
 from agentao.gateway.reasons import Channel
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import TurnRequest
+from agentao.gateway.steer import SteerBody, steer_task
 from agentao.gateway.tasklog import STORE_FAILED, TERMINAL, UNSTORED, wire_frame
 from agentao.gateway.views import ConversationView
 from agentao.store.gateway import IN_FLIGHT_TASK
@@ -291,6 +294,16 @@ async def cancel_task(task_id: str, request: Request) -> Any:
     return task_json(task)
 
 
+@router.post("/v1/tasks/{task_id}/steer")
+async def steer(task_id: str, request: Request) -> Any:
+    """Words for the running turn (steer.py): `{"outcome": "injected"}` or a 409."""
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    task = await _task(gw, principal, task_id)
+    body = await gw.decode(request, SteerBody)
+    return await steer_task(gw, task, body.text)
+
+
 def channel_of(request: Request) -> Channel:
     """Who is answering: the web UI marks its requests (`CLIENT_HEADER`), others are HTTP."""
     return "web" if request.headers.get(CLIENT_HEADER) == WEB_CLIENT else "http"
@@ -427,7 +440,7 @@ async def _next(
 
 
 async def _read(websocket: WebSocket, gw: Gateway, principal: Principal, task_id: str) -> None:
-    """Frames from the watcher: permission answers and cancel."""
+    """Frames from the watcher: permission answers, cancel and steering."""
     while True:
         try:
             frame = await websocket.receive_json()
@@ -441,6 +454,9 @@ async def _read(websocket: WebSocket, gw: Gateway, principal: Principal, task_id
             error = await _answer_from_stream(websocket, gw, principal, task_id, frame)
         elif kind == "cancel":
             error = await _cancel_from_stream(websocket, gw, task_id)
+        elif kind == "steer":
+            await _steer_from_stream(websocket, gw, principal, task_id, frame.get("text"))
+            continue
         else:
             error = f"unknown frame {kind!r}"
         if error is not None:
@@ -484,6 +500,35 @@ async def _cancel_from_stream(websocket: WebSocket, gw: Gateway, task_id: str) -
         await gw.peers.call(url, "POST", f"/v1/tasks/{task_id}/cancel", credentials(websocket))
     except ApiError as exc:
         return exc.message
+    return None
+
+
+async def _steer_from_stream(
+    websocket: WebSocket, gw: Gateway, principal: Principal, task_id: str, text: Any
+) -> None:
+    """A watcher's words for the turn, here or at the replica running it: a `steered`
+    frame with the outcome, or an `error` frame with the code the HTTP route answers."""
+    try:
+        url = await _runs_at(gw, task_id)
+        if url is None:
+            answer = await steer_task(gw, await _task(gw, principal, task_id), text)
+        else:
+            path = f"/v1/tasks/{task_id}/steer"
+            reply = await gw.peers.call(url, "POST", path, credentials(websocket), {"text": text})
+            if reply.status_code != 200:
+                error = {"type": "error", "message": error_message(reply), "code": _code(reply)}
+                await websocket.send_json(error)
+                return
+            answer = reply.json()
+    except ApiError as exc:
+        await websocket.send_json({"type": "error", "message": exc.message, "code": exc.code})
+        return
+    await websocket.send_json({"type": "steered", "outcome": answer["outcome"]})
+
+
+def _code(reply: Any) -> str | None:
+    with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+        return str(reply.json()["error"]["code"])
     return None
 
 

@@ -1,0 +1,117 @@
+"""Typing while the agent works, in the web UI (issue 25), in real Chromium at 1280 and 390 px.
+
+The prompt box stays usable while a turn runs. With an agent that steers (ours), Enter sends
+the words into the running turn (the task stream's `steer` frame, gateway/steer.py): the turn
+shows them as a user line where the agent's `user_message_chunk` put them, and no new turn
+starts. With one that does not (raw_agent.py), they are queued under the composer and sent as
+the next prompt when the turn ends; ✕ or Escape drops one.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from agentao.gateway.config import AgentSpec
+from tests.fakes.fake_llm import FakeLLM
+from tests.gateway.conftest import LiveGateway, llm_spec
+from tests.gateway.test_web import (  # noqa: F401 (fixtures)
+    DESKTOP,
+    PHONE,
+    browser,
+    chromium,
+    last_turn,
+    open_page,
+    send,
+)
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+pytestmark = pytest.mark.timeout(90)
+RAW_AGENT = Path(__file__).with_name("raw_agent.py")  # an agent that does not steer
+WIDTHS = pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])
+
+
+@pytest.fixture
+def page_of(browser: Browser, viewport: dict[str, int]) -> Iterator[Callable[[str], Page]]:  # noqa: F811
+    pages: list[Page] = []
+
+    def make(url: str) -> Page:
+        phone = viewport == PHONE
+        page = open_page(browser, url, viewport=viewport, is_mobile=phone, has_touch=phone)
+        pages.append(page)
+        return page
+
+    yield make
+    for page in pages:
+        page.context.close()
+
+
+def turn_lines(page: Page) -> list[str]:
+    """The newest turn's user lines and answer text, in the order drawn."""
+    return (
+        page.locator(".turn").last.locator(".assistant > .user, .assistant .text").all_inner_texts()
+    )
+
+
+@WIDTHS
+def test_words_typed_while_the_turn_runs_steer_it(
+    gateway_factory: Callable[..., LiveGateway],
+    fake_llm: FakeLLM,
+    page_of: Callable[[str], Page],
+    tmp_path: Path,
+    viewport: dict[str, Any],
+) -> None:
+    gw = gateway_factory(agents=(llm_spec(tmp_path, fake_llm.env()),))
+    page = page_of(gw.url)
+    gate = fake_llm.hold("Working on it.")
+    fake_llm.reply("Bye then.")
+    send(page, "do the thing")
+    fake_llm.wait_requests(1)  # the turn runs: its model request is held
+    assert page.locator("#prompt").is_editable() and page.locator("#send").is_enabled()
+    send(page, "and then say bye")
+    page.locator("#status", has_text="the agent reads it").wait_for()  # injected
+    assert page.locator("#prompt").input_value() == "" and page.locator("#queued").is_hidden()
+    gate.set()
+    turn = last_turn(page)
+    assert turn.get_attribute("data-state") == "ended"
+    steered = turn.locator(".assistant > .user.steered")
+    assert steered.inner_text() == "and then say bye"
+    assert turn_lines(page) == ["Working on it.", "and then say bye", "Bye then."]
+    assert page.locator(".turn").count() == 1  # inside the turn, not a turn of its own
+    assert fake_llm.requests[1].body["messages"][-1]["content"] == "and then say bye"
+    page.screenshot(path=str(tmp_path / f"web-steer-{viewport['width']}.png"))
+
+
+@WIDTHS
+def test_words_for_an_agent_that_does_not_steer_wait_for_the_turn(
+    gateway_factory: Callable[..., LiveGateway],
+    page_of: Callable[[str], Page],
+    tmp_path: Path,
+    viewport: dict[str, Any],
+) -> None:
+    spec = AgentSpec("raw", (sys.executable, str(RAW_AGENT)), cwd=str(tmp_path))
+    gw = gateway_factory(agents=(spec,))
+    page = page_of(gw.url)
+    send(page, "edit please")  # the turn waits for a person's answer
+    ask = page.locator(".turn .permission").last
+    ask.wait_for()
+    for words in ("first words", "second words", "third words"):
+        send(page, words)
+        page.locator("#queued .queued-text", has_text=words).wait_for()
+    page.get_by_role("button", name="Drop the queued prompt: second words").click()
+    page.locator("#prompt").press("Escape")  # drops the last one, does not stop the turn
+    assert page.locator("#queued .queued-text").all_inner_texts() == ["first words"]
+    page.screenshot(path=str(tmp_path / f"web-queued-{viewport['width']}.png"))
+    ask.locator("button.reject").click()
+    page.locator(".turn").nth(1).wait_for()  # the queued words: the next turn
+    assert page.locator(".turn").first.get_attribute("data-stop-reason") == "end_turn"
+    second = last_turn(page)
+    assert second.locator(":scope > .user").inner_text() == "first words"
+    assert "raw says hi" in second.locator(".text").inner_text()
+    assert page.locator("#queued").is_hidden() and page.locator(".turn").count() == 2
