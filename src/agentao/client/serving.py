@@ -151,6 +151,7 @@ class ClientSide:
             tool.kind if tool else "other",
             parse_options(raw.get("options")),
             dict(tool.raw) if tool else dict(tool_raw),
+            _root_or_none(self.children.root(st.session_id), st.session_id),
         )
         decision = await self._decide(st, request)
         if decision.option_id is None:
@@ -285,3 +286,7 @@ __all__ = [
     "Handlers",
     "advertised_only",
 ]
+
+
+def _root_or_none(root: str, session_id: str) -> str | None:
+    return None if root == session_id else root
