@@ -109,6 +109,13 @@ def test_a_childs_question_reaches_the_person_on_the_parent_task(
     assert verdict["childSessionId"] == question["childSessionId"]
     assert seen[-1]["type"] == "task-ended"
     assert (tmp_path / "work" / "kid.txt").read_text() == "x"
+    with gw.http() as http:
+        view = http.get(f"/v1/conversations/{started['conversation_id']}/view").json()
+    asked = next(i for i in view["items"] if i["kind"] == "permission")
+    assert asked["childSessionId"] == question["childSessionId"]
+    child = next(i for i in view["items"] if i["kind"] == "subagent")
+    assert [i["title"] for i in child["items"] if i["kind"] == "tool_call"] == ["Write kid.txt"]
+    assert [i["title"] for i in view["items"] if i["kind"] == "tool_call"] == ["Subagent: scribe"]
 
 
 def test_cancelling_the_parent_task_ends_the_child_asking(gateway_factory, tmp_path: Path) -> None:
@@ -142,3 +149,22 @@ async def test_a_remote_acp_client_is_told_only_the_parents_words(
         assert peer.texts() == "parent done"
     finally:
         await peer.close()
+
+
+def test_the_view_folds_a_child_as_an_item_of_the_parent_turn(
+    gateway_factory, tmp_path: Path
+) -> None:
+    gw = gateway(gateway_factory, tmp_path, DELEGATE)
+    started = start_task(gw, "delegate it")
+    with connect(gw.ws_url(started["stream_url"])) as ws:
+        frames(ws)
+    with gw.http() as http:
+        view = http.get(f"/v1/conversations/{started['conversation_id']}/view").json()
+    items = view["items"]
+    child = next(i for i in items if i["kind"] == "subagent")
+    assert child["title"] == "survey" and child["turn"] == started["id"]
+    assert child["state"] == {"state": "idle", "stopReason": "end_turn"}
+    said = [i["text"] for i in child["items"] if i["kind"] == "message"]
+    assert said == ["the child's words"]
+    parents = [i["text"] for i in items if i["kind"] == "message" and i["role"] == "agent"]
+    assert parents == ["parent done"]

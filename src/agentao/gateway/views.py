@@ -12,6 +12,9 @@ become items beside them. A reader gets keyed items, each `{"id", "kind", "turn"
     plan        entries                      notice    title, text
     permission  requestId, title, toolKind, tool (as tool_call), options, deadline, window, decision
     decision    approved, title, reason      (a policy's answer, nobody asked)
+    subagent    sessionId, title, description, state {state, stopReason}, items: the
+                child's own items (messages, tool calls), folded from the frames that
+                name it (`childSessionId`); its question is a permission item with it
     plan/usage  with ids `plan` and `usage`: the session's latest, outside any turn
 
 `GET /v1/conversations/{id}/view` answers every item; `WS /v1/tasks/{id}/view` sends
@@ -28,6 +31,7 @@ from typing import Any
 from agentao.client.content import prompt_text
 from agentao.client.events import TEXT_KINDS
 from agentao.client.view import (
+    ChildEntry,
     Message,
     SessionView,
     ToolCallEntry,
@@ -56,11 +60,15 @@ class ConversationView:
         self.extra: dict[str, Item] = {}  # turn, permission and decision items by id
         self.entry_turn: list[str] = []  # entry index -> the turn it appeared in
         self.turn = ""  # the task whose frames are being folded
+        self.kids: dict[str, SessionView] = {}  # child session id -> the fold of its own
 
     def feed(self, event: TaskEvent) -> list[Item]:
         """Fold one frame; the items it changed."""
         self.turn = event.task_id
         payload = event.payload
+        child = payload.get("childSessionId")
+        if isinstance(child, str) and event.type != "permission-response":
+            return self._of_child(child, event.type, payload)
         if event.type in ("task-running", SESSION_UPDATE):  # a turn's, or of no turn
             return self._update(payload.get("update"))
         if event.type == "task-started":
@@ -130,6 +138,35 @@ class ConversationView:
                 return f"e{index}"
         raise KeyError(tool_call_id)
 
+    # ---- a child's frames: folded in its own view, shown in its item ----------------------
+
+    def _of_child(self, child: str, kind: str, payload: dict[str, Any]) -> list[Item]:
+        """A child's update, or its question, folded in the child's own view: what changes
+        is the parent's subagent item (with the child's items nested), and a question."""
+        view = self.kids.setdefault(child, SessionView())
+        changed = []
+        if kind == "task-running":
+            value = _decoded(payload.get("update"))
+            if value is not None:
+                tag = type(value).__struct_config__.tag
+                view.fold("", tag, value, payload.get("update"))
+        elif kind == "permission-request":
+            value = tool_call_of(payload.get("toolCall"))
+            tool = view.upsert_tool_call(value, announced=False) if value is not None else None
+            changed.append(self._question(payload, tool))
+        key = self._child_key(child)
+        return ([self._item(key)] if key is not None else []) + changed
+
+    def _child_key(self, child: str) -> str | None:
+        for index, entry in enumerate(self.session.entries):
+            if isinstance(entry, ChildEntry) and entry.session_id == child:
+                return f"e{index}"
+        return None
+
+    def _child_items(self, child: str) -> list[Item]:
+        view = self.kids.get(child)
+        return [view.entry_item(i) for i in range(len(view.entries))] if view else []
+
     # ---- the gateway's own frames ---------------------------------------------------
 
     def _turn(self, **fields: Any) -> Item:
@@ -154,6 +191,9 @@ class ConversationView:
             entries = len(self.session.entries)
             tool = self.session.upsert_tool_call(value, announced=False)
             changed += self._new_entries(entries)
+        return [*changed, self._question(payload, tool)]
+
+    def _question(self, payload: dict[str, Any], tool: Any) -> Item:
         request_id = str(payload.get("requestId"))
         key = f"ask:{request_id}"
         self.asks[request_id] = self.extra[key] = {
@@ -169,8 +209,10 @@ class ConversationView:
             "window": payload.get("window"),  # seconds a watcher's presence gives (tasks.py)
             "decision": None,
         }
+        if isinstance(payload.get("childSessionId"), str):
+            self.extra[key]["childSessionId"] = payload["childSessionId"]
         self.order.append(key)
-        return [*changed, dict(self.extra[key])]
+        return dict(self.extra[key])
 
     def _answered(self, seq: int, payload: dict[str, Any]) -> Item:
         decision = {k: payload.get(k) for k in ("approved", "by", "reason", "optionId")}
@@ -187,7 +229,10 @@ class ConversationView:
     def _item(self, key: str) -> Item:
         if key in self.extra:
             return dict(self.extra[key])
-        return self.session.entry_item(int(key[1:])) | {"turn": self._turn_of(key)}
+        item = self.session.entry_item(int(key[1:])) | {"turn": self._turn_of(key)}
+        if item["kind"] == "subagent":  # its own steps, nested (collapsed in the web UI)
+            item["items"] = self._child_items(item["sessionId"])
+        return item
 
     def _turn_of(self, key: str) -> str:
         return self.entry_turn[int(key[1:])]
