@@ -166,5 +166,7 @@ def test_the_view_folds_a_child_as_an_item_of_the_parent_turn(
     assert child["state"] == {"state": "idle", "stopReason": "end_turn"}
     said = [i["text"] for i in child["items"] if i["kind"] == "message"]
     assert said == ["the child's words"]
+    (call,) = [i for i in items if i["kind"] == "tool_call"]
+    assert child["toolCallId"] == call["toolCallId"]
     parents = [i["text"] for i in items if i["kind"] == "message" and i["role"] == "agent"]
     assert parents == ["parent done"]

@@ -12,7 +12,8 @@ become items beside them. A reader gets keyed items, each `{"id", "kind", "turn"
     plan        entries                      notice    title, text
     permission  requestId, title, toolKind, tool (as tool_call), options, deadline, window, decision
     decision    approved, title, reason      (a policy's answer, nobody asked)
-    subagent    sessionId, title, description, state {state, stopReason}, items: the
+    subagent    sessionId, toolCallId (the parent's call it runs in, when one was running),
+                title, description, state {state, stopReason}, items: the
                 child's own items (messages, tool calls), folded from the frames that
                 name it (`childSessionId`); its question is a permission item with it
     plan/usage  with ids `plan` and `usage`: the session's latest, outside any turn
@@ -61,6 +62,7 @@ class ConversationView:
         self.entry_turn: list[str] = []  # entry index -> the turn it appeared in
         self.turn = ""  # the task whose frames are being folded
         self.kids: dict[str, SessionView] = {}  # child session id -> the fold of its own
+        self.kid_calls: dict[str, str | None] = {}  # child session id -> the call it runs in
 
     def feed(self, event: TaskEvent) -> list[Item]:
         """Fold one frame; the items it changed."""
@@ -101,6 +103,8 @@ class ConversationView:
         last = self.session.entries[-1] if entries else None
         before = len(last.chunks) if isinstance(last, Message) else 0
         update = self.session.fold("", kind, value, raw)
+        if kind == "subagent_update" and value.session_id not in self.kid_calls:
+            self.kid_calls[value.session_id] = self._running_call()
         changed = self._new_entries(entries)
         if update.tool_call is not None:
             changed.append(self._tool(update.tool_call.tool_call_id))
@@ -110,6 +114,8 @@ class ConversationView:
             and len(self.session.entries) == entries
         ):
             changed.append(self._appended(entries - 1, last, before))
+        elif kind == "subagent_update" and (key := self._child_key(value.session_id)):
+            changed.append(self._item(key))  # its title or state patched
         if kind in _SIDE_KINDS:
             changed += [s for s in self.session.side_items() if s["id"] == _SIDE_KINDS[kind]]
         return _unique(changed)
@@ -161,6 +167,19 @@ class ConversationView:
         for index, entry in enumerate(self.session.entries):
             if isinstance(entry, ChildEntry) and entry.session_id == child:
                 return f"e{index}"
+        return None
+
+    def _running_call(self) -> str | None:
+        """The parent's tool call a child just announced runs in: the wire names none, so
+        the first call still running that no child claimed (the agent announces a child
+        right after the call that starts it; parallel calls in their order)."""
+        claimed = set(self.kid_calls.values())
+        for entry in self.session.entries:
+            if not isinstance(entry, ToolCallEntry) or entry.tool_call_id in claimed:
+                continue
+            status = getattr(self.session.tool_calls[entry.tool_call_id], "status", None)
+            if status in ("pending", "in_progress"):
+                return entry.tool_call_id
         return None
 
     def _child_items(self, child: str) -> list[Item]:
@@ -232,6 +251,7 @@ class ConversationView:
         item = self.session.entry_item(int(key[1:])) | {"turn": self._turn_of(key)}
         if item["kind"] == "subagent":  # its own steps, nested (collapsed in the web UI)
             item["items"] = self._child_items(item["sessionId"])
+            item["toolCallId"] = self.kid_calls.get(item["sessionId"])
         return item
 
     def _turn_of(self, key: str) -> str:
