@@ -170,3 +170,19 @@ def test_the_view_folds_a_child_as_an_item_of_the_parent_turn(
     assert child["toolCallId"] == call["toolCallId"]
     parents = [i["text"] for i in items if i["kind"] == "message" and i["role"] == "agent"]
     assert parents == ["parent done"]
+
+
+def test_an_anthropic_message_answers_with_the_parents_words_only(
+    gateway_factory, tmp_path: Path
+) -> None:
+    gw = gateway(gateway_factory, tmp_path, DELEGATE)
+    body = {
+        "model": "agentao",
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": "delegate it"}],
+    }
+    with gw.http() as http:
+        reply = http.post("/v1/messages", json=body)
+    assert reply.status_code == 200, reply.text
+    text = [b["text"] for b in reply.json()["content"] if b["type"] == "text"]
+    assert text == ["parent done"]
