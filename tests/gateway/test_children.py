@@ -41,18 +41,19 @@ ASKING_CHILD = [
 ]
 
 
-def gateway(gateway_factory, tmp_path: Path, script: list[dict[str, Any]]):
-    return gateway_factory(agents=(scripted_spec(tmp_path, script),))
+def gateway(gateway_factory, tmp_path: Path, script: list[dict[str, Any]], protocol=None):
+    return gateway_factory(agents=(scripted_spec(tmp_path, script, protocol=protocol),))
 
 
 def running(seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [f for f in seen if f["type"] == "task-running"]
 
 
+@pytest.mark.parametrize("protocol", [None, 2], ids=["v1", "v2"])
 def test_a_childs_updates_are_frames_of_the_parent_task_naming_the_child(
-    gateway_factory, tmp_path: Path
+    gateway_factory, tmp_path: Path, protocol: int | None
 ) -> None:
-    gw = gateway(gateway_factory, tmp_path, DELEGATE)
+    gw = gateway(gateway_factory, tmp_path, DELEGATE, protocol)
     started = start_task(gw, "delegate it")
     with connect(gw.ws_url(started["stream_url"])) as ws:
         seen = frames(ws)
@@ -83,10 +84,11 @@ def test_a_chat_completion_answers_with_the_parents_words_only(
     assert reply.choices[0].message.content == "parent done"
 
 
+@pytest.mark.parametrize("protocol", [None, 2], ids=["v1", "v2"])
 def test_a_childs_question_reaches_the_person_on_the_parent_task(
-    gateway_factory, tmp_path: Path
+    gateway_factory, tmp_path: Path, protocol: int | None
 ) -> None:
-    gw = gateway(gateway_factory, tmp_path, ASKING_CHILD)
+    gw = gateway(gateway_factory, tmp_path, ASKING_CHILD, protocol)
     started = start_task(gw, "delegate it", permission_policy="ask")
     with connect(gw.ws_url(started["stream_url"])) as ws:
         seen = []
