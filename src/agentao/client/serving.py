@@ -278,6 +278,11 @@ def _session_of(params: Any, raw: dict[str, Any]) -> str:
     return session_id
 
 
+def _root_or_none(root: str, session_id: str) -> str | None:
+    """A question's root session: None for a session's own (`PermissionRequest`)."""
+    return None if root == session_id else root
+
+
 __all__ = [
     "ASK_USER_UNAVAILABLE",
     "AskUser",
@@ -286,7 +291,3 @@ __all__ = [
     "Handlers",
     "advertised_only",
 ]
-
-
-def _root_or_none(root: str, session_id: str) -> str | None:
-    return None if root == session_id else root
