@@ -44,3 +44,15 @@ def test_only_a_subagent_update_names_a_child() -> None:
     links = ChildLinks()
     links.note("a", "session_info_update", schema.SubagentUpdateSessionUpdate(session_id="b"))
     assert links.root("b") == "b"
+
+
+def test_a_session_the_client_opened_is_never_anothers_child() -> None:
+    """Two people's sessions on one agent process: an announcement naming another opened
+    session as a child must not carry its updates, nor its questions, to this one's reader."""
+    links = ChildLinks()
+    links.opened("bob")
+    announce(links, "alice", "bob")
+    assert links.root("bob") == "bob"
+    announce(links, "alice", "carol")  # announced before carol's session/new is answered
+    links.opened("carol")
+    assert links.root("carol") == "carol"

@@ -61,4 +61,13 @@ export class ToolView {
     for (const id of item.terminals) this.body.append(el("pre", "", `[terminal ${id}]`));
     if (item.diffs.length) this.root.open = true;
   }
+
+  // Where the children this call runs are drawn: beneath it, shown while it is closed.
+  kids() {
+    if (!this.kidsBox) {
+      this.kidsBox = el("div", "kids");
+      this.root.after(this.kidsBox);
+    }
+    return this.kidsBox;
+  }
 }

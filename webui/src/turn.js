@@ -6,6 +6,7 @@ import { offerEdit } from "./edit.js";
 import { offerRewind } from "./rewind.js";
 import { renderMarkdown } from "./markdown.js";
 import { AskCard, desk } from "./permissions.js";
+import { SubagentView } from "./subagents.js";
 import { ToolView } from "./tools.js";
 import { stopWords, turnUsage } from "./words.js";
 
@@ -79,6 +80,7 @@ export class TurnView {
       case "tool_call": return this.tool(item);
       case "permission": return this.ask(item);
       case "decision": return this.decision(item);
+      case "subagent": return this.subagent(item);
       default: return undefined; // plans show beside the log, notices nowhere yet
     }
   }
@@ -155,6 +157,20 @@ export class TurnView {
       view = new ToolView();
       this.assistant.append(view.root);
       this.nodes.set(item.id, view);
+      this.nodes.set(`call:${item.toolCallId}`, view);
+    }
+    view.show(item);
+  }
+
+  // Under the parent's tool call it runs in (beside the turn's text when none ran).
+  subagent(item) {
+    let view = this.nodes.get(item.id);
+    if (!view) {
+      view = new SubagentView();
+      this.nodes.set(item.id, view);
+      const call = this.nodes.get(`call:${item.toolCallId}`);
+      if (call) call.kids().append(view.root);
+      else this.assistant.append(view.root);
     }
     view.show(item);
   }

@@ -8,7 +8,8 @@ turn reads its own session's stream, so `ChildLinks` remembers each child's pare
 the client (serving.py) passes a child's updates and answered questions on to its root
 session's stream too, in arrival order: a reader sees them where they happened, with the
 child's session id on each (the parent's view holds each child's title and state:
-view.py `ChildEntry`). A child's question races its root's cancel, and a child's `fs/*`
+view.py `ChildEntry`). A session the client opened itself is never a child: an agent
+holding several people's sessions cannot carry one's updates or questions to another. A child's question races its root's cancel, and a child's `fs/*`
 works in its root's workspace.
 """
 
@@ -27,12 +28,24 @@ class ChildLinks:
 
     def __init__(self) -> None:
         self.parents: dict[str, str] = {}
+        self.own: set[str] = set()  # sessions the client opened: nobody's children
+
+    def opened(self, session_id: str) -> None:
+        """The client opened `session_id` (new, load, resume): its own root, whatever an
+        agent announced (one agent process may hold other people's sessions)."""
+        self.own.add(session_id)
+        self.parents.pop(session_id, None)
 
     def note(self, session_id: str, kind: str, value: Any) -> None:
         """Remember the child a `subagent_update` on `session_id` names (never itself);
         `value` is v1's typed update, or v2's where v1 has none (the same fields)."""
         child = getattr(value, "session_id", None) if kind == SUBAGENT_UPDATE else None
-        if isinstance(child, str) and child != session_id and child not in self.parents:
+        if (
+            isinstance(child, str)
+            and child != session_id
+            and child not in self.parents
+            and child not in self.own
+        ):
             self.parents[child] = session_id
 
     def root(self, session_id: str) -> str:

@@ -388,6 +388,7 @@ class Client:
         cwd, extra = _abs(cwd), tuple(map(_abs, dirs))
         st = self._side.state(session_id)  # replayed updates land here, in order
         st.workspace = Workspace.of(session_id, cwd, extra)
+        self._side.children.opened(session_id)
         params = {"sessionId": session_id, **_session_params(cwd, extra, mcp), **(more or {})}
         try:
             response = await self._with_auth(lambda: self.channel.call(method, params))
@@ -400,6 +401,7 @@ class Client:
     def _open(self, session_id: str, response: Any, cwd: str, dirs: tuple[str, ...]) -> Session:
         st = self._side.state(session_id)
         st.workspace = Workspace.of(session_id, cwd, dirs)
+        self._side.children.opened(session_id)
         session = Session(
             self.channel,
             st,

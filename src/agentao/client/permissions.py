@@ -52,6 +52,9 @@ class PermissionRequest(msgspec.Struct, frozen=True):
     kind: str  # the tool kind ("edit", "execute", ...; "other" when unknown)
     options: tuple[PermissionOption, ...]
     tool_call: dict[str, Any] = {}  # merged raw tool call
+    # A child's question (client/children.py): the session at the top of its parents,
+    # whose turn asks; None for a session's own question.
+    root_session_id: str | None = None
 
 
 class PermissionAnswer(msgspec.Struct, frozen=True):

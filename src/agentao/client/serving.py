@@ -151,6 +151,7 @@ class ClientSide:
             tool.kind if tool else "other",
             parse_options(raw.get("options")),
             dict(tool.raw) if tool else dict(tool_raw),
+            _root_or_none(self.children.root(st.session_id), st.session_id),
         )
         decision = await self._decide(st, request)
         if decision.option_id is None:
@@ -275,6 +276,11 @@ def _session_of(params: Any, raw: dict[str, Any]) -> str:
             'Invalid params: "sessionId" must be a string', {"sessionId": session_id}
         )
     return session_id
+
+
+def _root_or_none(root: str, session_id: str) -> str | None:
+    """A question's root session: None for a session's own (`PermissionRequest`)."""
+    return None if root == session_id else root
 
 
 __all__ = [

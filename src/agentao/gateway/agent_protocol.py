@@ -33,6 +33,7 @@ from typing import Any, get_args
 import msgspec
 
 from agentao.client import Client, Session, Update
+from agentao.client.children import SUBAGENT_UPDATE
 from agentao.protocol import meta, schema
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.v2.to_v1 import MODE_CATEGORY
@@ -58,7 +59,9 @@ def logged_update(session: Session, update: Update) -> Update | None:
     the turn's own frames say it; the echo of a prompt: the task's start says it)."""
     if not speaks_v2(session):
         return update
-    if not isinstance(update.value, _V1_UPDATES) or update.kind == USER_ECHO:
+    # A child's news comes as v2's type (v1's unstable one has its fields): kept.
+    child_news = update.kind == SUBAGENT_UPDATE and update.value is not None
+    if not child_news and (not isinstance(update.value, _V1_UPDATES) or update.kind == USER_ECHO):
         return None
     wire = to_builtins(update.value)
     wire.pop("messageId", None)  # v2's message ids: the bridge derives its own from the log

@@ -69,7 +69,7 @@ class PendingAsk:
         return tuple(o for o in self.request.options if o.kind in offered)
 
     def frame(self) -> dict[str, object]:
-        return {
+        return _naming_child(self.request) | {
             "requestId": self.id,
             "toolCallId": self.request.tool_call_id,
             "title": self.request.title,
@@ -226,7 +226,8 @@ def _record(
         return
     task_log.emit(
         "permission-response",
-        {
+        _naming_child(request)
+        | {
             "requestId": request_id,
             "toolCallId": request.tool_call_id,
             "title": request.title,
@@ -237,6 +238,11 @@ def _record(
             "reason": answer.reason,
         },
     )
+
+
+def _naming_child(request: PermissionRequest) -> dict[str, object]:
+    """A child's question names the child: the session that asks, under the parent's task."""
+    return {} if request.root_session_id is None else {"childSessionId": request.session_id}
 
 
 __all__ = ["AnswerRejected", "PendingAsk", "PermissionDesk", "UnknownRequest"]

@@ -222,6 +222,9 @@ class Worker:
         return Client(
             self.command,
             protocol=version,
+            # Children shown: their updates are frames of the parent's task, naming them
+            # (turns.py), and their questions reach the person through the parent's turn.
+            subagents=True,
             # A read-only ceiling's processes are offered no `fs/write_text_file`: the
             # gateway would write on the host, beside their sandbox's read-only mount.
             policy=ClientPolicy(approve="none", terminal=False, files=self._files()),

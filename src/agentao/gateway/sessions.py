@@ -571,7 +571,7 @@ class Conversations:
     # ---- the agents' permission requests ------------------------------------------------
 
     async def permission(self, request: PermissionRequest) -> PermissionAnswer:
-        conv = self._by_session.get(request.session_id)
+        conv = self._by_session.get(request.root_session_id or request.session_id)
         turn = conv.turn if conv is not None else None
         if turn is None or turn.done.is_set():
             log.info("permission request outside a turn (session %s): rejected", request.session_id)

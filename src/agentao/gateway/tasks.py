@@ -6,7 +6,8 @@ conversation's number: a later turn's first frame follows the earlier turn's las
 (one turn runs at a time, so one task's frames are a contiguous run of the log).
 
     task-started         taskId, conversationId, agent, sessionId, source, prompt
-    task-running         update: the ACP update exactly as the agent sent it (unknown fields too)
+    task-running         update: the ACP update exactly as the agent sent it (unknown fields too);
+                         childSessionId: a child's update (turns.py; on the questions too)
     permission-request   requestId, toolCallId, title, kind, toolCall, options, deadline, window
     permission-response  requestId, toolCallId, title, optionId, outcome, approved, by, reason
     task-ended           stopReason, usage (the agent's, or null)

@@ -13,6 +13,11 @@ watcher could not read back. The updates the client has received at once (a burs
 go onto the log and into the inbox in one call each (`TaskLog.emit_run`,
 `_Inbox.hold_run`): nothing in between runs Python once per update but the mapping.
 
+A child session's updates (the client opts in: pool.py, client/children.py) reach the
+parent's turn too: each is a frame of the parent's task naming the child
+(`childSessionId`), never mapped for the consumer, so an OpenAI answer is the parent's
+words only.
+
 A store failure (`TaskLog.failed`) ends the consumer's items with a `TurnFailed`
 (code `store_failed`) at once, cancels the agent's turn, and makes the turn's result
 that failure, whatever the agent then answers.
@@ -387,6 +392,7 @@ class GatewayTurn:
         consumed = self.context.consumed
         v2 = speaks_v2(self.session)  # its updates are logged as v1's (agent_protocol.py)
         turn = self._client_turn
+        parent = self.session.id
         # Waits for the first event of a burst, then takes the rest already received at
         # once (`Turn.ready`): one `__anext__` per burst, not one per streamed update,
         # and the burst's frames are numbered and queued at once (`TaskLog.emit_run`).
@@ -401,9 +407,12 @@ class GatewayTurn:
                     frame = {"update": event.raw}
                     if event.tool_call is not None:  # merged by id: readers need not fold
                         frame["toolCall"] = event.tool_call.raw
-                        if self._calls is not None:
-                            announced.append(event.tool_call.raw)
                     frames.append(frame)
+                    if event.session_id != parent:  # a child's (client/children.py)
+                        frame["childSessionId"] = event.session_id
+                        continue  # never the parent's words, nor a call of the caller's
+                    if event.tool_call is not None and self._calls is not None:
+                        announced.append(event.tool_call.raw)
                     if consumed:  # mapped even once its consumer left (the transcript)
                         steps.append(Step(event, feed(event)))
                 elif isinstance(event, TurnEnd):

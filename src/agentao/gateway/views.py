@@ -12,6 +12,10 @@ become items beside them. A reader gets keyed items, each `{"id", "kind", "turn"
     plan        entries                      notice    title, text
     permission  requestId, title, toolKind, tool (as tool_call), options, deadline, window, decision
     decision    approved, title, reason      (a policy's answer, nobody asked)
+    subagent    sessionId, toolCallId (the parent's call it runs in, when one was running),
+                title, description, state {state, stopReason}, items: the
+                child's own items (messages, tool calls), folded from the frames that
+                name it (`childSessionId`); its question is a permission item with it
     plan/usage  with ids `plan` and `usage`: the session's latest, outside any turn
 
 `GET /v1/conversations/{id}/view` answers every item; `WS /v1/tasks/{id}/view` sends
@@ -28,6 +32,7 @@ from typing import Any
 from agentao.client.content import prompt_text
 from agentao.client.events import TEXT_KINDS
 from agentao.client.view import (
+    ChildEntry,
     Message,
     SessionView,
     ToolCallEntry,
@@ -56,11 +61,16 @@ class ConversationView:
         self.extra: dict[str, Item] = {}  # turn, permission and decision items by id
         self.entry_turn: list[str] = []  # entry index -> the turn it appeared in
         self.turn = ""  # the task whose frames are being folded
+        self.kids: dict[str, SessionView] = {}  # child session id -> the fold of its own
+        self.kid_calls: dict[str, str | None] = {}  # child session id -> the call it runs in
 
     def feed(self, event: TaskEvent) -> list[Item]:
         """Fold one frame; the items it changed."""
         self.turn = event.task_id
         payload = event.payload
+        child = payload.get("childSessionId")
+        if isinstance(child, str) and event.type != "permission-response":
+            return self._of_child(child, event.type, payload)
         if event.type in ("task-running", SESSION_UPDATE):  # a turn's, or of no turn
             return self._update(payload.get("update"))
         if event.type == "task-started":
@@ -93,6 +103,8 @@ class ConversationView:
         last = self.session.entries[-1] if entries else None
         before = len(last.chunks) if isinstance(last, Message) else 0
         update = self.session.fold("", kind, value, raw)
+        if kind == "subagent_update" and value.session_id not in self.kid_calls:
+            self.kid_calls[value.session_id] = self._running_call()
         changed = self._new_entries(entries)
         if update.tool_call is not None:
             changed.append(self._tool(update.tool_call.tool_call_id))
@@ -102,6 +114,8 @@ class ConversationView:
             and len(self.session.entries) == entries
         ):
             changed.append(self._appended(entries - 1, last, before))
+        elif kind == "subagent_update" and (key := self._child_key(value.session_id)):
+            changed.append(self._item(key))  # its title or state patched
         if kind in _SIDE_KINDS:
             changed += [s for s in self.session.side_items() if s["id"] == _SIDE_KINDS[kind]]
         return _unique(changed)
@@ -130,6 +144,48 @@ class ConversationView:
                 return f"e{index}"
         raise KeyError(tool_call_id)
 
+    # ---- a child's frames: folded in its own view, shown in its item ----------------------
+
+    def _of_child(self, child: str, kind: str, payload: dict[str, Any]) -> list[Item]:
+        """A child's update, or its question, folded in the child's own view: what changes
+        is the parent's subagent item (with the child's items nested), and a question."""
+        view = self.kids.setdefault(child, SessionView())
+        changed = []
+        if kind == "task-running":
+            value = _decoded(payload.get("update"))
+            if value is not None:
+                tag = type(value).__struct_config__.tag
+                view.fold("", tag, value, payload.get("update"))
+        elif kind == "permission-request":
+            value = tool_call_of(payload.get("toolCall"))
+            tool = view.upsert_tool_call(value, announced=False) if value is not None else None
+            changed.append(self._question(payload, tool))
+        key = self._child_key(child)
+        return ([self._item(key)] if key is not None else []) + changed
+
+    def _child_key(self, child: str) -> str | None:
+        for index, entry in enumerate(self.session.entries):
+            if isinstance(entry, ChildEntry) and entry.session_id == child:
+                return f"e{index}"
+        return None
+
+    def _running_call(self) -> str | None:
+        """The parent's tool call a child just announced runs in: the wire names none, so
+        the first call still running that no child claimed (the agent announces a child
+        right after the call that starts it; parallel calls in their order)."""
+        claimed = set(self.kid_calls.values())
+        for entry in self.session.entries:
+            if not isinstance(entry, ToolCallEntry) or entry.tool_call_id in claimed:
+                continue
+            status = getattr(self.session.tool_calls[entry.tool_call_id], "status", None)
+            if status in ("pending", "in_progress"):
+                return entry.tool_call_id
+        return None
+
+    def _child_items(self, child: str) -> list[Item]:
+        view = self.kids.get(child)
+        return [view.entry_item(i) for i in range(len(view.entries))] if view else []
+
     # ---- the gateway's own frames ---------------------------------------------------
 
     def _turn(self, **fields: Any) -> Item:
@@ -154,6 +210,9 @@ class ConversationView:
             entries = len(self.session.entries)
             tool = self.session.upsert_tool_call(value, announced=False)
             changed += self._new_entries(entries)
+        return [*changed, self._question(payload, tool)]
+
+    def _question(self, payload: dict[str, Any], tool: Any) -> Item:
         request_id = str(payload.get("requestId"))
         key = f"ask:{request_id}"
         self.asks[request_id] = self.extra[key] = {
@@ -169,8 +228,10 @@ class ConversationView:
             "window": payload.get("window"),  # seconds a watcher's presence gives (tasks.py)
             "decision": None,
         }
+        if isinstance(payload.get("childSessionId"), str):
+            self.extra[key]["childSessionId"] = payload["childSessionId"]
         self.order.append(key)
-        return [*changed, dict(self.extra[key])]
+        return dict(self.extra[key])
 
     def _answered(self, seq: int, payload: dict[str, Any]) -> Item:
         decision = {k: payload.get(k) for k in ("approved", "by", "reason", "optionId")}
@@ -187,7 +248,11 @@ class ConversationView:
     def _item(self, key: str) -> Item:
         if key in self.extra:
             return dict(self.extra[key])
-        return self.session.entry_item(int(key[1:])) | {"turn": self._turn_of(key)}
+        item = self.session.entry_item(int(key[1:])) | {"turn": self._turn_of(key)}
+        if item["kind"] == "subagent":  # its own steps, nested (collapsed in the web UI)
+            item["items"] = self._child_items(item["sessionId"])
+            item["toolCallId"] = self.kid_calls.get(item["sessionId"])
+        return item
 
     def _turn_of(self, key: str) -> str:
         return self.entry_turn[int(key[1:])]

@@ -65,6 +65,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from agentao.client.children import SUBAGENT_UPDATE
 from agentao.client.content import prompt_text
 from agentao.gateway.auth import Principal, owns
 from agentao.gateway.batches import BatchWriter, WriterBackoff, describe
@@ -168,7 +169,7 @@ class RemoteClient:
         `task-started` one, replayed as its prompt), as a `session/update` of session
         `session_id`, on the stream `scope` (default: the session's): stored as a
         reference to the frame (see the module docstring)."""
-        if self.closed.is_set():
+        if self.closed.is_set() or of_a_child(event):
             return
         scope = session_id if scope is None else scope
         if self.bridge is not None:  # v2: each frame translated, stored as sent
@@ -423,6 +424,15 @@ class RemoteHub:
 
     def close(self) -> None:
         self._writer.close()
+
+
+def of_a_child(event: TaskEvent) -> bool:
+    """A child's update, or the parent's news of a child (gateway/turns.py): remote
+    clients are offered no children yet, and see the parent's `task` call with progress."""
+    payload = event.payload
+    update = payload.get("update")
+    kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+    return "childSessionId" in payload or kind == SUBAGENT_UPDATE
 
 
 def session_update_body(session_id: str, event: TaskEvent) -> bytes:
