@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -90,19 +89,6 @@ def test_a_fork_before_turn_3_of_4_tells_the_model_turns_1_and_2_only(
     assert [t["prompt"] for t in source_tasks] == [f"message {n}" for n in range(1, 5)]
 
 
-def _settled_tasks(http: httpx.Client, conv: str, count: int) -> list[dict[str, Any]]:
-    """The conversation's tasks once none is running: the died turn's end is stored with
-    a later batch (on PostgreSQL it was read still `running`); 30 s at most."""
-    deadline = time.monotonic() + 30
-    while True:
-        tasks = http.get(f"/v1/conversations/{conv}/tasks").json()["data"]
-        if len(tasks) == count and all(t["status"] != "running" for t in tasks):
-            return tasks
-        if time.monotonic() > deadline:
-            return tasks  # the assertion below names what never settled
-        time.sleep(0.05)
-
-
 def test_a_task_the_agent_kept_no_turn_for_does_not_shift_the_fork(
     gateway_factory: Callable[..., LiveGateway], fake_llm: FakeLLM, tmp_path: Path
 ) -> None:
@@ -116,7 +102,8 @@ def test_a_task_the_agent_kept_no_turn_for_does_not_shift_the_fork(
         _turn_the_agent_dies_in(gw, alice, "message 2", conv)
         _turn(gw, alice, "message 3", conv)
         fourth = _turn(gw, alice, "message 4", conv)
-        tasks = _settled_tasks(alice, conv, 4)
+        # Read at once: a stream ends only once its task's row says so (one batch).
+        tasks = alice.get(f"/v1/conversations/{conv}/tasks").json()["data"]
         fork = alice.post(f"/v1/conversations/{conv}/fork", json={"before_task": fourth["id"]})
         _turn(gw, alice, "message 4, edited", fork.json()["id"])
         lost = alice.post(f"/v1/conversations/{conv}/fork", json={"before_task": tasks[1]["id"]})
