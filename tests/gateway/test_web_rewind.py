@@ -6,44 +6,21 @@ model is then told exactly the turns before it. Screenshots go under the test's 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pytest
-
 from tests.e2e.test_agent_fork import _user_texts
 from tests.fakes.fake_llm import FakeLLM, FakeToolCall
-from tests.gateway.conftest import LiveGateway, llm_spec
 from tests.gateway.test_web import (  # noqa: F401 (fixtures)
-    DESKTOP,
-    PHONE,
     browser,
     chromium,
     last_turn,
-    open_page,
     send,
 )
+from tests.gateway.test_web_edit import WIDTHS, gateway, page  # noqa: F401 (fixtures)
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
-
-WIDTHS = pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])
-
-
-@pytest.fixture
-def gateway(
-    gateway_factory: Callable[..., LiveGateway], fake_llm: FakeLLM, tmp_path: Path
-) -> LiveGateway:
-    return gateway_factory(agents=(llm_spec(tmp_path, fake_llm.env()),))
-
-
-@pytest.fixture
-def page(browser: Browser, gateway: LiveGateway, viewport: dict[str, int]) -> Iterator[Page]:  # noqa: F811
-    phone = viewport == PHONE
-    page = open_page(browser, gateway.url, viewport=viewport, is_mobile=phone, has_touch=phone)
-    yield page
-    page.context.close()
+    from playwright.sync_api import Page
 
 
 def _write(fake_llm: FakeLLM, path: str, content: str, answer: str) -> None:
@@ -53,7 +30,10 @@ def _write(fake_llm: FakeLLM, path: str, content: str, answer: str) -> None:
 
 @WIDTHS
 def test_rewind_to_here_restores_the_files_and_goes_on_from_before_that_prompt(
-    page: Page, fake_llm: FakeLLM, viewport: dict[str, int], tmp_path: Path
+    page: Page,  # noqa: F811
+    fake_llm: FakeLLM,
+    viewport: dict[str, int],
+    tmp_path: Path,
 ) -> None:
     work = tmp_path / "work"
     (work / "a.txt").write_text("before\n")
