@@ -11,9 +11,9 @@ gateway runs as any turn.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
-STEERING_METHOD: Final = "_session/steering"
+from agentao.client.session import STEERING_METHOD
 
 
 def steering_only(method: str, params: dict[str, Any]) -> dict[str, Any]:
