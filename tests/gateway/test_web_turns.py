@@ -156,6 +156,42 @@ def test_the_transcript_follows_the_turn_until_the_reader_scrolls_up(
     )
 
 
+@pytest.mark.parametrize("viewport", [DESKTOP], ids=["1280"])
+def test_the_follower_keeps_to_the_end_when_the_log_shrinks_under_its_own_scroll(
+    page: Page,
+) -> None:
+    """Our own scroll to the end is judged a frame later, by its scroll event: if the log
+    grew shorter in between (the composer or a line pinned below it changing, in the same
+    task or the next), that late judgement read "the reader left the end" and following
+    stopped for good (CI once saw a new turn never come into view). Only a person scrolling
+    up stops following. The shrink is made between the scroll and its event, in a task of
+    its own as a stream's message is, so the race is met every time."""
+    send(page, "a long answer please")  # enough text to scroll
+    page.locator(".turn .permission").first.wait_for()
+    settled = page.evaluate(
+        """async () => {
+          const log = document.getElementById('log');
+          const frame = () => new Promise(r => requestAnimationFrame(() => r()));
+          const task = () => new Promise(r => setTimeout(r, 0));
+          await frame(); await task();
+          const line = document.createElement('p');
+          line.textContent = 'one more line';
+          log.lastElementChild.append(line);  // the follower scrolls to it (a microtask)
+          await Promise.resolve();
+          log.style.maxHeight = (log.clientHeight - 200) + 'px';  // before the scroll event
+          await frame(); await frame();
+          const next = document.createElement('p');
+          next.textContent = 'and the next';
+          log.lastElementChild.append(next);
+          await frame(); await frame();
+          const gap = log.scrollHeight - log.scrollTop - log.clientHeight;
+          return {jump: document.getElementById('jump').hidden, gap};
+        }"""
+    )
+    assert settled["jump"] is True, settled  # still following: no "Jump to latest"
+    assert settled["gap"] <= 1, settled  # and the newest line is at the end, in sight
+
+
 @WIDTHS
 def test_the_open_session_s_question_is_pinned_announced_and_answered_there(
     page: Page, viewport: dict[str, int], tmp_path: Path

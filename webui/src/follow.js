@@ -10,7 +10,10 @@ export class Follower {
     this.log = log;
     this.jump = jump;
     this.following = true;
-    // Only a person's scrolling decides: ours lands at the bottom, which says "follow".
+    this.lastTop = log.scrollTop;
+    // Only a person scrolling up stops following. Ours only ever goes down, but its scroll
+    // event comes a frame later: the log may have grown shorter meanwhile (the composer, a
+    // line pinned below it), and reading "not at the bottom" then is not the reader leaving.
     log.addEventListener("scroll", () => this.scrolled());
     jump.addEventListener("click", () => this.follow());
     // Text, tools and questions all arrive as changes below the log.
@@ -29,7 +32,12 @@ export class Follower {
   }
 
   scrolled() {
-    this.following = this.atBottom();
+    const top = this.log.scrollTop;
+    const wentUp = top < this.lastTop;
+    this.lastTop = top;
+    if (this.atBottom()) this.following = true;
+    else if (wentUp) this.following = false;
+    else if (this.following) this.toEnd(); // the log changed shape under our own scroll
     this.jump.hidden = this.following;
   }
 
@@ -46,6 +54,7 @@ export class Follower {
 
   toEnd() {
     this.log.scrollTop = this.log.scrollHeight;
+    this.lastTop = this.log.scrollTop;
     this.jump.hidden = true;
   }
 }
