@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -435,6 +436,68 @@ async def test_a_v2_prompt_on_a_session_another_replica_holds_is_acknowledged_at
     finally:
         await at_a.close()
         await at_b.close()
+
+
+async def test_a_far_v2_prompt_is_acknowledged_before_what_the_log_gave_while_it_started(
+    gateway_factory: Any, pg_url: str
+) -> None:
+    """B starts the turn on A (`POST /v1/tasks`) and acknowledges the prompt with the id A
+    gives; B's reader of the log, woken through the store, may read the turn's first
+    frames (its question included) before A's reply reaches B. Those frames wait for the
+    acknowledgement: a v2 client is never asked about a turn whose prompt it has not seen
+    acknowledged. Here A's reply is held until B has read the turn's question, every time."""
+    a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
+    at_a, at_b = peer_for(a, "ws"), peer_for(b, "ws")
+    try:
+        await at_a.open()
+        opened = await at_a.call("session/new", {"cwd": a.config.agents[0].cwd})
+        sid = opened["result"]["sessionId"]
+        await at_b.open()
+        await at_b.call("session/resume", {"sessionId": sid, "cwd": b.config.agents[0].cwd})
+        (far,) = b.gateway.remote.far._far.values()
+        asked = _read_question_before_a_s_reply(far)
+        start = len(at_b.received)
+        await at_b.send(_request(98, "session/prompt", sid, "please write"))
+        first = await at_b.wait_for(
+            lambda m: m.get("id") == 98 or m.get("method") == "session/request_permission",
+            start,
+        )
+        assert asked.is_set()  # the question was read while the prompt was on its way
+        assert first.get("id") == 98 and "method" not in first, first
+        question = await at_b.wait_for(
+            lambda m: m.get("method") == "session/request_permission", start
+        )
+        option = question["params"]["options"][0]["optionId"]
+        answer = {"outcome": {"outcome": "selected", "optionId": option}}
+        await at_b.send({"jsonrpc": "2.0", "id": question["id"], "result": answer})
+        await at_b.wait_for(is_update("state_update", state="idle"), start)
+        assert at_b.errors() == []
+    finally:
+        await at_a.close()
+        await at_b.close()
+
+
+def _read_question_before_a_s_reply(far: Any) -> threading.Event:
+    """Hold the holder's reply to B's `POST /v1/tasks` until B's reader of the log has read
+    the turn's permission question (both in B's event loop)."""
+    asked = threading.Event()
+    read_one = asyncio.Event()
+    read, call = far.read, far.peers.call
+
+    def reading(event: Any) -> None:
+        if event.type == "permission-request":
+            asked.set()
+            read_one.set()
+        read(event)
+
+    async def calling(url: str, method: str, path: str, *args: Any) -> Any:
+        reply = await call(url, method, path, *args)
+        if method == "POST" and path == "/v1/tasks":
+            await asyncio.wait_for(read_one.wait(), 30)
+        return reply
+
+    far.read, far.peers.call = reading, calling
+    return asked
 
 
 def _text(text: str) -> Message:

@@ -22,7 +22,8 @@ once for here and for the holder) whose frames are the store's:
 * `session/prompt` starts a task on the holder (`POST /v1/tasks`, the client's key,
   the remote policy) and is answered when its terminal frame is in the log; a v2
   client's at once, with the `messageId` the log's `task-started` frame gives its
-  prompt (bridge.py), as for a session live here: the turn is its `state_update`s;
+  prompt (bridge.py), as for a session live here: the turn is its `state_update`s
+  (what the log gives before the holder's reply comes back waits for that answer);
   `session/cancel` cancels the conversation's running tasks there.
 
 When no live replica holds the conversation any more (its holder stopped or its lease
@@ -78,6 +79,8 @@ class FarSession(ConversationReader):
         self._position = 0  # the last seq of the log read
         self._watcher: asyncio.Task[None] | None = None
         self._passing: set[asyncio.Task[None]] = set()  # answers on their way to the holder
+        self._starting = 0  # v2 prompts on their way to the holder, not yet acknowledged
+        self._held: list[TaskEvent] = []  # what the log gave meanwhile, read after the ack
 
     # ---- the reader's source and sink ----------------------------------------------------
 
@@ -132,6 +135,19 @@ class FarSession(ConversationReader):
                 error = {"message": row.error or "the turn ended", "code": "gateway_stopped"}
                 self._end(TaskEvent(task_id, 0, "task-error", 0.0, {"error": error}))
 
+    def read(self, event: TaskEvent) -> None:
+        if self._starting:  # a v2 prompt's acknowledgement goes first (`prompt`)
+            self._held.append(event)
+            return
+        super().read(event)
+
+    def _acknowledged(self) -> None:
+        self._starting -= 1
+        if not self._starting:
+            held, self._held = self._held, []
+            for event in held:
+                super().read(event)
+
     # ---- the holder's questions ----------------------------------------------------------
 
     def _passed(self, task: asyncio.Task[None]) -> None:
@@ -154,9 +170,9 @@ class FarSession(ConversationReader):
     async def prompt(self, client: RemoteClient, blocks: list[Any], policy: str) -> Any:
         """A turn on the holder: the ACP result once its terminal frame is in the log; to
         a v2 client, its acknowledgement at once (the turn is then seen as its states)."""
+        if client.bridge is not None:
+            return await self._acknowledge(client, blocks, policy)
         task_id = await self._start(client, blocks, policy)
-        if client.bridge is not None:  # the messageId every reader derives from the log
-            return {"messageId": user_message_id(self.conv.id, task_id)}
         ended = await self.ended(task_id)
         if ended["type"] == "task-error":
             error = ended.get("error") or {}
@@ -164,6 +180,19 @@ class FarSession(ConversationReader):
                 f"the turn failed: {error.get('message')}", {"reason": error.get("code")}
             )
         return {"stopReason": ended.get("stopReason") or "end_turn"}
+
+    async def _acknowledge(self, client: RemoteClient, blocks: list[Any], policy: str) -> Any:
+        """A v2 prompt's acknowledgement: the messageId every reader derives from the log.
+        B's reader of the log may read the turn's first frames (its question too) before
+        the holder's reply to the start comes back: they are held until the reply to the
+        prompt is written, which the service does in the step this returns in
+        (`service._serve`), so `_acknowledged` runs after it (`call_soon`)."""
+        self._starting += 1
+        try:
+            task_id = await self._start(client, blocks, policy)
+        finally:
+            asyncio.get_running_loop().call_soon(self._acknowledged)
+        return {"messageId": user_message_id(self.conv.id, task_id)}
 
     async def _start(self, client: RemoteClient, blocks: list[Any], policy: str) -> str:
         """The id of the task the holder started for the client's prompt."""
