@@ -24,6 +24,7 @@ from agentao.gateway.budgets import DAY_SECONDS, Budgets
 from agentao.gateway.config import AgentSpec, ApiKey, ConfigError, check_aliases, config_from_dict
 from agentao.gateway.prices import Price, Prices
 from agentao.store.gateway import open_gateway_store
+from agentao.store.spend import SpendStore, Spent
 from tests.gateway.conftest import LiveGateway
 from tests.gateway.cost_agent import COST_PER_TURN
 
@@ -155,6 +156,43 @@ def test_the_count_starts_over_each_utc_day(tmp_path: Path) -> None:
         assert refused.value.headers["Retry-After"] == str(DAY_SECONDS - 10)
         now[0] += DAY_SECONDS
         await budgets.check("alice")  # a new day
+        await store.close()
+
+    asyncio.run(run())
+
+
+class FlakySpend:
+    """The real SQLite spend, whose charges fail while `away` (the database away)."""
+
+    def __init__(self, spend: SpendStore) -> None:
+        self.spend, self.away = spend, True
+
+    async def charge(self, owner: str, day: int, tokens: int, usd: float) -> None:
+        if self.away:
+            raise OSError("the database is away")
+        await self.spend.charge(owner, day, tokens, usd)
+
+    async def spent(self, owner: str, day: int) -> Spent:
+        return await self.spend.spent(owner, day)
+
+
+def test_a_charge_the_store_refuses_is_owed_counted_and_stored_later(tmp_path: Path) -> None:
+    """A turn charged while the store is away still counts: this replica refuses the
+    key's next turn, and stores the charge once the store is back (once, not twice)."""
+    store = open_gateway_store(tmp_path / "gw.sqlite3")
+    flaky = FlakySpend(store.spend)
+    budgets = Budgets([key("alice", tokens_per_day=100)], flaky, Prices())
+
+    async def run() -> None:
+        await budgets.record("alice", 150, 0.25)  # logged, not raised: the answer stands
+        with pytest.raises(Exception, match="tokens for today"):
+            await budgets.check("alice")  # counted although not stored
+        assert (await store.spend.spent("alice", budgets.today())).tokens == 0
+        flaky.away = False
+        assert (await budgets.spent("alice")).tokens == 150  # stored now, owed no more
+        assert (await budgets.spent("alice")).tokens == 150
+        stored = await store.spend.spent("alice", budgets.today())
+        assert (stored.tokens, stored.usd) == (150, 0.25)
         await store.close()
 
     asyncio.run(run())

@@ -18,6 +18,12 @@ seconds until the next UTC midnight, when the count starts over; remote ACP's
 count is below the budget, and a turn admitted is never cut short: a key ends a day at
 most its budget plus the cost of the turns it had running when the budget was reached
 (each replica admits against the stored count, so that holds across replicas too).
+
+A charge the store refuses (the database away for a moment) is not lost: it is owed, in
+this replica's memory, counted in what this replica reads as the key's spend, and stored
+again before each later read of that key's spend (`spent`) until the store takes it.
+It is lost only if this replica stops meanwhile; a charge whose statement failed after
+the database had applied it is counted twice (a budget errs on the side of refusing).
 """
 
 from __future__ import annotations
@@ -91,6 +97,8 @@ class Budgets:
         # for its answer's usage: both gone with their session or turn.
         self._agent_totals: WeakKeyDictionary[Any, float] = WeakKeyDictionary()
         self._turn_costs: WeakKeyDictionary[Any, float] = WeakKeyDictionary()
+        self._owed: dict[tuple[str, int], Spent] = {}  # charges the store refused, by day
+        self._settling = asyncio.Lock()
 
     def of(self, owner: str) -> KeyBudget:
         return self.budgets.get(owner) or KeyBudget()
@@ -104,7 +112,11 @@ class Budgets:
         this replica has under way for it are stored."""
         for charging in list(self._charging.get(owner, ())):
             await charging.wait()
-        return await self.spend.spent(owner, self.today())
+        await self._settle(owner)
+        today = self.today()
+        stored = await self.spend.spent(owner, today)
+        owed = self._owed.get((owner, today), Spent())
+        return Spent(stored.tokens + owed.tokens, stored.usd + owed.usd)
 
     async def check(self, owner: str) -> None:
         """Refuse a new turn of `owner` once a budget of today is spent."""
@@ -148,8 +160,7 @@ class Budgets:
 
     async def charge(self, conv: Any, turn: Any) -> None:
         """A turn of `conv` (a LiveConversation) ended: its cost is noted for its answer,
-        and its tokens and cost count against its owner's today. A store that fails is
-        logged: the answer is not lost to it."""
+        and its tokens and cost count against its owner's today (`record`)."""
         usage = turn_usage(turn)
         cost = self.turn_cost(conv, turn, usage)
         if cost is not None:
@@ -157,19 +168,44 @@ class Budgets:
         owner = conv.record.owner
         if owner not in self.budgets:
             return
-        usd = cost or 0.0
         charging = asyncio.Event()
         self._charging.setdefault(owner, set()).add(charging)
         try:
-            await self.spend.charge(owner, self.today(), usage.total_tokens, usd)
-        except Exception:
-            log.exception("budgets: the turn %s of %r could not be charged", turn.id, owner)
+            await self.record(owner, usage.total_tokens, cost or 0.0)
         finally:
             charging.set()
             if not (under_way := self._charging[owner] - {charging}):
                 del self._charging[owner]
             else:
                 self._charging[owner] = under_way
+
+    async def record(self, owner: str, tokens: int, usd: float) -> None:
+        """Count `tokens` and `usd` against `owner`'s today; owed if the store refuses."""
+        day = self.today()
+        try:
+            await self.spend.charge(owner, day, tokens, usd)
+        except Exception:  # the turn's answer stands: its charge waits, it is not lost
+            log.exception("budgets: a charge of %r is owed until the store takes it", owner)
+            self._owe(owner, day, Spent(tokens, usd))
+
+    def _owe(self, owner: str, day: int, charge: Spent) -> None:
+        owed = self._owed.get((owner, day), Spent())
+        self._owed[owner, day] = Spent(owed.tokens + charge.tokens, owed.usd + charge.usd)
+
+    async def _settle(self, owner: str) -> None:
+        """Store what `owner` owes, day by day; what the store still refuses stays owed."""
+        async with self._settling:  # one at a time: an owed charge is stored once
+            for day in [d for o, d in self._owed if o == owner]:
+                owed = self._owed[owner, day]
+                try:
+                    await self.spend.charge(owner, day, owed.tokens, owed.usd)
+                except Exception as exc:
+                    log.warning("budgets: %r's owed charge is still not stored: %s", owner, exc)
+                    continue
+                # Kept owed until stored: a read meanwhile counts it (twice, not never).
+                self._owe(owner, day, Spent(-owed.tokens, -owed.usd))
+                if self._owed[owner, day].tokens == 0 and self._owed[owner, day].usd == 0:
+                    del self._owed[owner, day]
 
 
 def prompts_seen(view: SessionView) -> int:
