@@ -479,24 +479,25 @@ async def test_a_far_v2_prompt_is_acknowledged_before_what_the_log_gave_while_it
 
 def _read_question_before_a_s_reply(far: Any) -> threading.Event:
     """Hold the holder's reply to B's `POST /v1/tasks` until B's reader of the log has read
-    the turn's permission question (both in B's event loop)."""
+    past the turn's permission question (both in B's event loop)."""
     asked = threading.Event()
-    read_one = asyncio.Event()
-    read, call = far.read, far.peers.call
+    read_past = asyncio.Event()
+    read, call = far._read, far.peers.call
 
-    def reading(event: Any) -> None:
-        if event.type == "permission-request":
+    async def reading() -> None:
+        await read()
+        frames = await far.store.events_after(far.conv.id, 0)
+        if any(f.type == "permission-request" and f.seq <= far._position for f in frames):
             asked.set()
-            read_one.set()
-        read(event)
+            read_past.set()
 
     async def calling(url: str, method: str, path: str, *args: Any) -> Any:
         reply = await call(url, method, path, *args)
         if method == "POST" and path == "/v1/tasks":
-            await asyncio.wait_for(read_one.wait(), 30)
+            await asyncio.wait_for(read_past.wait(), 30)
         return reply
 
-    far.read, far.peers.call = reading, calling
+    far._read, far.peers.call = reading, calling
     return asked
 
 

@@ -112,16 +112,34 @@ def test_unanswered_ask_is_rejected_at_the_deadline(gateway_factory) -> None:
     gw = gateway_factory(limits=Limits(permission_deadline_seconds=0.3, ping_interval_seconds=0.05))
     task = start_task(gw, "write the file", permission_policy="ask")
     with connect(gw.ws_url(task["stream_url"])) as ws:
-        everything = [json.loads(m) for m in ws]
-    pings = [f for f in everything if f["type"] == "ping"]
-    assert pings and all("seq" not in f for f in pings)  # keep-alives, not part of the log
-    seen = [f for f in everything if f["type"] != "ping"]
+        seen = [f for m in ws if (f := json.loads(m))["type"] != "ping"]
     decision = next(f for f in seen if f["type"] == "permission-response")
     assert decision["by"] == "deadline" and decision["approved"] is False
     updates = [f["update"] for f in seen if f["type"] == "task-running"]
     assert any(
         u.get("status") == "failed" for u in updates if u["sessionUpdate"] == "tool_call_update"
     )
+
+
+def test_a_quiet_stream_is_kept_alive_outside_the_log(gateway_factory) -> None:
+    """While the turn waits on a person, the stream sends keep-alives, numbered by no seq.
+    The question is read first, so the stream is open through the wait (however late it
+    was opened): the next frame is a keep-alive, every time."""
+    gw = gateway_factory(limits=Limits(permission_deadline_seconds=60, ping_interval_seconds=0.05))
+    task = start_task(gw, "write the file", permission_policy="ask")
+    with connect(gw.ws_url(task["stream_url"])) as ws, gw.http() as http:
+        for message in ws:
+            if json.loads(message)["type"] == "permission-request":
+                break
+        quiet = json.loads(ws.recv(timeout=30))
+        assert quiet["type"] == "ping" and "seq" not in quiet, quiet
+        (ask,) = http.get("/v1/permissions").json()["data"]
+        chosen = ask["options"][0]["optionId"]
+        assert http.post(
+            f"/v1/permissions/{ask['requestId']}", json={"optionId": chosen}
+        ).is_success
+        rest = [json.loads(m) for m in ws]
+    assert rest[-1]["type"] in ("task-ended", "task-error") and "seq" in rest[-1]
 
 
 def test_policies_decide_without_a_human(shared_gateway: LiveGateway) -> None:

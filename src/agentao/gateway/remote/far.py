@@ -129,24 +129,21 @@ class FarSession(ConversationReader):
         rows = {task_id: await self.store.get_task(task_id) for task_id in list(self._waiting)}
         for event in await self.store.events_after(self.conv.id, self._position):  # after rows
             self._position = event.seq
-            self.read(event)
+            if self._starting:  # a v2 prompt's acknowledgement goes first (`_acknowledge`)
+                self._held.append(event)
+            else:
+                self.read(event)
         for task_id, row in rows.items():
             if row is not None and row.status != IN_FLIGHT_TASK and task_id in self._waiting:
                 error = {"message": row.error or "the turn ended", "code": "gateway_stopped"}
                 self._end(TaskEvent(task_id, 0, "task-error", 0.0, {"error": error}))
-
-    def read(self, event: TaskEvent) -> None:
-        if self._starting:  # a v2 prompt's acknowledgement goes first (`prompt`)
-            self._held.append(event)
-            return
-        super().read(event)
 
     def _acknowledged(self) -> None:
         self._starting -= 1
         if not self._starting:
             held, self._held = self._held, []
             for event in held:
-                super().read(event)
+                self.read(event)
 
     # ---- the holder's questions ----------------------------------------------------------
 
