@@ -238,6 +238,9 @@ class TerminalView:
     exit_code: int | None = None
     signal: str | None = None
     cancellable: bool = False  # `capabilities.cancel`: terminal/cancel may stop it now
+    chunks: int = 0  # `terminal_output_chunk`s received
+    received: int = 0  # bytes they carried (the output keeps only the last ones)
+    last_chunk: int = 0  # bytes the latest one carried
 
     def upsert(self, value: Any) -> None:
         """A `terminal_update`: patch semantics (omitted: unchanged; output replaced). The
@@ -374,7 +377,12 @@ class SessionView:
         elif kind == "terminal_update":  # v2 only
             self._terminal(value.terminal_id).upsert(value)
         elif kind == "terminal_output_chunk":  # v2 only
-            self._terminal(value.terminal_id).append(_b64(value.data))
+            terminal = self._terminal(value.terminal_id)
+            data = _b64(value.data)
+            terminal.chunks += 1
+            terminal.received += len(data)
+            terminal.last_chunk = len(data)
+            terminal.append(data)
 
     def terminal_output(self, tool: ToolCallState) -> str:
         """What the terminals a tool call names have printed so far (its live output)."""
