@@ -56,14 +56,14 @@ def terminal_logged(session: Session, update: Update) -> Update | None:
     if call_id is None or terminal is None:
         return None
     wire: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
-    if update.kind == "terminal_output_chunk" and (text := _live_text(terminal)) is not None:
+    if update.kind == "terminal_output_chunk" and (text := live_text(terminal)) is not None:
         wire["content"] = [{"type": "terminal", "terminalId": terminal_id}, text_content(text)]
     wire["_meta"] = {meta.V2_TERMINAL: {"instead": [update.raw], "terminals": [terminal_id]}}
     value = decode_lenient(schema.SessionUpdate, wire)
     return msgspec.structs.replace(update, kind="tool_call_update", value=value, raw=wire)
 
 
-def _live_text(terminal: TerminalView) -> str | None:
+def live_text(terminal: TerminalView) -> str | None:
     """The output so far while within the bounds; cut (said so) by the chunk that passes
     one; None after."""
     within = terminal.chunks <= TERMINAL_LOG_UPDATES and terminal.received <= TERMINAL_LOG_BYTES
@@ -111,6 +111,7 @@ __all__ = [
     "TERMINAL_KINDS",
     "TERMINAL_LOG_BYTES",
     "TERMINAL_LOG_UPDATES",
+    "live_text",
     "own_terminals",
     "terminal_logged",
     "terminal_state",
