@@ -197,7 +197,7 @@ class ConsoleView:
     def _output(self, call_id: str, data: str) -> None:
         """A chunk of a running command's terminal: its whole lines, below its tool line."""
         live = self._live_output.setdefault(call_id, LiveOutput(self.output_lines))
-        self._shown_lines(live.feed(_bytes(data)))
+        self._shown_lines(live.feed(terminal_bytes(data)))
 
     def _shown_lines(self, lines: list[str]) -> None:
         if lines:
@@ -281,7 +281,8 @@ class LiveOutput:
         return out
 
 
-def _bytes(data: str) -> bytes:
+def terminal_bytes(data: str) -> bytes:
+    """A terminal chunk's base64 bytes."""
     try:
         return base64.b64decode(data, validate=True)
     except (ValueError, binascii.Error):
@@ -468,6 +469,7 @@ __all__ = [
     "cut_lines",
     "printable",
     "shown",
+    "terminal_bytes",
     "to_json",
     "tool_details",
     "tool_line",

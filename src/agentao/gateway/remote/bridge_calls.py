@@ -165,7 +165,8 @@ async def _cancel_tool_call(session: Session, tool_call_id: Any) -> dict[str, An
 async def _cancel_terminal(session: Session, terminal_id: Any) -> dict[str, Any]:
     """`terminal/cancel` passed to a v2 agent for one of this session's terminals (the
     agent says whether it still runs); -32602 `unknown` and nothing sent for any other."""
-    if not speaks_v2(session) or terminal_id not in session.view.terminals:
+    known = isinstance(terminal_id, str) and terminal_id in session.view.terminals
+    if not speaks_v2(session) or not known:
         raise InvalidParams(
             f"Invalid params: terminal {terminal_id!r} is unknown in this session",
             {"field": "terminalId", "reason": "unknown"},
