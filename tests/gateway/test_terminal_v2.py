@@ -3,7 +3,7 @@
 Real gateway; behind it our own agent under `protocol = 2`, every line it reads and
 writes recorded (tests/fakes/tee_agent.py). Its shell command prints a line, then holds a
 FIFO open until it is killed. While it runs: a remote v1 reader of the session gets that
-line as the tool call's text, and a remote v2 client the agent's real `terminal_update`
+line as the tool call's text (and the web UI's view of the stored log shows it), and a remote v2 client the agent's real `terminal_update`
 (cancellable) and `terminal_output_chunk`, the terminal in the call's content. The v2
 client's `terminal/cancel` reaches the agent (an unknown id is -32602 with nothing sent;
 another key's session is not found), the command dies, the turn goes on. Every message
@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from agentao.gateway.config import AgentSandbox, AgentSpec
@@ -43,6 +44,7 @@ from tests.gateway.test_tool_call_cancel import (
     agent_received,
 )
 from tests.gateway.test_v2_pool import TEE, needs_bwrap
+from tests.waiting import until
 
 pytestmark = [pytest.mark.timeout(60), needs_bwrap]
 # prints a line (not in the command's own text), then holds the FIFO open while it runs
@@ -71,6 +73,14 @@ def _chunk_of(text: bytes) -> Any:
         update_of(m).get("sessionUpdate") == "terminal_output_chunk"
         and update_of(m).get("data") == data
     )
+
+
+def _web_view_shows(gw: LiveGateway, text: str) -> list[dict[str, Any]]:
+    """The tool call items of the web UI's view (the stored log, folded) showing `text`."""
+    with httpx.Client(base_url=gw.url, headers=_auth("alice")) as http:
+        conversation = http.get("/v1/conversations").json()["data"][0]["id"]
+        items = http.get(f"/v1/conversations/{conversation}/view").json()["items"]
+    return [i for i in items if i["kind"] == "tool_call" and text in i.get("output", "")]
 
 
 def _v1_live(message: Message) -> bool:
@@ -104,6 +114,7 @@ async def test_a_v2_agents_terminal_reaches_v1_and_v2_readers_live_and_cancels(
             started = await _read(held)  # the command runs, and runs until it is killed
             chunk = await alice.wait_for(_chunk_of(b"live-output\n"))
             v1_live = await watcher.wait_for(_v1_live)
+            shown = await until(lambda: _web_view_shows(gw, "live-output"), "the web UI's view")
             terms = [u for u in updates(alice.received) if u["sessionUpdate"] == "terminal_update"]
             term = terms[0]
             tid = term["terminalId"]
@@ -125,6 +136,7 @@ async def test_a_v2_agents_terminal_reaches_v1_and_v2_readers_live_and_cancels(
     assert started == b"started\n" and rest == b""
     assert term["command"] == LIVE and term["capabilities"] == {"cancel": {}}, term
     assert update_of(chunk)["terminalId"] == tid
+    assert [i["toolCallId"] for i in shown] == ["s1"]  # the web UI, while it ran
     assert {"type": "terminal", "terminalId": tid} in update_of(v1_live)["content"]
     assert accepted["result"] == {} and update_of(idle)["stopReason"] == "end_turn"
     ends = [u for u in updates(alice.received) if "exitStatus" in u]
