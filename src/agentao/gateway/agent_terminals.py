@@ -23,8 +23,11 @@ state goes with the call's update that names it.
 Each logged update keeps the agent's v2 updates under `_meta[meta.V2_TERMINAL]`, so the
 bridge sends a v2 reader the real `terminal_update`s and `terminal_output_chunk`s, and
 the terminal (not its name in words) in the tool call's content (gateway/remote/bridge.py:
-`v2_terminals`). Bounded: what a command logs as text is at most
-TERMINAL_LOG_UPDATES x TERMINAL_LOG_BYTES; the chunks themselves are bounded by the agent
+`v2_terminals`). The bounds are read from the terminal as the client has folded it so
+far (a burst of chunks is logged after it is folded, so a chunk's text may hold the
+next ones' too, and the cut may be said twice, or not at all when a burst passes a bound
+at once). Bounded: what a command logs as text is at most
+(TERMINAL_LOG_UPDATES + 1) x TERMINAL_LOG_BYTES; the chunks themselves are bounded by the agent
 (ours: `ShellLimits.terminal_stream_limit`), and the client keeps a terminal's last
 `TERMINAL_OUTPUT_LIMIT` bytes.
 """
@@ -79,12 +82,13 @@ def live_text(terminal: TerminalView) -> str | None:
 def own_terminals(session: Session, raw: dict[str, Any]) -> dict[str, Any] | None:
     """For a tool call's own update that names the agent's terminals: what the bridge
     needs of them (meta.V2_TERMINAL), the state of each still running to send first."""
+    content = raw.get("content")
+    blocks = content if isinstance(content, list) else ()
     ids = [
-        block["terminalId"]
-        for block in raw.get("content") or ()
-        if isinstance(block, dict) and block.get("type") == "terminal"
+        b.get("terminalId") for b in blocks if isinstance(b, dict) and b.get("type") == "terminal"
     ]
-    terminals = [session.view.terminals[i] for i in ids if i in session.view.terminals]
+    known = session.view.terminals
+    terminals = [known[i] for i in ids if isinstance(i, str) and i in known]
     if not terminals:
         return None
     before = [terminal_state(t) for t in terminals if not t.exited]
