@@ -28,6 +28,7 @@ from tests.schema_check import check_all
 
 pytestmark = pytest.mark.timeout(60)
 GATED = 'echo live-output; read line < gate.fifo; echo "after $line"'
+ONCE = "printf 'printed-%s\\n' once"
 HOLD = "exec 3>held.fifo; echo started >&3; sleep 60"  # holds the FIFO open while it runs
 
 
@@ -142,3 +143,29 @@ async def test_a_v1_client_sees_the_command_as_before(env, ws, fake_llm):  # noq
         {"type": "content", "content": {"type": "text", "text": "hi\n"}}
     ]
     assert check_all(agent.received, agent.sent, version=1) == []
+
+
+async def test_resume_replays_a_commands_final_output_not_a_gone_terminal(
+    env,  # noqa: F811
+    ws,
+    fake_llm,
+    sandbox,
+):
+    """Replay (`session/resume`, `replayFrom: start`, in a second process) shows the
+    command's final output as the call's text; no terminal the client never saw named."""
+    fake_llm.reply(tool_calls=[FakeToolCall("run_shell_command", {"command": ONCE}, id="s1")])
+    fake_llm.reply(text=["done"])
+    async with running(env, init=False) as agent:
+        sid = await _start(agent, ws, ONCE)
+        await idle(agent, sid)
+    async with running(env, init=False) as agent:
+        await v2_initialize(agent)
+        params = {"sessionId": sid, "cwd": str(ws), "replayFrom": {"type": "start"}}
+        await agent.call("session/resume", params)
+        replayed = agent.updates(sid, every=True)
+    final = [u for u in replayed if u.get("toolCallId") == "s1"][-1]
+    assert final["status"] == "completed"
+    assert "printed-once" in str(final["content"]), final
+    assert not any(c.get("type") == "terminal" for c in final["content"]), final
+    assert not any(u["sessionUpdate"].startswith("terminal_") for u in replayed)
+    assert check_all(agent.received, agent.sent, version=2) == []

@@ -119,3 +119,25 @@ def test_a_shell_command_streams_live_into_the_clients_terminal(
     assert kinds.index("terminal_update") < first_chunk  # the terminal exists first
     assert tool_statuses(lines)[-1] == "completed"
     assert updates(lines)[-1]["stopReason"] == "end_turn"
+
+
+def test_the_clients_terminal_cancel_stops_the_command_and_the_turn_goes_on(
+    v2_peers: NpmPeers, tmp_path: Path, fake_llm: FakeLLM, ws: Path, sandbox: object
+) -> None:
+    """At the command's first output the TS client stops its terminal with the SDK's
+    `cancelTerminal` (which sends it only to a terminal advertising `capabilities.cancel`):
+    the command, which would sleep a minute, dies by a signal, and the model answers after."""
+    command = "echo live-output; sleep 60"
+    fake_llm.reply(tool_calls=[FakeToolCall("run_shell_command", {"command": command}, id="s1")])
+    fake_llm.reply(text=["stopped"])
+    lines = drive(v2_peers, tmp_path, fake_llm, ws, "--prompt", "run it",
+                  "--permission", "allow", "--cancel-terminal-on-output")  # fmt: skip
+
+    assert check_recording(lines, 2) == []
+    sent = [line["msg"] for line in lines if line["msg"].get("method") == "terminal/cancel"]
+    assert len(sent) == 1, sent
+    terminal = [u for u in updates(lines) if u["sessionUpdate"] == "terminal_update"]
+    assert terminal[-1]["exitStatus"] == {"signal": "SIGTERM"}
+    assert tool_statuses(lines)[-1] == "failed"  # a command killed by a signal
+    assert updates(lines)[-1]["stopReason"] == "end_turn"
+    assert "stopped by the user" in str(fake_llm.requests[-1].body["messages"])

@@ -532,3 +532,27 @@ def test_the_agents_question_to_the_person_is_answered_with_a_line(chat):
     assert "cancelling…" in screen.split("ask and again?")[-1]
     term.line("/quit")
     assert term.exit_status() == 0
+
+
+def test_a_running_commands_output_shows_as_it_comes(chat, fake_llm, ws):
+    """Over v2 our agent runs the command in its own terminal: its first line shows under
+    it in the live area while it waits on a FIFO the test opens only once that line is
+    on the screen; its whole output is printed when it ends (cli/chat/screen.py)."""
+    os.mkfifo(ws / "gate.fifo")
+    command = "printf 'live-%s\\n' output; read line < gate.fifo; echo \"after $line\""
+    fake_llm.reply(tool_calls=[shell(command, "s1")])
+    fake_llm.reply("ran it")
+    term = chat(flow="live-output")
+    term.wait_idle("session ")
+    term.line("run it")
+    term.wait_for("answer 1-3")
+    term.type("1")
+    term.wait_for("live-output")  # the command still waits on the gate
+    with open(ws / "gate.fifo", "w") as gate:
+        gate.write("go\n")
+    screen = term.wait_turns(1)
+    assert "ran it" in screen
+    output = screen.split("live-%s")[-1]
+    assert "\n    live-output\n    after go\n" in output  # printed once it ended
+    term.line("/quit")
+    assert term.exit_status() == 0

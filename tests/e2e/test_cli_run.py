@@ -396,3 +396,41 @@ def test_continue_with_no_session_here_exits_2_before_any_prompt(fake_llm, works
     assert f"--continue: no session to continue in {workspace}" in result.stderr
     both = agentao("run", "--continue", "--resume", "x", "--cwd", str(workspace), "hi", env=env)
     assert both.returncode == 2 and "--continue and --resume: give one" in both.stderr
+
+
+LIVE = "printf 'live-%s\\n' output; read line < gate.fifo; echo \"after $line\""
+
+
+@pytest.mark.timeout(30)  # without live output the command's first line never shows: it hangs
+def test_a_command_s_output_shows_as_it_comes_over_v2(workspace, tmp_path):
+    """Our agent over v2 runs the command in its own terminal: `agentao run` shows its
+    first line while it waits on a FIFO only the test opens once that line is shown, then
+    the rest, and not again when the command ends (cli/render.py `LiveOutput`)."""
+    script = tmp_path / "script.json"
+    call = {"name": "run_shell_command", "arguments": {"command": LIVE}}
+    turns = [{"match": "run", "tool_calls": [call]}, {"match": "run", "text": "Ran it."}]
+    script.write_text(json.dumps({"responses": turns}))
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"LLM_PROVIDER": "SCRIPTED", "AGENTAO_SCRIPT": str(script), "AGENTAO_HOME": str(home)}
+    os.mkfifo(workspace / "gate.fifo")
+    args = ["run", "--cwd", str(workspace), "--approve", "all", "run it"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentao", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )
+    assert proc.stdout is not None
+    before = ""
+    while "    live-output\n" not in before:  # the command still waits on the gate
+        char = proc.stdout.read(1)
+        assert char, f"the output ended before the command's first line: {before!r}"
+        before += char
+    with open(workspace / "gate.fifo", "w") as gate:
+        gate.write("go\n")
+    out, err = proc.communicate(timeout=25)
+    assert proc.returncode == 0, err
+    assert "after go" in out and "Ran it." in out
+    assert (before + out).count("live-output") == 1  # not shown again at its end

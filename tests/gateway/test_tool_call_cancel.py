@@ -197,7 +197,7 @@ async def test_a_v2_clients_session_calls_reach_the_replica_holding_its_session(
     gateway_factory: Any, tmp_path: Path, pg_url: str
 ) -> None:
     """B serves its v2 client a session A holds: its `session/set_config_option`,
-    `session/set_title` and `tool_call/cancel` go to A once and are answered as A answers its own client (the
+    `session/set_title`, `tool_call/cancel` and `terminal/cancel` go to A once and are answered as A answers its own client (the
     agent got each once); an unknown id is refused there with nothing sent to the agent."""
     spec, keys = v2_agent(tmp_path), (_key("alice"), _key("bob"))
     a = gateway_factory(agents=(spec,), keys=keys, store=pg_url)
@@ -225,6 +225,8 @@ async def test_a_v2_clients_session_calls_reach_the_replica_holding_its_session(
             started = await _read(held)
             offered = await at_b.wait_for(running)  # from the shared log
             unknown = await at_b.call("tool_call/cancel", {"sessionId": sid, "toolCallId": "s9"})
+            no_terminal = {"sessionId": sid, "terminalId": "t9"}
+            unknown_terminal = await at_b.call("terminal/cancel", no_terminal)  # A answers
             theirs = await bob.call("tool_call/cancel", {"sessionId": sid, "toolCallId": "s1"})
             accepted = await at_b.call("tool_call/cancel", {"sessionId": sid, "toolCallId": "s1"})
             assert "result" in accepted, accepted  # (else the command runs on)
@@ -244,6 +246,7 @@ async def test_a_v2_clients_session_calls_reach_the_replica_holding_its_session(
     assert update_of(offered)["capabilities"] == {"cancel": {}}
     assert update_of(idle)["stopReason"] == "end_turn"
     assert unknown["error"]["code"] == -32602 and unknown["error"]["data"]["reason"] == "unknown"
+    assert unknown_terminal["error"]["data"] == {"field": "terminalId", "reason": "unknown"}
     assert theirs["error"]["code"] == -32002, theirs
     assert bobs.status_code == 404, bobs.text  # the holder's route: only the owner's
     assert other.json()["error"]["code"] == -32601  # and only the bridged methods

@@ -8,7 +8,7 @@
 //
 //   node v2_client.mjs [--cwd DIR] [--prompt TEXT]... [--permission allow|reject|cancel]
 //                      [--cancel-prompt TEXT] [--resume] [--release-on-output PATH]
-//                      -- AGENT_COMMAND [ARGS...]
+//                      [--cancel-terminal-on-output] -- AGENT_COMMAND [ARGS...]
 //
 // --permission answers every session/request_permission: `allow` or `reject` pick the
 // first option of that kind; `cancel` sends session/cancel and answers `cancelled`.
@@ -17,6 +17,9 @@
 // --release-on-output PATH: at the first `terminal_output_chunk` (an agent-owned terminal's
 // live output), write a line to PATH (a FIFO a command waits on): the command can end only
 // after the client saw its output, so its end proves the output came live.
+// --cancel-terminal-on-output: at the first `terminal_output_chunk`, stop that terminal
+// with the SDK's `cancelTerminal` (it refuses, sending nothing, unless the terminal
+// advertises `capabilities.cancel`).
 // --resume: after the prompts, stop the agent, start the same command again and resume
 // the session there with replayFrom {"type": "start"}.
 // Exit 0 when everything ran; 1 on an error (its message on stderr).
@@ -36,6 +39,7 @@ const { values: args, positionals: command } = parseArgs({
     "cancel-prompt": { type: "string" },
     resume: { type: "boolean", default: false },
     "release-on-output": { type: "string" },
+    "cancel-terminal-on-output": { type: "boolean", default: false },
   },
 });
 if (command.length === 0) fail(new Error("no agent command (give it after --)"));
@@ -104,12 +108,17 @@ async function initialize(agent) {
 // Wait for the idle state_update that ends the turn; `onText` runs at its first agent text.
 async function untilIdle(session, onText) {
   let release = args["release-on-output"];
+  let stop = args["cancel-terminal-on-output"];
   for (;;) {
     const message = await session.nextUpdate();
     if (message.kind === "stop") return message.stopReason;
     if (release && message.update.sessionUpdate === "terminal_output_chunk") {
       writeFileSync(release, "released\n"); // blocks until the command opens the FIFO
       release = null;
+    }
+    if (stop && message.update.sessionUpdate === "terminal_output_chunk") {
+      session.cancelTerminal(message.update.terminalId).catch(fail);
+      stop = false;
     }
     if (onText && message.update.sessionUpdate === "agent_message_chunk") {
       onText();

@@ -5,7 +5,9 @@ tool call is one status line (title, kind, status, result, diff summary)
 that is rewritten in place while it is the last thing on screen; a finished
 one keeps what it did below it (`tool_details`): a read its path and line
 count, an edit its diff, a command its output (cut at `OUTPUT_LINES` with
-"… N more lines"); a plan is a checklist; permission answers get their own
+"… N more lines"). A command an ACP v2 agent runs in its own terminal shows its output
+as it comes instead (`LiveOutput`: whole lines under its tool line, the first
+`OUTPUT_LINES` of them, then "… more output"), and not again when it ends; a plan is a checklist; permission answers get their own
 line (with the reason); the turn's token usage closes it. A person at a
 terminal gets `live.TerminalView`, which renders markdown and a spinner on top
 of this. `replayed` shows a resumed session's history, each old prompt
@@ -14,6 +16,8 @@ labelled `you>` before its answer, and a rule between it and the new turn.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 import sys
@@ -25,6 +29,7 @@ from agentao.protocol.decode import to_builtins
 
 DIFF_LINES = 20  # lines of each edit's diff shown under its tool line (0: summary only)
 OUTPUT_LINES = 10  # lines of a command's output shown under its tool line
+PARTIAL_LINE_BYTES = 4096  # of a live output line with no newline yet, kept before it is shown
 REPLAY_RULE = "── earlier in this session ↑ · new turn ↓ ──"
 # C0 and C1 control characters but tab and newline: an agent's text shows them, never obeys
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -47,6 +52,7 @@ class ConsoleView:
         self._mid_line = False  # the cursor is not at the start of a line
         self._stream: str | None = None  # the chunk kind being written on the current line
         self._children: dict[str, str] = {}  # child session id -> its title (subagents)
+        self._live_output: dict[str, LiveOutput] = {}  # tool call id -> its terminal's lines
 
     # ---- entry points ---------------------------------------------------------------
 
@@ -132,6 +138,8 @@ class ConsoleView:
             self._write(update.text, kind, style="dim italic")
         elif kind in ("tool_call", "tool_call_update") and update.tool_call is not None:
             self._tool(update.tool_call)
+        elif kind == "terminal_output_chunk" and update.tool_call and update.value is not None:
+            self._output(update.tool_call.tool_call_id, update.value.data)
         elif kind == "plan":
             self._plan(update.value.entries if update.value is not None else [])
         elif kind == "current_mode_update" and update.value is not None:
@@ -176,11 +184,26 @@ class ConsoleView:
             self._end_line()
             self.console.print(text, end="")
         self._live_tool, self._mid_line, self._stream = tool.tool_call_id, True, None
-        details = tool_details(tool, self.diff_lines, self.output_lines)
+        live = self._live_output.get(tool.tool_call_id)
+        if live is not None and tool.status in _FINAL:  # its output was shown as it came
+            self._shown_lines(live.end())
+        output_lines = self.output_lines if live is None else 0
+        details = tool_details(tool, self.diff_lines, output_lines)
         if details:
             self._end_line()
             for line in details:
                 self.console.print(line)
+
+    def _output(self, call_id: str, data: str) -> None:
+        """A chunk of a running command's terminal: its whole lines, below its tool line."""
+        live = self._live_output.setdefault(call_id, LiveOutput(self.output_lines))
+        self._shown_lines(live.feed(terminal_bytes(data)))
+
+    def _shown_lines(self, lines: list[str]) -> None:
+        if lines:
+            self._end_line()
+            for line in lines:
+                self.console.print(f"    [dim]{shown(line)}[/]")
 
     def _plan(self, entries: Any) -> None:
 
@@ -225,6 +248,45 @@ class ConsoleView:
         self._mid_line = False
         self._live_tool = None
         self._stream = None
+
+
+class LiveOutput:
+    """A running command's output as whole lines to show: the first `limit` of them, then
+    "… more output" once (the command's end shows the rest in its status: its exit)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.shown = 0
+        self.partial = b""  # a line not ended yet
+        self.cut = False
+
+    def feed(self, data: bytes) -> list[str]:
+        *whole, self.partial = (self.partial + data).split(b"\n")
+        if len(self.partial) > PARTIAL_LINE_BYTES:  # no newline coming: cut, not kept
+            whole, self.partial = [*whole, self.partial[:PARTIAL_LINE_BYTES]], b""
+        return self._lines(whole)
+
+    def end(self) -> list[str]:
+        """The last line, if it had no newline."""
+        partial, self.partial = self.partial, b""
+        return self._lines([partial] if partial else [])
+
+    def _lines(self, lines: list[bytes]) -> list[str]:
+        room = max(self.limit - self.shown, 0)
+        out = [line.decode("utf-8", "replace") for line in lines[:room]]
+        self.shown += len(out)
+        if len(lines) > room and not self.cut:
+            self.cut = True
+            out.append("… more output")
+        return out
+
+
+def terminal_bytes(data: str) -> bytes:
+    """A terminal chunk's base64 bytes."""
+    try:
+        return base64.b64decode(data, validate=True)
+    except (ValueError, binascii.Error):
+        return b""  # not base64: a faulty agent's, shown as nothing
 
 
 def child_name(value: Any) -> str:
@@ -396,15 +458,18 @@ __all__ = [
     "DIFF_LINES",
     "DIFF_STYLES",
     "OUTPUT_LINES",
+    "PARTIAL_LINE_BYTES",
     "PLAN_BOX",
     "STATUS_MARK",
     "ConsoleView",
     "JsonView",
+    "LiveOutput",
     "child_end",
     "child_name",
     "cut_lines",
     "printable",
     "shown",
+    "terminal_bytes",
     "to_json",
     "tool_details",
     "tool_line",

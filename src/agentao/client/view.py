@@ -22,8 +22,10 @@ once, at the edge); the raw update is never looked at:
   message, and `state` follows v2's `state_update` (`running`, `requires_action`, `idle`).
 * An ACP v2 agent's own terminals (`terminal_update`, `terminal_output_chunk`: v1 has no
   such kinds, so they arrive as v2 values) fold into `terminals` by id (`TerminalView`):
-  the command, its output (the last `TERMINAL_OUTPUT_LIMIT` bytes), its exit status; a
-  tool call names its terminal in its content (`tool_item`'s `terminals`).
+  the command, its output (the last `TERMINAL_OUTPUT_LIMIT` bytes), whether
+  `terminal/cancel` may stop it, its exit status; a tool call names its terminal in its
+  content (`tool_item`'s `terminals`), and a terminal's updates come as the `Update` of
+  that call (`tool_call` set: its live output is `view.terminal_output(tool)`).
 * `items()` is the view as keyed, JSON-ready items (`{"id", "kind", ...}`): what the
   gateway sends the web UI, which renders them by id and folds nothing.
 
@@ -54,6 +56,7 @@ ROLES = {
     "agent_thought_chunk": "thought",
 }
 TOOL_KINDS = frozenset({"tool_call", "tool_call_update"})
+TERMINAL_KINDS = frozenset({"terminal_update", "terminal_output_chunk"})  # v2 only
 SUMMARY_LINE_CHARS = 60  # the first line of a tool's output shown in a one-line summary
 # In a diff's `_meta`: the hunk lines (`@@`, `-`, `+`, ` `) of the patch an ACP v2 agent sent
 # (v2 diffs carry a git patch, not whole texts; client/v2.py); shown as they are.
@@ -234,6 +237,10 @@ class TerminalView:
     exited: bool = False
     exit_code: int | None = None
     signal: str | None = None
+    cancellable: bool = False  # `capabilities.cancel`: terminal/cancel may stop it now
+    chunks: int = 0  # `terminal_output_chunk`s received
+    received: int = 0  # bytes they carried (the output keeps only the last ones)
+    last_chunk: int = 0  # bytes the latest one carried
 
     def upsert(self, value: Any) -> None:
         """A `terminal_update`: patch semantics (omitted: unchanged; output replaced). The
@@ -243,6 +250,8 @@ class TerminalView:
         if value.output is not None:
             self.output = bytearray()
             self.append(_b64(value.output.data))
+        if value.capabilities is not None or value.exit_status is not None:
+            self.cancellable = getattr(value.capabilities, "cancel", None) is not None
         if value.exit_status is not None:
             self.exited = True
             self.exit_code = value.exit_status.exit_code
@@ -281,13 +290,17 @@ class SessionView:
     state: str | None = None  # v2's latest `state_update`: running, requires_action, idle
     terminals: dict[str, TerminalView] = field(default_factory=dict)  # v2: agent-owned
     children: dict[str, ChildEntry] = field(default_factory=dict)  # by child session id
+    terminal_calls: dict[str, str] = field(default_factory=dict)  # terminal id -> its call
 
     def fold(self, session_id: str, kind: str, value: Any, raw: dict[str, Any]) -> Update:
         """Fold one decoded update in (`value` None: unknown or undecodable, changes
-        nothing) and return it as the stream's event; `raw` only rides along."""
+        nothing) and return it as the stream's event; `raw` only rides along. A
+        terminal's update comes with the tool call that names the terminal, if one does."""
         tool_call = None
         if kind in TOOL_KINDS and value is not None:
             tool_call = self.upsert_tool_call(value, announced=kind == "tool_call")
+        elif kind in TERMINAL_KINDS and value is not None:
+            tool_call = self.tool_calls.get(self.terminal_calls.get(value.terminal_id, ""))
         update = Update(session_id, kind, value, raw, tool_call)
         self.apply(update)
         return update
@@ -342,6 +355,9 @@ class SessionView:
         elif old is not None and announced:
             log.info("tool call %s announced twice; merging", value.tool_call_id)
         state = merge_tool_call(old, value)
+        for block in value.content or ():
+            if block_type(block) == "terminal":
+                self.terminal_calls.setdefault(block.terminal_id, state.tool_call_id)
         if old is None:
             self.entries.append(ToolCallEntry(state.tool_call_id))
         self.tool_calls[state.tool_call_id] = state
@@ -361,7 +377,17 @@ class SessionView:
         elif kind == "terminal_update":  # v2 only
             self._terminal(value.terminal_id).upsert(value)
         elif kind == "terminal_output_chunk":  # v2 only
-            self._terminal(value.terminal_id).append(_b64(value.data))
+            terminal = self._terminal(value.terminal_id)
+            data = _b64(value.data)
+            terminal.chunks += 1
+            terminal.received += len(data)
+            terminal.last_chunk = len(data)
+            terminal.append(data)
+
+    def terminal_output(self, tool: ToolCallState) -> str:
+        """What the terminals a tool call names have printed so far (its live output)."""
+        ids = [c.terminal_id for c in tool.content if block_type(c) == "terminal"]
+        return "".join(self.terminals[i].text for i in ids if i in self.terminals)
 
     def _terminal(self, terminal_id: str) -> TerminalView:
         terminal = self.terminals.get(terminal_id)
@@ -474,6 +500,7 @@ _REPLAY_KINDS = {role: kind for kind, role in ROLES.items()}
 
 __all__ = [
     "PATCH_META",
+    "TERMINAL_KINDS",
     "TERMINAL_OUTPUT_LIMIT",
     "ChildEntry",
     "DiffView",

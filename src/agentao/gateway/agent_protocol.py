@@ -12,7 +12,10 @@ gateway is here, in one place, so that the rest of it reads one shape:
   (`logged_update`); what a v1 agent would not have sent (a `state_update`: the log has
   the turn's own frames; the echo of the prompt) is not logged. What a tool call says
   that v1 cannot (`capabilities.cancel`, a `cancelled` end) is kept under its `_meta`
-  (meta.V2_TOOL_CALL), for the bridge to give back to v2 clients.
+  (meta.V2_TOOL_CALL), for the bridge to give back to v2 clients. The agent's own
+  terminals (`terminal_update`, `terminal_output_chunk`) are logged as their tool call's
+  `tool_call_update`, the output so far its text, the v2 updates kept under `_meta`
+  (meta.V2_TERMINAL) for the bridge (agent_terminals.py).
 * reopening a stored session after a restart: v1 `session/load`, v2 `session/resume`
   with `replayFrom: start` (v2 has no load); either way the history is replayed before the
   answer, into the session's view (`reopen`, `can_reopen`).
@@ -34,6 +37,7 @@ import msgspec
 
 from agentao.client import Client, Session, Update
 from agentao.client.children import SUBAGENT_UPDATE
+from agentao.gateway.agent_terminals import TERMINAL_KINDS, own_terminals, terminal_logged
 from agentao.protocol import meta, schema
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.v2.to_v1 import MODE_CATEGORY
@@ -45,6 +49,7 @@ V2 = 2
 AUTO = (1, V2)
 CANCELLED = "cancelled"  # a v2 tool call's end that v1 has no status for (v1 reads `failed`)
 USER_ECHO = "user_message_chunk"  # a v2 agent echoes each prompt; a v1 one does not
+_TOOL_KINDS = ("tool_call", "tool_call_update")
 # The v1 update structs: what a v2 update the client library translated decodes to.
 _V1_UPDATES = get_args(schema.SessionUpdate)
 
@@ -59,6 +64,8 @@ def logged_update(session: Session, update: Update) -> Update | None:
     the turn's own frames say it; the echo of a prompt: the task's start says it)."""
     if not speaks_v2(session):
         return update
+    if update.kind in TERMINAL_KINDS and update.value is not None:
+        return terminal_logged(session, update)
     # A child's news comes as v2's type (v1's unstable one has its fields): kept.
     child_news = update.kind == SUBAGENT_UPDATE and update.value is not None
     if not child_news and (not isinstance(update.value, _V1_UPDATES) or update.kind == USER_ECHO):
@@ -67,6 +74,10 @@ def logged_update(session: Session, update: Update) -> Update | None:
     wire.pop("messageId", None)  # v2's message ids: the bridge derives its own from the log
     if (kept := _v2_tool_call_fields(update.raw)) is not None:
         wire["_meta"] = {**(wire.get("_meta") or {}), meta.V2_TOOL_CALL: kept}
+    if isinstance(extra := wire.get("_meta"), dict) and meta.V2_TERMINAL in extra:
+        wire["_meta"] = {k: v for k, v in extra.items() if k != meta.V2_TERMINAL}  # ours only
+    if update.kind in _TOOL_KINDS and (terminals := own_terminals(session, update.raw)):
+        wire["_meta"] = {**(wire.get("_meta") or {}), meta.V2_TERMINAL: terminals}
     return msgspec.structs.replace(update, raw=wire)
 
 

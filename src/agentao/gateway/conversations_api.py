@@ -9,9 +9,10 @@
                                               with `cwd` (where its session works) and
                                               `mode` (its session's, when known)
     POST   /v1/conversations/{id}/acp  {method, params}   a remote v2 client's session call
-           (`session/set_config_option`, `tool_call/cancel`) another replica passes on to
-           the one holding the session (remote/far.py); answered `{result}` or `{error}`,
-           JSON-RPC's members, as the client's own replica would answer it
+           (`session/set_config_option`, `tool_call/cancel`, `terminal/cancel`) another
+           replica passes on to the one holding the session (remote/far.py); answered
+           `{result}` or `{error}`, JSON-RPC's members, as the client's own replica would
+           answer it
 
 Only the owner sees a conversation (another key's is a 404, as everywhere), and only
 conversations of agents the key may use. Titles are short and never raw JSON (`titles.py`).

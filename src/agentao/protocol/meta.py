@@ -20,6 +20,11 @@ V2_TOOL_CALL  in a v1 `tool_call`/`tool_call_update` the gateway logged from a v
         what v1 has no field for, kept for the v2 readers of the log (the bridge puts it
         back): {capabilities?, status?} (`capabilities` as the agent sent it, `null`
         included; `status` only v2's own `cancelled`, which v1 reads as `failed`).
+V2_TERMINAL  in a v1 `tool_call_update` the gateway logged from a v2 agent whose tool call
+        runs in the agent's own terminal: the v2 `terminal_update`s and
+        `terminal_output_chunk`s the bridge sends v2 readers, {before: [...]} ahead of the
+        tool call's own update, or {instead: [...]} of an update the gateway made of a
+        terminal's (its output so far as the call's text, for v1 readers).
 """
 
 from __future__ import annotations
@@ -30,5 +35,6 @@ REASON = "agentao.cn/reason"
 ESTIMATED = "agentao.cn/estimated"
 COMPACTION = "agentao.cn/compaction"
 V2_TOOL_CALL = "agentao.cn/v2ToolCall"
+V2_TERMINAL = "agentao.cn/v2Terminal"
 
-__all__ = ["COMPACTION", "ESTIMATED", "MODE_ID", "REASON", "USAGE", "V2_TOOL_CALL"]
+__all__ = ["COMPACTION", "ESTIMATED", "MODE_ID", "REASON", "USAGE", "V2_TERMINAL", "V2_TOOL_CALL"]

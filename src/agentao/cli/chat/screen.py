@@ -7,7 +7,9 @@ thoughts (collapsed to one dim line, "thought for 3s (12 lines) · /thoughts", u
 with its final status, its diffs and its shell output (cut at `ScreenLimits.output_lines`,
 with an "N more lines · /expand K" line; `expand(K)` prints cut output K whole, the last
 `ScreenLimits.kept_outputs` of them kept), the plan, and the usage line after the turn. What is still moving (the unfinished markdown block, the
-running tool calls, the elapsed time, a line the person is typing) is drawn in one transient `rich.live.Live` area below
+running tool calls, under a command an ACP v2 agent runs in its own terminal the last
+`ScreenLimits.live_lines` lines of its output as it comes, the elapsed time, a line the
+person is typing) is drawn in one transient `rich.live.Live` area below
 it, which `pause()` removes before anything else takes the screen (a permission question)
 and `resume()` brings back. The agent's words are printed as text or markdown, never as
 rich markup, so nothing they contain can restyle or hide part of the screen.
@@ -34,6 +36,7 @@ from agentao.cli.render import (
     child_end,
     child_name,
     printable,
+    terminal_bytes,
 )
 from agentao.client.events import Event, PermissionDecision, ToolCallState, TurnEnd, Update
 from agentao.client.permissions import PermissionRequest
@@ -53,6 +56,8 @@ class ScreenLimits:
     refresh_per_second: float = 8.0  # the live area's redraws (spinner and elapsed time)
     kept_outputs: int = 50  # cut outputs kept for /expand (older ones are forgotten)
     thoughts_shown: bool = False  # print thoughts whole, not as one collapsed line
+    live_lines: int = 5  # of a running command's output, shown under it in the live area
+    live_bytes: int = 4096  # of it kept for that (the last ones)
 
 
 def split_markdown(text: str) -> int:
@@ -87,6 +92,10 @@ class _Working:
             parts.append(screen.markdown(screen.pending_text))
         for tool in screen.running_tools():
             parts.append(tool_line(tool))
+            parts += [
+                Text("    ") + Text(printable(line), style="dim")
+                for line in screen.live_lines(tool.tool_call_id)
+            ]
         elapsed = time.monotonic() - screen.started
         self.spinner.text = Text(f"working {elapsed:.0f}s · Ctrl-C cancels", style="dim")
         parts.append(self.spinner)
@@ -110,6 +119,7 @@ class Screen:
         self.cut_outputs: OrderedDict[int, tuple[list[str], bool]] = OrderedDict()
         self.cuts = 0  # the number the last cut output was given
         self.tools: dict[str, ToolCallState] = {}  # announced, not printed final yet
+        self.live_output: dict[str, bytes] = {}  # running command -> its last output bytes
         self.started = time.monotonic()
         self._live: Live | None = None
         self._ticker: asyncio.Task[None] | None = None
@@ -189,6 +199,8 @@ class Screen:
         elif kind in ("tool_call", "tool_call_update") and update.tool_call is not None:
             self.flush()
             self._tool(update.tool_call)
+        elif kind == "terminal_output_chunk" and update.tool_call and update.value is not None:
+            self._live_chunk(update.tool_call.tool_call_id, update.value.data)
         elif kind == "plan" and update.value is not None:
             self.flush()
             self.plan(update.value.entries)
@@ -336,13 +348,25 @@ class Screen:
             self.tools[tool.tool_call_id] = tool
             return
         self.tools.pop(tool.tool_call_id, None)
+        self.live_output.pop(tool.tool_call_id, None)  # its final output is printed now
         self.print_tool(tool)
+
+    def _live_chunk(self, call_id: str, data: str) -> None:
+        """A chunk of a running command's terminal output, for the live area."""
+        kept = self.live_output.get(call_id, b"") + terminal_bytes(data)
+        self.live_output[call_id] = kept[-self.limits.live_bytes :]  # drawn at the next tick
+
+    def live_lines(self, call_id: str) -> list[str]:
+        """The last `live_lines` lines a running command printed so far."""
+        text = self.live_output.get(call_id, b"").decode("utf-8", "replace")
+        return text.rstrip("\n").splitlines()[-self.limits.live_lines :] if text else []
 
     def finish_tools(self) -> None:
         """Tool calls the turn left unfinished (a cancel) keep their last status on screen."""
         for tool in list(self.tools.values()):
             self.print_tool(tool)
         self.tools.clear()
+        self.live_output.clear()
 
     def print_tool(self, tool: ToolCallState) -> None:
         self.console.print(tool_line(tool))

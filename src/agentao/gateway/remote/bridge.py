@@ -11,7 +11,9 @@ task-running,         the agent's v1 update in v2: chunks with messageIds, keyed
 session-update        tool_call_update / plan_update (`FromV1`); a tool call with
                       `capabilities` only as a v2 agent sent them (the log keeps them
                       under `_meta`: agent_protocol.py), never from a v1 agent (no
-                      `tool_call/cancel` there)
+                      `tool_call/cancel` there); a v2 agent's own terminal as the
+                      agent sent it (`v2_terminals`: terminal_update,
+                      terminal_output_chunk, the terminal in the call's content)
 permission-request    state_update requires_action (the question itself goes out as
                       v2's `session/request_permission`: `permission_params`)
 permission-response   state_update running
@@ -33,7 +35,12 @@ from typing import Any
 from agentao.client.content import prompt_text
 from agentao.protocol import meta
 from agentao.protocol.errors import InternalError
-from agentao.protocol.v2.from_v1 import FromV1, permission_request, state_update
+from agentao.protocol.v2.from_v1 import (
+    FromV1,
+    permission_request,
+    state_update,
+    terminal_text,
+)
 from agentao.store.gateway_records import TaskEvent
 
 V2 = 2
@@ -41,6 +48,7 @@ PERMISSION_METHOD = "session/request_permission"
 # The namespace of the message ids the bridge derives from the log.
 MESSAGE_IDS = uuid.UUID("6f1d3c52-9a3e-4b0e-8a52-2b7c1a0e9d41")
 STATES = {"permission-request": "requires_action", "permission-response": "running"}
+TERMINAL_KINDS = ("terminal_update", "terminal_output_chunk")  # a v2 agent's own terminals
 # Frames of the log a v2 client is sent beyond those a v1 client is (their states).
 BRIDGED = frozenset({"task-started", "task-ended", "task-error", *STATES})
 
@@ -91,7 +99,7 @@ class V2Bridge:
             return []
         new_id = frame_message_id(conversation_id, event.seq)
         translated = self.view.update(session_id, update, new_id)
-        return [] if translated is None else [_v2_tool_call(translated)]
+        return [] if translated is None else v2_terminals(translated)
 
     def update(self, session_id: str, update: dict[str, Any]) -> dict[str, Any] | None:
         """A v1 update the gateway sends outside the log (what the agent sent while a
@@ -103,6 +111,46 @@ class V2Bridge:
         if method == PERMISSION_METHOD:
             return method, permission_params(params)
         return method, params
+
+
+def v2_terminals(update: dict[str, Any]) -> list[dict[str, Any]]:
+    """A tool call update as v2 readers get it: from a v2 agent whose call runs in the
+    agent's own terminal (meta.V2_TERMINAL, agent_terminals.py), the terminal's own v2
+    updates instead of the one the gateway made of them, or before the call's, whose
+    content names the terminal again (FromV1 names a v1 terminal in words)."""
+    extra = update.get("_meta")
+    kept = extra.get(meta.V2_TERMINAL) if isinstance(extra, dict) else None
+    if not isinstance(kept, dict):
+        return [_v2_tool_call(update)]
+    rest = {k: v for k, v in extra.items() if k != meta.V2_TERMINAL}  # type: ignore[union-attr]
+    update = {k: v for k, v in update.items() if k != "_meta"} | ({"_meta": rest} if rest else {})
+    ids = [i for i in kept.get("terminals") or () if isinstance(i, str)]
+    if "instead" in kept:
+        return _terminal_updates(kept["instead"], ids)
+    if isinstance(content := update.get("content"), list):
+        named = {terminal_text(i): i for i in ids}
+        update["content"] = [_named_terminal(block, named) for block in content]
+    return [*_terminal_updates(kept.get("before"), ids), _v2_tool_call(update)]
+
+
+def _terminal_updates(updates: Any, ids: list[str]) -> list[dict[str, Any]]:
+    """The kept v2 updates of the named terminals, nothing else (whatever the log says)."""
+    listed = updates if isinstance(updates, list) else []
+    return [
+        u
+        for u in listed
+        if isinstance(u, dict)
+        and u.get("sessionUpdate") in TERMINAL_KINDS
+        and u.get("terminalId") in ids
+    ]
+
+
+def _named_terminal(block: Any, named: dict[str, str]) -> Any:
+    inner = block.get("content") if isinstance(block, dict) else None
+    text = inner.get("text") if isinstance(inner, dict) else None
+    if isinstance(text, str) and text in named:
+        return {"type": "terminal", "terminalId": named[text]}
+    return block
 
 
 def _v2_tool_call(update: dict[str, Any]) -> dict[str, Any]:
@@ -174,4 +222,5 @@ __all__ = [
     "initialize_result",
     "permission_params",
     "user_message_id",
+    "v2_terminals",
 ]

@@ -23,6 +23,9 @@ tool_call/cancel   on a v2 agent, passed to it when the id is one of this sessio
     not found). On a v1 agent -32602 `not_cancellable`: v1 cannot stop one tool call
     (only the turn, `session/cancel`), so the bridge never advertises
     `capabilities.cancel` there (bridge.py drops it) and refuses the request.
+terminal/cancel    on a v2 agent, passed to it when the id is one of the agent's own
+    terminals this session's updates named (agent_terminals.py); else -32602 `unknown`
+    and nothing is sent (a v1 agent has no terminals of its own to name).
 session/set_title   (unstable, advertised as `session.title` to every v2 client) the
     gateway's own, whatever the agent: the conversation's title, as a person's rename
     (`Conversations.rename`: the web UI's list, `/v1/conversations` and `session/list`
@@ -59,8 +62,9 @@ log = logging.getLogger("agentao.gateway")
 MODE_CONFIG_ID = "mode"  # v2's config option for what v1 calls the session's mode
 SET_CONFIG = "session/set_config_option"
 CANCEL_TOOL_CALL = "tool_call/cancel"
+CANCEL_TERMINAL = "terminal/cancel"
 SET_TITLE = "session/set_title"  # unstable; the gateway's own (the conversation's title)
-BRIDGED_METHODS = frozenset({SET_CONFIG, CANCEL_TOOL_CALL})
+BRIDGED_METHODS = frozenset({SET_CONFIG, CANCEL_TOOL_CALL, CANCEL_TERMINAL})
 
 
 async def bridged_call(
@@ -69,6 +73,8 @@ async def bridged_call(
     """Answer one of BRIDGED_METHODS for a v2 client on the v1 `session`."""
     if method == CANCEL_TOOL_CALL:
         return await _cancel_tool_call(session, params.get("toolCallId"))
+    if method == CANCEL_TERMINAL:
+        return await _cancel_terminal(session, params.get("terminalId"))
     if params.get("configId") == mode_id(session) and session.modes:
         await _set_mode(principal, spec, session, params.get("value"))
         options = to_builtins(getattr(session.response, "config_options", None) or [])
@@ -152,6 +158,22 @@ async def _cancel_tool_call(session: Session, tool_call_id: Any) -> dict[str, An
     params = {"sessionId": session.id, "toolCallId": tool_call_id}
     answer = await session.channel.call_raw(
         CANCEL_TOOL_CALL, params, session.channel.timeouts.request
+    )
+    return answer if isinstance(answer, dict) else {}
+
+
+async def _cancel_terminal(session: Session, terminal_id: Any) -> dict[str, Any]:
+    """`terminal/cancel` passed to a v2 agent for one of this session's terminals (the
+    agent says whether it still runs); -32602 `unknown` and nothing sent for any other."""
+    known = isinstance(terminal_id, str) and terminal_id in session.view.terminals
+    if not speaks_v2(session) or not known:
+        raise InvalidParams(
+            f"Invalid params: terminal {terminal_id!r} is unknown in this session",
+            {"field": "terminalId", "reason": "unknown"},
+        )
+    params = {"sessionId": session.id, "terminalId": terminal_id}
+    answer = await session.channel.call_raw(
+        CANCEL_TERMINAL, params, session.channel.timeouts.request
     )
     return answer if isinstance(answer, dict) else {}
 

@@ -28,9 +28,10 @@ once for here and for the holder) whose frames are the store's:
 
 When no live replica holds the conversation any more (its holder stopped or its lease
 ran out), `prompt` raises `NowFree` and the caller reopens the session here.
-* a v2 client's `session/set_config_option` and `tool_call/cancel` go to the holder
-  once (`POST /v1/conversations/{id}/acp`, the client's key), which answers them as for
-  a client of its own (bridge_calls.held_call); its answer or error is relayed.
+* a v2 client's `session/set_config_option`, `tool_call/cancel` and `terminal/cancel` go
+  to the holder once (`POST /v1/conversations/{id}/acp`, the client's key), which
+  answers them as for a client of its own (bridge_calls.held_call); its answer or error
+  is relayed.
 
 What a far session cannot do: a v1 client's `session/set_mode` and config options, and
 the agent's `fs/*` requests to this client (the holder serves those itself, confined to
