@@ -8,6 +8,7 @@
 //
 //   node v2_client.mjs [--cwd DIR] [--prompt TEXT]... [--permission allow|reject|cancel]
 //                      [--cancel-prompt TEXT] [--resume] [--release-on-output PATH]
+//                      [--together [--barrier PATH] [--cancel-at-barrier]]
 //                      -- AGENT_COMMAND [ARGS...]
 //
 // --permission answers every session/request_permission: `allow` or `reject` pick the
@@ -17,6 +18,11 @@
 // --release-on-output PATH: at the first `terminal_output_chunk` (an agent-owned terminal's
 // live output), write a line to PATH (a FIFO a command waits on): the command can end only
 // after the client saw its output, so its end proves the output came live.
+// --together: send every --prompt at once, without waiting for the one before (a v2 agent
+// holds or refuses those sent while a turn runs), then `session/list` as a barrier: its
+// answer comes after the agent read the prompts. --barrier PATH: then write a line to PATH
+// (a FIFO the test waits on before it lets the first turn end). --cancel-at-barrier: then
+// send session/cancel. The run waits for one idle state_update per inserted prompt.
 // --resume: after the prompts, stop the agent, start the same command again and resume
 // the session there with replayFrom {"type": "start"}.
 // Exit 0 when everything ran; 1 on an error (its message on stderr).
@@ -36,6 +42,9 @@ const { values: args, positionals: command } = parseArgs({
     "cancel-prompt": { type: "string" },
     resume: { type: "boolean", default: false },
     "release-on-output": { type: "string" },
+    together: { type: "boolean", default: false },
+    barrier: { type: "string" },
+    "cancel-at-barrier": { type: "boolean", default: false },
   },
 });
 if (command.length === 0) fail(new Error("no agent command (give it after --)"));
@@ -124,6 +133,11 @@ async function firstRun() {
     const init = await initialize(agent);
     if (init.protocolVersion !== 2) throw new Error(`the agent answered version ${init.protocolVersion}`);
     const session = await agent.buildSession({ cwd: args.cwd, mcpServers: [] }).start();
+    if (args.together) {
+      await promptTogether(agent, session);
+      session.dispose();
+      return session.sessionId;
+    }
     for (const prompt of args.prompt) {
       const cancel = () =>
         agent.notify("session/cancel", { sessionId: session.sessionId }).catch(fail);
@@ -136,6 +150,21 @@ async function firstRun() {
   });
   await stopAgent(child);
   return sessionId;
+}
+
+// --together: every prompt sent at once; a refused one (an error reply) is on the wire.
+async function promptTogether(agent, session) {
+  const sent = args.prompt.map((prompt) =>
+    session.prompt(prompt).then(
+      () => true,
+      () => false,
+    ),
+  );
+  await agent.request("session/list", {});
+  if (args.barrier) writeFileSync(args.barrier, "barrier\n"); // blocks until the test reads
+  if (args["cancel-at-barrier"]) await agent.notify("session/cancel", { sessionId: session.sessionId });
+  const inserted = (await Promise.all(sent)).filter(Boolean).length;
+  for (let i = 0; i < inserted; i++) await untilIdle(session, null);
 }
 
 async function resumeRun(sessionId) {
