@@ -8,10 +8,12 @@ What codex-acp 2.6.0 does, watched on its wire against the fake LLM: a held prom
 (then `running`, its `user_message_chunk`, the reply); `session/cancel` answers every held
 prompt -32800 ("cancelled before the prompt was inserted") and ends the running turn idle
 `cancelled`. Our agent does the same, bounded by AGENTAO_PROMPT_QUEUE_DEPTH (one more is
-v1's -32600 "busy")."""
+v1's -32600 "busy"). Our client too: while its turn runs, two raw `session/prompt`s are held
+and run after it in order; its `session.cancel()` drops them."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import threading
@@ -20,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from agentao.client import AgentCommand, Client, TurnEnd
 from tests.e2e.agent_process import agent_env
 from tests.e2e.test_v2_peers import run_client, states, updates
 from tests.fakes.fake_llm import FakeLLM
@@ -132,3 +135,70 @@ def _is_idle(line: dict[str, Any]) -> bool:
         return False
     update = msg["params"]["update"]
     return update["sessionUpdate"] == "state_update" and update["state"] == "idle"
+
+
+# --- our client (agentao.client) over v2 ------------------------------------------------
+# Its own `session.prompt(p, queue=True)` keeps a line in the client (queued.py: it works
+# with any agent); here the held prompts are sent as raw requests while its turn runs, so
+# the agent's holding is what is tested.
+
+
+def _ours(tmp_path: Path, fake: FakeLLM) -> AgentCommand:
+    return AgentCommand.ours(env={"AGENTAO_HOME": str(tmp_path / "home"), **fake.env()})
+
+
+def _raw_prompt(client: Client, session_id: str, words: str) -> asyncio.Future[Any]:
+    params = {"sessionId": session_id, "prompt": [{"type": "text", "text": words}]}
+    return asyncio.ensure_future(client.request("session/prompt", params))
+
+
+async def _ends(turn: Any) -> list[TurnEnd]:
+    return [event async for event in turn if isinstance(event, TurnEnd)]
+
+
+async def test_our_client_three_prompts_at_once_run_in_order_one_turn_each(
+    tmp_path: Path, ws: Path, fake_llm: FakeLLM
+) -> None:
+    gate = fake_llm.hold("one")
+    fake_llm.reply("two")
+    fake_llm.reply("three")
+    async with Client(_ours(tmp_path, fake_llm), protocol=2) as client:
+        session = await client.new_session(str(ws))
+        last_said = asyncio.Event()
+        session.watch(lambda u: last_said.set() if u.text == "three" else None)
+        first = asyncio.ensure_future(_ends(session.prompt("first")))
+        await fake_llm.wait_requests_async(1)
+        held = [_raw_prompt(client, session.id, w) for w in ("second", "third")]
+        await client.request("session/list", {})  # answered once the agent read them
+        assert not any(h.done() for h in held)  # held while the first turn runs
+        gate.set()
+        (end,) = await first
+        acks = [await h for h in held]
+        await last_said.wait()
+    assert end.stop_reason == "end_turn" and all(a["messageId"] for a in acks)
+    assert asked(fake_llm) == list(PROMPTS)
+    said = [(i["role"], i["text"]) for i in session.view.items() if i["kind"] == "message"]
+    assert said == [
+        ("user", "first"), ("agent", "one"), ("user", "second"), ("agent", "two"),
+        ("user", "third"), ("agent", "three"),
+    ]  # fmt: skip
+
+
+async def test_our_client_cancel_drops_the_held_prompts(
+    tmp_path: Path, ws: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.hold("never sent")
+    fake_llm.reply("after")
+    async with Client(_ours(tmp_path, fake_llm), protocol=2) as client:
+        session = await client.new_session(str(ws))
+        first = asyncio.ensure_future(_ends(session.prompt("first")))
+        await fake_llm.wait_requests_async(1)
+        held = [_raw_prompt(client, session.id, w) for w in ("second", "third")]
+        await client.request("session/list", {})
+        await session.cancel()
+        (end,) = await first
+        dropped = await asyncio.gather(*held, return_exceptions=True)
+        (again,) = await _ends(session.prompt("again"))  # a prompt after the cancel runs
+    assert end.stop_reason == "cancelled" and again.stop_reason == "end_turn"
+    assert [getattr(e, "code", e) for e in dropped] == [-32800, -32800]
+    assert asked(fake_llm) == ["first", "again"]
