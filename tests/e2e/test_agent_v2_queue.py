@@ -25,8 +25,8 @@ import pytest
 from agentao.client import AgentCommand, Client, TurnEnd
 from tests.e2e.agent_process import agent_env
 from tests.e2e.test_v2_peers import run_client, states, updates
-from tests.fakes.fake_llm import FakeLLM
-from tests.npm_peers import NpmPeers
+from tests.fakes.fake_llm import FakeLLM, FakeReply
+from tests.npm_peers import NpmPeers, codex_env
 from tests.schema_check import check_recording
 
 pytestmark = pytest.mark.timeout(90)
@@ -202,3 +202,53 @@ async def test_our_client_cancel_drops_the_held_prompts(
     assert end.stop_reason == "cancelled" and again.stop_reason == "end_turn"
     assert [getattr(e, "code", e) for e in dropped] == [-32800, -32800]
     assert asked(fake_llm) == ["first", "again"]
+
+
+# --- the reference: codex-acp 2.6.0 over v2, the same client, the same assertions ---------
+
+
+def _codex_together(peers: NpmPeers, tmp_path: Path, fake: FakeLLM, *args: str) -> list[Any]:
+    # codex asks another model for a session title: answered apart from the turn's queue
+    fake.respond = lambda body: FakeReply(["A title"]) if body.get("model") != fake.model else None
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    prompts = [arg for prompt in PROMPTS for arg in ("--prompt", prompt)]
+    command = [str(peers.codex_acp)]
+    env = codex_env(tmp_path / "codex-home", fake)
+    return run_client(peers, command, "--cwd", str(ws), "--together", *prompts, *args, env=env)
+
+
+def _codex_asked(fake: FakeLLM) -> list[str]:
+    """The last user words of each request of codex's turns (not its side requests)."""
+    inputs = [r.body["input"] for r in fake.requests if r.body.get("model") == fake.model]
+    users = [[i for i in items if i.get("role") == "user"][-1] for items in inputs]
+    return [u["content"][-1]["text"] for u in users]
+
+
+def test_codex_acp_holds_them_the_same_way(
+    v2_peers: NpmPeers, tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    gate = fake_llm.hold("one")
+    fake_llm.reply("two")
+    fake_llm.reply("three")
+    fifo, _ = release_at_barrier(tmp_path, gate)
+    lines = _codex_together(v2_peers, tmp_path, fake_llm, "--barrier", fifo)
+
+    replies = prompt_replies(lines)
+    assert [("result" in reply) for _, reply in replies] == [True, True, True], replies
+    assert _codex_asked(fake_llm) == list(PROMPTS)
+    assert states(lines) == ["running", "idle"] * 3
+    idles = [n for n, m in enumerate(lines) if _is_idle(m)]
+    assert replies[1][0] > idles[0] and replies[2][0] > idles[1]
+
+
+def test_codex_acp_answers_held_prompts_minus_32800_on_cancel(
+    v2_peers: NpmPeers, tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.hold("never sent")
+    lines = _codex_together(v2_peers, tmp_path, fake_llm, "--cancel-at-barrier")
+
+    (_, first), *held = prompt_replies(lines)
+    assert "result" in first
+    assert [reply["error"]["code"] for _, reply in held] == [-32800, -32800], held
+    assert states(lines) == ["running", "idle"] and updates(lines)[-1]["stopReason"] == "cancelled"

@@ -18,8 +18,9 @@
 // --release-on-output PATH: at the first `terminal_output_chunk` (an agent-owned terminal's
 // live output), write a line to PATH (a FIFO a command waits on): the command can end only
 // after the client saw its output, so its end proves the output came live.
-// --together: send every --prompt at once, without waiting for the one before (a v2 agent
-// holds or refuses those sent while a turn runs), then `session/list` as a barrier: its
+// --together: send the first --prompt, and once it is inserted every other at once, without
+// waiting for the turn (a v2 agent holds or refuses those sent while a turn runs), then
+// `session/list` as a barrier: its
 // answer comes after the agent read the prompts. --barrier PATH: then write a line to PATH
 // (a FIFO the test waits on before it lets the first turn end). --cancel-at-barrier: then
 // send session/cancel. The run waits for one idle state_update per inserted prompt.
@@ -154,12 +155,15 @@ async function firstRun() {
 
 // --together: every prompt sent at once; a refused one (an error reply) is on the wire.
 async function promptTogether(agent, session) {
-  const sent = args.prompt.map((prompt) =>
+  const [first, ...rest] = args.prompt;
+  await session.prompt(first); // inserted: its turn runs
+  const sent = rest.map((prompt) =>
     session.prompt(prompt).then(
       () => true,
       () => false,
     ),
   );
+  sent.unshift(Promise.resolve(true));
   await agent.request("session/list", {});
   if (args.barrier) writeFileSync(args.barrier, "barrier\n"); // blocks until the test reads
   if (args["cancel-at-barrier"]) await agent.notify("session/cancel", { sessionId: session.sessionId });
