@@ -12,11 +12,13 @@ read them (a `session/list` sent after them, answered after).
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 from typing import Any
 
 import pytest
 
-from agentao.gateway.config import Limits
+from agentao.gateway.config import ApiKey, Limits
 from tests.gateway.conftest import LiveGateway
 from tests.gateway.test_remote_v2 import HttpV2, Message, is_update, states, update_of, updates
 
@@ -27,10 +29,12 @@ def text(words: str) -> list[dict[str, str]]:
     return [{"type": "text", "text": words}]
 
 
-async def held_behind_a_question(gw: LiveGateway, later: tuple[str, ...]) -> tuple[HttpV2, str]:
+async def held_behind_a_question(
+    gw: LiveGateway, later: tuple[str, ...], headers: dict[str, str] | None = None
+) -> tuple[HttpV2, str]:
     """A v2 peer whose first turn waits on its permission question, and `later` prompts
     sent meanwhile (their replies not awaited), read by the gateway."""
-    peer = HttpV2(f"http://127.0.0.1:{gw.port}/acp")
+    peer = HttpV2(f"http://127.0.0.1:{gw.port}/acp", headers=headers)
     await peer.open()
     sid = (await peer.call("session/new", {"cwd": gw.config.agents[0].cwd}))["result"]["sessionId"]
     await peer.watch(sid)
@@ -117,6 +121,33 @@ async def test_a_prompt_beyond_the_held_depth_is_busy(gateway_factory: Any) -> N
         await allow(peer, sid)
         await idles(peer, 2)
         assert "result" in (reply_to(peer, "second") or {})
+    finally:
+        await peer.close()
+
+
+async def test_a_held_prompt_is_held_to_the_budget_its_key_spent_while_it_waited(
+    gateway_factory: Any,
+) -> None:
+    """The attack: admitted while the day's budget still had room, a key holds prompts
+    behind a running turn; when their turn comes the budget is spent. Each is checked
+    again then: refused as a new prompt would be, and nothing of it reaches the agent."""
+    alice = ApiKey("alice", hashlib.sha256(b"sk-alice").hexdigest(), ceiling="all", policy="ask", tokens_per_day=10)  # fmt: skip
+    gw = gateway_factory(keys=(alice,))
+    auth = {"Authorization": "Bearer sk-alice"}
+    peer, sid = await held_behind_a_question(gw, ("second",), auth)
+    try:
+        budgets = gw.gateway.budgets
+        await asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(
+                gw.gateway.store.spend.charge("alice", budgets.today(), 10, 0.0), gw.gateway.loop
+            )
+        )
+        await allow(peer, sid)
+        refused = await peer.wait_for(lambda m: m.get("id") == "second" and "method" not in m)
+        assert refused["error"]["code"] == -32600, refused
+        assert refused["error"]["data"]["reason"] == "token_budget_exceeded"
+        echoed = [u for u in updates(peer.received) if u["sessionUpdate"] == "user_message_chunk"]
+        assert [u["content"]["text"] for u in echoed] == ["please write"]
     finally:
         await peer.close()
 

@@ -10,7 +10,8 @@ answered `{messageId}` (service.py `_prompt`), after the idle that ended the one
 
 Bounds: at most `[limits] remote_prompt_queue_depth` held per conversation (one more is
 refused as a v1 client's prompt on a busy session is: `session_busy`, -32600), each at
-most `queue_wait_seconds` (then the same refusal). `session/cancel` answers every held
+most `queue_wait_seconds` (then the same refusal). A held prompt passes the key's budget
+check again when its turn comes (the turns before it may have spent the budget). `session/cancel` answers every held
 prompt of the conversation -32800, nothing of it inserted (`requests_in`: their request
 tasks are cancelled as `$/cancel_request` cancels one); a prompt whose own request is cancelled
 just leaves the line. v1 clients keep the busy refusal (v1 defines no holding).
@@ -19,11 +20,14 @@ just leaves the line. v1 clients keep the busy refusal (v1 defines no holding).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agentao.gateway.errors import SessionBusy
 from agentao.gateway.limits import Limits
 from agentao.gateway.turn_line import TurnLine
+
+Admit = Callable[[str], Awaitable[None]]  # a key's budget check (budgets.py): raises when spent
 
 
 class HeldPrompts:
@@ -34,9 +38,11 @@ class HeldPrompts:
         self.line = TurnLine()
         self._held: dict[str, list[asyncio.Task[Any]]] = {}
 
-    async def wait(self, conv: Any) -> None:
+    async def wait(self, conv: Any, owner: str, admit: Admit | None = None) -> None:
         """Return at once when `conv` has no turn; else once its turn has ended and this
-        prompt is first in line (SessionBusy when the line is full or the wait too long)."""
+        prompt is first in line (SessionBusy when the line is full or the wait too long).
+        A held prompt is admitted again (`admit(owner)`, the key's budgets) when its turn
+        comes: what the key spent while it waited counts."""
         if not conv.reserved:
             return
         held = self._held.setdefault(conv.id, [])
@@ -48,6 +54,11 @@ class HeldPrompts:
         try:
             seconds, retry = self.limits.queue_wait_seconds, self.limits.retry_after_seconds
             await self.line.wait_free(conv, seconds, retry)
+            while admit is not None:
+                await admit(owner)
+                if not conv.reserved:  # nobody took the turn while the budget was read
+                    return
+                await self.line.wait_free(conv, seconds, retry)
         finally:
             held.remove(task)
             if not held:

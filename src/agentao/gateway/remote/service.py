@@ -463,7 +463,7 @@ class RemoteAcp:
             source="acp",
         )
         if connection.bridge is not None:  # v2: held while a turn runs, not busy (held.py)
-            await self.held.wait(relay.conv)
+            await self.held.wait(relay.conv, connection.principal.name, self.admit)
         turn = await self.conversations.begin(relay.conv, request)
         relay.prompter = connection
         if connection.bridge is not None:  # v2: acknowledged at once, the turn goes on
