@@ -10,11 +10,13 @@ answered `{messageId}` (service.py `_prompt`), after the idle that ended the one
 
 Bounds: at most `[limits] remote_prompt_queue_depth` held per conversation (one more is
 refused as a v1 client's prompt on a busy session is: `session_busy`, -32600), each at
-most `queue_wait_seconds` (then the same refusal). A held prompt passes the key's budget
-check again when its turn comes (the turns before it may have spent the budget). `session/cancel` answers every held
-prompt of the conversation -32800, nothing of it inserted (`requests_in`: their request
-tasks are cancelled as `$/cancel_request` cancels one); a prompt whose own request is cancelled
-just leaves the line. v1 clients keep the busy refusal (v1 defines no holding).
+most `queue_wait_seconds` (then the same refusal). A held prompt passes its key's budget
+check again when its turn comes (the turns before it may have spent the budget).
+`session/cancel` answers every held prompt of the conversation -32800, nothing of it
+inserted (`requests_in`: their request tasks are cancelled as `$/cancel_request` cancels
+one); a prompt whose own request is cancelled just leaves the line. v1 clients keep the
+busy refusal (v1 defines no holding). A session live on another replica (far.py) is not
+held here: its prompt goes to the holder, which refuses it busy.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ OpenAI API: `session/new` opens one, `session/load` / `session/resume` attach to
 conversation that carries that session (live here, or reloaded on a live process), and
 `session/prompt` runs a gateway turn on it (one at a time: a v1 prompt on a busy session
 is refused, a v2 one held until the turn ends, held.py), whose permission requests go to
-the session's remote watchers within the API key's ceiling. So the OpenAI API, the task stream, the web UI and remote ACP are
-views of the same session.
+the session's remote watchers within the API key's ceiling. So the OpenAI API, the task
+stream, the web UI and remote ACP are views of the same session.
 
 Versions. A connection speaks what its `initialize` settled: v1, or v2 through the bridge
 (bridge.py: the log's v1 frames translated for that client): a v2 `initialize` gets the
