@@ -326,3 +326,27 @@ async def test_v2_serves_and_advertises_rewind(env, ws, fake_llm):
     assert named == ["_session/rewind", "_session/rewind_points"]
     assert done["files"]["filesChanged"] == ["a.txt"] and done["conversation"]["rewound"]
     assert (ws / "a.txt").read_bytes() == ORIGINAL
+
+
+async def test_a_rewind_restores_a_file_a_subagent_edited_in_that_turn(env, ws, fake_llm):
+    """The child's edit is kept in the parent's running turn (agent/subagents.py
+    `_ParentTurnCheckpoints`): a rewind to before that turn brings the file back byte for
+    byte. Kept under the child's own session's turn 0 instead, the parent's turn 1 holds
+    nothing and the file stays as the child left it."""
+    (ws / "a.txt").write_bytes(ORIGINAL)
+    fake_llm.reply(text=["answer 0"])
+    child = {"description": "edit a.txt", "prompt": "rewrite a.txt"}
+    fake_llm.reply(tool_calls=[FakeToolCall("task", child, id="t1")])  # the parent's turn 1
+    _write(fake_llm, "a.txt", "the child's edit\n", "child done")  # the child's turn
+    fake_llm.reply(text=["answer 1"])  # the parent, after its child
+    async with running(env, init=False) as agent:
+        sid = await _session(agent, ws)
+        await agent.prompt(sid, "message 0")
+        await agent.prompt(sid, "message 1")
+        edited = (ws / "a.txt").read_bytes()
+        points = await agent.call("_session/rewind_points", {"sessionId": sid})
+        done = await _rewind(agent, sid, 1)
+    assert edited == b"the child's edit\n"
+    assert [(p["index"], p["files"]) for p in points["points"]] == [(0, 0), (1, 1)]
+    assert done["files"]["filesChanged"] == ["a.txt"]
+    assert (ws / "a.txt").read_bytes() == ORIGINAL  # byte for byte

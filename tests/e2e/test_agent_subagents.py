@@ -385,3 +385,39 @@ async def test_the_parallel_setting_bounds_how_many_children_run_at_once(tmp_pat
     first, second = dict.fromkeys(child for child, _ in news)
     # one at a time: the second starts only once the first is idle
     assert news.index((first, "idle")) < news.index((second, "running"))
+
+
+async def test_side_by_side_each_childs_requires_action_comes_before_its_question(tmp_path, ws):
+    """The flush before a child asks (agent/subagents.py `_ChildInteraction._asking`): side
+    by side, a child's events pass through one more task (agent/parallel_calls.py), so its
+    question, sent by a task of its own, would reach the wire before its `requires_action`
+    without it; one child alone does not show it (its state is written first anyway)."""
+    env = scripted_env(
+        tmp_path,
+        [
+            {"tool_calls": [task("alpha"), task("beta")]},
+            {"match": "alpha", "tool_calls": [FETCH]},
+            {"match": "beta", "tool_calls": [FETCH]},
+            {"match": "alpha", "text": "alpha done"},
+            {"match": "beta", "text": "beta done"},
+            {"text": "parent done"},
+        ],
+    )
+    async with running(env, capabilities=OPTED_IN) as agent:
+        agent.handlers["session/request_permission"] = reject(None)
+        sid = await agent.new_session(ws)
+        await agent.prompt(sid, "delegate both")
+    asked = [m for m in agent.agent_requests if m["method"] == "session/request_permission"]
+    assert len(asked) == 2
+    for question in asked:
+        child = question["params"]["sessionId"]
+        before = agent.received[: agent.received.index(question)]
+        states = [
+            m["params"]["update"]["state"]["state"]
+            for m in before
+            if m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "subagent_update"
+            and m["params"]["update"]["sessionId"] == child
+        ]
+        assert states[-1:] == ["requires_action"], (child, states)
+    assert schema_errors(agent, 1) == []

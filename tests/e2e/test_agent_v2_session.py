@@ -184,19 +184,28 @@ async def test_cancel_ends_the_turn_as_idle_cancelled(env, ws, fake_llm):
     assert check_all(agent.received, agent.sent, version=2) == []
 
 
-async def test_a_second_prompt_while_one_runs_is_refused_before_insertion(env, ws, fake_llm):
+async def test_a_second_prompt_while_one_runs_is_held_and_cancel_drops_it_uninserted(
+    env, ws, fake_llm
+):
+    """A held prompt is not inserted until its turn (test_agent_v2_queue.py has the rest):
+    cancelled before that, it is answered -32800 and nothing of it is shown."""
     fake_llm.hang("partial")
     async with running(env, init=False) as agent:
         await v2_initialize(agent)
         sid = (await agent.call("session/new", {"cwd": str(ws)}))["sessionId"]
         await agent.call("session/prompt", {"sessionId": sid, "prompt": [_text("go")]})
         await agent.wait_for(lambda m: _kind(m) == "agent_message_chunk")
-        busy = await agent.request("session/prompt", {"sessionId": sid, "prompt": [_text("x")]})
+        held = asyncio.create_task(
+            agent.request("session/prompt", {"sessionId": sid, "prompt": [_text("x")]})
+        )
+        await agent.call("session/list", {})  # answered once the agent read the prompt
+        assert not held.done()  # held, not refused
         await agent.notify("session/cancel", {"sessionId": sid})
         await idle(agent, sid)
-    assert busy["error"]["code"] == -32600 and busy["error"]["data"]["reason"] == "busy"
+        dropped = await held
+    assert dropped["error"]["code"] == -32800
     users = [u for u in agent.updates(sid) if u["sessionUpdate"] == "user_message_chunk"]
-    assert [u["content"]["text"] for u in users] == ["go"]  # the refused one never inserted
+    assert [u["content"]["text"] for u in users] == ["go"]  # the dropped one never inserted
     assert check_all(agent.received, agent.sent, version=2) == []
 
 

@@ -8,7 +8,9 @@
 //
 //   node v2_client.mjs [--cwd DIR] [--prompt TEXT]... [--permission allow|reject|cancel]
 //                      [--cancel-prompt TEXT] [--resume] [--release-on-output PATH]
-//                      [--cancel-terminal-on-output] -- AGENT_COMMAND [ARGS...]
+//                      [--cancel-terminal-on-output]
+//                      [--together [--barrier PATH] [--cancel-at-barrier]]
+//                      -- AGENT_COMMAND [ARGS...]
 //
 // --permission answers every session/request_permission: `allow` or `reject` pick the
 // first option of that kind; `cancel` sends session/cancel and answers `cancelled`.
@@ -20,6 +22,12 @@
 // --cancel-terminal-on-output: at the first `terminal_output_chunk`, stop that terminal
 // with the SDK's `cancelTerminal` (it refuses, sending nothing, unless the terminal
 // advertises `capabilities.cancel`).
+// --together: send the first --prompt, and once it is inserted every other at once, without
+// waiting for the turn (a v2 agent holds or refuses those sent while a turn runs), then
+// `session/list` as a barrier: its
+// answer comes after the agent read the prompts. --barrier PATH: then write a line to PATH
+// (a FIFO the test waits on before it lets the first turn end). --cancel-at-barrier: then
+// send session/cancel. The run waits for one idle state_update per inserted prompt.
 // --resume: after the prompts, stop the agent, start the same command again and resume
 // the session there with replayFrom {"type": "start"}.
 // Exit 0 when everything ran; 1 on an error (its message on stderr).
@@ -40,6 +48,9 @@ const { values: args, positionals: command } = parseArgs({
     resume: { type: "boolean", default: false },
     "release-on-output": { type: "string" },
     "cancel-terminal-on-output": { type: "boolean", default: false },
+    together: { type: "boolean", default: false },
+    barrier: { type: "string" },
+    "cancel-at-barrier": { type: "boolean", default: false },
   },
 });
 if (command.length === 0) fail(new Error("no agent command (give it after --)"));
@@ -133,6 +144,11 @@ async function firstRun() {
     const init = await initialize(agent);
     if (init.protocolVersion !== 2) throw new Error(`the agent answered version ${init.protocolVersion}`);
     const session = await agent.buildSession({ cwd: args.cwd, mcpServers: [] }).start();
+    if (args.together) {
+      await promptTogether(agent, session);
+      session.dispose();
+      return session.sessionId;
+    }
     for (const prompt of args.prompt) {
       const cancel = () =>
         agent.notify("session/cancel", { sessionId: session.sessionId }).catch(fail);
@@ -145,6 +161,24 @@ async function firstRun() {
   });
   await stopAgent(child);
   return sessionId;
+}
+
+// --together: every prompt sent at once; a refused one (an error reply) is on the wire.
+async function promptTogether(agent, session) {
+  const [first, ...rest] = args.prompt;
+  await session.prompt(first); // inserted: its turn runs
+  const sent = rest.map((prompt) =>
+    session.prompt(prompt).then(
+      () => true,
+      () => false,
+    ),
+  );
+  sent.unshift(Promise.resolve(true));
+  await agent.request("session/list", {});
+  if (args.barrier) writeFileSync(args.barrier, "barrier\n"); // blocks until the test reads
+  if (args["cancel-at-barrier"]) await agent.notify("session/cancel", { sessionId: session.sessionId });
+  const inserted = (await Promise.all(sent)).filter(Boolean).length;
+  for (let i = 0; i < inserted; i++) await untilIdle(session, null);
 }
 
 async function resumeRun(sessionId) {

@@ -20,6 +20,10 @@ class Limits:
     # `[agents.NAME] busy = "queue"`: a request waits this long in line for the running
     # turn of its conversation, then gets the 409 (turn_line.py)
     queue_wait_seconds: float = 300.0
+    # Remote ACP over v2: a prompt sent while its session's turn runs is held (as v2 agents
+    # hold it) until that turn ends, at most this many per conversation, each at most
+    # queue_wait_seconds; one more is refused as busy (remote/held.py). 0: none is held.
+    remote_prompt_queue_depth: int = 16
     permission_deadline_seconds: float = 60.0  # "ask": no human answer by then -> reject
     # ... unless someone watches it: each presence (`POST /v1/permissions/{id}/presence`,
     # which the web UI sends while it shows the question) moves the deadline to then plus
@@ -90,6 +94,7 @@ class Limits:
 _LEAST = (  # (setting, its least value, why)
     ("log_retention_days", 0, " (0: keep every log)"),
     ("queue_wait_seconds", 0, ""),
+    ("remote_prompt_queue_depth", 0, " (0: none is held)"),
     ("announce_grace_seconds", 0, ""),
     ("remote_references_held", 1, ""),
     ("max_caller_tools", 1, ""),

@@ -43,6 +43,14 @@ class TurnLine:
         waiter = asyncio.current_task()
         assert waiter is not None
         listener = asyncio.create_task(_left(request, waiter.cancel))
+        try:
+            await self.wait_free(conv, seconds, retry)
+        finally:
+            listener.cancel()
+
+    async def wait_free(self, conv: Any, seconds: float, retry: int) -> None:
+        """`wait_turn` for a caller that is no HTTP request (remote ACP's held v2 prompts,
+        remote/held.py): its own cancellation is how it leaves the line."""
         self.waiting += 1
         try:  # nothing below suspends once the line is passed: the reservation comes next
             async with asyncio.timeout(seconds), self._places.hold(conv.id):
@@ -51,7 +59,6 @@ class TurnLine:
             raise SessionBusy(retry) from None
         finally:
             self.waiting -= 1
-            listener.cancel()
 
 
 async def _left(request: Request, leave: Any) -> None:

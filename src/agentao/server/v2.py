@@ -20,7 +20,13 @@ session/prompt    checked, then inserted: `state_update running`, the user messa
                   with its `messageId`, the reply `{messageId}`; the turn runs after the
                   reply and ends with `state_update idle` + stopReason (usage under
                   `_meta["agentao.cn/usage"]`: the stable schema's idle has no `usage`);
-                  a failure after insertion is idle with stopReason "error" and `error`
+                  a failure after insertion is idle with stopReason "error" and `error`.
+                  One sent while a turn runs is held, as codex-acp 2.6.0 holds it and the
+                  schema allows ("acceptance means insertion, not receipt or queueing"):
+                  up to AGENTAO_PROMPT_QUEUE_DEPTH wait (one more: v1's -32600 "busy"),
+                  each inserted after the previous turn's idle (`running`, its user
+                  message, then its reply) and run as a turn of its own; `session/cancel`
+                  answers the held ones -32800 (prompt_queue.py)
 session/cancel    the running turn: it ends as idle "cancelled"
 session/resume    the stored session live again; `replayFrom: {type: "start"}` replays its
                   history (v1's load replay, in v2 updates) before the reply; another
@@ -81,6 +87,7 @@ from agentao.protocol.errors import (
     AuthRequired,
     InternalError,
     InvalidParams,
+    RequestCancelled,
     SessionNotFound,
 )
 from agentao.protocol.v2.from_v1 import replay_from
@@ -89,6 +96,7 @@ from agentao.server.config_options import MODEL_CONFIG_ID, mode_state, model_opt
 from agentao.server.gates import UpdateGate, kind_of
 from agentao.server.interaction import PERMISSION_OPTIONS, ClientInteraction
 from agentao.server.outbox import Outbox
+from agentao.server.prompt_queue import release
 from agentao.server.rewind import REWIND_METHOD, REWIND_POINTS_METHOD
 from agentao.server.rewind import handlers as rewind_handlers
 from agentao.server.steering import STEERING_METHOD, steer
@@ -320,7 +328,8 @@ class AgentV2:
         live = self.agent.sessions.get(params.session_id)
         blocks = _v1_blocks(params.prompt)
         message, shown = prompt_message(blocks, live.llm.model_value, supports_images(live))
-        await claim(live)  # busy is refused before anything is inserted
+        if not await claim(live, self.agent.settings.prompt_queue_depth):
+            raise held_prompt_cancelled(live.id)  # dropped by session/cancel before insertion
         message_id = new_message_id()
         outbox = self._view_of(live)
         await live.send(state_update("running"))
@@ -332,20 +341,10 @@ class AgentV2:
 
     async def _finish(self, live: LiveSession, turn: asyncio.Task[TurnEnded], before: int) -> None:
         """The inserted prompt's turn, once it ends: the idle state with its stop reason."""
-        from agentao.server.turns import finish_turn, usage_meta
-
         try:
-            ended = await finish_turn(live, turn, before)
-        except AcpError as exc:
-            await live.send(state_update("idle", stopReason="error", error=exc.to_wire()))
-            return
-        except Exception as exc:  # the turn is over either way: say so, never go silent
-            log.exception("session %s: the turn failed", live.id)
-            error = InternalError(f"Internal error: {type(exc).__name__}").to_wire()
-            await live.send(state_update("idle", stopReason="error", error=error))
-            return
-        extra = {"_meta": meta} if (meta := usage_meta(ended)) else {}
-        await live.send(state_update("idle", stopReason=ended.stop_reason, **extra))
+            await live.send(await _idle_after(live, turn, before))
+        finally:
+            release(live)  # the next held prompt is inserted after this idle (prompt_queue.py)
 
     async def session_cancel(self, params: Any, message: dict[str, Any]) -> None:
         await self.agent.session_cancel(params, message)
@@ -444,6 +443,32 @@ class AgentV2:
         outbox = live.outbox
         assert isinstance(outbox, V2Outbox), "a v2 session sends through a V2Outbox"
         return outbox
+
+
+async def _idle_after(live: LiveSession, turn: asyncio.Task[TurnEnded], before: int) -> Any:
+    """The idle `state_update` that ends an inserted prompt's turn, with its stop reason
+    (a failure is stopReason "error" with the error: never an error reply, never silence)."""
+    from agentao.server.turns import finish_turn, usage_meta
+
+    try:
+        ended = await finish_turn(live, turn, before)
+    except AcpError as exc:
+        return state_update("idle", stopReason="error", error=exc.to_wire())
+    except Exception as exc:  # the turn is over either way: say so, never go silent
+        log.exception("session %s: the turn failed", live.id)
+        error = InternalError(f"Internal error: {type(exc).__name__}").to_wire()
+        return state_update("idle", stopReason="error", error=error)
+    extra = {"_meta": meta} if (meta := usage_meta(ended)) else {}
+    return state_update("idle", stopReason=ended.stop_reason, **extra)
+
+
+def held_prompt_cancelled(session_id: str) -> RequestCancelled:
+    """v2's answer to a held prompt that `session/cancel` dropped before it was inserted
+    (-32800, as the schema's `$/cancel_request` text and codex-acp 2.6.0 answer it)."""
+    return RequestCancelled(
+        f"Request cancelled: session {session_id} was cancelled before the prompt was inserted",
+        {"sessionId": session_id, "reason": "cancelled_before_insertion"},
+    )
 
 
 def session_result(live: LiveSession) -> dict[str, Any]:

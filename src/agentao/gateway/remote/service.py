@@ -5,10 +5,10 @@ gateway answers `initialize` with the agent's own answer (its processes are alre
 initialized), and turns every session into a gateway *conversation*, like those of the
 OpenAI API: `session/new` opens one, `session/load` / `session/resume` attach to the
 conversation that carries that session (live here, or reloaded on a live process), and
-`session/prompt` runs a gateway turn on it (one at a time: a prompt on a busy session
-is refused), whose permission requests go to the session's remote watchers within the
-API key's ceiling. So the OpenAI API, the task stream, the web UI and remote ACP are
-views of the same session.
+`session/prompt` runs a gateway turn on it (one at a time: a v1 prompt on a busy session
+is refused, a v2 one held until the turn ends, held.py), whose permission requests go to
+the session's remote watchers within the API key's ceiling. So the OpenAI API, the task
+stream, the web UI and remote ACP are views of the same session.
 
 Versions. A connection speaks what its `initialize` settled: v1, or v2 through the bridge
 (bridge.py: the log's v1 frames translated for that client): a v2 `initialize` gets the
@@ -69,6 +69,7 @@ from agentao.gateway.remote.bridge_calls import (
 )
 from agentao.gateway.remote.clients import INIT_SCOPE, RemoteClient, RemoteClients
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
+from agentao.gateway.remote.held import HeldPrompts
 from agentao.gateway.remote.limits import check_change, remote_policy, session_params
 from agentao.gateway.remote.listing import session_list
 from agentao.gateway.remote.mcp_urls import checked_mcp_servers
@@ -126,6 +127,7 @@ class RemoteAcp:
         self.connections = RemoteClients(store.remote, store, limits, replica.boot_id)
         self.relays = SessionRelays(conversations, LocalFiles(), limits.permission_deadline_seconds)
         self.far = FarSessions(store, replica, peers, limits)  # sessions live on other replicas
+        self.held = HeldPrompts(limits)  # v2 prompts waiting for their session's turn
         for pool in conversations.pools.values():  # the agents' questions reach the clients
             pool.files, pool.ask_user = self.relays, self.relays.ask_user
         self._tasks: set[asyncio.Task[None]] = set()
@@ -238,7 +240,7 @@ class RemoteAcp:
 
     def _on_notification(self, connection: RemoteClient, event: Notification) -> None:
         if event.method == "$/cancel_request":
-            self._cancel_request(connection, event.params.request_id)
+            self._cancel_request(connection.id, event.params.request_id)
         elif event.method == "session/cancel":
             self._cancel(connection, event.params.session_id)
         else:
@@ -266,10 +268,10 @@ class RemoteAcp:
             scope = _scope(request.method, params_of(request.message))
             connection.reply_error(request.id, RequestCancelled().to_wire(), scope)
 
-    def _cancel_request(self, connection: RemoteClient, request_id: RequestId) -> None:
+    def _cancel_request(self, connection_id: str, request_id: RequestId) -> None:
         """`$/cancel_request`: the client's running request ends, answered -32800 (an
         unknown or finished one is ignored, as on stdio)."""
-        key = (connection.id, request_id)
+        key = (connection_id, request_id)
         task = self._serving.get(key)
         if task is None or task.done():
             log.debug("$/cancel_request for unknown or finished request %r", request_id)
@@ -460,6 +462,8 @@ class RemoteAcp:
             policy=remote_policy(connection.principal),
             source="acp",
         )
+        if connection.bridge is not None:  # v2: held while a turn runs, not busy (held.py)
+            await self.held.wait(relay.conv, connection.principal.name, self.admit)
         turn = await self.conversations.begin(relay.conv, request)
         relay.prompter = connection
         if connection.bridge is not None:  # v2: acknowledged at once, the turn goes on
@@ -553,6 +557,8 @@ class RemoteAcp:
             return
         relay = self.relays.find(session_id)
         if relay is not None and connection.id in relay.clients:
+            for key in self.held.requests_in(relay.conv.id, self._serving):
+                self._cancel_request(*key)  # held v2 prompts: -32800, never inserted
             turn = relay.conv.turn
             if turn is not None and not turn.done.is_set():
                 turn.cancel()

@@ -1,0 +1,76 @@
+"""Held prompts: a v2 remote client's `session/prompt` sent while its session's turn runs.
+
+ACP v2 answers a prompt at its *insertion* ("not receipt or queueing", the schema's
+`session/prompt`), and a v2 agent holds a prompt sent during a turn until that turn ends:
+codex-acp 2.6.0 does, and so does `agentao --acp` over v2 (server/prompt_queue.py). The
+gateway's v2 bridge does the same for its remote clients whatever the agent behind it
+speaks: the prompt's request waits here, first come first served (the gateway's
+`TurnLine`), and once the conversation's turn has ended it begins its own turn and is
+answered `{messageId}` (service.py `_prompt`), after the idle that ended the one before.
+
+Bounds: at most `[limits] remote_prompt_queue_depth` held per conversation (one more is
+refused as a v1 client's prompt on a busy session is: `session_busy`, -32600), each at
+most `queue_wait_seconds` (then the same refusal). A held prompt passes its key's budget
+check again when its turn comes (the turns before it may have spent the budget).
+`session/cancel` answers every held prompt of the conversation -32800, nothing of it
+inserted (`requests_in`: their request tasks are cancelled as `$/cancel_request` cancels
+one); a prompt whose own request is cancelled just leaves the line. v1 clients keep the
+busy refusal (v1 defines no holding). A session live on another replica (far.py) is not
+held here: its prompt goes to the holder, which refuses it busy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from agentao.gateway.errors import SessionBusy
+from agentao.gateway.limits import Limits
+from agentao.gateway.turn_line import TurnLine
+
+Admit = Callable[[str], Awaitable[None]]  # a key's budget check (budgets.py): raises when spent
+
+
+class HeldPrompts:
+    """The held prompts' request tasks, per conversation, in arrival order."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.line = TurnLine()
+        self._held: dict[str, list[asyncio.Task[Any]]] = {}
+
+    async def wait(self, conv: Any, owner: str, admit: Admit | None = None) -> None:
+        """Return at once when `conv` has no turn; else once its turn has ended and this
+        prompt is first in line (SessionBusy when the line is full or the wait too long).
+        A held prompt is admitted again (`admit(owner)`, the key's budgets) when its turn
+        comes: what the key spent while it waited counts."""
+        if not conv.reserved:
+            return
+        held = self._held.setdefault(conv.id, [])
+        if len(held) >= self.limits.remote_prompt_queue_depth:
+            raise SessionBusy(self.limits.retry_after_seconds)
+        task = asyncio.current_task()
+        assert task is not None
+        held.append(task)
+        try:
+            seconds, retry = self.limits.queue_wait_seconds, self.limits.retry_after_seconds
+            await self.line.wait_free(conv, seconds, retry)
+            while admit is not None:
+                await admit(owner)
+                if not conv.reserved:  # nobody took the turn while the budget was read
+                    return
+                await self.line.wait_free(conv, seconds, retry)
+        finally:
+            held.remove(task)
+            if not held:
+                del self._held[conv.id]
+
+    def requests_in(self, conv_id: str, serving: dict[Any, asyncio.Task[Any]]) -> list[Any]:
+        """`session/cancel`: the keys in `serving` (the service's running requests) of the
+        prompts held for the conversation, to be cancelled, each answered -32800."""
+        held = self._held.get(conv_id, ())
+        return [key for key, task in serving.items() if task in held]
+
+
+__all__ = ["HeldPrompts"]
