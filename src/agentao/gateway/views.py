@@ -12,7 +12,8 @@ become items beside them. A reader gets keyed items, each `{"id", "kind", "turn"
     plan        entries                      notice    title, text
     permission  requestId, title, toolKind, tool (as tool_call), options, deadline, window, decision
     decision    approved, title, reason      (a policy's answer, nobody asked)
-    subagent    sessionId, toolCallId (the parent's call it runs in, when one was running),
+    subagent    sessionId, toolCallId (the parent's call it runs in: as the agent names it,
+                `_meta["agentao.cn/parentToolCallId"]`, else the first running one),
                 title, description, state {state, stopReason}, items: the
                 child's own items (messages, tool calls), folded from the frames that
                 name it (`childSessionId`); its question is a permission item with it
@@ -41,7 +42,7 @@ from agentao.client.view import (
     tool_item,
 )
 from agentao.gateway.tasklog import SESSION_UPDATE
-from agentao.protocol import schema
+from agentao.protocol import meta, schema
 from agentao.protocol.decode import decode_lenient
 from agentao.store.gateway import GatewayStore
 from agentao.store.gateway_records import TaskEvent
@@ -104,7 +105,7 @@ class ConversationView:
         before = len(last.chunks) if isinstance(last, Message) else 0
         update = self.session.fold("", kind, value, raw)
         if kind == "subagent_update" and value.session_id not in self.kid_calls:
-            self.kid_calls[value.session_id] = self._running_call()
+            self.kid_calls[value.session_id] = _parent_call(value) or self._running_call()
         changed = self._new_entries(entries)
         if update.tool_call is not None:
             changed.append(self._tool(update.tool_call.tool_call_id))
@@ -170,9 +171,9 @@ class ConversationView:
         return None
 
     def _running_call(self) -> str | None:
-        """The parent's tool call a child just announced runs in: the wire names none, so
-        the first call still running that no child claimed (the agent announces a child
-        right after the call that starts it; parallel calls in their order)."""
+        """The parent's tool call a child just announced runs in, for an agent that does
+        not name it (`_parent_call`: ours does): the first call still running that no child
+        claimed (agents announce a child right after the call that starts it)."""
         claimed = set(self.kid_calls.values())
         for entry in self.session.entries:
             if not isinstance(entry, ToolCallEntry) or entry.tool_call_id in claimed:
@@ -287,6 +288,13 @@ def _decoded(raw: Any) -> Any:
     except Exception:  # a frame the agent garbled: shown as nothing, kept in the log
         return None
     return None if isinstance(value, schema.UnknownVariant) else value
+
+
+def _parent_call(news: Any) -> str | None:
+    """The parent's tool call a `subagent_update` names (our agent's `_meta` key)."""
+    extra = news.meta
+    call = extra.get(meta.PARENT_TOOL_CALL) if isinstance(extra, dict) else None
+    return call if isinstance(call, str) and call else None
 
 
 def _unique(items: list[Item]) -> list[Item]:

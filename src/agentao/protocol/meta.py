@@ -20,6 +20,8 @@ V2_TOOL_CALL  in a v1 `tool_call`/`tool_call_update` the gateway logged from a v
         what v1 has no field for, kept for the v2 readers of the log (the bridge puts it
         back): {capabilities?, status?} (`capabilities` as the agent sent it, `null`
         included; `status` only v2's own `cancelled`, which v1 reads as `failed`).
+PARENT_TOOL_CALL  in a `subagent_update`: the parent's tool call the child runs in (the
+        schema has no field for it; readers infer it only for agents that do not say).
 """
 
 from __future__ import annotations
@@ -30,5 +32,14 @@ REASON = "agentao.cn/reason"
 ESTIMATED = "agentao.cn/estimated"
 COMPACTION = "agentao.cn/compaction"
 V2_TOOL_CALL = "agentao.cn/v2ToolCall"
+PARENT_TOOL_CALL = "agentao.cn/parentToolCallId"
 
-__all__ = ["COMPACTION", "ESTIMATED", "MODE_ID", "REASON", "USAGE", "V2_TOOL_CALL"]
+__all__ = [
+    "COMPACTION",
+    "ESTIMATED",
+    "MODE_ID",
+    "PARENT_TOOL_CALL",
+    "REASON",
+    "USAGE",
+    "V2_TOOL_CALL",
+]
