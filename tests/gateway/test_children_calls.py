@@ -6,6 +6,7 @@ task names that word."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,44 @@ def test_parallel_children_are_drawn_under_their_own_calls(
         assert kid["toolCallId"] == tools[f"Subagent: {title}"] == calls[kid["sessionId"]]
         said = [i["text"] for i in kid["items"] if i["kind"] == "message"]
         assert said == [f"{word} words"]
+
+
+NESTED = [
+    {"tool_calls": [task("alpha", "outer")]},
+    {"match": "alpha", "tool_calls": [task("beta", "inner")]},
+    {"match": "beta", "text": "grandchild words"},
+    {"match": "alpha", "text": "child words"},
+    {"text": "parent done"},
+]
+
+
+def nesting_gateway(gateway_factory: Any, tmp_path: Path, protocol: int | None = None) -> Any:
+    spec = scripted_spec(tmp_path, NESTED, protocol=protocol)
+    return gateway_factory(agents=(replace(spec, env=(*spec.env, DEPTH_TWO)),))
+
+
+DEPTH_TWO = ("AGENTAO_SUBAGENT_DEPTH", "2")
+
+
+@pytest.mark.parametrize("protocol", [None, 2], ids=["v1", "v2"])
+def test_a_grandchild_is_nested_under_its_parent_child(
+    gateway_factory, tmp_path: Path, protocol: int | None
+) -> None:
+    gw = nesting_gateway(gateway_factory, tmp_path, protocol)
+    started = start_task(gw, "nest it")
+    with connect(gw.ws_url(started["stream_url"])) as ws:
+        assert frames(ws)[-1]["type"] == "task-ended"
+    items = view_of(gw, started["conversation_id"])
+    (outer,) = [i for i in items if i["kind"] == "subagent"]
+    assert outer["title"] == "outer"
+    (inner,) = [i for i in outer["items"] if i["kind"] == "subagent"]
+    assert inner["title"] == "inner"
+    assert inner["state"] == {"state": "idle", "stopReason": "end_turn"}
+    (call,) = [i for i in outer["items"] if i["kind"] == "tool_call"]
+    assert call["title"] == "Subagent: inner" and inner["toolCallId"] == call["toolCallId"]
+    assert [i["text"] for i in inner["items"] if i["kind"] == "message"] == ["grandchild words"]
+    said = [i["text"] for i in outer["items"] if i["kind"] == "message"]
+    assert said == ["child words"]
 
 
 def test_the_view_takes_the_call_the_agent_names_over_its_guess() -> None:
