@@ -410,6 +410,7 @@ class Client:
             closable=self.supports("close"),
             steerable=self.supports_steering,
             on_close=self._forget_session,
+            root_of=self._side.children.root,
         )
         self._sessions[session_id] = session
         return session

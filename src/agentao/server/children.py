@@ -8,7 +8,9 @@ id, its state changes (`requires_action` before it asks, `running` after, `idle`
 stop reason at its end) as more `subagent_update`s on the parent. A child left open when
 its parent's tool call ends (the parent's turn was cancelled) is closed `idle` /
 `cancelled` first. Its permission question is a `session/request_permission` under its
-own id (`child_interaction`).
+own id (`child_interaction`). The announcement advertises `capabilities.cancel`: a
+`session/cancel` naming the child ends it alone (server/agent.py, agent/child_runs.py),
+answered `idle`/`cancelled`, and the parent's turn goes on.
 
 Every other client sees the parent's tool call alone, with the child's steps as its
 progress (the tool reports them); its questions come under the parent's session, about
@@ -27,6 +29,7 @@ from agentao.protocol import meta, schema
 __all__ = ["ChildSessions", "child_interaction", "subagent_update"]
 
 SUBAGENT_UPDATE = "subagent_update"
+CANCELLABLE = schema.SubagentSessionCapabilities(cancel=schema.SessionCancelCapabilities())
 
 
 class _Mapper(Protocol):
@@ -80,10 +83,13 @@ def subagent_update(
         snapshot = schema.RequiresAction()
     else:
         snapshot = schema.RunningStateUpdateVariant()
+    # The announcement offers what the child serves: `session/cancel` on its id, alone.
+    offered = CANCELLABLE if title is not None else None
     return schema.SubagentUpdateSessionUpdate(
         session_id=child_id,
         title=title,
         state=snapshot,
+        capabilities=offered,
         meta={meta.PARENT_TOOL_CALL: parent_call},
     )
 
