@@ -187,8 +187,12 @@ class SessionRelays:
         if not (relay.watched or relay.questions):
             self._forget(relay)
 
+    def watched_by(self, connection: RemoteClient) -> list[SessionRelay]:
+        """The relays `connection` is attached to (the sessions it watches here)."""
+        return [r for r in self._relays.values() if connection.id in r.clients]
+
     def detach_all(self, connection: RemoteClient) -> None:
-        for relay in [r for r in self._relays.values() if connection.id in r.clients]:
+        for relay in self.watched_by(connection):
             self.detach(relay, connection)
 
     def _forget(self, relay: SessionRelay) -> None:
