@@ -8,6 +8,7 @@ cancel one child alone; a client that does not opt in keeps the parent's view
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from agentao.client import (
     Update,
 )
 from agentao.client.view import ChildEntry
+from agentao.gateway.config import ApiKey
 from tests.gateway.conftest import LiveGateway, scripted_spec
 from tests.gateway.test_children import ASKING_CHILD, task
 
@@ -119,3 +121,45 @@ async def test_a_remote_client_cancels_one_child_alone(
     assert (kids["stuck"].state, kids["stuck"].stop_reason) == ("idle", "cancelled")
     assert (kids["quick"].state, kids["quick"].stop_reason) == ("idle", "end_turn")
     assert session.view.text.strip() == "parent goes on"
+
+
+REJECTED_CHILD = [
+    {"tool_calls": [task("alpha", "stuck")]},
+    {"match": "alpha", "tool_calls": [FETCH]},
+    {"match": "alpha", "text": "alpha gave up"},
+    {"text": "parent goes on"},
+]
+
+
+async def test_another_key_cannot_cancel_a_child_it_does_not_watch(
+    gateway_factory: Callable[..., LiveGateway], tmp_path: Path
+) -> None:
+    keys = (
+        ApiKey("alice", _sha("sk-alice"), ceiling="ask", policy="ask"),
+        ApiKey("bob", _sha("sk-bob"), ceiling="ask", policy="ask"),
+    )
+    gw = gateway_factory(agents=(scripted_spec(tmp_path, REJECTED_CHILD),), keys=keys)
+    url = f"http://127.0.0.1:{gw.port}/acp"
+
+    async def bob_cancels_then_alice_rejects(request: PermissionRequest) -> PermissionAnswer:
+        # over WebSocket: no session header for the HTTP route to refuse first
+        bob_url = AgentUrl(url.replace("http", "ws", 1), api_key="sk-bob")
+        async with Client(bob_url, subagents=True) as bob:
+            await bob.new_session(gw.config.agents[0].cwd)  # a session of its own
+            cancel = {"sessionId": request.session_id}
+            assert await bob.channel.call_raw("session/cancel", cancel, 10) == {}
+        option = next(o for o in request.options if o.kind == "reject_once")
+        return PermissionAnswer(option.option_id)
+
+    handlers = Handlers(permission=bob_cancels_then_alice_rejects)
+    alice = AgentUrl(url, api_key="sk-alice")
+    async with Client(alice, subagents=True, handlers=handlers) as client:
+        session = await client.new_session(gw.config.agents[0].cwd)
+        events = [e async for e in session.prompt("delegate it")]
+    assert [e.stop_reason for e in events if isinstance(e, TurnEnd)] == ["end_turn"]
+    [kid] = [e for e in session.view.entries if isinstance(e, ChildEntry)]
+    assert (kid.state, kid.stop_reason) == ("idle", "end_turn")  # Bob's cancel reached nothing
+
+
+def _sha(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
