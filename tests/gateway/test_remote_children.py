@@ -163,3 +163,40 @@ async def test_another_key_cannot_cancel_a_child_it_does_not_watch(
 
 def _sha(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
+
+
+ASK = {"name": "ask_user", "arguments": {"question": "which colour?"}}
+CURIOUS_CHILD = [
+    {"tool_calls": [task("gamma", "painter")]},
+    {"match": "gamma", "tool_calls": [ASK]},
+    {"match": "gamma", "text": "painted it"},
+    {"text": "parent done"},
+]
+
+
+@pytest.mark.parametrize("subagents", [True, False], ids=["opted-in", "not"])
+async def test_a_childs_ask_user_reaches_the_remote_person_naming_the_child(
+    gateway_factory: Callable[..., LiveGateway], tmp_path: Path, subagents: bool
+) -> None:
+    gw = gateway_factory(agents=(scripted_spec(tmp_path, CURIOUS_CHILD),))
+    asked: list[tuple[str, str]] = []
+
+    async def answer(session_id: str, question: str) -> str:
+        asked.append((session_id, question))
+        return "blue"
+
+    handlers = Handlers(ask_user=answer)
+    cwd = gw.config.agents[0].cwd
+    remote = acp(gw, "http")  # v1: children only for a client that asks for them
+    async with Client(remote, protocol=1, subagents=subagents, handlers=handlers) as client:
+        session = await client.new_session(cwd)
+        events = [e async for e in session.prompt("delegate it")]
+    if subagents:
+        [kid] = [e for e in session.view.entries if isinstance(e, ChildEntry)]
+        assert asked == [(kid.session_id, "which colour?")]
+        ask = [u.tool_call for u in of(events, kid.session_id) if u.tool_call is not None][-1]
+        assert ask.status == "completed" and "blue" in str(ask.raw)  # the child got it
+    else:
+        assert asked == [(session.id, "(subagent painter) which colour?")]
+    assert session.tool_calls["t-gamma"].status == "completed"
+    assert session.view.text.strip() == "parent done"

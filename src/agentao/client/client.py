@@ -398,6 +398,19 @@ class Client:
             raise
         return self._open(session_id, response, cwd, extra)
 
+    def root_of(self, session_id: str) -> str:
+        """The session at the top of `session_id`'s parents: itself, unless it is a child
+        an agent announced (a subagent: client/children.py)."""
+        return self._side.children.root(session_id)
+
+    def child_title(self, session_id: str) -> str | None:
+        """A child session's name as its parent's view holds it (its title, else its
+        description); None when it is no announced child."""
+        parent = self._side.children.parents.get(session_id)
+        state = self._side.states.get(parent) if parent is not None else None
+        entry = state.view.children.get(session_id) if state is not None else None
+        return (entry.title or entry.description) if entry is not None else None
+
     def _open(self, session_id: str, response: Any, cwd: str, dirs: tuple[str, ...]) -> Session:
         st = self._side.state(session_id)
         st.workspace = Workspace.of(session_id, cwd, dirs)

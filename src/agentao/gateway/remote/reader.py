@@ -175,7 +175,8 @@ class ConversationReader:
             "options": frame.get("options"),
         }
         question = Question("session/request_permission", params, self.session_id)
-        question.child = frame.get(CHILD) if isinstance(frame.get(CHILD), str) else None
+        if isinstance(child := frame.get(CHILD), str):  # under its id where shown
+            question.child_params = {**params, "sessionId": child}
         self._asked[request_id] = question
         self.questions.add(question)
         for client in tuple(self.clients.values()):
@@ -295,7 +296,8 @@ class Question:
         self.method, self.params, self.scope = method, params, scope
         self.answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.answered_by: RemoteClient | None = None  # whose answer `answer` holds
-        self.child: str | None = None  # a child's question: asked under its id where shown
+        # A child's question, as a client that takes children is asked it (children.py).
+        self.child_params: dict[str, Any] | None = None
         self._asking: dict[str, asyncio.Task[Any]] = {}
         self._clients: dict[str, RemoteClient] = {}
 
@@ -303,8 +305,8 @@ class Question:
         if self.answer.done() or client.id in self._asking:
             return
         params = self.params
-        if self.child is not None and shows_children(client):
-            params = {**params, "sessionId": self.child}
+        if self.child_params is not None and shows_children(client):
+            params = self.child_params
         task = asyncio.ensure_future(client.request(self.method, params, self.scope))
         self._asking[client.id] = task
         self._clients[client.id] = client
