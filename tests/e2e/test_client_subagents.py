@@ -171,3 +171,43 @@ async def test_codex_acps_children_reach_our_reader_nested(tmp_path, workspace, 
     assert child.description == "CHILD-TASK: say hi" and child.state == "idle"
     assert text_of(events, child.session_id).endswith("child says hi")  # after a warning, or not
     assert "child says hi" not in session.view.text  # the child's words stay the child's
+
+
+def test_agentao_run_nests_a_grandchild_under_its_parent_child(tmp_path, workspace):
+    """AGENTAO_SUBAGENT_DEPTH=2: the child's child is drawn a step further in, between
+    the child's start and end."""
+    script = tmp_path / "nest-script.json"
+    outer = {"description": "outer", "prompt": "alpha: delegate"}
+    inner = {"description": "inner", "prompt": "beta: look"}
+    responses = [
+        {"tool_calls": [{"name": "task", "arguments": outer}]},
+        {"match": "alpha", "tool_calls": [{"name": "task", "arguments": inner}]},
+        {"match": "beta", "text": "grandchild words"},
+        {"match": "alpha", "text": "child words"},
+        {"text": "parent done"},
+    ]
+    script.write_text(json.dumps({"responses": responses}))
+    env = {
+        **os.environ,
+        "LLM_PROVIDER": "SCRIPTED",
+        "AGENTAO_SCRIPT": str(script),
+        "AGENTAO_HOME": str(tmp_path / "home"),
+        "AGENTAO_SUBAGENT_DEPTH": "2",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "agentao", "run", "--cwd", workspace, "nest it"],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    order = [
+        lines.index("  ↳ subagent outer"),
+        next(i for i, line in enumerate(lines) if line.startswith("  │ ✓ Subagent: inner")),
+        lines.index("    ↳ subagent inner"),
+        lines.index("    ↳ inner end_turn"),
+        lines.index("  ↳ outer end_turn"),
+    ]
+    assert order[0] < order[2] < order[3] < order[4] and order[1] < order[4], result.stdout
