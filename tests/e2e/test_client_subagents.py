@@ -171,3 +171,77 @@ async def test_codex_acps_children_reach_our_reader_nested(tmp_path, workspace, 
     assert child.description == "CHILD-TASK: say hi" and child.state == "idle"
     assert text_of(events, child.session_id).endswith("child says hi")  # after a warning, or not
     assert "child says hi" not in session.view.text  # the child's words stay the child's
+
+
+def test_agentao_run_nests_a_grandchild_under_its_parent_child(tmp_path, workspace):
+    """AGENTAO_SUBAGENT_DEPTH=2: the child's child is drawn a step further in, between
+    the child's start and end."""
+    script = tmp_path / "nest-script.json"
+    outer = {"description": "outer", "prompt": "alpha: delegate"}
+    inner = {"description": "inner", "prompt": "beta: look"}
+    responses = [
+        {"tool_calls": [{"name": "task", "arguments": outer}]},
+        {"match": "alpha", "tool_calls": [{"name": "task", "arguments": inner}]},
+        {"match": "beta", "text": "grandchild words"},
+        {"match": "alpha", "text": "child words"},
+        {"text": "parent done"},
+    ]
+    script.write_text(json.dumps({"responses": responses}))
+    env = {
+        **os.environ,
+        "LLM_PROVIDER": "SCRIPTED",
+        "AGENTAO_SCRIPT": str(script),
+        "AGENTAO_HOME": str(tmp_path / "home"),
+        "AGENTAO_SUBAGENT_DEPTH": "2",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "agentao", "run", "--cwd", workspace, "nest it"],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    order = [
+        lines.index("  ↳ subagent outer"),
+        next(i for i, line in enumerate(lines) if line.startswith("  │ ✓ Subagent: inner")),
+        lines.index("    ↳ subagent inner"),
+        lines.index("    ↳ inner end_turn"),
+        lines.index("  ↳ outer end_turn"),
+    ]
+    assert order[0] < order[2] < order[3] < order[4] and order[1] < order[4], result.stdout
+
+
+async def test_a_grandchild_is_a_child_of_the_childs_view(tmp_path, workspace):
+    """AGENTAO_SUBAGENT_DEPTH=2 through the library: the parent's view holds the child,
+    the child's view (`Client.child_view`) its own child, whose view holds its words."""
+    script = tmp_path / "nest-script.json"
+    outer = {"description": "outer", "prompt": "alpha: delegate"}
+    inner = {"description": "inner", "prompt": "beta: look"}
+    responses = [
+        {"tool_calls": [{"name": "task", "arguments": outer}]},
+        {"match": "alpha", "tool_calls": [{"name": "task", "arguments": inner}]},
+        {"match": "beta", "text": "grandchild words"},
+        {"match": "alpha", "text": "child words"},
+        {"text": "parent done"},
+    ]
+    script.write_text(json.dumps({"responses": responses}))
+    env = {
+        "LLM_PROVIDER": "SCRIPTED",
+        "AGENTAO_SCRIPT": str(script),
+        "AGENTAO_HOME": str(tmp_path / "home"),
+        "AGENTAO_SUBAGENT_DEPTH": "2",
+    }
+    async with Client(AgentCommand.ours(env=env), subagents=True) as client:
+        session = await client.new_session(workspace)
+        [_ async for _ in session.prompt("nest it")]
+        [child] = [e for e in session.view.entries if isinstance(e, ChildEntry)]
+        child_view = client.child_view(child.session_id)
+        assert child_view is not None and child_view.text.strip() == "child words"
+        [grandchild] = [e for e in child_view.entries if isinstance(e, ChildEntry)]
+        assert (grandchild.title, grandchild.state) == ("inner", "idle")
+        inner_view = client.child_view(grandchild.session_id)
+        assert inner_view is not None and inner_view.text.strip() == "grandchild words"
+        assert client.root_of(grandchild.session_id) == session.id
+        assert client.child_view(session.id) is None  # a session of its own is no child

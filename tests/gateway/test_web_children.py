@@ -1,5 +1,6 @@
 """The web UI draws a subagent (issue 25) under the parent's `task` tool call: collapsed,
-with its title and state; opened, its own words and tool calls. Real headless Chromium at
+with its title and state; opened, its own words and tool calls, and its own children
+nested alike. Real headless Chromium at
 1280 and 390 px wide, our agent scripted to delegate."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 
 from tests.gateway.conftest import LiveGateway, scripted_spec
 from tests.gateway.test_children import DELEGATE
+from tests.gateway.test_children_calls import nesting_gateway
 from tests.gateway.test_web import (  # noqa: F401 (fixtures)
     DESKTOP,
     PHONE,
@@ -65,3 +67,34 @@ def test_a_child_is_drawn_collapsed_under_the_parents_task_call(
     box = child.bounding_box()
     assert box is not None and box["x"] + box["width"] <= viewport["width"]
     page.screenshot(path=str(tmp_path / f"web-subagent-{viewport['width']}.png"))
+
+
+@pytest.fixture
+def nested_page(
+    browser: Browser,  # noqa: F811
+    gateway_factory: Callable[..., LiveGateway],
+    tmp_path: Path,
+) -> Iterator[Page]:
+    gw = nesting_gateway(gateway_factory, tmp_path)
+    page = open_page(browser, gw.url, viewport=DESKTOP)
+    yield page
+    page.context.close()
+
+
+def test_a_grandchild_is_drawn_inside_its_parent_child(nested_page: Page) -> None:
+    page = nested_page
+    send(page, "nest it")
+    turn = last_turn(page)
+    turn.locator(".text p", has_text="parent done").wait_for()
+    outer = turn.locator(".kids > details.subagent")
+    assert outer.locator("> summary .title").inner_text() == "outer"
+    outer.locator("> summary").click()
+    inner = outer.locator("> .body > details.subagent")
+    inner.wait_for()
+    assert inner.locator("> summary .title").inner_text() == "inner"
+    assert inner.locator("> summary .status").inner_text() == "done"
+    words = inner.locator(".text", has_text="grandchild words")
+    assert words.is_hidden()
+    inner.locator("> summary").click()
+    words.wait_for()
+    assert outer.locator("> .body > .text").all_inner_texts() == ["child words"]

@@ -1,6 +1,8 @@
 // A child session the agent ran (a subagent, `views.py`'s `subagent` item): drawn under the
 // parent's tool call it runs in, collapsed, with its title and state; opened, its own
-// messages and tool calls. The item comes whole each time: its body is drawn again.
+// messages, tool calls and its own children (a grandchild: nested the same way, right after
+// the child's call that runs it, as the view orders it). The item comes whole each time:
+// its body is drawn again.
 import { el } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { ToolView } from "./tools.js";
@@ -30,6 +32,11 @@ export class SubagentView {
 }
 
 function drawn(item) {
+  if (item.kind === "subagent") {
+    const child = new SubagentView();
+    child.show(item);
+    return child.root;
+  }
   if (item.kind === "tool_call") {
     const tool = new ToolView();
     tool.show(item);

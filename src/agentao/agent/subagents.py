@@ -23,12 +23,18 @@ server sends them as the child session's updates, or not at all), and the call's
 (`ToolCallProgress` content) lists the child's steps for clients that show no children.
 The child's last reply is the tool's result. The child is never stored on its own: its
 events are part of the parent's turn record, so a load replays it with the parent.
-Cancelling the parent's turn cancels the tool's task and so the child's turn. Calls to
-this tool in one model step run side by side (`Tool.parallel`, agent/parallel_calls.py).
+Cancelling the parent's turn cancels the tool's task and so the child's turn. The
+child's turn runs in a task of its own, registered in the session's `RunningChildren`
+(child_runs.py) while it runs, so one child can be cancelled alone: it ends "cancelled"
+(its open calls closed as a cancelled turn's are), the tool answers the parent so, and the
+parent's turn goes on. Each of the child's events is taken by the tool (shown) before its
+turn resumes, as if it ran in the tool's own task. Calls to this tool in one model step
+run side by side (`Tool.parallel`, agent/parallel_calls.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
@@ -36,6 +42,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentao.agent.cancellation import closing_events
 from agentao.agent.checkpoints import Checkpoints, Watch
 from agentao.agent.events import (
     ChildUpdate,
@@ -73,12 +80,14 @@ MAX_TASK_CHARS = 50_000  # a task's prompt: the child's whole context, bounded
 MAX_TITLE_CHARS = 80  # a child's title, as clients show it
 MAX_PROGRESS_LINES = 20  # the child's last steps shown in the parent's tool call
 NO_ANSWER = "(the subagent gave no answer)"
+CANCELLED_ANSWER = "the subagent was cancelled before it finished"
 CHILD_NOTE = (
     "You are a subagent: another agent handed you the task below. Do it with your tools, "
     "then answer with what you found or did; your last reply is all it will see."
 )
 
 T = TypeVar("T")
+_Taken = tuple[TurnEvent, asyncio.Event | None] | BaseException | None  # a pump's message
 
 
 class SubagentTool(Tool):
@@ -233,13 +242,13 @@ class _ChildRun:
             self.show(state="idle")
             return ToolResult(f"the subagent failed: {exc}", is_error=True)
         self.show(state="idle", stop=ended.stop_reason)
-        answer = "".join(self.reply).strip() or NO_ANSWER
         failed = ended.stop_reason == "cancelled"
+        answer = "".join(self.reply).strip() or (CANCELLED_ANSWER if failed else NO_ANSWER)
         raw = {"sessionId": self.child_id, "stopReason": ended.stop_reason}
         return ToolResult(answer, (TextOutput(answer),), is_error=failed, raw_output=raw)
 
     async def _follow(self, events: AsyncIterator[TurnEvent]) -> TurnEnded:
-        async with aclosing(events) as stream:
+        async with aclosing(self._pumped(events)) as stream:
             async for event in stream:
                 if isinstance(event, TurnEnded):
                     return event
@@ -247,6 +256,28 @@ class _ChildRun:
                     self.show(event)
                 await self._step(event)
         raise RuntimeError("the child's turn ended without TurnEnded")
+
+    async def _pumped(self, events: AsyncIterator[TurnEvent]) -> AsyncIterator[TurnEvent]:
+        """The child's events, its turn run by a task of its own (registered: cancellable
+        alone), each taken before the turn resumes."""
+        out: asyncio.Queue[_Taken] = asyncio.Queue()
+        task = asyncio.create_task(_pump(events, out), name=f"subagent {self.child_id}")
+        children = self.ctx.deps.children if self.ctx.deps is not None else None
+        if children is not None:
+            children.started(self.child_id, task)
+        try:
+            while (item := await out.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                event, taken = item
+                yield event
+                if taken is not None:
+                    taken.set()
+        finally:
+            if children is not None:
+                children.ended(self.child_id)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
     async def _step(self, event: TurnEvent) -> None:
         if isinstance(event, TextDelta):
@@ -266,6 +297,26 @@ class _ChildRun:
             return
         lines = [head] if head else self.steps[-MAX_PROGRESS_LINES:]
         await self.ctx.report((TextOutput("\n".join(lines)),))
+
+
+async def _pump(events: AsyncIterator[TurnEvent], out: asyncio.Queue[_Taken]) -> None:
+    """Run the child's turn, handing each event over and waiting until it is taken; a
+    cancel of this task (the child's alone) ends the turn as a cancelled one ends."""
+    seen: list[TurnEvent] = []
+    try:
+        async with aclosing(events) as stream:
+            async for event in stream:
+                seen.append(event)
+                taken = asyncio.Event()
+                out.put_nowait((event, taken))
+                await taken.wait()
+    except asyncio.CancelledError:
+        for event in closing_events(seen):
+            out.put_nowait((event, None))
+    except Exception as exc:  # the child's LLM failed, or a bug: the tool's to report
+        out.put_nowait(exc)
+    finally:
+        out.put_nowait(None)
 
 
 class _ChildInteraction:

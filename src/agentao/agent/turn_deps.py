@@ -4,7 +4,8 @@ The server builds one `TurnDeps` per session (`server/live.py`); every part of a
 (`turn.py`, `staging.py`, `tool_call.py`, `compaction_trigger.py`) reads it, none
 changes it, except the record of stoppable calls (`stoppable.py`), which the session
 shares with whoever may stop one, and the steering inbox (`steering.py`), which it
-shares with whoever may steer the running turn.
+shares with whoever may steer the running turn, and the children running
+(`child_runs.py`), which it shares with whoever may cancel one alone.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agentao.agent.checkpoints import Checkpoints
+from agentao.agent.child_runs import RunningChildren
 from agentao.agent.compaction import CompactionSettings
 from agentao.agent.config import Limits
 from agentao.agent.context import ContextBudget
@@ -43,3 +45,5 @@ class TurnDeps:
     checkpoints: Checkpoints | None = None
     # words a person adds mid-turn (steering.py); the turn opens, drains and closes it
     steering: SteeringInbox = field(default_factory=SteeringInbox)
+    # the children running in its turns, theirs too (child_runs.py): each may be cancelled
+    children: RunningChildren = field(default_factory=RunningChildren)

@@ -53,6 +53,7 @@ class ConsoleView:
         self._stream: str | None = None  # the chunk kind being written on the current line
         self._children: dict[str, str] = {}  # child session id -> its title (subagents)
         self._live_output: dict[str, LiveOutput] = {}  # tool call id -> its terminal's lines
+        self._depth: dict[str, int] = {}  # child session id -> 1 for a child, 2 for its child
 
     # ---- entry points ---------------------------------------------------------------
 
@@ -131,7 +132,7 @@ class ConsoleView:
         if update.session_id in self._children:
             self._child_update(update)
         elif kind == "subagent_update" and update.value is not None:
-            self._subagent(update.value, update.raw)
+            self._subagent(update.value, update.raw, update.session_id)
         elif kind == "agent_message_chunk" and update.text is not None:
             self._write(update.text, kind)
         elif kind == "agent_thought_chunk" and update.text is not None:
@@ -145,24 +146,31 @@ class ConsoleView:
         elif kind == "current_mode_update" and update.value is not None:
             self._line(f"[dim]mode: {update.value.current_mode_id}[/]")
 
-    def _subagent(self, value: Any, raw: dict[str, Any]) -> None:
+    def _subagent(self, value: Any, raw: dict[str, Any], parent: str) -> None:
         """A child announced (its title), and its end: one line each, under the tool call
-        that runs it; its steps come between (`_child_update`)."""
+        that runs it, indented one step more than `parent` (a child's child deeper); its
+        steps come between (`_child_update`)."""
         child = value.session_id
         if child not in self._children:
             self._children[child] = child_name(value)
-            self._line(f"  [bold magenta]↳ subagent[/] {shown(self._children[child])}")
+            self._depth[child] = self._depth.get(parent, 0) + 1
+            head = f"{self._indent(child)}[bold magenta]↳ subagent[/]"
+            self._line(f"{head} {shown(self._children[child])}")
         if (stop := child_end(raw)) is not None:
-            self._line(f"  [magenta]↳[/] {shown(self._children[child])} [dim]{shown(stop)}[/]")
+            name = shown(self._children[child])
+            self._line(f"{self._indent(child)}[magenta]↳[/] {name} [dim]{shown(stop)}[/]")
+
+    def _indent(self, child: str) -> str:
+        return "  " * self._depth.get(child, 1)
 
     def _child_update(self, update: Update) -> None:
         """A child's step, indented: its tool calls as they are announced and end (its
         words reach the parent as the tool call's result)."""
         tool = update.tool_call
         if tool is not None and (update.kind == "tool_call" or tool.status in _FINAL):
-            self._line(f"  [magenta]│[/] {tool_line(tool)}")
+            self._line(f"{self._indent(update.session_id)}[magenta]│[/] {tool_line(tool)}")
         elif update.kind == "subagent_update" and update.value is not None:
-            self._subagent(update.value, update.raw)  # a grandchild
+            self._subagent(update.value, update.raw, update.session_id)  # a grandchild
 
     def _write(self, text: str, stream: str, style: str | None = None) -> None:
         if self._live_tool is not None or self._stream != stream:
@@ -225,7 +233,8 @@ class ConsoleView:
             verdict = f"[red]{shown(chosen.name or chosen.kind)}[/]"
         why = f" [dim]({shown(decision.reason)})[/]" if decision.reason else ""
         child = self._children.get(request.session_id)
-        who = f"  [magenta]│[/] subagent {shown(child)}: " if child is not None else ""
+        indent = self._indent(request.session_id)
+        who = f"{indent}[magenta]│[/] subagent {shown(child)}: " if child is not None else ""
         self._line(
             f"{who}🔒 permission: {shown(request.title)} [dim]({shown(request.kind)})[/]"
             f" → {verdict}{why}"

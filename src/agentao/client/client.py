@@ -52,6 +52,7 @@ from agentao.client.serving import ClientSide, Handlers
 from agentao.client.session import Session
 from agentao.client.terminals import LocalTerminals
 from agentao.client.tracking import TrackingConnection
+from agentao.client.view import SessionView
 from agentao.protocol.endpoint import Endpoint, Reader, Writer
 from agentao.protocol.endpoint import Limits as EndpointLimits
 
@@ -398,6 +399,28 @@ class Client:
             raise
         return self._open(session_id, response, cwd, extra)
 
+    def root_of(self, session_id: str) -> str:
+        """The session at the top of `session_id`'s parents: itself, unless it is a child
+        an agent announced (a subagent: client/children.py)."""
+        return self._side.children.root(session_id)
+
+    def child_title(self, session_id: str) -> str | None:
+        """A child session's name as its parent's view holds it (its title, else its
+        description); None when it is no announced child."""
+        parent = self._side.children.parents.get(session_id)
+        state = self._side.states.get(parent) if parent is not None else None
+        entry = state.view.children.get(session_id) if state is not None else None
+        return (entry.title or entry.description) if entry is not None else None
+
+    def child_view(self, session_id: str) -> SessionView | None:
+        """A child session's own view (a subagent's messages and tool calls, and its own
+        children as `ChildEntry`s: a child's child nests under it); None when it is no
+        announced child."""
+        if self.root_of(session_id) == session_id:
+            return None
+        state = self._side.states.get(session_id)
+        return state.view if state is not None else None
+
     def _open(self, session_id: str, response: Any, cwd: str, dirs: tuple[str, ...]) -> Session:
         st = self._side.state(session_id)
         st.workspace = Workspace.of(session_id, cwd, dirs)
@@ -410,6 +433,7 @@ class Client:
             closable=self.supports("close"),
             steerable=self.supports_steering,
             on_close=self._forget_session,
+            root_of=self._side.children.root,
         )
         self._sessions[session_id] = session
         return session

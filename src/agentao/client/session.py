@@ -9,6 +9,9 @@ order; the next turn yields them first, or `drain()` takes them now.
 advertises it (`_meta.steering.supported` in its `initialize` result: ours over v1,
 codex-acp, claude-agent-acp); others raise `SteeringUnsupported` before anything is sent.
 
+`cancel_child()` cancels one of its children alone (a subagent: `session/cancel` on the
+child's id).
+
 A session talks to the agent through the client's `Channel` and keeps what it
 learns in its `SessionState`; `on_close` tells the client it is gone.
 """
@@ -53,6 +56,7 @@ class Session:
         closable: bool = False,
         steerable: bool = False,
         on_close: OnClose | None = None,
+        root_of: Callable[[str], str] | None = None,
     ) -> None:
         self.channel = channel
         self.state = state
@@ -61,6 +65,7 @@ class Session:
         self.closable = closable  # the agent supports session/close
         self.steerable = steerable  # the agent advertises _session/steering
         self._on_close = on_close
+        self._root_of = root_of  # a child session's root (client/children.py)
         self._turn: Turn | None = None
         self._turns: list[Turn] = []  # this one's turns not yet ended (one runs, others queued)
         modes = getattr(response, "modes", None)
@@ -170,6 +175,15 @@ class Session:
                 await turn.cancel()
         if self.turn is not None:
             await self.turn.cancel()
+
+    async def cancel_child(self, child_id: str) -> None:
+        """`session/cancel` for one child of this session (a subagent the agent announced,
+        or a child's child) alone: the agent ends that child, the turn goes on. Offered by
+        agents that advertise it on the child (`capabilities.cancel`: ours). ClientError
+        for a session that is not this one's child."""
+        if child_id == self.id or self._root_of is None or self._root_of(child_id) != self.id:
+            raise ClientError(f"session {child_id!r} is not a child of session {self.id!r}")
+        await self.channel.notify("session/cancel", {"sessionId": child_id})
 
     def drain(self) -> list[Event]:
         """Events received while no turn ran (e.g. the history `session/load` replayed)."""

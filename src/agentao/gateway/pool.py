@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agentao.addresses import MCP_PUBLIC_ONLY_ENV, MCP_TRUSTED_URL_ENV
 from agentao.client import (
@@ -57,7 +57,7 @@ from agentao.client import (
 from agentao.client.config import FileAccess
 from agentao.client.files import FileHandler
 from agentao.client.permissions import PermissionHandler
-from agentao.client.serving import AskUser
+from agentao.client.serving import ASK_USER_UNAVAILABLE
 from agentao.gateway.agent_protocol import (
     AUTO,
     can_reopen,
@@ -125,6 +125,22 @@ class SessionParams:
             "mcpServers": list(self.mcp_servers),
             **({"systemPrompt": self.system_prompt} if self.system_prompt else {}),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class AskingChild:
+    """A child session (a subagent) whose `ask_user` is asked through its root session."""
+
+    session_id: str
+    title: str
+
+
+class ChildAskUser(Protocol):
+    """The pool's `ask_user` handler: a session's question, a child's naming the child."""
+
+    async def __call__(
+        self, session_id: str, question: str, child: AskingChild | None = None
+    ) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +235,10 @@ class Worker:
         raise AssertionError("versions() is never empty")
 
     def _client(self, version: int) -> Client:
-        return Client(
+        async def ask_user(session_id: str, question: str) -> str:
+            return await self._ask_user(client, session_id, question)
+
+        client = Client(
             self.command,
             protocol=version,
             # Children shown: their updates are frames of the parent's task, naming them
@@ -231,9 +250,22 @@ class Worker:
             handlers=Handlers(
                 permission=self.pool.permission,
                 files=self.pool.files,
-                ask_user=self.pool.ask_user,
+                ask_user=ask_user,
             ),
         )
+        return client
+
+    async def _ask_user(self, client: Client, session_id: str, question: str) -> str:
+        """The agent's `ask_user`; a child's (a subagent's) is asked through its root
+        session, naming the child, as its permission questions are."""
+        ask = self.pool.ask_user
+        if ask is None:
+            return ASK_USER_UNAVAILABLE
+        root = client.root_of(session_id)
+        if root == session_id:
+            return await ask(session_id, question)
+        title = client.child_title(session_id) or session_id
+        return await ask(root, question, AskingChild(session_id, title))
 
     def _files(self) -> FileAccess:
         return "read" if self.ceiling in READ_ONLY_CEILINGS else "read-write"
@@ -301,7 +333,7 @@ class AgentPool:
         # confined to the session's directories, no one to ask). The remote ACP relays
         # route a watched session's calls to its remote clients.
         self.files: FileHandler | None = None
-        self.ask_user: AskUser | None = None
+        self.ask_user: ChildAskUser | None = None
         self.groups: dict[str, list[Worker]] = {}  # key ceiling -> its processes
         # The ACP version its processes speak: the config's, or what `auto` learned.
         self.protocol: int | None = spec.protocol
@@ -510,6 +542,8 @@ __all__ = [
     "READ_ONLY_CEILINGS",
     "AgentInfo",
     "AgentPool",
+    "AskingChild",
+    "ChildAskUser",
     "SessionParams",
     "Spawning",
     "Worker",

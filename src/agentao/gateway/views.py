@@ -12,10 +12,12 @@ become items beside them. A reader gets keyed items, each `{"id", "kind", "turn"
     plan        entries                      notice    title, text
     permission  requestId, title, toolKind, tool (as tool_call), options, deadline, window, decision
     decision    approved, title, reason      (a policy's answer, nobody asked)
-    subagent    sessionId, toolCallId (the parent's call it runs in, when one was running),
+    subagent    sessionId, toolCallId (the parent's call it runs in: as the agent names it,
+                `_meta["agentao.cn/parentToolCallId"]`, else the first running one),
                 title, description, state {state, stopReason}, items: the
-                child's own items (messages, tool calls), folded from the frames that
-                name it (`childSessionId`); its question is a permission item with it
+                child's own items (messages, tool calls, and its own children's
+                subagent items, nested alike), folded from the frames that name it
+                (`childSessionId`); its question is a permission item with it
     plan/usage  with ids `plan` and `usage`: the session's latest, outside any turn
 
 `GET /v1/conversations/{id}/view` answers every item; `WS /v1/tasks/{id}/view` sends
@@ -29,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from agentao.client.children import MAX_CHILD_DEPTH
 from agentao.client.content import prompt_text
 from agentao.client.events import TEXT_KINDS
 from agentao.client.view import (
@@ -41,7 +44,7 @@ from agentao.client.view import (
     tool_item,
 )
 from agentao.gateway.tasklog import SESSION_UPDATE
-from agentao.protocol import schema
+from agentao.protocol import meta, schema
 from agentao.protocol.decode import decode_lenient
 from agentao.store.gateway import GatewayStore
 from agentao.store.gateway_records import TaskEvent
@@ -63,6 +66,7 @@ class ConversationView:
         self.turn = ""  # the task whose frames are being folded
         self.kids: dict[str, SessionView] = {}  # child session id -> the fold of its own
         self.kid_calls: dict[str, str | None] = {}  # child session id -> the call it runs in
+        self.kid_parents: dict[str, str] = {}  # a child's child -> the child that announced it
 
     def feed(self, event: TaskEvent) -> list[Item]:
         """Fold one frame; the items it changed."""
@@ -104,7 +108,7 @@ class ConversationView:
         before = len(last.chunks) if isinstance(last, Message) else 0
         update = self.session.fold("", kind, value, raw)
         if kind == "subagent_update" and value.session_id not in self.kid_calls:
-            self.kid_calls[value.session_id] = self._running_call()
+            self.kid_calls[value.session_id] = _parent_call(value) or self._running_call()
         changed = self._new_entries(entries)
         if update.tool_call is not None:
             changed.append(self._tool(update.tool_call.tool_call_id))
@@ -148,7 +152,8 @@ class ConversationView:
 
     def _of_child(self, child: str, kind: str, payload: dict[str, Any]) -> list[Item]:
         """A child's update, or its question, folded in the child's own view: what changes
-        is the parent's subagent item (with the child's items nested), and a question."""
+        is the subagent item of the child's outermost parent (with the child's items, and
+        its own children's, nested), and a question."""
         view = self.kids.setdefault(child, SessionView())
         changed = []
         if kind == "task-running":
@@ -156,12 +161,33 @@ class ConversationView:
             if value is not None:
                 tag = type(value).__struct_config__.tag
                 view.fold("", tag, value, payload.get("update"))
+                if tag == "subagent_update":
+                    self._grandchild(child, value)
         elif kind == "permission-request":
             value = tool_call_of(payload.get("toolCall"))
             tool = view.upsert_tool_call(value, announced=False) if value is not None else None
             changed.append(self._question(payload, tool))
-        key = self._child_key(child)
+        key = self._child_key(self._outermost(child))
         return ([self._item(key)] if key is not None else []) + changed
+
+    def _grandchild(self, child: str, news: Any) -> None:
+        """A child's child announced: nested under `child` (the first parent named wins,
+        and none of `child`'s own parents can be its child: no loop is drawn)."""
+        grandchild = news.session_id
+        if grandchild in self.kid_calls or grandchild in self._parents_of(child):
+            return
+        self.kid_parents[grandchild] = child
+        self.kid_calls[grandchild] = _parent_call(news)
+
+    def _parents_of(self, child: str) -> list[str]:
+        """`child` and its parents up to the outermost, at most MAX_CHILD_DEPTH of them."""
+        chain = [child]
+        while len(chain) < MAX_CHILD_DEPTH and (parent := self.kid_parents.get(chain[-1])):
+            chain.append(parent)
+        return chain
+
+    def _outermost(self, child: str) -> str:
+        return self._parents_of(child)[-1]
 
     def _child_key(self, child: str) -> str | None:
         for index, entry in enumerate(self.session.entries):
@@ -170,9 +196,9 @@ class ConversationView:
         return None
 
     def _running_call(self) -> str | None:
-        """The parent's tool call a child just announced runs in: the wire names none, so
-        the first call still running that no child claimed (the agent announces a child
-        right after the call that starts it; parallel calls in their order)."""
+        """The parent's tool call a child just announced runs in, for an agent that does
+        not name it (`_parent_call`: ours does): the first call still running that no child
+        claimed (agents announce a child right after the call that starts it)."""
         claimed = set(self.kid_calls.values())
         for entry in self.session.entries:
             if not isinstance(entry, ToolCallEntry) or entry.tool_call_id in claimed:
@@ -182,9 +208,18 @@ class ConversationView:
                 return entry.tool_call_id
         return None
 
-    def _child_items(self, child: str) -> list[Item]:
+    def _child_items(self, child: str, depth: int = 1) -> list[Item]:
+        """A child's own items; its children's nested in theirs (only those it announced
+        first, `_grandchild`, and no deeper than MAX_CHILD_DEPTH)."""
         view = self.kids.get(child)
-        return [view.entry_item(i) for i in range(len(view.entries))] if view else []
+        items = [view.entry_item(i) for i in range(len(view.entries))] if view else []
+        for item in items:
+            if item["kind"] == "subagent":
+                kid = item["sessionId"]
+                mine = self.kid_parents.get(kid) == child and depth < MAX_CHILD_DEPTH
+                item["items"] = self._child_items(kid, depth + 1) if mine else []
+                item["toolCallId"] = self.kid_calls.get(kid)
+        return items
 
     # ---- the gateway's own frames ---------------------------------------------------
 
@@ -287,6 +322,13 @@ def _decoded(raw: Any) -> Any:
     except Exception:  # a frame the agent garbled: shown as nothing, kept in the log
         return None
     return None if isinstance(value, schema.UnknownVariant) else value
+
+
+def _parent_call(news: Any) -> str | None:
+    """The parent's tool call a `subagent_update` names (our agent's `_meta` key)."""
+    extra = news.meta
+    call = extra.get(meta.PARENT_TOOL_CALL) if isinstance(extra, dict) else None
+    return call if isinstance(call, str) and call else None
 
 
 def _unique(items: list[Item]) -> list[Item]:

@@ -20,6 +20,8 @@ V2_TOOL_CALL  in a v1 `tool_call`/`tool_call_update` the gateway logged from a v
         what v1 has no field for, kept for the v2 readers of the log (the bridge puts it
         back): {capabilities?, status?} (`capabilities` as the agent sent it, `null`
         included; `status` only v2's own `cancelled`, which v1 reads as `failed`).
+PARENT_TOOL_CALL  in a `subagent_update`: the parent's tool call the child runs in (the
+        schema has no field for it; readers infer it only for agents that do not say).
 V2_TERMINAL  in a v1 `tool_call_update` the gateway logged from a v2 agent whose tool call
         runs in the agent's own terminal: the v2 `terminal_update`s and
         `terminal_output_chunk`s the bridge sends v2 readers, {before: [...]} ahead of the
@@ -35,6 +37,16 @@ REASON = "agentao.cn/reason"
 ESTIMATED = "agentao.cn/estimated"
 COMPACTION = "agentao.cn/compaction"
 V2_TOOL_CALL = "agentao.cn/v2ToolCall"
+PARENT_TOOL_CALL = "agentao.cn/parentToolCallId"
 V2_TERMINAL = "agentao.cn/v2Terminal"
 
-__all__ = ["COMPACTION", "ESTIMATED", "MODE_ID", "REASON", "USAGE", "V2_TERMINAL", "V2_TOOL_CALL"]
+__all__ = [
+    "COMPACTION",
+    "ESTIMATED",
+    "MODE_ID",
+    "PARENT_TOOL_CALL",
+    "REASON",
+    "USAGE",
+    "V2_TERMINAL",
+    "V2_TOOL_CALL",
+]

@@ -238,12 +238,19 @@ class AcpAgent:
         self, params: schema.CancelNotification, message: dict[str, Any]
     ) -> None:
         live = self.sessions.find(params.session_id)
+        if live is None and self._cancel_child(params.session_id):
+            return
         if live is None:
             if "id" in message:  # sent as a request: it needs an answer
                 raise SessionNotFound(params.session_id)
             log.info("session/cancel for unknown session %s", params.session_id)
             return
         live.cancel()
+
+    def _cancel_child(self, child_id: str) -> bool:
+        """A child (a subagent) running in a live session's turn, cancelled alone: its
+        parent's turn goes on (agent/child_runs.py). False when none is running."""
+        return any(live.children.cancel(child_id) for live in self.sessions.all())
 
     # ---- modes and models ------------------------------------------------------------
 

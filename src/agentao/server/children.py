@@ -2,12 +2,15 @@
 
 A client that advertised `clientCapabilities.subagents` (v1; every v2 client) sees each
 child as a child session: a `subagent_update` on the parent session announces it (its
-session id, its title, `running`), its own events go out as `session/update`s under its
+session id, its title, `running`; each names the parent's tool call the child runs in,
+`_meta["agentao.cn/parentToolCallId"]`, which the wire has no field for), its own events go out as `session/update`s under its
 id, its state changes (`requires_action` before it asks, `running` after, `idle` with a
 stop reason at its end) as more `subagent_update`s on the parent. A child left open when
 its parent's tool call ends (the parent's turn was cancelled) is closed `idle` /
 `cancelled` first. Its permission question is a `session/request_permission` under its
-own id (`child_interaction`).
+own id (`child_interaction`). The announcement advertises `capabilities.cancel`: a
+`session/cancel` naming the child ends it alone (server/agent.py, agent/child_runs.py),
+answered `idle`/`cancelled`, and the parent's turn goes on.
 
 Every other client sees the parent's tool call alone, with the child's steps as its
 progress (the tool reports them); its questions come under the parent's session, about
@@ -21,11 +24,12 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from agentao.agent import events as ev
-from agentao.protocol import schema
+from agentao.protocol import meta, schema
 
 __all__ = ["ChildSessions", "child_interaction", "subagent_update"]
 
 SUBAGENT_UPDATE = "subagent_update"
+CANCELLABLE = schema.SubagentSessionCapabilities(cancel=schema.SessionCancelCapabilities())
 
 
 class _Mapper(Protocol):
@@ -45,7 +49,10 @@ class ChildSessions:
         if isinstance(event, ev.ToolCallFinished):
             left = self._open.pop((parent_id, event.call_id), {})
             stop = "cancelled" if event.status != "completed" else "end_turn"
-            return [(parent_id, subagent_update(child, None, "idle", stop)) for child in left]
+            return [
+                (parent_id, subagent_update(child, None, "idle", stop, event.call_id))
+                for child in left
+            ]
         if not isinstance(event, ev.ChildUpdate):
             return []
         out: list[tuple[str, Any]] = []
@@ -53,9 +60,8 @@ class ChildSessions:
         title = None if event.child_id in children else event.title
         if event.state is not None or title is not None:
             state = event.state or "running"
-            out.append(
-                (parent_id, subagent_update(event.child_id, title, state, event.stop_reason))
-            )
+            news = subagent_update(event.child_id, title, state, event.stop_reason, event.call_id)
+            out.append((parent_id, news))
             children[event.child_id] = event.title
             if state == "idle":
                 children.pop(event.child_id, None)
@@ -66,9 +72,10 @@ class ChildSessions:
 
 
 def subagent_update(
-    child_id: str, title: str | None, state: str, stop: str | None = None
+    child_id: str, title: str | None, state: str, stop: str | None, parent_call: str
 ) -> schema.SubagentUpdateSessionUpdate:
-    """A child's announcement (with its `title`) or state change, for the parent session."""
+    """A child's announcement (with its `title`) or state change, for the parent session,
+    naming the parent's tool call it runs in (`_meta`: the schema has no field for it)."""
     snapshot: schema.StateUpdate
     if state == "idle":
         snapshot = schema.IdleStateUpdateVariant(stop_reason=stop)
@@ -76,7 +83,15 @@ def subagent_update(
         snapshot = schema.RequiresAction()
     else:
         snapshot = schema.RunningStateUpdateVariant()
-    return schema.SubagentUpdateSessionUpdate(session_id=child_id, title=title, state=snapshot)
+    # The announcement offers what the child serves: `session/cancel` on its id, alone.
+    offered = CANCELLABLE if title is not None else None
+    return schema.SubagentUpdateSessionUpdate(
+        session_id=child_id,
+        title=title,
+        state=snapshot,
+        capabilities=offered,
+        meta={meta.PARENT_TOOL_CALL: parent_call},
+    )
 
 
 def child_interaction(parent: Any, child_id: str, title: str, parent_call: str, shown: bool) -> Any:

@@ -23,6 +23,7 @@ from typing import Any
 from agentao.agent.catalog import Catalog
 from agentao.agent.ceiling import ModeCeiling
 from agentao.agent.checkpoints import Checkpoints
+from agentao.agent.child_runs import RunningChildren
 from agentao.agent.compaction import CompactionSettings
 from agentao.agent.config import Limits as TurnLimits
 from agentao.agent.config import LlmConfig
@@ -74,6 +75,7 @@ class LiveSession:
     checkpoints: Checkpoints | None = None  # its turns' file checkpoints (agent/checkpoints.py)
     queue: PromptQueue = field(default_factory=PromptQueue)  # prompts waiting for the turn
     steering: SteeringInbox = field(default_factory=SteeringInbox)  # _session/steering
+    children: RunningChildren = field(default_factory=RunningChildren)  # cancelled alone
 
     @property
     def id(self) -> str:
@@ -101,6 +103,7 @@ class LiveSession:
             stoppable=self.stoppable,
             checkpoints=self.checkpoints,
             steering=self.steering,
+            children=self.children,
         )
 
     async def prepare(self) -> None:

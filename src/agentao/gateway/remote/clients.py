@@ -65,13 +65,13 @@ from typing import Any, Protocol
 
 import msgspec
 
-from agentao.client.children import SUBAGENT_UPDATE
 from agentao.client.content import prompt_text
 from agentao.gateway.auth import Principal, owns
 from agentao.gateway.batches import BatchWriter, WriterBackoff, describe
 from agentao.gateway.config import Limits
 from agentao.gateway.errors import NotFound, TooManyConnections
 from agentao.gateway.remote.bridge import BRIDGED, V2Bridge
+from agentao.gateway.remote.children import child_of, hidden_from
 from agentao.protocol.connection import Connection as Wire
 from agentao.store.gateway_records import Conversation, TaskEvent
 from agentao.store.remote import RemoteConnection, RemoteMessage, RemoteStore
@@ -168,12 +168,14 @@ class RemoteClient:
         """A frame of a conversation's log (a `task-running` or `session-update` frame; a
         `task-started` one, replayed as its prompt), as a `session/update` of session
         `session_id`, on the stream `scope` (default: the session's): stored as a
-        reference to the frame (see the module docstring)."""
-        if self.closed.is_set() or of_a_child(event):
+        reference to the frame (see the module docstring). A child's frame goes under the
+        child's id, on the same stream, to a client that takes children (children.py)."""
+        if self.closed.is_set() or hidden_from(self, event):
             return
         scope = session_id if scope is None else scope
         if self.bridge is not None:  # v2: each frame translated, stored as sent
             live = scope == session_id
+            session_id = child_of(event) or session_id
             for update in self.bridge.frame(conversation_id, event, session_id, live=live):
                 self.notify("session/update", {"sessionId": session_id, "update": update}, scope)
             return
@@ -426,19 +428,11 @@ class RemoteHub:
         self._writer.close()
 
 
-def of_a_child(event: TaskEvent) -> bool:
-    """A child's update, or the parent's news of a child (gateway/turns.py): remote
-    clients are offered no children yet, and see the parent's `task` call with progress."""
-    payload = event.payload
-    update = payload.get("update")
-    kind = update.get("sessionUpdate") if isinstance(update, dict) else None
-    return "childSessionId" in payload or kind == SUBAGENT_UPDATE
-
-
 def session_update_body(session_id: str, event: TaskEvent) -> bytes:
-    """The `session/update` a frame of the log is, for session `session_id`: a
-    `task-running` frame's update, or a `task-started` frame's prompt (a replay's)."""
-    params = {"sessionId": session_id, "update": logged_update(event)}
+    """The `session/update` a frame of the log is, for session `session_id` (a child's
+    frame: for the child): a `task-running` frame's update, or a `task-started` frame's
+    prompt (a replay's)."""
+    params = {"sessionId": child_of(event) or session_id, "update": logged_update(event)}
     return _encode({"jsonrpc": "2.0", "method": "session/update", "params": params})
 
 

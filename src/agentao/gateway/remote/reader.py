@@ -8,7 +8,8 @@ written here once, whichever replica runs the conversation:
   `session/update`, stored for each client as a reference to the log's frame
   (`RemoteClient.send_logged`), each frame once per client (by its seq);
 * `permission-request`: `session/request_permission` to every attached client (and to
-  one that attaches while it is open); the first answer is passed on (`_answer`), and
+  one that attaches while it is open; a child's question under the child's id to a
+  client that takes children, children.py); the first answer is passed on (`_answer`), and
   the `permission-response` frame that records whoever answered first withdraws the
   question from the others (`$/cancel_request`), so a tool runs at most once;
 * `task-ended` / `task-error`: the end of a prompt that waits on it (`ended`).
@@ -36,6 +37,7 @@ from collections import OrderedDict
 from typing import Any
 
 from agentao.gateway.remote.bridge import BRIDGED
+from agentao.gateway.remote.children import CHILD, child_of, shows_children
 from agentao.gateway.remote.clients import RemoteClient
 from agentao.gateway.sessions import LiveConversation
 from agentao.gateway.tasklog import SESSION_UPDATE, TERMINAL, UNSTORED
@@ -64,6 +66,7 @@ class ConversationReader:
         self._joining: dict[str, list[TaskEvent]] = {}  # client -> frames while it joins
         self._ended: OrderedDict[str, dict[str, Any]] = OrderedDict()  # task -> last frame
         self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}  # task -> its prompt
+        self._children: set[str] = set()  # child sessions its log named (children.py)
 
     @property
     def session_id(self) -> str:
@@ -113,6 +116,7 @@ class ConversationReader:
         self.clients.pop(client.id, None)
         self._seen.pop(client.id, None)
         client.sessions.discard(self.session_id)
+        client.sessions.difference_update(self._children)
         for question in self.questions:
             question.drop(client)
         self._detached(client)
@@ -148,10 +152,16 @@ class ConversationReader:
             self._end(event)
 
     def _send(self, event: TaskEvent) -> None:
-        """An update to each attached client that has not had it (a replay may have)."""
+        """An update to each attached client that has not had it (a replay may have). A
+        child's id becomes one the clients that take children may name (its cancel)."""
+        child = child_of(event)
+        if child is not None:
+            self._children.add(child)
         for client_id, client in tuple(self.clients.items()):
             if self._seen.get(client_id, 0) < event.seq:
                 self._seen[client_id] = event.seq
+                if child is not None and shows_children(client):
+                    client.sessions.add(child)
                 if event.type in client.frames:
                     client.send_logged(self.conv.id, event, self.session_id)
 
@@ -165,6 +175,8 @@ class ConversationReader:
             "options": frame.get("options"),
         }
         question = Question("session/request_permission", params, self.session_id)
+        if isinstance(child := frame.get(CHILD), str):  # under its id where shown
+            question.child_params = {**params, "sessionId": child}
         self._asked[request_id] = question
         self.questions.add(question)
         for client in tuple(self.clients.values()):
@@ -284,13 +296,18 @@ class Question:
         self.method, self.params, self.scope = method, params, scope
         self.answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.answered_by: RemoteClient | None = None  # whose answer `answer` holds
+        # A child's question, as a client that takes children is asked it (children.py).
+        self.child_params: dict[str, Any] | None = None
         self._asking: dict[str, asyncio.Task[Any]] = {}
         self._clients: dict[str, RemoteClient] = {}
 
     def offer(self, client: RemoteClient) -> None:
         if self.answer.done() or client.id in self._asking:
             return
-        task = asyncio.ensure_future(client.request(self.method, self.params, self.scope))
+        params = self.params
+        if self.child_params is not None and shows_children(client):
+            params = self.child_params
+        task = asyncio.ensure_future(client.request(self.method, params, self.scope))
         self._asking[client.id] = task
         self._clients[client.id] = client
         task.add_done_callback(self._answered)

@@ -19,6 +19,8 @@ gets them too (far.py).
 
 The agent's other questions about a watched session:
 * `_agentao.cn/ask_user` to all of them too, the first answer winning (it is in no log);
+  a child's (a subagent's, asked through its root session, pool.py) under the child's
+  id to those that take children (children.py), named after the child to the others;
 * `fs/read_text_file` / `fs/write_text_file` to the watcher that advertised the
   capability (the one that started the running turn first), else served here as for
   any gateway session (`LocalFiles`, confined to the session's directories).
@@ -37,6 +39,7 @@ from agentao.client.files import FileHandler, Workspace
 from agentao.client.serving import ASK_USER_UNAVAILABLE
 from agentao.client.view import Message
 from agentao.gateway.permissions import AnswerRejected, UnknownRequest
+from agentao.gateway.pool import AskingChild
 from agentao.gateway.remote.clients import RemoteClient, RemoteRequestError
 from agentao.gateway.remote.reader import ConversationReader, Question
 from agentao.gateway.sessions import Conversations, LiveConversation
@@ -125,16 +128,24 @@ class SessionRelay(ConversationReader):
 
     # ---- the agent's questions -----------------------------------------------------------
 
-    async def ask_user(self, question: str) -> str:
-        result = await self._first(
-            ASK_USER_METHOD, {"sessionId": self.session_id, "question": question}
-        )
+    async def ask_user(self, question: str, child: AskingChild | None = None) -> str:
+        """The agent's question to the person, to every watcher; a child's under the
+        child's id to those that take children, named after it to the others."""
+        params = {"sessionId": self.session_id, "question": question}
+        child_params = None
+        if child is not None:
+            child_params = {**params, "sessionId": child.session_id}
+            params = {**params, "question": f"(subagent {child.title}) {question}"}
+        result = await self._first(ASK_USER_METHOD, params, child_params)
         answer = result.get("answer") if isinstance(result, dict) else None
         return answer if isinstance(answer, str) else ASK_USER_UNAVAILABLE
 
-    async def _first(self, method: str, params: dict[str, Any]) -> Any:
+    async def _first(
+        self, method: str, params: dict[str, Any], child_params: dict[str, Any] | None = None
+    ) -> Any:
         """Ask every watcher, and each that attaches while it is open; the first answer."""
         question = Question(method, params, self.session_id)
+        question.child_params = child_params
         self.questions.add(question)
         try:
             for client in tuple(self.clients.values()):
@@ -187,8 +198,12 @@ class SessionRelays:
         if not (relay.watched or relay.questions):
             self._forget(relay)
 
+    def watched_by(self, connection: RemoteClient) -> list[SessionRelay]:
+        """The relays `connection` is attached to (the sessions it watches here)."""
+        return [r for r in self._relays.values() if connection.id in r.clients]
+
     def detach_all(self, connection: RemoteClient) -> None:
-        for relay in [r for r in self._relays.values() if connection.id in r.clients]:
+        for relay in self.watched_by(connection):
             self.detach(relay, connection)
 
     def _forget(self, relay: SessionRelay) -> None:
@@ -197,12 +212,15 @@ class SessionRelays:
 
     # ---- the pool's handlers -------------------------------------------------------------
 
-    async def ask_user(self, session_id: str, question: str) -> str:
+    async def ask_user(
+        self, session_id: str, question: str, child: AskingChild | None = None
+    ) -> str:
+        """The agent's `ask_user` about `session_id` (a child's: its root's, naming it)."""
         relay = self.find(session_id)
         if relay is None:
             return ASK_USER_UNAVAILABLE
         try:
-            return await asyncio.wait_for(relay.ask_user(question), self.deadline_seconds)
+            return await asyncio.wait_for(relay.ask_user(question, child), self.deadline_seconds)
         except TimeoutError:
             return ASK_USER_UNAVAILABLE
 

@@ -67,6 +67,7 @@ from agentao.gateway.remote.bridge_calls import (
     session_config,
     tell_title,
 )
+from agentao.gateway.remote.children import cancel_child
 from agentao.gateway.remote.clients import INIT_SCOPE, RemoteClient, RemoteClients
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
 from agentao.gateway.remote.held import HeldPrompts
@@ -550,13 +551,17 @@ class RemoteAcp:
 
     def _cancel(self, connection: RemoteClient, session_id: str) -> None:
         """`session/cancel`: the session's running turn ends, its prompt answered
-        `cancelled` (a session this connection is not attached to is ignored)."""
+        `cancelled` (a session this connection is not attached to is ignored; a child's
+        id cancels that child alone, if it is one of a session it watches)."""
         far = self.far.find(session_id, connection)
         if far is not None:
             self._spawn(far.cancel())
             return
         relay = self.relays.find(session_id)
-        if relay is not None and connection.id in relay.clients:
+        if relay is None:  # a child of a session it watches, alone (children.py)
+            watched = [r.conv for r in self.relays.watched_by(connection)]
+            self._spawn(cancel_child(watched, session_id))
+        elif connection.id in relay.clients:
             for key in self.held.requests_in(relay.conv.id, self._serving):
                 self._cancel_request(*key)  # held v2 prompts: -32800, never inserted
             turn = relay.conv.turn
