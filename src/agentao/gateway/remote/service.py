@@ -49,7 +49,6 @@ import msgspec
 from agentao.client import ClientError, TurnEnd, Update
 from agentao.client.content import prompt_text
 from agentao.client.files import LocalFiles
-from agentao.client.remote import SESSION_SCOPED  # their replies go to the session's stream
 from agentao.gateway.agent_protocol import logged_update, speaks_v2
 from agentao.gateway.auth import Principal, owns
 from agentao.gateway.config import McpUrlPolicy
@@ -74,6 +73,7 @@ from agentao.gateway.remote.held import HeldPrompts
 from agentao.gateway.remote.limits import check_change, remote_policy, session_params
 from agentao.gateway.remote.listing import session_list
 from agentao.gateway.remote.mcp_urls import checked_mcp_servers
+from agentao.gateway.remote.messages import is_response, prompt_of, reply_scope, reply_scope_of
 from agentao.gateway.remote.relay import SessionRelay, SessionRelays
 from agentao.gateway.remote.steering import steering_only
 from agentao.gateway.remote.v1_calls import (
@@ -222,12 +222,12 @@ class RemoteAcp:
         if isinstance(message, bytes):
             with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, RecursionError):
                 message = _decode(message)  # else the wire salvages what it can, and answers
-        if _is_response(message):
+        if is_response(message):
             connection.answered(message)
             return
         event = self._read(connection.wire, message)
         if isinstance(event, Reject):
-            connection.send_body(event.reply.rstrip(b"\n"), _scope_of(message))
+            connection.send_body(event.reply.rstrip(b"\n"), reply_scope_of(message))
         elif isinstance(event, Notification):
             self._on_notification(connection, event)
         elif isinstance(event, Request):
@@ -250,7 +250,9 @@ class RemoteAcp:
     def _on_request(self, connection: RemoteClient, request: Request) -> None:
         if request.method == "session/cancel":  # sent as a request: it gets its answer too
             self._cancel(connection, request.params.session_id)
-            connection.reply(request.id, {}, _scope(request.method, params_of(request.message)))
+            connection.reply(
+                request.id, {}, reply_scope(request.method, params_of(request.message))
+            )
             return
         key = (connection.id, request.id)
         task = self._spawn(self._serve(connection, request))
@@ -266,7 +268,7 @@ class RemoteAcp:
         asked = key in self._cancelled
         self._cancelled.discard(key)
         if task.cancelled() and asked:
-            scope = _scope(request.method, params_of(request.message))
+            scope = reply_scope(request.method, params_of(request.message))
             connection.reply_error(request.id, RequestCancelled().to_wire(), scope)
 
     def _cancel_request(self, connection_id: str, request_id: RequestId) -> None:
@@ -288,7 +290,7 @@ class RemoteAcp:
 
     async def _serve(self, connection: RemoteClient, request: Request) -> None:
         method, params = request.method, params_of(request.message)
-        scope = _scope(method, params)
+        scope = reply_scope(method, params)
         try:
             result = await self._call(connection, method, params)
         except AcpError as exc:
@@ -455,7 +457,7 @@ class RemoteAcp:
     async def _prompt(
         self, connection: RemoteClient, relay: SessionRelay, params: dict[str, Any]
     ) -> dict[str, Any]:
-        prompt = _prompt_of(params)
+        prompt = prompt_of(params)
         request = TurnRequest(
             prompt=prompt,
             title=prompt_text(prompt) or "(no text)",
@@ -509,7 +511,7 @@ class RemoteAcp:
             if bridged:
                 return await far.session_call(connection, method, params)
             policy = remote_policy(connection.principal)
-            return await far.prompt(connection, _prompt_of(params), policy)
+            return await far.prompt(connection, prompt_of(params), policy)
         except asyncio.CancelledError:  # $/cancel_request: the turn ends on its holder too
             if not bridged:
                 self._spawn(far.cancel())
@@ -567,37 +569,6 @@ class RemoteAcp:
             turn = relay.conv.turn
             if turn is not None and not turn.done.is_set():
                 turn.cancel()
-
-
-def _prompt_of(params: dict[str, Any]) -> list[dict[str, Any]]:
-    prompt = params.get("prompt")
-    if not isinstance(prompt, list) or not all(isinstance(b, dict) for b in prompt):
-        raise InvalidParams(
-            "Invalid params: prompt must be a list of content blocks", {"field": "prompt"}
-        )
-    return prompt
-
-
-def _is_response(message: Any) -> bool:
-    """A reply to one of our requests: no method, an id, and a result or an error."""
-    return (
-        isinstance(message, dict)
-        and message.get("jsonrpc") == "2.0"
-        and "method" not in message
-        and "id" in message
-        and ("result" in message) != ("error" in message)
-    )
-
-
-def _scope_of(message: Any) -> str:
-    """The stream a reply to `message` goes to (the connection's if it has no method)."""
-    method = message.get("method") if isinstance(message, dict) else None
-    return _scope(method, params_of(message)) if isinstance(method, str) else ""
-
-
-def _scope(method: str, params: dict[str, Any]) -> str:
-    session_id = params.get("sessionId")
-    return session_id if method in SESSION_SCOPED and isinstance(session_id, str) else ""
 
 
 __all__ = ["RemoteAcp"]
