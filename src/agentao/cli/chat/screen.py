@@ -125,6 +125,7 @@ class Screen:
         self._ticker: asyncio.Task[None] | None = None
         self.shown_mode: str | None = None
         self.children: dict[str, str] = {}  # child session id -> its name (subagents)
+        self.depth: dict[str, int] = {}  # child session id -> 1 for a child, 2 for its child
 
     # ---- the live area ----------------------------------------------------------------
 
@@ -214,17 +215,24 @@ class Screen:
         tool, value = update.tool_call, update.value
         if update.kind == "subagent_update" and value is not None:
             self.flush()
-            if value.session_id not in self.children:
-                self.children[value.session_id] = child_name(value)
-                self._child_line("↳ subagent ", self.children[value.session_id])
+            child = value.session_id
+            if child not in self.children:
+                self.children[child] = child_name(value)
+                self.depth[child] = self.depth.get(update.session_id, 0) + 1  # its parent's + 1
+                self._child_line(child, "↳ subagent ", self.children[child])
             if (stop := child_end(update.raw)) is not None:
-                self._child_line("↳ ", f"{self.children[value.session_id]} {stop}")
+                self._child_line(child, "↳ ", f"{self.children[child]} {stop}")
         elif tool is not None and (update.kind == "tool_call" or tool.status in FINAL):
             self.flush()
-            self.console.print(Text("  │ ", style="magenta") + tool_line(tool))
+            mark = Text(f"{self._indent(update.session_id)}│ ", style="magenta")
+            self.console.print(mark + tool_line(tool))
 
-    def _child_line(self, mark: str, text: str) -> None:
-        self.console.print(Text(f"  {mark}", style="bold magenta") + Text(printable(text)))
+    def _child_line(self, child: str, mark: str, text: str) -> None:
+        head = Text(f"{self._indent(child)}{mark}", style="bold magenta")
+        self.console.print(head + Text(printable(text)))
+
+    def _indent(self, child: str) -> str:
+        return "  " * self.depth.get(child, 1)
 
     def replayed(self, events: list[Event]) -> None:
         """A resumed session's history: each old prompt, then what answered it, in order."""
@@ -262,7 +270,8 @@ class Screen:
             verdict, style = chosen.name or chosen.kind, "green" if decision.approved else "red"
         line = Text("permission: ", style="bold") + Text(printable(request.title)) + Text(" → ")
         if (child := self.children.get(request.session_id)) is not None:
-            line = Text(f"  │ subagent {printable(child)}: ", style="magenta") + line
+            who = f"{self._indent(request.session_id)}│ subagent {printable(child)}: "
+            line = Text(who, style="magenta") + line
         self.console.print(line + Text(printable(verdict), style=style))
 
     def question(self, request: PermissionRequest, tool: ToolCallState | None) -> None:
