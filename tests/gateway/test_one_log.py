@@ -348,13 +348,17 @@ async def test_a_load_replays_the_log_as_references_to_its_frames(
         "sessionUpdate": "user_message_chunk",
         "content": {"type": "text", "text": "write the file"},
     }
-    # The same updates the live clients got, after the turn's prompt...
-    assert _updates(replayed) == [said, *logged] and _updates(seen_first)[-len(logged) :] == logged
+    # The same updates the live clients got, after the turn's prompt, then the session's
+    # commands, as an agent's load sends them before its reply (remote/v1_calls.py)...
+    commands = _updates(replayed)[-1]
+    assert commands["sessionUpdate"] == "available_commands_update", commands
+    assert _updates(replayed) == [said, *logged, commands]
+    assert _updates(seen_first)[-len(logged) :] == logged
     # ...each a reference to the log's frame, with no body: nothing copied.
     assert len(references) == len(logged) + 1 and not any(r["body"] for r in references)
     assert {r["log_conversation"] for r in references} == {conversation}
     # Read again from the store (a reconnect), they are rebuilt from the log as sent.
-    assert _updates([json.loads(m.body) for m in again]) == [said, *logged]
+    assert _updates([json.loads(m.body) for m in again]) == [said, *logged, commands]
     assert all(json.loads(m.body)["params"]["sessionId"] == sid for m in again if m.log_seq)
 
 

@@ -51,7 +51,7 @@ from agentao.gateway.remote.limits import check_change
 from agentao.gateway.titles import person_title
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import AcpError, InternalError, InvalidParams, MethodNotFound
-from agentao.protocol.v2.from_v1 import config_option_v2, state_update
+from agentao.protocol.v2.from_v1 import command, config_option_v2, state_update
 from agentao.protocol.v2.to_v1 import MODE_CATEGORY, set_config_params_v1
 
 log = logging.getLogger("agentao.gateway")
@@ -180,14 +180,17 @@ def send_state(connection: RemoteClient, session_id: str, running: bool) -> None
     connection.notify("session/update", {"sessionId": session_id, "update": update})
 
 
-def session_config(principal: Principal, spec: AgentSpec, session: Session) -> dict[str, Any]:
+def session_config(
+    principal: Principal, spec: AgentSpec, session: Session, *, commands: bool
+) -> dict[str, Any]:
     """`configOptions` of a v2 session/new or session/resume result through the bridge,
-    and a v2 agent's `availableCommands` from its own result (a v1 agent's come as the
-    update it sent, which the client is sent too)."""
+    and with `commands` the session's `availableCommands` (the view's, the agent's latest
+    whatever its version; without: the client was sent the agent's own update)."""
     v1 = to_builtins(getattr(session.response, "config_options", None) or [])
     result = {"configOptions": config_options(principal, spec, session, v1)}
-    commands = getattr(session.response, "available_commands", None) if speaks_v2(session) else None
-    return {**result, "availableCommands": to_builtins(commands)} if commands else result
+    if not commands or not session.view.commands:
+        return result
+    return {**result, "availableCommands": [command(c) for c in to_builtins(session.view.commands)]}
 
 
 def config_options(

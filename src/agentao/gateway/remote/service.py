@@ -373,12 +373,13 @@ class RemoteAcp:
             if isinstance(update, Update) and (v1 := logged_update(session, update)) is not None:
                 connection.send_update(session.id, v1.raw)  # v1's shape, as in the log
         await relay.attach(connection, replay=False)
+        v2 = speaks_v2(session)  # its commands in its result, else in an update sent above
         if connection.bridge is not None:  # v2's result: the modes are a config option
             return {
                 "sessionId": session.id,
-                **session_config(connection.principal, pool.spec, session),
+                **session_config(connection.principal, pool.spec, session, commands=v2),
             }
-        return {**v1_result(connection, session), "sessionId": session.id}
+        return {**v1_result(connection, session, commands=v2), "sessionId": session.id}
 
     async def _reopen(
         self, connection: RemoteClient, params: dict[str, Any], *, replay: bool
@@ -405,8 +406,8 @@ class RemoteAcp:
                 connection, session_id, conv.turn is not None and not conv.turn.done.is_set()
             )
             spec = self.conversations.pool(connection.agent).spec
-            return session_config(connection.principal, spec, session)
-        result = v1_result(connection, session)
+            return session_config(connection.principal, spec, session, commands=True)
+        result = v1_result(connection, session, commands=True)
         result.pop("sessionId", None)
         # The official SDK's client opens a session's stream when a message names the
         # session: the reply says which, so the rest reaches it there.

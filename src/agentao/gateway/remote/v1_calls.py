@@ -6,8 +6,11 @@ requests mean what they mean in v1, whatever version the pool settled with the a
 client library. service.py hands such a client's session results and these methods here:
 
 session/new, session/load   the agent's v2 result (`configOptions` named by `configId`,
-    no `modes`) in v1's shape: `modes` from the mode option, the options by `id`; its
-    `availableCommands` sent before it as v1's `available_commands_update`.
+    no `modes`) in v1's shape: `modes` from the mode option, the options by `id`. The
+    session's commands are sent before it as v1's `available_commands_update` (as a v1
+    agent's load does) from the session's view, the agent's latest whatever its version
+    (a v2 agent's result or update, a v1 agent's update): a load the gateway answers
+    itself (the session live here) gets them too, on a v1 agent as on a v2 one.
 session/set_mode   v2 has no set_mode: `modeId` becomes the agent's
     `session/set_config_option` of its mode option, held to the key's ceiling first
     (`check_change`, as for a v1 agent: -32600 `above_ceiling`, nothing sent); a mode the
@@ -30,7 +33,6 @@ from agentao.gateway.remote.limits import check_change
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import InvalidParams
 from agentao.protocol.v2.to_v1 import (
-    commands_update_v1,
     config_options_v1,
     mode_option,
     session_result_v1,
@@ -42,21 +44,24 @@ SET_CONFIG = "session/set_config_option"
 V1_ON_V2_METHODS = frozenset({SET_MODE, SET_CONFIG})
 
 
-def v1_result(connection: RemoteClient, session: Session) -> dict[str, Any]:
-    """The agent's session result for a v1 client: as it is, or a v2 agent's in v1 (the
-    commands in it sent first, as a v1 agent sends them, before the reply)."""
+def v1_result(connection: RemoteClient, session: Session, *, commands: bool) -> dict[str, Any]:
+    """The agent's session result for a v1 client: as it is, or a v2 agent's in v1; with
+    `commands`, the session's commands sent first, as a v1 agent sends them before its
+    reply (without: they reached the client already, as the agent's own update)."""
+    if commands and (update := commands_update(session)) is not None:
+        connection.send_update(session.id, update)
     if not speaks_v2(session):
         return dict(to_builtins(session.response))
-    if (commands := commands_update(session)) is not None:
-        connection.send_update(session.id, commands)
     return session_result(session)
 
 
 def commands_update(session: Session) -> dict[str, Any] | None:
-    """The commands a v2 agent put in its session result, as the v1 update a v1 agent
-    sends before it (v1's results have no commands)."""
-    result = to_builtins(session.response)
-    return commands_update_v1(result.get("availableCommands") if isinstance(result, dict) else None)
+    """The session's commands as the v1 update a v1 agent sends before a session result
+    (v1's results have none); None while the agent has named none."""
+    if not session.view.commands:
+        return None
+    commands = to_builtins(session.view.commands)
+    return {"sessionUpdate": "available_commands_update", "availableCommands": commands}
 
 
 def session_result(session: Session) -> dict[str, Any]:
