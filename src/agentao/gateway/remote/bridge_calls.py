@@ -23,15 +23,17 @@ tool_call/cancel   on a v2 agent, passed to it when the id is one of this sessio
     not found). On a v1 agent -32602 `not_cancellable`: v1 cannot stop one tool call
     (only the turn, `session/cancel`), so the bridge never advertises
     `capabilities.cancel` there (bridge.py drops it) and refuses the request.
-session/set_title   (unstable, advertised as `session.title` to every v2 client) the
-    gateway's own, whatever the agent: the conversation's title, as a person's rename
-    (`Conversations.rename`: the web UI's list, `/v1/conversations` and `session/list`
-    show it, and the agent's later titles keep off it); normalized to one line and
-    answered `{title}` as stored; empty or above `[limits] max_title_chars` is -32602.
-    The session's remote clients (the caller's other sessions' readers included) hear it
-    as a `session_info_update` in the conversation's log: the agent's own, where a v2
-    agent that advertises `session.title` holds the session live (the title is passed on
-    to it, so its store and its later titles keep it), else the gateway's.
+session/set_title   (unstable, advertised as `session.title` to every v2 client and as
+    `sessionCapabilities.title` to every v1 client, whose unstable schema has it too)
+    the gateway's own, whatever the agent or the client's version: the conversation's
+    title, as a person's rename (`Conversations.rename`: the web UI's list,
+    `/v1/conversations` and `session/list` show it, and the agent's later titles keep
+    off it); normalized to one line and answered `{title}` as stored; empty or above
+    `[limits] max_title_chars` is -32602. The session's remote clients (the caller's
+    other sessions' readers included) hear it as a `session_info_update` in the
+    conversation's log: the agent's own, where an agent that advertises the title
+    capability (in either version) holds the session live (the title is passed on to
+    it, so its store and its later titles keep it), else the gateway's.
 
 A v2 client of a session another replica holds has these passed on to the holder once
 (far.py), which answers them here as for its own clients (`held_call`).
@@ -100,7 +102,7 @@ async def title_to_agent(session: Session | None, takes_titles: bool, title: str
     """Pass a person's title on to the agent holding `session` live, where it serves
     `session/set_title` (`takes_titles`); True when it took it (its `session_info_update`
     then tells the session's readers), False when there was no one to pass it to."""
-    if session is None or not takes_titles or not speaks_v2(session):
+    if session is None or not takes_titles:
         return False
     params = {"sessionId": session.id, "title": title}
     await session.channel.call_raw(SET_TITLE, params, session.channel.timeouts.request)

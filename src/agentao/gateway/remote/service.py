@@ -174,10 +174,12 @@ class RemoteAcp:
         return connection, reply
 
     async def _initialize_result(self, pool: AgentPool, ceiling: str) -> dict[str, Any]:
-        """The agent's own answer; `session/list` the gateway serves from its store."""
+        """The agent's own answer; `session/list` and `session/set_title` the gateway serves
+        (its store, the conversation's title)."""
         result = await pool.initialized(ceiling)  # never starts another key's processes
         caps = dict(result.get("agentCapabilities") or {})
-        caps["sessionCapabilities"] = {**(caps.get("sessionCapabilities") or {}), "list": {}}
+        served = {"list": {}, "title": {}}  # session/list, session/set_title: the gateway's
+        caps["sessionCapabilities"] = {**(caps.get("sessionCapabilities") or {}), **served}
         return {**result, "agentCapabilities": caps}
 
     def check_agent(self, principal: Principal, agent: str) -> AgentPool:
@@ -318,7 +320,7 @@ class RemoteAcp:
         if method == "session/prompt" and self.admit is not None:  # a new turn: within budget
             await self.admit(connection.principal.name)
         far = self.far.find(str(params.get("sessionId")), connection)
-        if connection.bridge is not None and method == SET_TITLE:  # the conversation's
+        if method == SET_TITLE:  # the conversation's, for v1 and v2 clients alike
             title = checked_title(params.get("title"), self.limits.max_title_chars)
             if far is not None:
                 await far.rename(connection, title)
