@@ -441,7 +441,8 @@ async def test_a_load_of_a_session_held_elsewhere_asks_who_holds_it_not_the_leas
     finally:
         await at_a.close()
         await at_b.close()
-    assert reply["result"] == {"sessionId": sid}  # a far session: the holder's agent
+    # a far session: the holder's agent says the rest (remote/far_open.py)
+    assert reply["result"]["sessionId"] == sid and "modes" in reply["result"], reply
     texts = [u["content"]["text"] for u in _updates(replayed) if "content" in u]
     assert texts[0] == "hello" and "Answer one." in "".join(texts)
     assert claims == []
@@ -468,7 +469,9 @@ async def test_a_far_session_s_load_replays_the_log_as_references_to_its_frames(
     log = b.run(b.gateway.store.events_after(conversation, 0))
     logged = [e.payload["update"] for e in log if e.type == "task-running"]
     said = {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hello"}}
-    assert _updates(replayed) == [said, *logged]
+    commands = _updates(replayed)[-1]  # the holder's, before the reply (remote/far_open.py)
+    assert commands["sessionUpdate"] == "available_commands_update", commands
+    assert _updates(replayed) == [said, *logged, commands]
     # B's client's replay is references to the log (A's client got the turn live so).
     replay = [e.seq for e in log if e.type in ("task-started", "task-running")]
     assert replay in references.values()

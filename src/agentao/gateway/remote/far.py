@@ -13,8 +13,8 @@ once for here and for the holder) whose frames are the store's:
 * what the holder's agent sent between turns (a mode change a client there asked
   for, say) is in that log too (`session-update` frames), read like the rest;
 * `session/load` replays the log (each turn's prompt, then every update its agent
-  sent), as references to its frames; the reply carries the session id only (the
-  agent's modes and models are the holder's to say);
+  sent), as references to its frames; the reply is the holder's to say (the agent's
+  modes, models and commands: far_open.py asks it);
 * a permission question in the log goes to the attached clients (the first answer
   wins, as for a local session), and the answer to the holder's desk
   (`POST /v1/permissions/{id}` there, with the answering client's own key); the log's

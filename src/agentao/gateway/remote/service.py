@@ -69,6 +69,7 @@ from agentao.gateway.remote.bridge_calls import (
 )
 from agentao.gateway.remote.clients import INIT_SCOPE, RemoteClient, RemoteClients
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
+from agentao.gateway.remote.far_open import far_opened
 from agentao.gateway.remote.limits import check_change, remote_policy, session_params
 from agentao.gateway.remote.listing import session_list
 from agentao.gateway.remote.mcp_urls import checked_mcp_servers
@@ -536,8 +537,8 @@ class RemoteAcp:
         await far.attach(connection, replay)
         if connection.bridge is not None:  # v2: the state after the replay, before the reply
             send_state(connection, str(conv.record.session_id), await far.running())
-            return {}
-        return {"sessionId": conv.record.session_id}
+            return await far_opened(far, connection)  # what the holder's session says
+        return {**await far_opened(far, connection), "sessionId": conv.record.session_id}
 
     async def _move_away(self, relay: SessionRelay) -> FarSession:
         """A session another replica holds now: its watchers here follow it there."""

@@ -50,6 +50,11 @@ def v1_result(connection: RemoteClient, session: Session, *, commands: bool) -> 
     reply (without: they reached the client already, as the agent's own update)."""
     if commands and (update := commands_update(session)) is not None:
         connection.send_update(session.id, update)
+    return v1_session_result(session)
+
+
+def v1_session_result(session: Session) -> dict[str, Any]:
+    """The agent's session result in v1: as it is, or a v2 agent's translated."""
     if not speaks_v2(session):
         return dict(to_builtins(session.response))
     return session_result(session)
@@ -116,4 +121,11 @@ def _with_current(options: list[Any], mode: dict[str, Any], session: Session) ->
     return [current if o is mode else o for o in options]
 
 
-__all__ = ["V1_ON_V2_METHODS", "commands_update", "session_result", "v1_call", "v1_result"]
+__all__ = [
+    "V1_ON_V2_METHODS",
+    "commands_update",
+    "session_result",
+    "v1_call",
+    "v1_result",
+    "v1_session_result",
+]
