@@ -8,8 +8,9 @@
     GET    /v1/conversations/{id}/view        its turns folded into keyed items (`views.py`),
                                               with `cwd` (where its session works) and
                                               `mode` (its session's, when known)
-    POST   /v1/conversations/{id}/acp  {method, params}   a remote v2 client's session call
-           (`session/set_config_option`, `tool_call/cancel`) another replica passes on to
+    POST   /v1/conversations/{id}/acp  {method, params, protocol}   a remote client's
+           session call (v2: `session/set_config_option`, `tool_call/cancel`; v1, with
+           `protocol: 1`: `session/set_mode`, `session/set_config_option`) another replica passes on to
            the one holding the session (remote/far.py); answered `{result}` or `{error}`,
            JSON-RPC's members, as the client's own replica would answer it; with
            `session/load` or `session/resume`, what a client opening the session would be
@@ -51,6 +52,7 @@ class Rename(msgspec.Struct, kw_only=True):
 class SessionCall(msgspec.Struct, kw_only=True):
     method: str
     params: dict[str, Any]
+    protocol: int = 2  # the ACP version of the client the call is from
 
 
 @router.get("/v1/conversations")
@@ -102,7 +104,7 @@ async def session_call(conversation_id: str, request: Request) -> Any:
     if body.method in OPEN_METHODS:  # what a client opening it here would be answered
         return held_open(principal, spec, session, body.method)
     params = {**body.params, "sessionId": session.id}  # this conversation's, whatever it said
-    return await held_call(principal, spec, session, body.method, params)
+    return await held_call(principal, spec, session, (body.method, params), body.protocol)
 
 
 @router.get("/v1/conversations/{conversation_id}/tasks")

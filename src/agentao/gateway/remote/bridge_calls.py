@@ -36,7 +36,8 @@ session/set_title   (unstable, advertised as `session.title` to every v2 client 
     it, so its store and its later titles keep it), else the gateway's.
 
 A v2 client of a session another replica holds has these passed on to the holder once
-(far.py), which answers them here as for its own clients (`held_call`).
+(far.py), which answers them here as for its own clients (`held_call`); a v1 client's
+`session/set_mode` and `session/set_config_option` too (v1_calls.held_v1_call).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from agentao.gateway.auth import Principal
 from agentao.gateway.config import AgentSpec
 from agentao.gateway.remote.clients import RemoteClient
 from agentao.gateway.remote.limits import check_change
+from agentao.gateway.remote.v1_calls import V1_ON_V2_METHODS, held_v1_call
 from agentao.gateway.titles import person_title
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import AcpError, InternalError, InvalidParams, MethodNotFound
@@ -121,15 +123,22 @@ async def tell_title(conversations: Any, conv: Any, title: str) -> None:
 
 
 async def held_call(
-    principal: Principal, spec: AgentSpec, session: Session, method: str, params: dict[str, Any]
+    principal: Principal,
+    spec: AgentSpec,
+    session: Session,
+    call: tuple[str, dict[str, Any]],
+    protocol: int,
 ) -> dict[str, Any]:
-    """One of BRIDGED_METHODS that another replica passed on for its v2 client of the
-    session held here (`POST /v1/conversations/{id}/acp`): answered as for a client here,
-    as JSON-RPC's `result` or `error` member, which that replica relays as it is."""
-    if method not in BRIDGED_METHODS:
+    """One of BRIDGED_METHODS (or of V1_ON_V2_METHODS, from a v1 client: `protocol` 1)
+    that another replica passed on for its client of the session held here (`POST
+    /v1/conversations/{id}/acp`): answered as for a client here, as JSON-RPC's `result`
+    or `error` member, which that replica relays as it is."""
+    method, params = call
+    if method not in (V1_ON_V2_METHODS if protocol == 1 else BRIDGED_METHODS):
         return {"error": MethodNotFound(method).to_wire()}
+    answer = held_v1_call if protocol == 1 else bridged_call
     try:
-        result = await bridged_call(principal, spec, session, method, params)
+        result = await answer(principal, spec, session, method, params)
     except AcpError as exc:
         return {"error": exc.to_wire()}
     except ClientError as exc:  # the agent failed the request

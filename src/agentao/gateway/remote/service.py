@@ -498,7 +498,8 @@ class RemoteAcp:
         if method == "session/close":
             self.far.detach(far, connection)
             return {}
-        bridged = connection.bridge is not None and method in BRIDGED_METHODS  # to the holder
+        held = BRIDGED_METHODS if connection.bridge is not None else V1_ON_V2_METHODS
+        bridged = method in held  # passed to the holder
         if method != "session/prompt" and not bridged:
             raise InvalidRequest(
                 f"Invalid Request: {method} is not available here while this session is live "

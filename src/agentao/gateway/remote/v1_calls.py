@@ -18,6 +18,8 @@ session/set_mode   v2 has no set_mode: `modeId` becomes the agent's
 session/set_config_option   v1's params in v2 (an untagged value is a value id: `type:
     "id"`); the mode option held to the ceiling as a mode; the answer's `configOptions`
     in v1's shape.
+A v1 client of a session another replica holds has these two passed on to the holder
+once (far.py), which answers them here as for its own v1 clients (`held_v1_call`).
 """
 
 from __future__ import annotations
@@ -100,6 +102,19 @@ async def v1_call(
     return {"configOptions": config_options_v1(given)}
 
 
+async def held_v1_call(
+    principal: Principal, spec: AgentSpec, session: Session, method: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """One of V1_ON_V2_METHODS of a v1 client on another replica, for the session held
+    here: answered as service.py answers a v1 client here (the key's ceiling first; on a
+    v2 agent translated, on a v1 agent passed on as it is)."""
+    check_change(principal, spec, method, params)
+    if speaks_v2(session):
+        return await v1_call(principal, spec, session, method, params)
+    answer = await session.channel.call_raw(method, params, session.channel.timeouts.request)
+    return answer if isinstance(answer, dict) else {}
+
+
 async def _set_mode(
     principal: Principal, spec: AgentSpec, session: Session, mode: Any, value: Any
 ) -> Any:
@@ -124,6 +139,7 @@ def _with_current(options: list[Any], mode: dict[str, Any], session: Session) ->
 __all__ = [
     "V1_ON_V2_METHODS",
     "commands_update",
+    "held_v1_call",
     "session_result",
     "v1_call",
     "v1_result",
