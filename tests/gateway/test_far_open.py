@@ -96,7 +96,7 @@ async def test_a_v1_clients_mode_on_a_far_session_is_set_by_its_holder(
         sid = opened["result"]["sessionId"]
         await far.open()
         assert "result" in await far.call("session/load", _v1_load(sid, spec.cwd))
-        model = opened["result"]["configOptions"][0]
+        model = next(o for o in opened["result"]["configOptions"] if o["id"] == "model")
         option = {"sessionId": sid, "configId": model["id"], "value": model["currentValue"]}
         options = await far.call("session/set_config_option", option, sid)
         mode = {"sessionId": sid, "modeId": "read-only"}

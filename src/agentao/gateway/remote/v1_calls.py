@@ -56,10 +56,12 @@ def v1_result(connection: RemoteClient, session: Session, *, commands: bool) -> 
 
 
 def v1_session_result(session: Session) -> dict[str, Any]:
-    """The agent's session result in v1: as it is, or a v2 agent's translated."""
-    if not speaks_v2(session):
-        return dict(to_builtins(session.response))
-    return session_result(session)
+    """The agent's session result in v1 (a v2 agent's translated), at the mode the
+    session is in now: the result said the one it opened at."""
+    if speaks_v2(session):
+        return session_result(session)
+    v1 = dict(to_builtins(session.response))
+    return _at_current_mode(v1, session)
 
 
 def commands_update(session: Session) -> dict[str, Any] | None:
@@ -75,8 +77,14 @@ def session_result(session: Session) -> dict[str, Any]:
     """The v2 agent's session/new or resume result in v1's shape, `sessionId` left out."""
     v1 = session_result_v1(to_builtins(session.response) or {})
     v1.pop("sessionId", None)
-    current = session.current_mode  # set since the agent answered (a ceiling's start mode)
-    if "modes" in v1 and current is not None:
+    return _at_current_mode(v1, session)
+
+
+def _at_current_mode(v1: dict[str, Any], session: Session) -> dict[str, Any]:
+    """A v1 session result's `modes` at the session's mode now (set since the agent
+    answered: a ceiling's start mode, a client's switch, the agent's own)."""
+    current = session.current_mode
+    if isinstance(v1.get("modes"), dict) and current is not None:
         v1["modes"] = {**v1["modes"], "currentModeId": current}
     return v1
 
