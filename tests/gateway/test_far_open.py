@@ -85,7 +85,7 @@ async def test_a_v1_clients_mode_on_a_far_session_is_set_by_its_holder(
 ) -> None:
     """A v1 client on B sets the mode of a session A holds: A sets it as for a client of
     its own, with the key's ceiling checked there (above it: -32600, unchanged); a
-    config option goes there too. (A v2 client's: test_tool_call_cancel.py.)"""
+    config option goes there too, and a title is A's rename. (A v2 client's: test_tool_call_cancel.py.)"""
     spec = replace(scripted_spec(tmp_path), protocol=protocol, ceilings=(("ask", RULES),))
     a = gateway_factory(agents=(spec,), keys=KEYS, store=pg_url)
     b = gateway_factory(agents=(spec,), keys=KEYS, store=pg_url)
@@ -102,6 +102,7 @@ async def test_a_v1_clients_mode_on_a_far_session_is_set_by_its_holder(
         mode = {"sessionId": sid, "modeId": "read-only"}
         changed = await far.call("session/set_mode", mode, sid)
         above = await far.call("session/set_mode", {**mode, "modeId": "full-access"}, sid)
+        titled = await far.call("session/set_title", {"sessionId": sid, "title": "Far\n off"})
         errors = [e for e in far.errors(version=1) if not e.endswith(LOAD_NAMES_ITS_SESSION)]
         assert errors == [], errors
     finally:
@@ -117,3 +118,4 @@ async def test_a_v1_clients_mode_on_a_far_session_is_set_by_its_holder(
         convs = (await http.get("/v1/conversations", headers=ASKER)).json()["data"]
         view = await http.get(f"/v1/conversations/{convs[0]['id']}/view", headers=ASKER)
     assert view.json()["mode"] == "read-only", view.text
+    assert titled["result"] == {"title": "Far off"} and convs[0]["title"] == "Far off", titled
