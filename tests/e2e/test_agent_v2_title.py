@@ -1,4 +1,4 @@
-"""`session/set_title` (v2, unstable) on our agent (server/session_title.py) over a real
+"""`session/set_title` (v2 and v1, unstable) on our agent (server/session_title.py) over a real
 `agentao --acp` and the fake LLM: advertised in `initialize`, the title normalized and
 stored, a `session_info_update` to the live session's listener, kept over the agent's own
 title after later turns, shown by `session/list`, and served for a stored session that is
@@ -82,3 +82,26 @@ async def test_a_stored_session_is_retitled_and_bad_requests_are_refused(
     assert empty["error"]["code"] == -32602 and empty["error"]["data"]["field"] == "title"
     assert _titles(agent, sid)[-1] == "Stored"  # resumed, it keeps the stored choice
     assert check_all(agent.received, agent.sent, version=2) == []
+
+
+async def test_over_v1_too_the_title_is_served_where_the_other_unstable_methods_are(
+    env,  # noqa: F811
+    ws,
+    fake_llm,
+):
+    """v1's unstable schema has `session/set_title` too (`sessionCapabilities.title`), and
+    our agent serves v1's other unstable session methods (fork, list, resume): the same
+    title, stored, told as v1's `session_info_update` and listed."""
+    fake_llm.reply(text=["one"])
+    async with running(env) as agent:
+        init = next(m["result"] for m in agent.received if "agentCapabilities" in m["result"])
+        sid = await agent.new_session(ws)
+        await agent.prompt(sid, "first prompt")
+        answer = await agent.call("session/set_title", {"sessionId": sid, "title": "Chosen\n one"})
+        listed = await _listed(agent, sid)
+        empty = await agent.request("session/set_title", {"sessionId": sid, "title": "\t"})
+    assert init["agentCapabilities"]["sessionCapabilities"]["title"] == {}
+    assert answer == {"title": "Chosen one"} and listed == "Chosen one"
+    assert _titles(agent, sid)[-1] == "Chosen one"
+    assert empty["error"]["code"] == -32602
+    assert check_all(agent.received, agent.sent, version=1) == []

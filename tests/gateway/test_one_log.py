@@ -348,13 +348,17 @@ async def test_a_load_replays_the_log_as_references_to_its_frames(
         "sessionUpdate": "user_message_chunk",
         "content": {"type": "text", "text": "write the file"},
     }
-    # The same updates the live clients got, after the turn's prompt...
-    assert _updates(replayed) == [said, *logged] and _updates(seen_first)[-len(logged) :] == logged
+    # The same updates the live clients got, after the turn's prompt, then the session's
+    # commands, as an agent's load sends them before its reply (remote/v1_calls.py)...
+    commands = _updates(replayed)[-1]
+    assert commands["sessionUpdate"] == "available_commands_update", commands
+    assert _updates(replayed) == [said, *logged, commands]
+    assert _updates(seen_first)[-len(logged) :] == logged
     # ...each a reference to the log's frame, with no body: nothing copied.
     assert len(references) == len(logged) + 1 and not any(r["body"] for r in references)
     assert {r["log_conversation"] for r in references} == {conversation}
     # Read again from the store (a reconnect), they are rebuilt from the log as sent.
-    assert _updates([json.loads(m.body) for m in again]) == [said, *logged]
+    assert _updates([json.loads(m.body) for m in again]) == [said, *logged, commands]
     assert all(json.loads(m.body)["params"]["sessionId"] == sid for m in again if m.log_seq)
 
 
@@ -437,7 +441,8 @@ async def test_a_load_of_a_session_held_elsewhere_asks_who_holds_it_not_the_leas
     finally:
         await at_a.close()
         await at_b.close()
-    assert reply["result"] == {"sessionId": sid}  # a far session: the holder's agent
+    # a far session: the holder's agent says the rest (remote/far_open.py)
+    assert reply["result"]["sessionId"] == sid and "modes" in reply["result"], reply
     texts = [u["content"]["text"] for u in _updates(replayed) if "content" in u]
     assert texts[0] == "hello" and "Answer one." in "".join(texts)
     assert claims == []
@@ -464,7 +469,9 @@ async def test_a_far_session_s_load_replays_the_log_as_references_to_its_frames(
     log = b.run(b.gateway.store.events_after(conversation, 0))
     logged = [e.payload["update"] for e in log if e.type == "task-running"]
     said = {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hello"}}
-    assert _updates(replayed) == [said, *logged]
+    commands = _updates(replayed)[-1]  # the holder's, before the reply (remote/far_open.py)
+    assert commands["sessionUpdate"] == "available_commands_update", commands
+    assert _updates(replayed) == [said, *logged, commands]
     # B's client's replay is references to the log (A's client got the turn live so).
     replay = [e.seq for e in log if e.type in ("task-started", "task-running")]
     assert replay in references.values()

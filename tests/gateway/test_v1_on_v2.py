@@ -40,7 +40,8 @@ CONFIG = [
      "options": [{"groupId": "levels", "name": "Levels", "options": EFFORT}]},
 ]  # fmt: skip
 COMMANDS = [{"type": "command", "name": "plan", "description": "Plan first",
-             "input": {"type": "text", "hint": "what to plan"}}]  # fmt: skip
+             "input": {"type": "text", "hint": "what to plan"}},
+            {"type": "_macro", "name": "m", "description": "v2's custom kind: v1 has none"}]  # fmt: skip
 # The agent switches itself back to `ask` in its turn (a plan mode ending, say).
 TURN = [{"set": {"configId": MODE_ID, "value": "ask"}}, {"say": ["done"]}]
 # `ask` keys may switch between ask and code (not yolo), and set any config option but

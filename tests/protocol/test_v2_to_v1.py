@@ -9,7 +9,7 @@ from typing import Any
 
 from agentao.protocol.v2.from_v1 import config_option_v2, v2_update
 from agentao.protocol.v2.to_v1 import (
-    commands_update_v1,
+    commands_v1,
     config_options_v1,
     mode_change,
     modes_v1,
@@ -92,7 +92,7 @@ def test_a_mode_change_is_said_only_when_the_mode_moved() -> None:
     assert mode_change({**update, "configOptions": [TOGGLE]}, "ask") is None
 
 
-def test_a_v2_results_commands_read_as_v1s_update() -> None:
+def test_a_v2_agents_commands_read_as_v1s() -> None:
     plan = {
         "type": "command",
         "name": "plan",
@@ -100,11 +100,9 @@ def test_a_v2_results_commands_read_as_v1s_update() -> None:
         "input": {"type": "text", "hint": "h"},
     }
     custom = {"type": "_macro", "name": "m", "description": "M"}
-    update = commands_update_v1([plan, custom])
-    assert update == {
-        "sessionUpdate": "available_commands_update",
-        "availableCommands": [{"name": "plan", "description": "Plan", "input": {"hint": "h"}}],
-    }
+    commands = commands_v1([plan, custom])
+    assert commands == [{"name": "plan", "description": "Plan", "input": {"hint": "h"}}]
+    update = {"sessionUpdate": "available_commands_update", "availableCommands": commands}
     note = {"jsonrpc": "2.0", "method": "session/update"}
     assert check({**note, "params": {"sessionId": "s", "update": update}}, 1) == []
-    assert commands_update_v1([custom]) is None and commands_update_v1(None) is None
+    assert commands_v1([custom]) == [] and commands_v1(None) == []

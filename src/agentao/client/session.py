@@ -284,8 +284,9 @@ def _option_values(options: Any) -> list[str]:
 def _v1_commands(commands: list[Any]) -> list[schema.AvailableCommand]:
     """A v2 result's `availableCommands` as the view's (v1) typed commands."""
     from agentao.protocol.decode import decode_lenient, to_builtins
+    from agentao.protocol.v2.to_v1 import commands_v1
 
-    wire = {"availableCommands": to_builtins(commands)}
+    wire = {"availableCommands": commands_v1(to_builtins(commands))}
     return list(decode_lenient(schema.AvailableCommandsUpdate, wire).available_commands)
 
 

@@ -15,7 +15,9 @@ was negotiated:
   git patch) becomes a v1 diff per file, its hunk lines shown as sent (`content_items`).
   A `config_option_update` is v1's (options by `id`, protocol/v2/to_v1.py), and when its
   mode option (category `mode`) moved, a v1 `current_mode_update` follows it, since v2
-  has no mode update of its own (the view's mode follows). Chunks keep their
+  has no mode update of its own (the view's mode follows). An `available_commands_update`
+  keeps the commands v1 can express (plain ones, untagged), as a session result's do
+  (`session.py`). Chunks keep their
   `messageId` (v1's unstable schema has it too); a chunk of plain text, the hot path of a
   relay, becomes v1's struct straight from the v2 one the endpoint decoded (`fold_update`),
   with no second decode. What v1 has no kind for (`state_update`,
@@ -48,13 +50,14 @@ from agentao.protocol import schema
 from agentao.protocol.decode import decode_lenient, to_builtins
 from agentao.protocol.schema import UnknownVariant
 from agentao.protocol.v2 import schema as v2
-from agentao.protocol.v2.to_v1 import config_options_v1, mode_change
+from agentao.protocol.v2.to_v1 import commands_v1, config_options_v1, mode_change
 
 log = logging.getLogger("agentao.client")
 
 VERSION = 2
 STATE_UPDATE = "state_update"
 CONFIG_UPDATE = "config_option_update"
+COMMANDS_UPDATE = "available_commands_update"
 MODE_UPDATE = "current_mode_update"
 IDLE = "idle"
 CLIENT_INFO = {"name": "agentao", "title": "agentao client", "version": __version__}
@@ -126,6 +129,8 @@ def to_v1(update: dict[str, Any], st: SessionState) -> tuple[str, dict[str, Any]
         return _MESSAGE_KINDS[kind], _message_chunk(_MESSAGE_KINDS[kind], update)
     if kind == CONFIG_UPDATE:  # v2 names options by `configId`, v1 by `id`
         return kind, {**update, "configOptions": config_options_v1(update.get("configOptions"))}
+    if kind == COMMANDS_UPDATE:  # v2 tags each command; v1 knows only plain ones
+        return kind, {**update, "availableCommands": commands_v1(update.get("availableCommands"))}
     if kind in _V1_KINDS:
         return kind, update
     return None
@@ -285,7 +290,6 @@ _V1_KINDS = frozenset(
         "user_message_chunk",
         "agent_message_chunk",
         "agent_thought_chunk",
-        "available_commands_update",
         "session_info_update",
         "usage_update",
         "notice",

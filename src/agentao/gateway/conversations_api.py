@@ -8,11 +8,14 @@
     GET    /v1/conversations/{id}/view        its turns folded into keyed items (`views.py`),
                                               with `cwd` (where its session works) and
                                               `mode` (its session's, when known)
-    POST   /v1/conversations/{id}/acp  {method, params}   a remote v2 client's session call
-           (`session/set_config_option`, `tool_call/cancel`, `terminal/cancel`) another
-           replica passes on to the one holding the session (remote/far.py); answered
-           `{result}` or `{error}`, JSON-RPC's members, as the client's own replica would
-           answer it
+    POST   /v1/conversations/{id}/acp  {method, params, protocol}   a remote client's
+           session call (v2: `session/set_config_option`, `tool_call/cancel`,
+           `terminal/cancel`; v1, with `protocol: 1`: `session/set_mode`,
+           `session/set_config_option`) another replica passes on to the one holding the
+           session (remote/far.py); answered `{result}` or `{error}`, JSON-RPC's members,
+           as the client's own replica would answer it; with `session/load` or
+           `session/resume`, what a client opening the session would be answered, nothing
+           attached or replayed (remote/far_open.py)
 
 Only the owner sees a conversation (another key's is a 404, as everywhere), and only
 conversations of agents the key may use. Titles are short and never raw JSON (`titles.py`).
@@ -31,6 +34,7 @@ from agentao.gateway.config import Limits
 from agentao.gateway.errors import BadRequest, NotFound
 from agentao.gateway.identifiers import check_id
 from agentao.gateway.remote.bridge_calls import held_call
+from agentao.gateway.remote.far_open import OPEN_METHODS, held_open
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import LiveConversation
 from agentao.gateway.titles import person_title, short_title
@@ -49,6 +53,7 @@ class Rename(msgspec.Struct, kw_only=True):
 class SessionCall(msgspec.Struct, kw_only=True):
     method: str
     params: dict[str, Any]
+    protocol: int = 2  # the ACP version of the client the call is from
 
 
 @router.get("/v1/conversations")
@@ -97,8 +102,10 @@ async def session_call(conversation_id: str, request: Request) -> Any:
     conv = await _live(gw, principal, conversation_id)
     session = await gw.conversations.bind(conv)
     spec = gw.conversations.pool(conv.record.agent).spec
+    if body.method in OPEN_METHODS:  # what a client opening it here would be answered
+        return held_open(principal, spec, session, body.method)
     params = {**body.params, "sessionId": session.id}  # this conversation's, whatever it said
-    return await held_call(principal, spec, session, body.method, params)
+    return await held_call(principal, spec, session, (body.method, params), body.protocol)
 
 
 @router.get("/v1/conversations/{conversation_id}/tasks")

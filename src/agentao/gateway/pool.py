@@ -154,7 +154,7 @@ class AgentInfo:
     images: bool = False
     models: tuple[str, ...] = ()
     model_option: str | None = None  # the config option id that selects the model
-    titles: bool = False  # a v2 agent that serves `session/set_title` (`session.title`)
+    titles: bool = False  # the agent serves `session/set_title` (`title`, unstable v1 and v2)
     system_prompt: bool = False  # takes a client's `systemPrompt` (instructions.py)
 
 
@@ -439,7 +439,7 @@ class AgentPool:
             version=getattr(agent, "version", None),
             load_session=can_reopen(client),
             images=takes_images(client),
-            titles=client.protocol_version == 2 and client.supports("title"),
+            titles=client.supports("title"),
             system_prompt=takes_system_prompt(client),
         )
 

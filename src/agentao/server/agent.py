@@ -207,6 +207,16 @@ class AcpAgent:
         ]
         return schema.ListSessionsResponse(sessions=infos, next_cursor=cursor)
 
+    async def session_set_title(
+        self, params: schema.SetSessionTitleRequest
+    ) -> schema.SetSessionTitleResponse:
+        """v1's unstable `session/set_title`, as v2's (server/session_title.py)."""
+        from agentao.server.session_title import set_title
+
+        return schema.SetSessionTitleResponse(
+            title=await set_title(self, params.session_id, params.title)
+        )
+
     async def session_close(self, params: schema.CloseSessionRequest) -> None:
         live = self.sessions.get(params.session_id)
         self.sessions.remove(live.id)

@@ -11,6 +11,7 @@ promptCapabilities  image: whether the configured model takes images (its catalo
 mcpCapabilities   sse true, http true (streamable HTTP; seed C.1 said no, it works now)
 sessionCapabilities  list, close, resume, delete, additionalDirectories, fork (unstable; its
                   `_meta` names the key that forks at an earlier user message: server/fork.py),
+                  title (unstable: `session/set_title`, server/session_title.py),
                   systemPrompt (append and override: server/client_prompt.py)
 _meta["_agentao.cn/extensions"]  the vendor methods, [{method, description}]
 _meta["steering"]  {supported: true}: `_session/steering` is served (server/steering.py),
@@ -103,6 +104,7 @@ def _response(image: bool) -> schema.InitializeResponse:
         resume=schema.SessionResumeCapabilities(),
         close=schema.SessionCloseCapabilities(),
         fork=schema.SessionForkCapabilities(meta={BEFORE_TURN_KEY: FORK_AT_ABOUT}),
+        title=schema.SessionTitleCapabilities(),
         system_prompt=schema.SessionSystemPromptCapabilities(
             mode=schema.SessionSystemPromptModeCapabilities(
                 override=schema.SessionSystemPromptOverrideCapabilities()

@@ -1,4 +1,4 @@
-"""`session/set_title` (ACP v2, unstable): a title the person chose, stored with the session.
+"""`session/set_title` (ACP v2 and v1, unstable): a title the person chose, stored with the session.
 
 The title is normalized before it is kept: every run of whitespace (newlines, tabs) becomes
 one space and control and format characters (an escape sequence, a bidi override) are

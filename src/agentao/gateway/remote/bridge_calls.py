@@ -26,18 +26,21 @@ tool_call/cancel   on a v2 agent, passed to it when the id is one of this sessio
 terminal/cancel    on a v2 agent, passed to it when the id is one of the agent's own
     terminals this session's updates named (agent_terminals.py); else -32602 `unknown`
     and nothing is sent (a v1 agent has no terminals of its own to name).
-session/set_title   (unstable, advertised as `session.title` to every v2 client) the
-    gateway's own, whatever the agent: the conversation's title, as a person's rename
-    (`Conversations.rename`: the web UI's list, `/v1/conversations` and `session/list`
-    show it, and the agent's later titles keep off it); normalized to one line and
-    answered `{title}` as stored; empty or above `[limits] max_title_chars` is -32602.
-    The session's remote clients (the caller's other sessions' readers included) hear it
-    as a `session_info_update` in the conversation's log: the agent's own, where a v2
-    agent that advertises `session.title` holds the session live (the title is passed on
-    to it, so its store and its later titles keep it), else the gateway's.
+session/set_title   (unstable, advertised as `session.title` to every v2 client and as
+    `sessionCapabilities.title` to every v1 client, whose unstable schema has it too)
+    the gateway's own, whatever the agent or the client's version: the conversation's
+    title, as a person's rename (`Conversations.rename`: the web UI's list,
+    `/v1/conversations` and `session/list` show it, and the agent's later titles keep
+    off it); normalized to one line and answered `{title}` as stored; empty or above
+    `[limits] max_title_chars` is -32602. The session's remote clients (the caller's
+    other sessions' readers included) hear it as a `session_info_update` in the
+    conversation's log: the agent's own, where an agent that advertises the title
+    capability (in either version) holds the session live (the title is passed on to
+    it, so its store and its later titles keep it), else the gateway's.
 
 A v2 client of a session another replica holds has these passed on to the holder once
-(far.py), which answers them here as for its own clients (`held_call`).
+(far.py), which answers them here as for its own clients (`held_call`); a v1 client's
+`session/set_mode` and `session/set_config_option` too (v1_calls.held_v1_call).
 """
 
 from __future__ import annotations
@@ -51,10 +54,11 @@ from agentao.gateway.auth import Principal
 from agentao.gateway.config import AgentSpec
 from agentao.gateway.remote.clients import RemoteClient
 from agentao.gateway.remote.limits import check_change
+from agentao.gateway.remote.v1_calls import V1_ON_V2_METHODS, held_v1_call
 from agentao.gateway.titles import person_title
 from agentao.protocol.decode import to_builtins
 from agentao.protocol.errors import AcpError, InternalError, InvalidParams, MethodNotFound
-from agentao.protocol.v2.from_v1 import config_option_v2, state_update
+from agentao.protocol.v2.from_v1 import command, config_option_v2, state_update
 from agentao.protocol.v2.to_v1 import MODE_CATEGORY, set_config_params_v1
 
 log = logging.getLogger("agentao.gateway")
@@ -106,7 +110,7 @@ async def title_to_agent(session: Session | None, takes_titles: bool, title: str
     """Pass a person's title on to the agent holding `session` live, where it serves
     `session/set_title` (`takes_titles`); True when it took it (its `session_info_update`
     then tells the session's readers), False when there was no one to pass it to."""
-    if session is None or not takes_titles or not speaks_v2(session):
+    if session is None or not takes_titles:
         return False
     params = {"sessionId": session.id, "title": title}
     await session.channel.call_raw(SET_TITLE, params, session.channel.timeouts.request)
@@ -125,15 +129,22 @@ async def tell_title(conversations: Any, conv: Any, title: str) -> None:
 
 
 async def held_call(
-    principal: Principal, spec: AgentSpec, session: Session, method: str, params: dict[str, Any]
+    principal: Principal,
+    spec: AgentSpec,
+    session: Session,
+    call: tuple[str, dict[str, Any]],
+    protocol: int,
 ) -> dict[str, Any]:
-    """One of BRIDGED_METHODS that another replica passed on for its v2 client of the
-    session held here (`POST /v1/conversations/{id}/acp`): answered as for a client here,
-    as JSON-RPC's `result` or `error` member, which that replica relays as it is."""
-    if method not in BRIDGED_METHODS:
+    """One of BRIDGED_METHODS (or of V1_ON_V2_METHODS, from a v1 client: `protocol` 1)
+    that another replica passed on for its client of the session held here (`POST
+    /v1/conversations/{id}/acp`): answered as for a client here, as JSON-RPC's `result`
+    or `error` member, which that replica relays as it is."""
+    method, params = call
+    if method not in (V1_ON_V2_METHODS if protocol == 1 else BRIDGED_METHODS):
         return {"error": MethodNotFound(method).to_wire()}
+    answer = held_v1_call if protocol == 1 else bridged_call
     try:
-        result = await bridged_call(principal, spec, session, method, params)
+        result = await answer(principal, spec, session, method, params)
     except AcpError as exc:
         return {"error": exc.to_wire()}
     except ClientError as exc:  # the agent failed the request
@@ -202,14 +213,17 @@ def send_state(connection: RemoteClient, session_id: str, running: bool) -> None
     connection.notify("session/update", {"sessionId": session_id, "update": update})
 
 
-def session_config(principal: Principal, spec: AgentSpec, session: Session) -> dict[str, Any]:
+def session_config(
+    principal: Principal, spec: AgentSpec, session: Session, *, commands: bool
+) -> dict[str, Any]:
     """`configOptions` of a v2 session/new or session/resume result through the bridge,
-    and a v2 agent's `availableCommands` from its own result (a v1 agent's come as the
-    update it sent, which the client is sent too)."""
+    and with `commands` the session's `availableCommands` (the view's, the agent's latest
+    whatever its version; without: the client was sent the agent's own update)."""
     v1 = to_builtins(getattr(session.response, "config_options", None) or [])
     result = {"configOptions": config_options(principal, spec, session, v1)}
-    commands = getattr(session.response, "available_commands", None) if speaks_v2(session) else None
-    return {**result, "availableCommands": to_builtins(commands)} if commands else result
+    if not commands or not session.view.commands:
+        return result
+    return {**result, "availableCommands": [command(c) for c in to_builtins(session.view.commands)]}
 
 
 def config_options(

@@ -13,8 +13,8 @@ once for here and for the holder) whose frames are the store's:
 * what the holder's agent sent between turns (a mode change a client there asked
   for, say) is in that log too (`session-update` frames), read like the rest;
 * `session/load` replays the log (each turn's prompt, then every update its agent
-  sent), as references to its frames; the reply carries the session id only (the
-  agent's modes and models are the holder's to say);
+  sent), as references to its frames; the reply is the holder's to say (the agent's
+  modes, models and commands: far_open.py asks it);
 * a permission question in the log goes to the attached clients (the first answer
   wins, as for a local session), and the answer to the holder's desk
   (`POST /v1/permissions/{id}` there, with the answering client's own key); the log's
@@ -28,14 +28,15 @@ once for here and for the holder) whose frames are the store's:
 
 When no live replica holds the conversation any more (its holder stopped or its lease
 ran out), `prompt` raises `NowFree` and the caller reopens the session here.
-* a v2 client's `session/set_config_option`, `tool_call/cancel` and `terminal/cancel` go
-  to the holder once (`POST /v1/conversations/{id}/acp`, the client's key), which
-  answers them as for a client of its own (bridge_calls.held_call); its answer or error
-  is relayed.
+* a v2 client's `session/set_config_option`, `tool_call/cancel` and `terminal/cancel`,
+  and a v1 client's `session/set_mode` and `session/set_config_option`, go to the holder
+  once (`POST /v1/conversations/{id}/acp`, the client's key and version), which answers
+  them as for a client of its own (bridge_calls.held_call); its answer or error is
+  relayed.
 
-What a far session cannot do: a v1 client's `session/set_mode` and config options, and
-the agent's `fs/*` requests to this client (the holder serves those itself, confined to
-the session's directories).
+What a far session cannot do: the agent's other session methods, and its `fs/*`
+requests to this client (the holder serves those itself, confined to the session's
+directories).
 """
 
 from __future__ import annotations
@@ -213,10 +214,12 @@ class FarSession(ConversationReader):
         return str(reply.json()["id"])
 
     async def session_call(self, client: RemoteClient, method: str, params: Any) -> Any:
-        """A v2 client's session call (bridge_calls.py), passed on to the holder once with
-        the client's key, and answered as the holder answers it (`NowFree` if none)."""
+        """A client's session call (bridge_calls.held_call), passed on to the holder once
+        with the client's key and version, and answered as the holder answers it
+        (`NowFree` if none)."""
         path = f"/v1/conversations/{self.conv.id}/acp"
-        reply = await self._on_holder("POST", path, {"method": method, "params": params}, client)
+        call = {"method": method, "params": params, "protocol": 1 if client.bridge is None else 2}
+        reply = await self._on_holder("POST", path, call, client)
         answer = reply.json() if reply.status_code == 200 else None
         if not isinstance(answer, dict) or not ("result" in answer or "error" in answer):
             raise InternalError(f"the replica holding this session: {error_message(reply)}")

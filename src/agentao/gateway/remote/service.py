@@ -70,6 +70,7 @@ from agentao.gateway.remote.children import cancel_child
 from agentao.gateway.remote.clients import INIT_SCOPE, RemoteClient, RemoteClients
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
 from agentao.gateway.remote.held import HeldPrompts
+from agentao.gateway.remote.far_open import far_opened
 from agentao.gateway.remote.limits import check_change, remote_policy, session_params
 from agentao.gateway.remote.listing import session_list
 from agentao.gateway.remote.mcp_urls import checked_mcp_servers
@@ -177,10 +178,12 @@ class RemoteAcp:
         return connection, reply
 
     async def _initialize_result(self, pool: AgentPool, ceiling: str) -> dict[str, Any]:
-        """The agent's own answer; `session/list` the gateway serves from its store."""
+        """The agent's own answer; `session/list` and `session/set_title` the gateway serves
+        (its store, the conversation's title)."""
         result = await pool.initialized(ceiling)  # never starts another key's processes
         caps = dict(result.get("agentCapabilities") or {})
-        caps["sessionCapabilities"] = {**(caps.get("sessionCapabilities") or {}), "list": {}}
+        served = {"list": {}, "title": {}}  # session/list, session/set_title: the gateway's
+        caps["sessionCapabilities"] = {**(caps.get("sessionCapabilities") or {}), **served}
         return {**result, "agentCapabilities": caps}
 
     def check_agent(self, principal: Principal, agent: str) -> AgentPool:
@@ -323,7 +326,7 @@ class RemoteAcp:
         if method == "session/prompt" and self.admit is not None:  # a new turn: within budget
             await self.admit(connection.principal.name)
         far = self.far.find(str(params.get("sessionId")), connection)
-        if connection.bridge is not None and method == SET_TITLE:  # the conversation's
+        if method == SET_TITLE:  # the conversation's, for v1 and v2 clients alike
             title = checked_title(params.get("title"), self.limits.max_title_chars)
             if far is not None:
                 await far.rename(connection, title)
@@ -378,12 +381,13 @@ class RemoteAcp:
             if isinstance(update, Update) and (v1 := logged_update(session, update)) is not None:
                 connection.send_update(session.id, v1.raw)  # v1's shape, as in the log
         await relay.attach(connection, replay=False)
+        v2 = speaks_v2(session)  # its commands in its result, else in an update sent above
         if connection.bridge is not None:  # v2's result: the modes are a config option
             return {
                 "sessionId": session.id,
-                **session_config(connection.principal, pool.spec, session),
+                **session_config(connection.principal, pool.spec, session, commands=v2),
             }
-        return {**v1_result(connection, session), "sessionId": session.id}
+        return {**v1_result(connection, session, commands=v2), "sessionId": session.id}
 
     async def _reopen(
         self, connection: RemoteClient, params: dict[str, Any], *, replay: bool
@@ -410,8 +414,8 @@ class RemoteAcp:
                 connection, session_id, conv.turn is not None and not conv.turn.done.is_set()
             )
             spec = self.conversations.pool(connection.agent).spec
-            return session_config(connection.principal, spec, session)
-        result = v1_result(connection, session)
+            return session_config(connection.principal, spec, session, commands=True)
+        result = v1_result(connection, session, commands=True)
         result.pop("sessionId", None)
         # The official SDK's client opens a session's stream when a message names the
         # session: the reply says which, so the rest reaches it there.
@@ -501,7 +505,8 @@ class RemoteAcp:
         if method == "session/close":
             self.far.detach(far, connection)
             return {}
-        bridged = connection.bridge is not None and method in BRIDGED_METHODS  # to the holder
+        held = BRIDGED_METHODS if connection.bridge is not None else V1_ON_V2_METHODS
+        bridged = method in held  # passed to the holder
         if method != "session/prompt" and not bridged:
             raise InvalidRequest(
                 f"Invalid Request: {method} is not available here while this session is live "
@@ -540,8 +545,8 @@ class RemoteAcp:
         await far.attach(connection, replay)
         if connection.bridge is not None:  # v2: the state after the replay, before the reply
             send_state(connection, str(conv.record.session_id), await far.running())
-            return {}
-        return {"sessionId": conv.record.session_id}
+            return await far_opened(far, connection)  # what the holder's session says
+        return {**await far_opened(far, connection), "sessionId": conv.record.session_id}
 
     async def _move_away(self, relay: SessionRelay) -> FarSession:
         """A session another replica holds now: its watchers here follow it there."""

@@ -11,8 +11,8 @@ modes             from the mode option: `availableModes` its values with their n
                   `currentModeId` its current value (absent when there is no mode option)
 set_config_option a v1 client's params in v2: an untagged value is v1's default, a value
                   id, which v2 tags `type: "id"`
-availableCommands the commands of a v2 session result, as the v1 `available_commands_update`
-                  a v1 agent sends instead (each untagged; only `command`s, text input)
+availableCommands a v2 result's or update's commands as v1's (each untagged; only
+                  `command`s with text input: v1 has no other kind)
 current_mode_update   what a v2 `config_option_update` means for v1's mode, when the mode
                   option's value is not the one the reader knew
 
@@ -86,18 +86,17 @@ def command_v1(command: dict[str, Any]) -> dict[str, Any]:
     return wire
 
 
-def commands_update_v1(commands: Any) -> dict[str, Any] | None:
-    """v2 `availableCommands` as v1's `available_commands_update`; None for none."""
-    kept = [
+def commands_v1(commands: Any) -> list[dict[str, Any]]:
+    """v2 `availableCommands` in v1: the `command`s (text input or none), untagged; v1
+    has no other kind of command, so a custom one is left out."""
+    given = commands if isinstance(commands, list) else []
+    return [
         command_v1(c)
-        for c in commands or ()
+        for c in given
         if isinstance(c, dict)
         and c.get("type") == "command"
         and (not isinstance(c.get("input"), dict) or c["input"].get("type") == "text")
     ]
-    if not kept:
-        return None
-    return {"sessionUpdate": "available_commands_update", "availableCommands": kept}
 
 
 def session_result_v1(result: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +139,7 @@ __all__ = [
     "MODE_CATEGORY",
     "VALUE_ID_TAG",
     "command_v1",
-    "commands_update_v1",
+    "commands_v1",
     "config_option_v1",
     "config_options_v1",
     "mode_change",
