@@ -110,17 +110,22 @@ class Session:
     @property
     def turn(self) -> Turn | None:
         """The turn still running (or the first waiting to), if any."""
-        pending = self._pending()
-        return pending[0] if pending else None
+        for turn in self._turns:  # no list made: a watcher asks this for every update
+            if not turn.done:
+                return turn
+        return None
 
     @property
     def answering(self) -> bool:
         """Whether the update being received now (a watcher asks) is a turn's: one runs,
         and the update came before its `session/prompt` answer on the wire (the answer
         may be read before the updates ahead of it are handed over: `stream.py`); what
-        came after the answer is outside every turn."""
+        came after the answer is outside every turn. (Asked on the read path for every
+        streamed update a gateway relays: no list of the pending turns is made.)"""
         end = self.state.answered_at
-        return self.turn is not None and (end is None or self.state.stream.seq < end)
+        if end is not None and self.state.stream.seq >= end:
+            return False
+        return self.turn is not None
 
     def watch(self, watcher: Callable[[Update], None]) -> Callable[[], None]:
         """Call `watcher(update)` for every update of this session from now on, in the

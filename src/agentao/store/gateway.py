@@ -176,10 +176,11 @@ class SqliteGatewayStore:
         await self.db.call(lambda c: _insert_conversation(c, conv))
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
-        row = await self.db.read(
+        row = await self.db.read(  # a turn waits for it: on the loop when a reader is idle
             lambda c: c.execute(
                 "SELECT * FROM gw_conversations WHERE id = ?", (conversation_id,)
-            ).fetchone()
+            ).fetchone(),
+            inline=True,
         )
         return conversation_from_row(row) if row else None
 

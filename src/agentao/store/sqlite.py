@@ -30,6 +30,15 @@ checkpoints (a checkpoint copies the WAL into the file and syncs it): after
 commit's sync (`synchronous=NORMAL` in WAL) a small commit costs the loop tens of
 microseconds; the caller bounds what it sends inline (the gateway's
 `store_inline_commit_bytes`).
+
+Inline reads. A read by primary key that a request waits for (the conversation a turn
+starts on) is likewise two hand-offs on a reader's thread, each a wake-up that waits for
+a CPU on a loaded machine, for a lookup of tens of microseconds. `read(fn, inline=True)`
+runs it on the event loop instead when the least busy reader is idle. A reader in WAL
+mode reads the last commit and takes no lock a writer holds; in the rare case it would
+wait (another process recovering the WAL) it gets no busy timeout and goes to the
+thread, so the loop never waits on another process. Callers pass only lookups of one
+row by key.
 """
 
 from __future__ import annotations
@@ -117,6 +126,24 @@ class _Lane:
         loop = asyncio.get_running_loop()
         self.pending += 1
         self._jobs.put((fn, functools.partial(_alone_done, loop, self)))
+
+    def try_read_inline(self, fn: Callable[[sqlite3.Connection], T]) -> tuple[bool, T | None]:
+        """Run the read `fn` here, on the caller's thread, if this read-only lane is idle:
+        (True, its result); else (False, None) and nothing was run (see "Inline reads")."""
+        if self.pending or not self._using.acquire(blocking=False):
+            return False, None
+        conn = self.conn
+        try:
+            conn.execute("PRAGMA busy_timeout=0")
+            try:
+                return True, fn(conn)
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc):  # WAL recovery under way: the thread waits for it
+                    return False, None
+                raise
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self._using.release()
 
     def try_inline(self, fn: Callable[[sqlite3.Connection], T]) -> tuple[bool, T | None]:
         """Run `fn` in a transaction here, on the caller's thread, if the lane is idle
@@ -223,13 +250,20 @@ class Database:
         self._check_open()
         return await self._writer.run(fn)
 
-    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def read(self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False) -> T:
         """Run `fn(conn)` on the least busy read-only connection; it sees every commit
-        made before the call. (The writer's, when the database has no readers.)"""
+        made before the call. (The writer's, when the database has no readers.) `inline`:
+        a point read by key, run here on the event loop when that connection is idle
+        (see "Inline reads"), else on its thread as usual."""
         self._check_open()
         if not self._readers:
             return await self._writer.run(fn)
-        return await min(self._readers, key=lambda lane: lane.pending).run(fn)
+        lane = min(self._readers, key=lambda lane: lane.pending)
+        if inline:
+            done, result = lane.try_read_inline(fn)
+            if done:
+                return result  # type: ignore[return-value]  # fn's own result
+        return await lane.run(fn)
 
     async def transaction(
         self, fn: Callable[[sqlite3.Connection], T], *, inline: bool = False, size: int = 0
