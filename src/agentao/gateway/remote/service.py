@@ -69,8 +69,8 @@ from agentao.gateway.remote.bridge_calls import (
 from agentao.gateway.remote.children import cancel_child
 from agentao.gateway.remote.clients import INIT_SCOPE, RemoteClient, RemoteClients
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
-from agentao.gateway.remote.held import HeldPrompts
 from agentao.gateway.remote.far_open import far_opened
+from agentao.gateway.remote.held import HeldPrompts
 from agentao.gateway.remote.limits import check_change, remote_policy, session_params
 from agentao.gateway.remote.listing import session_list
 from agentao.gateway.remote.mcp_urls import checked_mcp_servers
