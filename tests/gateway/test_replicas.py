@@ -776,9 +776,10 @@ async def test_a_remote_acp_client_on_one_replica_shares_a_session_live_on_anoth
         await _eventually(lambda: "tick" in at_b.texts(sid))
         await at_b.conn.cancel(session_id=sid)
         assert (await asyncio.wait_for(running, 30)).stop_reason == "cancelled"
-        # B changes nothing it cannot: the agent's own session methods stay with A.
-        with pytest.raises(RequestError):
-            await at_b.conn.set_session_mode(session_id=sid, mode_id="plan")
+        # B's mode change is the holder's to make (remote/far.py): A's client sees it.
+        before = at_a.kinds().count("current_mode_update")
+        await at_b.conn.set_session_mode(session_id=sid, mode_id="plan")
+        await _eventually(lambda: at_a.kinds().count("current_mode_update") > before)
     finally:
         await at_a.close()
         await at_b.close()
