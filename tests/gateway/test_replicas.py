@@ -34,7 +34,7 @@ import httpx
 import openai
 import pytest
 import websockets.sync.client as ws_client
-from acp import RequestError, text_block
+from acp import text_block
 
 from tests.gateway.acp_peers import SdkPeer
 from tests.gateway.conftest import DEFAULT_SCRIPT, ServedGateway
