@@ -51,10 +51,17 @@ from agentao.gateway.errors import ApiError
 from agentao.gateway.peers import Peers, error_message
 from agentao.gateway.remote.bridge import user_message_id
 from agentao.gateway.remote.clients import RemoteClient
+from agentao.gateway.remote.held import PROMPT_DROPPED
 from agentao.gateway.remote.reader import ConversationReader
 from agentao.gateway.replicas import Replica
 from agentao.gateway.sessions import LiveConversation
-from agentao.protocol.errors import InternalError, InvalidRequest, PeerError
+from agentao.protocol.errors import (
+    AcpError,
+    InternalError,
+    InvalidRequest,
+    PeerError,
+    RequestCancelled,
+)
 from agentao.store.gateway import IN_FLIGHT_TASK, GatewayStore
 from agentao.store.gateway_records import TaskEvent
 
@@ -131,7 +138,9 @@ class FarSession(ConversationReader):
         rows = {task_id: await self.store.get_task(task_id) for task_id in list(self._waiting)}
         for event in await self.store.events_after(self.conv.id, self._position):  # after rows
             self._position = event.seq
-            if self._starting:  # a v2 prompt's acknowledgement goes first (`_acknowledge`)
+            if self._starting and (self._held or event.type == "task-started"):
+                # A v2 prompt's acknowledgement goes before its turn (`_acknowledge`); the
+                # turn it may wait behind, held on the holder, is read meanwhile.
                 self._held.append(event)
             else:
                 self.read(event)
@@ -201,7 +210,11 @@ class FarSession(ConversationReader):
             "conversation_id": self.conv.id,
             "permission_policy": policy,
         }
+        if client.bridge is not None:  # v2: held on the holder while a turn runs (far_held)
+            body["busy"] = "queue"
         reply = await self._on_holder("POST", "/v1/tasks", body, client)
+        if reply.status_code == 409 and _code(reply) == PROMPT_DROPPED:
+            raise RequestCancelled()  # a session/cancel dropped it before its turn
         deadline = asyncio.get_running_loop().time() + self.limits.cancel_grace_seconds
         while reply.status_code == 409 and asyncio.get_running_loop().time() < deadline:
             # Busy: most likely the turn whose end we just relayed is still finishing there.
@@ -240,8 +253,13 @@ class FarSession(ConversationReader):
         """Whether a turn of the conversation runs (on the holder), as the store says."""
         return any(t.status == IN_FLIGHT_TASK for t in await self.store.list_tasks(self.conv.id))
 
-    async def cancel(self) -> None:
-        """Cancel the conversation's running turns, on the holder."""
+    async def cancel(self, by: RemoteClient | None = None) -> None:
+        """Cancel the conversation's running turns, on the holder; `by`'s `session/cancel`
+        there first drops the v2 prompts held for this and other replicas' clients and
+        cancels the turn (far_held.held_cancel), as the holder's own clients' would."""
+        if by is not None:
+            with contextlib.suppress(AcpError, ApiError, NowFree):
+                await self.session_call(by, "session/cancel", {"sessionId": self.session_id})
         tasks = await self.store.list_tasks(self.conv.id)
         running = {t.id for t in tasks if t.status == IN_FLIGHT_TASK}
         for task_id in sorted(running | set(self._waiting)):
@@ -286,9 +304,20 @@ class FarSessions:
         if not far.watched:
             self._far.pop(far.conv.id, None)
 
+    def watched_by(self, connection: RemoteClient) -> list[FarSession]:
+        """The far sessions `connection` watches."""
+        return [f for f in self._far.values() if connection.id in f.clients]
+
     def detach_all(self, connection: RemoteClient) -> None:
-        for far in [f for f in self._far.values() if connection.id in f.clients]:
+        for far in self.watched_by(connection):
             self.detach(far, connection)
+
+
+def _code(reply: Any) -> Any:
+    """The gateway error code of an error reply, if it has one."""
+    with contextlib.suppress(ValueError, AttributeError):
+        return reply.json()["error"].get("code")
+    return None
 
 
 __all__ = ["FarSession", "FarSessions", "NowFree"]
