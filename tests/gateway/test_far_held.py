@@ -274,3 +274,11 @@ async def test_another_keys_far_client_cannot_cancel_a_child_it_does_not_watch(
 
 def _sha(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def test_a_task_s_busy_must_be_reject_or_queue(gateway_factory: Any) -> None:
+    gw = gateway_factory()
+    with gw.http() as http:
+        bad = http.post("/v1/tasks", json={"agent": "agentao", "prompt": "x", "busy": "later"})
+    assert bad.status_code == 400, bad.text
+    assert bad.json()["error"]["param"] == "busy"

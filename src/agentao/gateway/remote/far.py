@@ -23,8 +23,12 @@ once for here and for the holder) whose frames are the store's:
   the remote policy) and is answered when its terminal frame is in the log; a v2
   client's at once, with the `messageId` the log's `task-started` frame gives its
   prompt (bridge.py), as for a session live here: the turn is its `state_update`s
-  (what the log gives before the holder's reply comes back waits for that answer);
-  `session/cancel` cancels the conversation's running tasks there.
+  (what the log gives from a turn's start on, before the holder's reply comes back,
+  waits for that answer); a v2 prompt sent while a turn runs is held in the holder's
+  line (`busy: "queue"`, far_held.py) and answered once its turn begins;
+  `session/cancel` is passed to the holder (its turn, the held prompts: far_held.py),
+  and cancels the conversation's running tasks there; naming a child of a session a
+  connection watches here, it cancels that child alone there (far_held.py).
 
 When no live replica holds the conversation any more (its holder stopped or its lease
 ran out), `prompt` raises `NowFree` and the caller reopens the session here.
