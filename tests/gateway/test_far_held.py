@@ -77,6 +77,20 @@ async def _far_prompt_held(a: LiveGateway, b: LiveGateway) -> tuple[V2Peer, V2Pe
     return at_a, at_b, sid
 
 
+def _starts_sent(replica: LiveGateway) -> list[str]:
+    """The prompts `replica` sends on as `POST /v1/tasks` from now on, in order."""
+    peers, sent = replica.gateway.peers, []
+    call = peers.call
+
+    async def calling(url: str, method: str, path: str, *args: Any) -> Any:
+        if (method, path) == ("POST", "/v1/tasks"):
+            sent.append(args[1]["prompt"][0]["text"])
+        return await call(url, method, path, *args)
+
+    peers.call = calling
+    return sent
+
+
 def _reply(peer: V2Peer, request_id: int) -> Message | None:
     return next((m for m in peer.received if m.get("id") == request_id and "method" not in m), None)
 
@@ -172,10 +186,12 @@ async def test_a_far_prompt_beyond_the_held_depth_is_busy(
     a = gateway_factory(store=pg_url, limits=limits)
     b = gateway_factory(store=pg_url, limits=limits)
     at_a, at_b, sid = await _far_prompt_held(a, b)
+    starts = _starts_sent(b)
     try:
         await at_b.send(_request(100, "session/prompt", sid, "third"))
         refused = await at_b.wait_for(lambda m: m.get("id") == 100 and "method" not in m)
         assert refused["error"]["code"] == -32600, refused
+        assert starts == ["third"]  # the line's answer is final: never asked again
         assert _reply(at_b, 99) is None
         await _allow(at_a)
         assert "result" in await at_b.wait_for(lambda m: m.get("id") == 99 and "method" not in m)

@@ -219,8 +219,9 @@ class FarSession(ConversationReader):
         reply = await self._on_holder("POST", "/v1/tasks", body, client)
         if reply.status_code == 409 and _code(reply) == PROMPT_DROPPED:
             raise RequestCancelled()  # a session/cancel dropped it before its turn
+        retry = "busy" not in body  # a held prompt's 409 is its line's answer: final
         deadline = asyncio.get_running_loop().time() + self.limits.cancel_grace_seconds
-        while reply.status_code == 409 and asyncio.get_running_loop().time() < deadline:
+        while retry and reply.status_code == 409 and asyncio.get_running_loop().time() < deadline:
             # Busy: most likely the turn whose end we just relayed is still finishing there.
             await asyncio.sleep(0.05)
             reply = await self._on_holder("POST", "/v1/tasks", body, client)
