@@ -15,7 +15,9 @@
            session (remote/far.py); answered `{result}` or `{error}`, JSON-RPC's members,
            as the client's own replica would answer it; with `session/load` or
            `session/resume`, what a client opening the session would be answered, nothing
-           attached or replayed (remote/far_open.py)
+           attached or replayed (remote/far_open.py); with `session/cancel`, the
+           session's running turn and the prompts held for other replicas, or (naming
+           one of its children) that child alone (remote/far_held.py)
 
 Only the owner sees a conversation (another key's is a 404, as everywhere), and only
 conversations of agents the key may use. Titles are short and never raw JSON (`titles.py`).
@@ -34,6 +36,7 @@ from agentao.gateway.config import Limits
 from agentao.gateway.errors import BadRequest, NotFound
 from agentao.gateway.identifiers import check_id
 from agentao.gateway.remote.bridge_calls import held_call
+from agentao.gateway.remote.far_held import CANCEL, held_cancel
 from agentao.gateway.remote.far_open import OPEN_METHODS, held_open
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import LiveConversation
@@ -104,6 +107,8 @@ async def session_call(conversation_id: str, request: Request) -> Any:
     spec = gw.conversations.pool(conv.record.agent).spec
     if body.method in OPEN_METHODS:  # what a client opening it here would be answered
         return held_open(principal, spec, session, body.method)
+    if body.method == CANCEL:  # the session's turn and held prompts, or one child (far_held)
+        return await held_cancel(gw, conv, body.params.get("sessionId"))
     params = {**body.params, "sessionId": session.id}  # this conversation's, whatever it said
     return await held_call(principal, spec, session, (body.method, params), body.protocol)
 

@@ -14,6 +14,12 @@ conversation's number: a later turn's first frame follows the earlier turn's las
     task-error           error: {message, code}
     ping                 (no seq; not stored) while nothing else happens
 
+`POST /v1/tasks` on a conversation whose turn runs is 409 `session_busy`, unless its body
+says `busy: "queue"`: then it waits its turn in the line remote ACP's held v2 prompts wait
+in (remote/held.py; another replica's far session passes its v2 clients' prompts so,
+remote/far_held.py), answered 201 once its turn has begun, 409 `prompt_cancelled` if a
+`session/cancel` drops it first.
+
 A conversation's log also holds `session-update` frames (update: what the agent sent
 while no turn ran) that belong to no task: a task stream never sends them (its
 conversation's readers get them, `tasklog.py`).
@@ -76,10 +82,12 @@ from agentao.gateway.peers import credentials, error_message
 from agentao.gateway.permissions import AnswerRejected, UnknownRequest
 from agentao.gateway.questions import open_questions
 from agentao.gateway.reasons import Channel
+from agentao.gateway.remote.far_held import hold_far_prompt
 from agentao.gateway.service import Gateway
 from agentao.gateway.sessions import TurnRequest
 from agentao.gateway.steer import SteerBody, steer_task
 from agentao.gateway.tasklog import STORE_FAILED, TERMINAL, UNSTORED, wire_frame
+from agentao.gateway.turn_line import Busy
 from agentao.gateway.views import ConversationView
 from agentao.store.gateway import IN_FLIGHT_TASK
 from agentao.store.gateway_records import TaskEvent, TaskRecord
@@ -105,6 +113,7 @@ class TaskBody(msgspec.Struct, kw_only=True):
     conversation_id: str | None = None
     permission_policy: str | None = None
     cwd: str | None = None  # a new conversation's directory, within the agent's (workdirs.py)
+    busy: Busy = "reject"  # "queue": held while the conversation's turn runs (far_held.py)
 
 
 class PermissionAnswer(msgspec.Struct, kw_only=True):
@@ -135,6 +144,8 @@ async def start_task(request: Request) -> Any:
             principal.name, choice.agent, "task", session_params=where
         )
     title = prompt_text(blocks).strip()
+    if body.busy == "queue":  # nothing suspends between its return and the begin
+        await hold_far_prompt(gw, conv, principal.name, request)
     turn = await gw.conversations.begin(
         conv,
         TurnRequest(blocks, title or "(prompt)", principal.name, policy, choice.model, "task"),

@@ -42,7 +42,7 @@ class TurnLine:
             return
         waiter = asyncio.current_task()
         assert waiter is not None
-        listener = asyncio.create_task(_left(request, waiter.cancel))
+        listener = asyncio.create_task(when_left(request, waiter.cancel))
         try:
             await self.wait_free(conv, seconds, retry)
         finally:
@@ -61,7 +61,7 @@ class TurnLine:
             self.waiting -= 1
 
 
-async def _left(request: Request, leave: Any) -> None:
+async def when_left(request: Request, leave: Any) -> None:
     """Call `leave()` when the client disconnects (its body is read already)."""
     while (await request.receive())["type"] != "http.disconnect":
         pass
@@ -86,4 +86,4 @@ async def wait_if_queued(gw: Any, conv: Any, request: Request) -> None:
     await gw.line.wait_turn(conv, request, limits.queue_wait_seconds, limits.retry_after_seconds)
 
 
-__all__ = ["BUSY_CHOICES", "Busy", "TurnLine", "wait_if_queued"]
+__all__ = ["BUSY_CHOICES", "Busy", "TurnLine", "wait_if_queued", "when_left"]

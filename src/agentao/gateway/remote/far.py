@@ -23,8 +23,12 @@ once for here and for the holder) whose frames are the store's:
   the remote policy) and is answered when its terminal frame is in the log; a v2
   client's at once, with the `messageId` the log's `task-started` frame gives its
   prompt (bridge.py), as for a session live here: the turn is its `state_update`s
-  (what the log gives before the holder's reply comes back waits for that answer);
-  `session/cancel` cancels the conversation's running tasks there.
+  (what the log gives from a turn's start on, before the holder's reply comes back,
+  waits for that answer); a v2 prompt sent while a turn runs is held in the holder's
+  line (`busy: "queue"`, far_held.py) and answered once its turn begins;
+  `session/cancel` is passed to the holder (its turn, the held prompts: far_held.py),
+  and cancels the conversation's running tasks there; naming a child of a session a
+  connection watches here, it cancels that child alone there (far_held.py).
 
 When no live replica holds the conversation any more (its holder stopped or its lease
 ran out), `prompt` raises `NowFree` and the caller reopens the session here.
@@ -51,10 +55,17 @@ from agentao.gateway.errors import ApiError
 from agentao.gateway.peers import Peers, error_message
 from agentao.gateway.remote.bridge import user_message_id
 from agentao.gateway.remote.clients import RemoteClient
+from agentao.gateway.remote.held import PROMPT_DROPPED
 from agentao.gateway.remote.reader import ConversationReader
 from agentao.gateway.replicas import Replica
 from agentao.gateway.sessions import LiveConversation
-from agentao.protocol.errors import InternalError, InvalidRequest, PeerError
+from agentao.protocol.errors import (
+    AcpError,
+    InternalError,
+    InvalidRequest,
+    PeerError,
+    RequestCancelled,
+)
 from agentao.store.gateway import IN_FLIGHT_TASK, GatewayStore
 from agentao.store.gateway_records import TaskEvent
 
@@ -131,7 +142,9 @@ class FarSession(ConversationReader):
         rows = {task_id: await self.store.get_task(task_id) for task_id in list(self._waiting)}
         for event in await self.store.events_after(self.conv.id, self._position):  # after rows
             self._position = event.seq
-            if self._starting:  # a v2 prompt's acknowledgement goes first (`_acknowledge`)
+            if self._starting and (self._held or event.type == "task-started"):
+                # A v2 prompt's acknowledgement goes before its turn (`_acknowledge`); the
+                # turn it may wait behind, held on the holder, is read meanwhile.
                 self._held.append(event)
             else:
                 self.read(event)
@@ -201,9 +214,14 @@ class FarSession(ConversationReader):
             "conversation_id": self.conv.id,
             "permission_policy": policy,
         }
+        if client.bridge is not None:  # v2: held on the holder while a turn runs (far_held)
+            body["busy"] = "queue"
         reply = await self._on_holder("POST", "/v1/tasks", body, client)
+        if reply.status_code == 409 and _code(reply) == PROMPT_DROPPED:
+            raise RequestCancelled()  # a session/cancel dropped it before its turn
+        retry = "busy" not in body  # a held prompt's 409 is its line's answer: final
         deadline = asyncio.get_running_loop().time() + self.limits.cancel_grace_seconds
-        while reply.status_code == 409 and asyncio.get_running_loop().time() < deadline:
+        while retry and reply.status_code == 409 and asyncio.get_running_loop().time() < deadline:
             # Busy: most likely the turn whose end we just relayed is still finishing there.
             await asyncio.sleep(0.05)
             reply = await self._on_holder("POST", "/v1/tasks", body, client)
@@ -240,8 +258,13 @@ class FarSession(ConversationReader):
         """Whether a turn of the conversation runs (on the holder), as the store says."""
         return any(t.status == IN_FLIGHT_TASK for t in await self.store.list_tasks(self.conv.id))
 
-    async def cancel(self) -> None:
-        """Cancel the conversation's running turns, on the holder."""
+    async def cancel(self, by: RemoteClient | None = None) -> None:
+        """Cancel the conversation's running turns, on the holder; `by`'s `session/cancel`
+        there first drops the v2 prompts held for this and other replicas' clients and
+        cancels the turn (far_held.held_cancel), as the holder's own clients' would."""
+        if by is not None:
+            with contextlib.suppress(AcpError, ApiError, NowFree):
+                await self.session_call(by, "session/cancel", {"sessionId": self.session_id})
         tasks = await self.store.list_tasks(self.conv.id)
         running = {t.id for t in tasks if t.status == IN_FLIGHT_TASK}
         for task_id in sorted(running | set(self._waiting)):
@@ -286,9 +309,20 @@ class FarSessions:
         if not far.watched:
             self._far.pop(far.conv.id, None)
 
+    def watched_by(self, connection: RemoteClient) -> list[FarSession]:
+        """The far sessions `connection` watches."""
+        return [f for f in self._far.values() if connection.id in f.clients]
+
     def detach_all(self, connection: RemoteClient) -> None:
-        for far in [f for f in self._far.values() if connection.id in f.clients]:
+        for far in self.watched_by(connection):
             self.detach(far, connection)
+
+
+def _code(reply: Any) -> Any:
+    """The gateway error code of an error reply, if it has one."""
+    with contextlib.suppress(ValueError, AttributeError):
+        return reply.json()["error"].get("code")
+    return None
 
 
 __all__ = ["FarSession", "FarSessions", "NowFree"]

@@ -15,8 +15,11 @@ check again when its turn comes (the turns before it may have spent the budget).
 `session/cancel` answers every held prompt of the conversation -32800, nothing of it
 inserted (`requests_in`: their request tasks are cancelled as `$/cancel_request` cancels
 one); a prompt whose own request is cancelled just leaves the line. v1 clients keep the
-busy refusal (v1 defines no holding). A session live on another replica (far.py) is not
-held here: its prompt goes to the holder, which refuses it busy.
+busy refusal (v1 defines no holding). A v2 prompt of a session live on another replica
+(far.py) is held here too, on the holder, in the same line and within the same depth:
+that replica's `POST /v1/tasks` with `busy: "queue"` waits in `wait_far` (far_held.py),
+and a `session/cancel` (from a client here or there) drops it (`drop_far`): the request
+is answered 409 `prompt_cancelled`, which that replica answers its client -32800.
 """
 
 from __future__ import annotations
@@ -25,11 +28,19 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agentao.gateway.errors import SessionBusy
+from agentao.gateway.errors import Conflict, SessionBusy
 from agentao.gateway.limits import Limits
 from agentao.gateway.turn_line import TurnLine
 
+PROMPT_DROPPED = "prompt_cancelled"  # the error code of a far prompt session/cancel dropped
 Admit = Callable[[str], Awaitable[None]]  # a key's budget check (budgets.py): raises when spent
+
+
+class PromptDropped(Conflict):
+    def __init__(self) -> None:
+        super().__init__(
+            "session/cancel dropped this prompt before its turn began", code=PROMPT_DROPPED
+        )
 
 
 class HeldPrompts:
@@ -39,6 +50,8 @@ class HeldPrompts:
         self.limits = limits
         self.line = TurnLine()
         self._held: dict[str, list[asyncio.Task[Any]]] = {}
+        self._far: set[asyncio.Task[Any]] = set()  # held for another replica's client
+        self._dropped: set[asyncio.Task[Any]] = set()  # of those, dropped by session/cancel
 
     async def wait(self, conv: Any, owner: str, admit: Admit | None = None) -> None:
         """Return at once when `conv` has no turn; else once its turn has ended and this
@@ -66,6 +79,31 @@ class HeldPrompts:
             if not held:
                 del self._held[conv.id]
 
+    async def wait_far(self, conv: Any, owner: str, admit: Admit | None = None) -> None:
+        """`wait` for a prompt another replica passed on (far.py): PromptDropped when a
+        `session/cancel` drops it meanwhile (`drop_far`)."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._far.add(task)
+        try:
+            await self.wait(conv, owner, admit)
+        except asyncio.CancelledError:
+            if task not in self._dropped:  # its replica left, or this one stops
+                raise
+            task.uncancel()  # ours, not the request's: it is answered, as cancelled
+            raise PromptDropped() from None
+        finally:
+            self._far.discard(task)
+            self._dropped.discard(task)
+
+    def drop_far(self, conv_id: str) -> None:
+        """`session/cancel`: the prompts held for other replicas' clients of `conv_id`
+        leave the line (`wait_far` raises PromptDropped), nothing of them inserted."""
+        for task in self._held.get(conv_id, ()):
+            if task in self._far and task not in self._dropped:
+                self._dropped.add(task)
+                task.cancel()
+
     def requests_in(self, conv_id: str, serving: dict[Any, asyncio.Task[Any]]) -> list[Any]:
         """`session/cancel`: the keys in `serving` (the service's running requests) of the
         prompts held for the conversation, to be cancelled, each answered -32800."""
@@ -73,4 +111,4 @@ class HeldPrompts:
         return [key for key, task in serving.items() if task in held]
 
 
-__all__ = ["HeldPrompts"]
+__all__ = ["PROMPT_DROPPED", "HeldPrompts", "PromptDropped"]

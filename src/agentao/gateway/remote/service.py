@@ -66,9 +66,9 @@ from agentao.gateway.remote.bridge_calls import (
     session_config,
     tell_title,
 )
-from agentao.gateway.remote.children import cancel_child
 from agentao.gateway.remote.clients import INIT_SCOPE, RemoteClient, RemoteClients
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
+from agentao.gateway.remote.far_held import cancel_child_anywhere
 from agentao.gateway.remote.far_open import far_opened
 from agentao.gateway.remote.held import HeldPrompts
 from agentao.gateway.remote.limits import check_change, remote_policy, session_params
@@ -517,8 +517,8 @@ class RemoteAcp:
                 return await far.session_call(connection, method, params)
             policy = remote_policy(connection.principal)
             return await far.prompt(connection, prompt_of(params), policy)
-        except asyncio.CancelledError:  # $/cancel_request: the turn ends on its holder too
-            if not bridged:
+        except asyncio.CancelledError:  # $/cancel_request: a v1 turn ends on its holder too
+            if not bridged and connection.bridge is None:  # a v2 one held there leaves its line
                 self._spawn(far.cancel())
             raise
         except NowFree:  # nobody holds it any more: it moves here, with its watchers
@@ -561,16 +561,18 @@ class RemoteAcp:
         `cancelled` (a session this connection is not attached to is ignored; a child's
         id cancels that child alone, if it is one of a session it watches)."""
         far = self.far.find(session_id, connection)
-        if far is not None:
-            self._spawn(far.cancel())
+        if far is not None:  # its held v2 prompts and its turn, on the holder (far_held.py)
+            self._spawn(far.cancel(connection))
             return
         relay = self.relays.find(session_id)
-        if relay is None:  # a child of a session it watches, alone (children.py)
+        if relay is None:  # a child of a session it watches, alone (children.py, far_held.py)
             watched = [r.conv for r in self.relays.watched_by(connection)]
-            self._spawn(cancel_child(watched, session_id))
+            fars = self.far.watched_by(connection)
+            self._spawn(cancel_child_anywhere(watched, fars, connection, session_id))
         elif connection.id in relay.clients:
             for key in self.held.requests_in(relay.conv.id, self._serving):
                 self._cancel_request(*key)  # held v2 prompts: -32800, never inserted
+            self.held.drop_far(relay.conv.id)  # and other replicas' clients' (far_held.py)
             turn = relay.conv.turn
             if turn is not None and not turn.done.is_set():
                 turn.cancel()

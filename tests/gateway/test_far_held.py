@@ -1,0 +1,300 @@
+"""Far sessions keep up with the holder's own clients (issue 25; gateway/remote/far_held.py):
+on two replicas sharing one PostgreSQL, a v2 client on B of a session A holds has its
+prompt sent while a turn runs held on A, in A's line (answered `{messageId}` once its
+turn begins, after the idle of the turn before it), dropped -32800 by a `session/cancel`
+from B or from A's own client; and a `session/cancel` on B naming a child of that session
+cancels that child alone on A, never a child of another key's session.
+
+A's first turn waits on its permission question (the scripted agent asks before it
+writes), so B's prompt arrives while it runs; the test knows B's prompt is held on A when
+A's line has taken it (`_held_on`), not after a guessed while.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentao.client import (
+    AgentUrl,
+    Client,
+    Handlers,
+    PermissionAnswer,
+    PermissionRequest,
+    TurnEnd,
+)
+from agentao.client.view import ChildEntry
+from agentao.gateway.config import ApiKey, Limits
+from agentao.gateway.remote import service
+from tests.gateway.conftest import LiveGateway, scripted_spec
+from tests.gateway.test_remote_children import REJECTED_CHILD, STUCK_AND_QUICK
+from tests.gateway.test_remote_v2 import (
+    Message,
+    V2Peer,
+    _request,
+    _text,
+    is_update,
+    peer_for,
+    states,
+    update_of,
+    updates,
+)
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def _held_on(holder: LiveGateway) -> threading.Event:
+    """Set once the holder's line has taken a prompt passed on by another replica."""
+    held = holder.gateway.remote.held
+    taken, wait_far = threading.Event(), held.wait_far
+
+    async def waiting(*args: Any) -> None:
+        taken.set()  # the line takes it in the same step (held.py `wait`)
+        await wait_far(*args)
+
+    held.wait_far = waiting
+    return taken
+
+
+async def _far_prompt_held(a: LiveGateway, b: LiveGateway) -> tuple[V2Peer, V2Peer, str]:
+    """A's peer with a turn waiting on its question, and B's peer (a far client of the
+    same session) whose prompt "second" (id 99) is held on A behind it."""
+    at_a, at_b = peer_for(a, "ws"), peer_for(b, "ws")
+    await at_a.open()
+    sid = (await at_a.call("session/new", {"cwd": a.config.agents[0].cwd}))["result"]["sessionId"]
+    await at_a.send(_request(50, "session/prompt", sid, "please write"))
+    await at_a.wait_for(lambda m: m.get("method") == "session/request_permission")
+    await at_b.open()
+    await at_b.call("session/resume", {"sessionId": sid, "cwd": b.config.agents[0].cwd})
+    taken = _held_on(a)
+    await at_b.send(_request(99, "session/prompt", sid, "second"))
+    assert await asyncio.to_thread(taken.wait, 30), "A's line never took B's prompt"
+    return at_a, at_b, sid
+
+
+def _starts_sent(replica: LiveGateway) -> list[str]:
+    """The prompts `replica` sends on as `POST /v1/tasks` from now on, in order."""
+    peers, sent = replica.gateway.peers, []
+    call = peers.call
+
+    async def calling(url: str, method: str, path: str, *args: Any) -> Any:
+        if (method, path) == ("POST", "/v1/tasks"):
+            sent.append(args[1]["prompt"][0]["text"])
+        return await call(url, method, path, *args)
+
+    peers.call = calling
+    return sent
+
+
+def _reply(peer: V2Peer, request_id: int) -> Message | None:
+    return next((m for m in peer.received if m.get("id") == request_id and "method" not in m), None)
+
+
+async def _allow(peer: V2Peer) -> None:
+    asked = await peer.wait_for(lambda m: m.get("method") == "session/request_permission")
+    option = asked["params"]["options"][0]["optionId"]
+    answer = {"outcome": {"outcome": "selected", "optionId": option}}
+    await peer.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer})
+
+
+def _echoed(peer: V2Peer) -> list[str]:
+    chunks = [u for u in updates(peer.received) if u["sessionUpdate"] == "user_message_chunk"]
+    return [u["content"]["text"] for u in chunks]
+
+
+async def test_a_far_v2_prompt_sent_during_a_turn_is_held_and_runs_after_it(
+    gateway_factory: Any, pg_url: str
+) -> None:
+    a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
+    at_a, at_b, _ = await _far_prompt_held(a, b)
+    try:
+        assert _reply(at_b, 99) is None  # held, not refused busy
+        await _allow(at_a)
+        reply = await at_b.wait_for(lambda m: m.get("id") == 99 and "method" not in m)
+        message_id = reply["result"]["messageId"]
+        echo = await at_b.wait_for(is_update("user_message_chunk", messageId=message_id))
+        assert update_of(echo)["content"]["text"] == "second"
+        first_idle = at_b.received.index(
+            await at_b.wait_for(is_update("state_update", state="idle"))
+        )
+        # after the turn before it ended, before anything of its own turn
+        assert first_idle < at_b.received.index(reply) < at_b.received.index(echo)
+        await at_b.wait_for(is_update("state_update", state="idle"), at_b.received.index(echo))
+        assert states(at_b.received)[-2:] == ["running", "idle"]
+        assert _echoed(at_b) == ["second"]  # B resumed mid-turn: no replay
+        assert at_b.errors() == [] and at_a.errors() == []
+    finally:
+        await at_a.close()
+        await at_b.close()
+
+
+@pytest.mark.parametrize("cancelled_on", ["b", "a"])
+async def test_session_cancel_answers_a_far_held_prompt_cancelled(
+    gateway_factory: Any, pg_url: str, cancelled_on: str
+) -> None:
+    """From B (passed on to A) or from A's own client: the held prompt is answered
+    -32800 and nothing of it is inserted; the running turn ends cancelled."""
+    a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
+    at_a, at_b, sid = await _far_prompt_held(a, b)
+    try:
+        canceller = at_b if cancelled_on == "b" else at_a
+        await canceller.notify("session/cancel", {"sessionId": sid})
+        refused = await at_b.wait_for(lambda m: m.get("id") == 99 and "method" not in m)
+        assert refused["error"]["code"] == -32800, refused
+        idle = await at_a.wait_for(is_update("state_update", state="idle"))
+        assert update_of(idle)["stopReason"] == "cancelled"
+        await at_b.wait_for(is_update("state_update", state="idle"))
+        assert _echoed(at_a) == ["please write"] and _echoed(at_b) == []  # B resumed mid-turn
+        assert at_b.errors() == []
+    finally:
+        await at_a.close()
+        await at_b.close()
+
+
+async def test_a_far_held_prompt_whose_request_is_cancelled_leaves_the_line_alone(
+    gateway_factory: Any, pg_url: str
+) -> None:
+    """`$/cancel_request` of B's held prompt: answered -32800, it leaves A's line, and the
+    turn it waited behind goes on (it is not that prompt's turn to cancel)."""
+    a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
+    at_a, at_b, sid = await _far_prompt_held(a, b)
+    try:
+        await at_b.notify("$/cancel_request", {"requestId": 99})
+        refused = await at_b.wait_for(lambda m: m.get("id") == 99 and "method" not in m)
+        assert refused["error"]["code"] == -32800, refused
+        await _allow(at_a)
+        idle = await at_a.wait_for(is_update("state_update", state="idle"))
+        assert update_of(idle)["stopReason"] == "end_turn"
+        await at_a.call("session/prompt", {"sessionId": sid, "prompt": [_text("third")]})
+        await at_a.wait_for(is_update("state_update", state="idle"), at_a.received.index(idle) + 1)
+        assert _echoed(at_a) == ["please write", "third"]  # nothing of B's prompt ran
+    finally:
+        await at_a.close()
+        await at_b.close()
+
+
+async def test_a_far_prompt_beyond_the_held_depth_is_busy(
+    gateway_factory: Any, pg_url: str
+) -> None:
+    """A's `[limits] remote_prompt_queue_depth` bounds B's held prompts too."""
+    limits = Limits(remote_prompt_queue_depth=1)
+    a = gateway_factory(store=pg_url, limits=limits)
+    b = gateway_factory(store=pg_url, limits=limits)
+    at_a, at_b, sid = await _far_prompt_held(a, b)
+    starts = _starts_sent(b)
+    try:
+        await at_b.send(_request(100, "session/prompt", sid, "third"))
+        refused = await at_b.wait_for(lambda m: m.get("id") == 100 and "method" not in m)
+        assert refused["error"]["code"] == -32600, refused
+        assert starts == ["third"]  # the line's answer is final: never asked again
+        assert _reply(at_b, 99) is None
+        await _allow(at_a)
+        assert "result" in await at_b.wait_for(lambda m: m.get("id") == 99 and "method" not in m)
+    finally:
+        await at_a.close()
+        await at_b.close()
+
+
+# ---- one child's cancel, from B ---------------------------------------------------------
+
+
+def _acp(gw: LiveGateway, key: str | None = None) -> AgentUrl:
+    return AgentUrl(f"ws://127.0.0.1:{gw.port}/acp", api_key=key)
+
+
+async def _never_answered(request: PermissionRequest) -> None:
+    await asyncio.Event().wait()
+
+
+@pytest.mark.parametrize("protocol", [1, 2])
+async def test_a_far_client_cancels_one_child_alone_on_the_holder(
+    gateway_factory: Any, pg_url: str, tmp_path: Path, protocol: int
+) -> None:
+    spec = scripted_spec(tmp_path, STUCK_AND_QUICK)
+    a = gateway_factory(store=pg_url, agents=(spec,))
+    b = gateway_factory(store=pg_url, agents=(spec,))
+    cwd = spec.cwd
+
+    async def cancelled_from_b(request: PermissionRequest) -> None:
+        far = Handlers(permission=_never_answered)
+        async with Client(_acp(b), protocol=protocol, subagents=True, handlers=far) as on_b:
+            await on_b.resume_session(request.root_session_id or "", cwd)
+            cancel = {"sessionId": request.session_id}  # the stuck child's
+            assert await on_b.channel.call_raw("session/cancel", cancel, 10) == {}
+            await asyncio.Event().wait()  # never answered: the cancel withdraws the question
+
+    handlers = Handlers(permission=cancelled_from_b)
+    async with Client(_acp(a), protocol=protocol, subagents=True, handlers=handlers) as on_a:
+        session = await on_a.new_session(cwd)
+        events = [e async for e in session.prompt("two children")]
+    assert [e.stop_reason for e in events if isinstance(e, TurnEnd)] == ["end_turn"]
+    kids = {e.title: e for e in session.view.entries if isinstance(e, ChildEntry)}
+    assert (kids["stuck"].state, kids["stuck"].stop_reason) == ("idle", "cancelled")
+    assert (kids["quick"].state, kids["quick"].stop_reason) == ("idle", "end_turn")
+    assert session.view.text.strip() == "parent goes on"
+
+
+def _child_cancels_done(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set once a replica has handled a `session/cancel` naming no session of its own
+    (service.py hands those to `cancel_child_anywhere`)."""
+    done, cancel = threading.Event(), service.cancel_child_anywhere
+
+    async def cancelling(*args: Any) -> bool:
+        try:
+            return await cancel(*args)
+        finally:
+            done.set()
+
+    monkeypatch.setattr(service, "cancel_child_anywhere", cancelling)
+    return done
+
+
+async def test_another_keys_far_client_cannot_cancel_a_child_it_does_not_watch(
+    gateway_factory: Any, pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack: Bob, on B, watches a session of his own that A holds, and names Alice's
+    child there. Nothing is cancelled: Alice's child ends as her answer says."""
+    keys = (
+        ApiKey("alice", _sha("sk-alice"), ceiling="ask", policy="ask"),
+        ApiKey("bob", _sha("sk-bob"), ceiling="ask", policy="ask"),
+    )
+    spec = scripted_spec(tmp_path, REJECTED_CHILD)
+    a = gateway_factory(store=pg_url, agents=(spec,), keys=keys)
+    b = gateway_factory(store=pg_url, agents=(spec,), keys=keys)
+    handled = _child_cancels_done(monkeypatch)
+
+    async def bob_cancels_then_alice_rejects(request: PermissionRequest) -> PermissionAnswer:
+        async with Client(_acp(a, "sk-bob"), subagents=True) as bob_on_a:
+            own = await bob_on_a.new_session(spec.cwd)  # held by A
+            async with Client(_acp(b, "sk-bob"), subagents=True) as bob_on_b:
+                await bob_on_b.resume_session(own.id, spec.cwd)  # far, on B
+                cancel = {"sessionId": request.session_id}  # Alice's child
+                assert await bob_on_b.channel.call_raw("session/cancel", cancel, 10) == {}
+                assert await asyncio.to_thread(handled.wait, 30)  # B has passed it on, or not
+        option = next(o for o in request.options if o.kind == "reject_once")
+        return PermissionAnswer(option.option_id)
+
+    handlers = Handlers(permission=bob_cancels_then_alice_rejects)
+    async with Client(_acp(a, "sk-alice"), subagents=True, handlers=handlers) as alice:
+        session = await alice.new_session(spec.cwd)
+        events = [e async for e in session.prompt("delegate it")]
+    assert [e.stop_reason for e in events if isinstance(e, TurnEnd)] == ["end_turn"]
+    [kid] = [e for e in session.view.entries if isinstance(e, ChildEntry)]
+    assert (kid.state, kid.stop_reason) == ("idle", "end_turn")  # Bob's cancel reached nothing
+
+
+def _sha(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def test_a_task_s_busy_must_be_reject_or_queue(gateway_factory: Any) -> None:
+    gw = gateway_factory()
+    with gw.http() as http:
+        bad = http.post("/v1/tasks", json={"agent": "agentao", "prompt": "x", "busy": "later"})
+    assert bad.status_code == 400, bad.text
+    assert bad.json()["error"]["param"] == "busy"
