@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import msgspec
 from starlette.requests import HTTPConnection, Request
 
+from agentao.gateway.asking import QuestionDesk
 from agentao.gateway.auth import POLICY_HEADER, Authenticator, Principal
 from agentao.gateway.batches import WriterBackoff
 from agentao.gateway.boots import this_boot
@@ -119,6 +120,15 @@ class Gateway:
         # Sets the pools' file and ask_user handlers: the agents' questions reach remote clients.
         self.remote = RemoteAcp(self.conversations, store, self.replica, self.peers, config.mcp)
         self.remote.admit = self.budgets.check  # every face's new turn is held to budgets
+        # The agents' ask_user: on the running task's log and to the remote clients too.
+        self.questions = QuestionDesk(
+            self.conversations,
+            self.remote.relays.ask_user,
+            self.limits.permission_deadline_seconds,
+            self.limits.max_answer_chars,
+        )
+        for pool in self.pools.values():
+            pool.ask_user = self.questions.ask_user
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()

@@ -1,0 +1,72 @@
+"""Answering the agent's `ask_user` questions: `POST /v1/questions/{id}` and the WebSocket.
+
+`POST /v1/questions/{id}` {"answer": "..."} answers an open question (asking.py) of the
+caller's own tasks: a question of another key's, or none open, is a 404
+(`question_not_found`: the two are not told apart); an answer past
+`[limits] max_answer_chars` is a 413 (`answer_too_long`). A route of its own rather than
+`/v1/permissions/{id}`: that one takes an option out of a list, this one free text, and
+a client of either is never surprised by the other's shape.
+
+On a task's WebSocket a watcher sends `{"type": "question-response", "requestId",
+"answer"}`; `answer_from_stream` is its handler (tasks.py), an error its words.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from fastapi import APIRouter, Request
+
+from agentao.gateway.asking import AnswerTooLong, QuestionUnknown
+from agentao.gateway.auth import Principal
+from agentao.gateway.errors import NotFound, PayloadTooLarge
+from agentao.gateway.identifiers import check_id
+from agentao.gateway.service import Gateway
+
+router = APIRouter()
+QUESTION_NOT_FOUND = "question_not_found"
+ANSWER_TOO_LONG = "answer_too_long"
+
+
+class QuestionAnswer(msgspec.Struct, kw_only=True):
+    answer: str
+
+
+@router.post("/v1/questions/{request_id}")
+async def answer_question(request_id: str, request: Request) -> Any:
+    """The owner's answer to the agent's question; the first answer wins."""
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    check_id(request_id, "request_id")
+    body = await gw.decode(request, QuestionAnswer)
+    try:
+        gw.questions.answer(request_id, body.answer, principal)
+    except QuestionUnknown as exc:
+        raise NotFound(str(exc), param="requestId", code=QUESTION_NOT_FOUND) from None
+    except AnswerTooLong as exc:
+        raise PayloadTooLarge(str(exc), param="answer", code=ANSWER_TOO_LONG) from None
+    return {"requestId": request_id, "accepted": True}
+
+
+def answer_from_stream(
+    gw: Gateway, principal: Principal, task_id: str, frame: dict[str, Any]
+) -> str | None:
+    """A watcher's answer on the task's stream; None, or what was wrong with it."""
+    request_id, answer = str(frame.get("requestId")), frame.get("answer")
+    if not isinstance(answer, str):
+        return "a question-response frame needs a string answer"
+    try:
+        gw.questions.answer(request_id, answer, principal, task_id=task_id)
+    except (QuestionUnknown, AnswerTooLong) as exc:
+        return str(exc)
+    return None
+
+
+__all__ = [
+    "ANSWER_TOO_LONG",
+    "QUESTION_NOT_FOUND",
+    "QuestionAnswer",
+    "answer_from_stream",
+    "router",
+]
