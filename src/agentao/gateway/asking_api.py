@@ -1,5 +1,6 @@
 """Answering the agent's `ask_user` questions: `POST /v1/questions/{id}` and the WebSocket.
 
+`GET /v1/questions` lists the caller's open questions (from the logs: every replica's);
 `POST /v1/questions/{id}` {"answer": "..."} answers an open question (asking.py) of the
 caller's own tasks: a question of another key's, or none open, is a 404
 (`question_not_found`: the two are not told apart); an answer past
@@ -13,12 +14,18 @@ On a task's WebSocket a watcher sends `{"type": "question-response", "requestId"
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import msgspec
 from fastapi import APIRouter, Request
 
-from agentao.gateway.asking import AnswerTooLong, QuestionUnknown
+from agentao.gateway.asking import (
+    QUESTION_REQUEST,
+    QUESTION_RESPONSE,
+    AnswerTooLong,
+    QuestionUnknown,
+)
 from agentao.gateway.auth import Principal
 from agentao.gateway.errors import NotFound, PayloadTooLarge
 from agentao.gateway.identifiers import check_id
@@ -31,6 +38,22 @@ ANSWER_TOO_LONG = "answer_too_long"
 
 class QuestionAnswer(msgspec.Struct, kw_only=True):
     answer: str
+
+
+@router.get("/v1/questions")
+async def open_questions(request: Request) -> Any:
+    """The caller's open `ask_user` questions, whichever replica runs their tasks: read
+    from the logs, oldest first, with the server's `now` (deadlines are its times)."""
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    events = await gw.store.running_events(principal.name)
+    ended = {e.payload.get("requestId") for _, e in events if e.type == QUESTION_RESPONSE}
+    data = [
+        {"taskId": e.task_id, "conversationId": conversation_id, **e.payload}
+        for conversation_id, e in events
+        if e.type == QUESTION_REQUEST and e.payload.get("requestId") not in ended
+    ]
+    return {"object": "list", "data": data, "now": time.time()}
 
 
 @router.post("/v1/questions/{request_id}")
