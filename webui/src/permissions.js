@@ -14,6 +14,7 @@
 // chose, and the task stream records it.
 import { api } from "./api.js";
 import { $, el } from "./dom.js";
+import { QuestionCard } from "./questions.js";
 import { renderIntent } from "./tools.js";
 import { countdown } from "./words.js";
 
@@ -187,7 +188,7 @@ class PendingDesk {
     const here = new Map(this.pinned);
     for (const a of listed) if (a.conversationId === this.current) here.set(a.requestId, a);
     const elsewhere = listed.filter((a) => a.conversationId !== this.current);
-    showCards($("asking"), [...here.values()], (ask) => new AskCard(ask));
+    showCards($("asking"), [...here.values()], (ask) => pinnedCard(ask));
     showCards($("pending"), elsewhere, (ask) => this.elsewhereCard(ask));
     const menu = $("menu"); // on a phone the sessions' badges are behind it
     menu.dataset.waiting = elsewhere.length ? String(elsewhere.length) : "";
@@ -223,6 +224,11 @@ function showCards(box, asks, make) {
   }
   for (const ask of asks) if (!shown.has(ask.requestId)) box.append(make(ask).root);
   box.hidden = asks.length === 0;
+}
+
+// The open session's question: a permission, or the agent's own (its ask_user).
+function pinnedCard(ask) {
+  return ask.kind === "question" ? new QuestionCard(ask) : new AskCard(ask);
 }
 
 export const desk = new PendingDesk();

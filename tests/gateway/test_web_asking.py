@@ -1,0 +1,65 @@
+"""The agent's own question (`ask_user`) in the web UI (issue 25; asking.py, questions.js),
+in real headless Chromium at 1280 and 390 px wide: drawn in its turn and pinned above the
+prompt like a permission card, answered there with a text box and Send, and the turn goes
+on with the answer. Screenshots go under the test's tmp path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.gateway.conftest import LiveGateway
+from tests.gateway.test_asking import ASKING
+from tests.gateway.test_web import (  # noqa: F401 (fixtures)
+    DESKTOP,
+    PHONE,
+    browser,
+    chromium,
+    last_turn,
+    open_page,
+    send,
+)
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+pytestmark = pytest.mark.timeout(120)
+WIDTHS = pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])
+
+
+@pytest.fixture
+def gateway(gateway_factory: Callable[..., LiveGateway]) -> LiveGateway:
+    return gateway_factory(script=ASKING)
+
+
+@pytest.fixture
+def page(browser: Browser, gateway: LiveGateway, viewport: dict[str, int]) -> Iterator[Page]:  # noqa: F811
+    phone = viewport == PHONE
+    page = open_page(browser, gateway.url, viewport=viewport, is_mobile=phone, has_touch=phone)
+    yield page
+    page.context.close()
+
+
+@WIDTHS
+def test_the_agents_question_is_pinned_and_answered_in_the_page(
+    page: Page, viewport: dict[str, int], tmp_path: Path
+) -> None:
+    send(page, "paint it")
+    page.locator(".turn .question").wait_for()  # in the transcript, where it was asked
+    pinned = page.locator("#asking .question")
+    pinned.wait_for()
+    assert pinned.locator(".ask-title").inner_text() == "The agent asks"
+    assert pinned.locator(".question-text").inner_text() == "which colour?"
+    box = pinned.bounding_box()  # in sight, on a phone too (not behind ☰)
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= viewport["height"]
+    page.screenshot(path=str(tmp_path / f"web-agent-question-{viewport['width']}.png"))
+    pinned.locator(".answer-box").fill("cobalt blue")
+    pinned.locator("button.send-answer").click()
+    turn = last_turn(page)
+    assert turn.locator(".question .decision").inner_text() == "Answered: cobalt blue"
+    assert page.locator("#asking").is_hidden()
+    assert turn.get_attribute("data-state") != "error"
+    assert "painted it" in turn.inner_text()
