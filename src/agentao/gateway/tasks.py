@@ -458,7 +458,7 @@ async def _read(websocket: WebSocket, gw: Gateway, principal: Principal, task_id
         if kind == "permission-response":
             error = await _answer_from_stream(websocket, gw, principal, task_id, frame)
         elif kind == "question-response":  # the agent's ask_user (asking_api.py)
-            error = answer_from_stream(gw, principal, task_id, frame)
+            error = await _question_from_stream(websocket, gw, principal, task_id, frame)
         elif kind == "cancel":
             error = await _cancel_from_stream(websocket, gw, task_id)
         elif kind == "steer":
@@ -490,6 +490,23 @@ async def _answer_from_stream(
         reply = await gw.peers.call(
             url, "POST", path, credentials(websocket), {"optionId": option_id}
         )
+    except ApiError as exc:
+        return exc.message
+    return None if reply.status_code == 200 else error_message(reply)
+
+
+async def _question_from_stream(
+    websocket: WebSocket, gw: Gateway, principal: Principal, task_id: str, frame: dict[str, Any]
+) -> str | None:
+    """A watcher's answer to the agent's question: here, or at the replica running it."""
+    error = answer_from_stream(gw, principal, task_id, frame)
+    url = await _runs_at(gw, task_id) if error is not None else None
+    if url is None:
+        return error
+    try:
+        path = f"/v1/questions/{check_id(str(frame.get('requestId')), 'requestId')}"
+        body = {"answer": frame.get("answer")}
+        reply = await gw.peers.call(url, "POST", path, credentials(websocket), body)
     except ApiError as exc:
         return exc.message
     return None if reply.status_code == 200 else error_message(reply)
