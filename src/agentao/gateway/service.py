@@ -117,7 +117,8 @@ class Gateway:
             self.pools[spec.name] = AgentPool(
                 spec, self.limits, self.conversations.permission, spawning
             )
-        # Sets the pools' file and ask_user handlers: the agents' questions reach remote clients.
+        # Sets the pools' file handler and an ask_user one (replaced by the desk's below,
+        # which asks the remote clients through it): the agents' calls reach remote clients.
         self.remote = RemoteAcp(self.conversations, store, self.replica, self.peers, config.mcp)
         self.remote.admit = self.budgets.check  # every face's new turn is held to budgets
         # The agents' ask_user: on the running task's log and to the remote clients too.
