@@ -66,10 +66,11 @@ def answered(rest: list[dict[str, Any]]) -> dict[str, Any]:
     return verdict
 
 
+@pytest.mark.parametrize("protocol", [None, 2], ids=["v1", "v2"])
 def test_a_question_on_the_task_stream_is_answered_over_http(
-    gateway_factory: Callable[..., LiveGateway], tmp_path: Path
+    gateway_factory: Callable[..., LiveGateway], tmp_path: Path, protocol: int | None
 ) -> None:
-    gw = gateway_factory(agents=(scripted_spec(tmp_path, ASKING),))
+    gw = gateway_factory(agents=(scripted_spec(tmp_path, ASKING, protocol=protocol),))
     started = start_task(gw, "paint it")
     with connect(gw.ws_url(started["stream_url"])) as ws:
         question = until_question(ws)[-1]
@@ -181,3 +182,25 @@ def test_a_childs_question_names_the_child(
     verdict = answered(rest)
     assert (verdict["answer"], verdict["childSessionId"]) == ("violet", question["childSessionId"])
     assert "violet" in told(rest)
+
+
+def test_a_question_open_when_the_turn_is_cancelled_ends_cancelled(
+    gateway_factory: Callable[..., LiveGateway], tmp_path: Path
+) -> None:
+    gw = gateway_factory(agents=(scripted_spec(tmp_path, ASKING),))
+    started = start_task(gw, "paint it")
+    with connect(gw.ws_url(started["stream_url"])) as ws:
+        question = until_question(ws)[-1]
+        ws.send(json.dumps({"type": "cancel"}))
+        rest = frames(ws)
+    assert rest[-1]["type"] == "task-ended" and rest[-1]["stopReason"] == "cancelled"
+    [verdict] = [f for f in rest if f["type"] == "question-response"]
+    assert (verdict["requestId"], verdict["answer"], verdict["by"]) == (
+        question["requestId"],
+        None,
+        "cancelled",
+    )
+    with gw.http() as http:
+        assert http.get("/v1/questions").json()["data"] == []
+        late = http.post(f"/v1/questions/{question['requestId']}", json={"answer": "x"})
+    assert late.status_code == 404
