@@ -152,8 +152,11 @@ def test_another_key_cannot_answer_the_question(
         path = f"/v1/questions/{question['requestId']}"
         with gw.http("sk-bob") as bob:
             stolen = bob.post(path, json={"answer": "rm -rf /"})
+            assert bob.get("/v1/questions").json()["data"] == []  # nor listed for him
+            held = bob.post(f"{path}/presence")  # nor kept open by him
         assert stolen.status_code == 404, stolen.text
         assert stolen.json()["error"]["code"] == "question_not_found"
+        assert held.status_code == 404 and held.json()["error"]["code"] == "question_not_found"
         with gw.http("sk-alice") as alice:
             assert alice.post(path, json={"answer": "ochre"}).status_code == 200
         rest = frames(ws)

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.gateway.conftest import LiveGateway
+from agentao.gateway.limits import Limits
+from tests.gateway.conftest import LiveGateway, scripted_spec
 from tests.gateway.test_asking import ASKING
 from tests.gateway.test_web import (  # noqa: F401 (fixtures)
     DESKTOP,
@@ -63,3 +64,34 @@ def test_the_agents_question_is_pinned_and_answered_in_the_page(
     assert page.locator("#asking").is_hidden()
     assert turn.get_attribute("data-state") != "error"
     assert "painted it" in turn.inner_text()
+
+
+WINDOW = 3.0  # the test's deadline: short, and held off by the page's presence
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP], ids=["1280"])
+def test_a_question_the_page_shows_outlives_its_deadline(
+    browser: Browser,  # noqa: F811
+    gateway_factory: Callable[..., LiveGateway],
+    viewport: dict[str, int],
+    tmp_path: Path,
+) -> None:
+    limits = Limits(permission_deadline_seconds=WINDOW)
+    gw = gateway_factory(agents=(scripted_spec(tmp_path, ASKING),), limits=limits)
+    page = open_page(browser, gw.url, viewport=viewport)
+    send(page, "paint it")
+    page.locator("#asking .question").wait_for()
+    with gw.http() as http:
+        (ask,) = http.get("/v1/questions").json()["data"]
+    assert ask["window"] == WINDOW
+    # Past the deadline it was asked with (and again): the page's presence moved it on.
+    page.wait_for_function(f"() => Date.now() / 1000 > {ask['deadline'] + WINDOW}")
+    with gw.http() as http:
+        assert [a["requestId"] for a in http.get("/v1/questions").json()["data"]] == [
+            ask["requestId"]
+        ]
+    page.locator("#asking .question .answer-box").fill("slowly typed")
+    page.locator("#asking .question button.send-answer").click()
+    decision = last_turn(page).locator(".question .decision")
+    assert decision.inner_text() == "Answered: slowly typed"
+    page.context.close()

@@ -114,7 +114,8 @@ async function beat(countdown) {
   if (!requestId || !seconds || left > seconds * PRESENCE_AT || beating.has(requestId)) return;
   beating.add(requestId);
   try {
-    const moved = await api(`/v1/permissions/${requestId}/presence`, { method: "POST" });
+    const route = card.classList.contains("question") ? "questions" : "permissions"; // questions.js
+    const moved = await api(`/v1/${route}/${requestId}/presence`, { method: "POST" });
     clock.offset = moved.now - Date.now() / 1000;
     for (const node of document.querySelectorAll(".permission .countdown")) {
       if (node.closest(".permission").dataset.requestId !== requestId) continue;

@@ -1,6 +1,7 @@
 // The agent's own question to the person (its `ask_user` tool): a card with the question,
 // a text box and Send, drawn in its turn and pinned above the prompt like a permission
-// card (permissions.js pins it; the countdown there draws its deadline). The answer goes
+// card (permissions.js pins it; its countdown draws the deadline, and while the card
+// shows, says the page is here: `POST /v1/questions/{id}/presence`). The answer goes
 // over HTTP (`POST /v1/questions/{id}`); the first answer wins, and the card then shows
 // what the agent was told: the answer, or that nobody answered in time.
 import { api } from "./api.js";
@@ -29,6 +30,7 @@ export class QuestionCard {
     this.sendButton.addEventListener("click", () => this.send());
     this.clock = el("span", "countdown");
     this.clock.dataset.deadline = String(ask.deadline || 0);
+    this.clock.dataset.window = String(ask.window || 0); // the page's presence holds it off
     this.buttons.append(this.sendButton, this.clock);
     this.decision = el("div", "decision");
     this.root.append(this.box, this.buttons, this.decision);

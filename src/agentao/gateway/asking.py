@@ -3,8 +3,8 @@
 Theory of operation. Our agent's `ask_user` tool asks the person a free-text question
 (`_agentao.cn/ask_user`; a child's, a subagent's, through its root session: pool.py).
 When the session's conversation has a turn running, the question is a
-`question-request` frame in its log {requestId, question, deadline, childSessionId?,
-childTitle?}, so the task stream, the web UI and every replica read it; its end is a
+`question-request` frame in its log {requestId, question, deadline, window,
+childSessionId?, childTitle?}, so the task stream, the web UI and every replica read it; its end is a
 `question-response` frame {requestId, answer (null: none), by} where `by` is `human`,
 `acp` (a remote ACP client), `deadline` or `cancelled`.
 
@@ -13,7 +13,9 @@ asking_api.py) or the task's WebSocket (`{"type": "question-response", "requestI
 "answer"}`), or a remote ACP client's, for the question goes to the conversation's
 remote watchers too (`SessionRelays.ask_user`); whichever wins, the other side's is
 withdrawn. Unanswered at `[limits] permission_deadline_seconds`, the agent gets what it
-got when nobody could be asked ("(user unavailable)"). An answer longer than
+got when nobody could be asked ("(user unavailable)"); as for permissions, the owner's
+presence (`POST /v1/questions/{id}/presence`, sent by the web UI while it shows the
+question) moves the deadline on, up to `permission_wait_max_seconds` after it was asked. An answer longer than
 `[limits] max_answer_chars` is refused, never cut.
 
 Without a running turn (a remote client's turn runs through the log too, so this is
@@ -57,6 +59,19 @@ class OpenQuestion:
     task_id: str
     owner: str
     future: asyncio.Future[tuple[str, Answerer]] = field(repr=False)
+    deadline: float = 0.0  # moved on by a watcher's presence, up to `latest`
+    window: float = 0.0  # seconds each presence gives
+    latest: float = 0.0  # the deadline never goes past this
+
+    async def answered(self) -> tuple[str, Answerer]:
+        """The answer, or TimeoutError once the deadline passed with nobody present since."""
+        while True:
+            try:
+                left = self.deadline - time.time()
+                return await asyncio.wait_for(asyncio.shield(self.future), left)
+            except TimeoutError:
+                if self.deadline <= time.time():
+                    raise
 
 
 class QuestionDesk:
@@ -68,11 +83,13 @@ class QuestionDesk:
         remote: RemoteAsk | None,
         deadline_seconds: float,
         max_answer_chars: int,
+        max_wait_seconds: float = 3600.0,
     ) -> None:
         self.conversations = conversations
         self.remote = remote  # the remote ACP watchers (remote/relay.py), if any
         self.deadline_seconds = deadline_seconds
         self.max_answer_chars = max_answer_chars
+        self.max_wait_seconds = max_wait_seconds  # however long someone watches
         self._open: dict[str, OpenQuestion] = {}
 
     async def ask_user(
@@ -98,22 +115,16 @@ class QuestionDesk:
         question: str,
         child: AskingChild | None,
     ) -> str:
-        loop = asyncio.get_running_loop()
-        ask = OpenQuestion(
-            "ask_" + uuid.uuid4().hex[:16], task_log.task_id, owner, loop.create_future()
-        )
-        named = (
-            {} if child is None else {"childSessionId": child.session_id, "childTitle": child.title}
-        )
-        deadline = time.time() + self.deadline_seconds
-        frame = {"requestId": ask.id, "question": question, "deadline": deadline, **named}
-        self._open[ask.id] = ask
+        ask = self._opened(task_log.task_id, owner)
+        named = _naming(child)
+        frame = {"requestId": ask.id, "question": question, "deadline": ask.deadline}
+        frame |= {"window": ask.window, **named}
         task_log.emit(QUESTION_REQUEST, frame)
         remote = self._offer_remote(ask, session_id, question, child)
         answer: str | None = None
         by: Answerer = "deadline"
         try:
-            answer, by = await asyncio.wait_for(asyncio.shield(ask.future), self.deadline_seconds)
+            answer, by = await ask.answered()
         except TimeoutError:
             pass
         except asyncio.CancelledError:  # the turn was cancelled
@@ -125,6 +136,15 @@ class QuestionDesk:
                 remote.cancel()  # withdrawn from the remote clients (reader.py `withdraw`)
         _record(task_log, ask.id, answer, by, named)
         return ASK_USER_UNAVAILABLE if answer is None else answer
+
+    def _opened(self, task_id: str, owner: str) -> OpenQuestion:
+        now, seconds = time.time(), self.deadline_seconds
+        future: asyncio.Future[tuple[str, Answerer]] = asyncio.get_running_loop().create_future()
+        ask = OpenQuestion("ask_" + uuid.uuid4().hex[:16], task_id, owner, future)
+        ask.deadline, ask.window = now + seconds, seconds
+        ask.latest = now + max(seconds, self.max_wait_seconds)
+        self._open[ask.id] = ask
+        return ask
 
     def _offer_remote(
         self, ask: OpenQuestion, session_id: str, question: str, child: AskingChild | None
@@ -157,9 +177,23 @@ class QuestionDesk:
             )
         ask.future.set_result((answer, "human"))
 
+    def present(self, request_id: str, principal: Principal) -> float:
+        """The question's owner watches it (the web UI, while it shows it): its deadline
+        moves to now plus its window (never back, never past its latest). The deadline."""
+        ask = self._open.get(request_id)
+        if ask is None or ask.future.done() or not owns(principal, ask.owner):
+            raise QuestionUnknown(f"no open question {request_id!r}")
+        ask.deadline = max(ask.deadline, min(time.time() + ask.window, ask.latest))
+        return ask.deadline
+
     def open_for(self, task_id: str) -> list[str]:
         """The ids of one task's open questions."""
         return [q.id for q in self._open.values() if q.task_id == task_id]
+
+
+def _naming(child: AskingChild | None) -> dict[str, str]:
+    """A child's question names the child: its session and its title."""
+    return {} if child is None else {"childSessionId": child.session_id, "childTitle": child.title}
 
 
 def _record(

@@ -4,7 +4,8 @@
 `POST /v1/questions/{id}` {"answer": "..."} answers an open question (asking.py) of the
 caller's own tasks: a question of another key's, or none open, is a 404
 (`question_not_found`: the two are not told apart); an answer past
-`[limits] max_answer_chars` is a 413 (`answer_too_long`). A route of its own rather than
+`[limits] max_answer_chars` is a 413 (`answer_too_long`). `POST
+/v1/questions/{id}/presence`: its owner watches it, the deadline moves on (asking.py). A route of its own rather than
 `/v1/permissions/{id}`: that one takes an option out of a list, this one free text, and
 a client of either is never surprised by the other's shape.
 
@@ -70,6 +71,20 @@ async def answer_question(request_id: str, request: Request) -> Any:
     except AnswerTooLong as exc:
         raise PayloadTooLarge(str(exc), param="answer", code=ANSWER_TOO_LONG) from None
     return {"requestId": request_id, "accepted": True}
+
+
+@router.post("/v1/questions/{request_id}/presence")
+async def question_presence(request_id: str, request: Request) -> Any:
+    """Its owner watches the question (the web UI, while it shows it): the deadline moves
+    on (`[limits] permission_wait_max_seconds` at most). The deadline, on the server's clock."""
+    gw: Gateway = request.app.state.gateway
+    principal = gw.principal(request)
+    check_id(request_id, "request_id")
+    try:
+        deadline = gw.questions.present(request_id, principal)
+    except QuestionUnknown as exc:
+        raise NotFound(str(exc), param="requestId", code=QUESTION_NOT_FOUND) from None
+    return {"requestId": request_id, "deadline": deadline, "now": time.time()}
 
 
 def answer_from_stream(

@@ -127,6 +127,7 @@ class Gateway:
             self.remote.relays.ask_user,
             self.limits.permission_deadline_seconds,
             self.limits.max_answer_chars,
+            self.limits.permission_wait_max_seconds,
         )
         for pool in self.pools.values():
             pool.ask_user = self.questions.ask_user

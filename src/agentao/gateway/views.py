@@ -12,7 +12,7 @@ become items beside them. A reader gets keyed items, each `{"id", "kind", "turn"
     plan        entries                      notice    title, text
     permission  requestId, title, toolKind, tool (as tool_call), options, deadline, window, decision
     decision    approved, title, reason      (a policy's answer, nobody asked)
-    question    requestId, question, deadline, childSessionId?, childTitle?, answer
+    question    requestId, question, deadline, window, childSessionId?, childTitle?, answer
                 (null while open, then {answer (null: none), by}): the agent's ask_user
     subagent    sessionId, toolCallId (the parent's call it runs in: as the agent names it,
                 `_meta["agentao.cn/parentToolCallId"]`, else the first running one),
@@ -296,7 +296,7 @@ class ConversationView:
             item |= {"requestId": payload.get("requestId"), "question": "", "answer": None}
             self.order.append(key)
         if kind == QUESTION_REQUEST:
-            named = ("question", "deadline", "childSessionId", "childTitle")
+            named = ("question", "deadline", "window", "childSessionId", "childTitle")
             item |= {k: payload[k] for k in named if k in payload}
         else:
             item["answer"] = {"answer": payload.get("answer"), "by": payload.get("by")}
