@@ -1,7 +1,8 @@
 """The agent's own question (`ask_user`) in the web UI (issue 25; asking.py, questions.js),
 in real headless Chromium at 1280 and 390 px wide: drawn in its turn and pinned above the
 prompt like a permission card, answered there with a text box and Send, and the turn goes
-on with the answer. Screenshots go under the test's tmp path."""
+on with the answer; another session's waits in the banner at the top; a page that shows
+a question holds its deadline off. Screenshots go under the test's tmp path."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from websockets.sync.client import connect
 
 from agentao.gateway.limits import Limits
 from tests.gateway.conftest import LiveGateway, scripted_spec
 from tests.gateway.test_asking import ASKING
+from tests.gateway.test_tasks import frames, start_task
 from tests.gateway.test_web import (  # noqa: F401 (fixtures)
     DESKTOP,
     PHONE,
@@ -95,3 +98,22 @@ def test_a_question_the_page_shows_outlives_its_deadline(
     decision = last_turn(page).locator(".question .decision")
     assert decision.inner_text() == "Answered: slowly typed"
     page.context.close()
+
+
+@pytest.mark.parametrize("viewport", [PHONE], ids=["390"])
+def test_another_sessions_question_waits_in_the_banner_and_is_answered_there(
+    page: Page, gateway: LiveGateway
+) -> None:
+    """An API caller's task asks; the page, on no session, shows it in the banner."""
+    started = start_task(gateway, "paint it")
+    card = page.locator("#pending .question")
+    card.wait_for()
+    assert card.locator(".question-text").inner_text() == "which colour?"
+    card.locator(".answer-box").fill("from the banner")
+    card.locator("button.send-answer").click()
+    with connect(gateway.ws_url(started["stream_url"])) as ws:
+        seen = frames(ws)
+    [verdict] = [f for f in seen if f["type"] == "question-response"]
+    assert (verdict["answer"], verdict["by"]) == ("from the banner", "human")
+    assert seen[-1]["type"] == "task-ended"
+    page.locator("#pending").wait_for(state="hidden")

@@ -8,7 +8,8 @@
 // deadline moves on, so a person reading it is not cut off (up to the gateway's
 // `permission_wait_max_seconds`); a question nobody has open still ends at its deadline.
 //
-// The banner asks the gateway (`GET /v1/permissions`) every PENDING_POLL_MS, so a question
+// The banner asks the gateway (`GET /v1/permissions`, and `GET /v1/questions` for the
+// agent's own questions, questions.js) every PENDING_POLL_MS, so a question
 // from an API caller's turn shows up whichever session is open, and again after a reload.
 // Answers go over HTTP with the web UI's header: the agent is told a person in the web UI
 // chose, and the task stream records it.
@@ -147,7 +148,13 @@ class PendingDesk {
   async poll() {
     let listing;
     try {
-      listing = await api("/v1/permissions");
+      // The agent's own questions too (its ask_user: questions.js), as their kind.
+      const [permissions, questions] = await Promise.all([
+        api("/v1/permissions"),
+        api("/v1/questions"),
+      ]);
+      const asked = questions.data.map((q) => ({ ...q, kind: "question" }));
+      listing = { now: permissions.now, data: [...permissions.data, ...asked] };
     } catch {
       return; // the next poll tries again; the page says nothing of a missed one
     }
@@ -201,7 +208,7 @@ class PendingDesk {
   }
 
   elsewhereCard(ask) {
-    const card = new AskCard(ask);
+    const card = pinnedCard(ask);
     const open = el("button", "open", "Open session");
     open.type = "button";
     open.addEventListener("click", () => this.listeners.forEach((f) => f("open", ask)));
