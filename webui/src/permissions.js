@@ -8,12 +8,14 @@
 // deadline moves on, so a person reading it is not cut off (up to the gateway's
 // `permission_wait_max_seconds`); a question nobody has open still ends at its deadline.
 //
-// The banner asks the gateway (`GET /v1/permissions`) every PENDING_POLL_MS, so a question
+// The banner asks the gateway (`GET /v1/permissions`, and `GET /v1/questions` for the
+// agent's own questions, questions.js) every PENDING_POLL_MS, so a question
 // from an API caller's turn shows up whichever session is open, and again after a reload.
 // Answers go over HTTP with the web UI's header: the agent is told a person in the web UI
 // chose, and the task stream records it.
 import { api } from "./api.js";
 import { $, el } from "./dom.js";
+import { QuestionCard } from "./questions.js";
 import { renderIntent } from "./tools.js";
 import { countdown } from "./words.js";
 
@@ -113,7 +115,8 @@ async function beat(countdown) {
   if (!requestId || !seconds || left > seconds * PRESENCE_AT || beating.has(requestId)) return;
   beating.add(requestId);
   try {
-    const moved = await api(`/v1/permissions/${requestId}/presence`, { method: "POST" });
+    const route = card.classList.contains("question") ? "questions" : "permissions"; // questions.js
+    const moved = await api(`/v1/${route}/${requestId}/presence`, { method: "POST" });
     clock.offset = moved.now - Date.now() / 1000;
     for (const node of document.querySelectorAll(".permission .countdown")) {
       if (node.closest(".permission").dataset.requestId !== requestId) continue;
@@ -145,7 +148,13 @@ class PendingDesk {
   async poll() {
     let listing;
     try {
-      listing = await api("/v1/permissions");
+      // The agent's own questions too (its ask_user: questions.js), as their kind.
+      const [permissions, questions] = await Promise.all([
+        api("/v1/permissions"),
+        api("/v1/questions"),
+      ]);
+      const asked = questions.data.map((q) => ({ ...q, kind: "question" }));
+      listing = { now: permissions.now, data: [...permissions.data, ...asked] };
     } catch {
       return; // the next poll tries again; the page says nothing of a missed one
     }
@@ -187,7 +196,7 @@ class PendingDesk {
     const here = new Map(this.pinned);
     for (const a of listed) if (a.conversationId === this.current) here.set(a.requestId, a);
     const elsewhere = listed.filter((a) => a.conversationId !== this.current);
-    showCards($("asking"), [...here.values()], (ask) => new AskCard(ask));
+    showCards($("asking"), [...here.values()], (ask) => pinnedCard(ask));
     showCards($("pending"), elsewhere, (ask) => this.elsewhereCard(ask));
     const menu = $("menu"); // on a phone the sessions' badges are behind it
     menu.dataset.waiting = elsewhere.length ? String(elsewhere.length) : "";
@@ -199,7 +208,7 @@ class PendingDesk {
   }
 
   elsewhereCard(ask) {
-    const card = new AskCard(ask);
+    const card = pinnedCard(ask);
     const open = el("button", "open", "Open session");
     open.type = "button";
     open.addEventListener("click", () => this.listeners.forEach((f) => f("open", ask)));
@@ -223,6 +232,11 @@ function showCards(box, asks, make) {
   }
   for (const ask of asks) if (!shown.has(ask.requestId)) box.append(make(ask).root);
   box.hidden = asks.length === 0;
+}
+
+// The open session's question: a permission, or the agent's own (its ask_user).
+function pinnedCard(ask) {
+  return ask.kind === "question" ? new QuestionCard(ask) : new AskCard(ask);
 }
 
 export const desk = new PendingDesk();

@@ -6,6 +6,7 @@ import { offerEdit } from "./edit.js";
 import { offerRewind } from "./rewind.js";
 import { renderMarkdown } from "./markdown.js";
 import { AskCard, desk } from "./permissions.js";
+import { QuestionCard } from "./questions.js";
 import { SubagentView } from "./subagents.js";
 import { ToolView } from "./tools.js";
 import { stopWords, turnUsage } from "./words.js";
@@ -79,6 +80,7 @@ export class TurnView {
       case "message": return this.message(item);
       case "tool_call": return this.tool(item);
       case "permission": return this.ask(item);
+      case "question": return this.question(item);
       case "decision": return this.decision(item);
       case "subagent": return this.subagent(item);
       default: return undefined; // plans show beside the log, notices nowhere yet
@@ -189,6 +191,21 @@ export class TurnView {
     }
   }
 
+  // The agent's own question (ask_user): pinned while open, its answer once given.
+  question(item) {
+    let card = this.nodes.get(item.id);
+    if (!card) {
+      card = new QuestionCard(item);
+      this.nodes.set(item.id, card);
+      this.assistant.append(card.root);
+      if (!item.answer && !this.ended) desk.pin(item);
+    }
+    if (item.answer && !card.root.dataset.decision) {
+      card.answered(item.answer);
+      desk.answered(item.requestId);
+    }
+  }
+
   // Decided by the policy, without asking: one line says so, and why.
   decision(item) {
     if (this.nodes.has(item.id)) return;
@@ -206,7 +223,7 @@ export class TurnView {
     this.root.dataset.state = cls;
     if (stopReason) this.root.dataset.stopReason = stopReason;
     for (const node of this.nodes.values()) {
-      if (!(node instanceof AskCard)) continue;
+      if (!(node instanceof AskCard || node instanceof QuestionCard)) continue;
       node.disable();
       desk.answered(node.ask.requestId); // a question ends with its turn: unpinned
     }

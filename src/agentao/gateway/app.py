@@ -28,6 +28,7 @@ from agentao.gateway import (
     acp_routes,
     anthropic_count,
     anthropic_messages,
+    asking_api,
     conversations_api,
     errors,
     forks,
@@ -115,6 +116,7 @@ def create_app(
     app.include_router(anthropic_count.router)
     app.include_router(anthropic_messages.router)
     app.include_router(tasks.router)
+    app.include_router(asking_api.router)
     app.include_router(conversations_api.router)
     app.include_router(forks.router)
     app.include_router(rewinds.router)

@@ -147,6 +147,8 @@ NAMED: tuple[tuple[str, re.Pattern[str], Namer], ...] = (
     ("DELETE", re.compile(r"/v1/conversations/(?P<id>[^/]+)"), _by_path),
     ("POST", re.compile(r"/v1/permissions/(?P<id>[^/]+)"), _by_question_in_path),
     ("POST", re.compile(r"/v1/permissions/(?P<id>[^/]+)/presence"), _by_question_in_path),
+    ("POST", re.compile(r"/v1/questions/(?P<id>[^/]+)"), _by_question_in_path),  # asking_api.py
+    ("POST", re.compile(r"/v1/questions/(?P<id>[^/]+)/presence"), _by_question_in_path),
 )
 
 

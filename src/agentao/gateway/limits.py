@@ -29,6 +29,9 @@ class Limits:
     # which the web UI sends while it shows the question) moves the deadline to then plus
     # permission_deadline_seconds, but never past this long after the question was asked.
     permission_wait_max_seconds: float = 3600.0
+    # The agent's `ask_user` question: an answer longer than this is refused (413), never
+    # cut (asking.py); it waits permission_deadline_seconds, then the agent gets none.
+    max_answer_chars: int = 8000
     ping_interval_seconds: float = 15.0  # task-stream keep-alive frames
     max_request_bytes: int = 16 * 1024 * 1024  # a larger HTTP body -> 413
     restart_backoff_seconds: float = 0.5  # first delay before restarting a crashed agent

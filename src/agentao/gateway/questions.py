@@ -8,7 +8,8 @@ with no answer frame yet. Only the caller's own conversations are read (the stor
 filters by owner): another key's question is never listed, and never found to answer.
 
 `GET /v1/permissions` lists them from here; `POST /v1/permissions/{id}` finds here
-which conversation asks, so the holder step (holders.py) passes the answer to the one
+which conversation asks (and `POST /v1/questions/{id}` too: the agent's `ask_user`,
+asking.py), so the holder step (holders.py) passes the answer to the one
 replica that holds it, whose desk takes it. No replica is asked in turn.
 """
 
@@ -23,6 +24,7 @@ from agentao.store.gateway_records import TaskEvent
 # As the desk writes them (permissions.py).
 QUESTION = "permission-request"
 ANSWER = "permission-response"
+ASKING = (QUESTION, "question-request")  # what `asking_conversation` finds
 
 
 async def open_questions(store: GatewayStore, owner: str) -> list[dict[str, Any]]:
@@ -37,7 +39,8 @@ async def asking_conversation(store: GatewayStore, owner: str, request_id: str) 
     """The conversation of `owner`'s that asks question `request_id` (None: no running
     task of theirs asked it)."""
     for conversation_id, event in await store.running_events(owner):
-        if event.type == QUESTION and event.payload.get("requestId") == request_id:
+        # The agent's own questions too (asking.py): their ids never meet permissions'.
+        if event.type in ASKING and event.payload.get("requestId") == request_id:
             return conversation_id
     return None
 

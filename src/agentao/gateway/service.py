@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import msgspec
 from starlette.requests import HTTPConnection, Request
 
+from agentao.gateway.asking import QuestionDesk
 from agentao.gateway.auth import POLICY_HEADER, Authenticator, Principal
 from agentao.gateway.batches import WriterBackoff
 from agentao.gateway.boots import this_boot
@@ -116,9 +117,20 @@ class Gateway:
             self.pools[spec.name] = AgentPool(
                 spec, self.limits, self.conversations.permission, spawning
             )
-        # Sets the pools' file and ask_user handlers: the agents' questions reach remote clients.
+        # Sets the pools' file handler and an ask_user one (replaced by the desk's below,
+        # which asks the remote clients through it): the agents' calls reach remote clients.
         self.remote = RemoteAcp(self.conversations, store, self.replica, self.peers, config.mcp)
         self.remote.admit = self.budgets.check  # every face's new turn is held to budgets
+        # The agents' ask_user: on the running task's log and to the remote clients too.
+        self.questions = QuestionDesk(
+            self.conversations,
+            self.remote.relays.ask_user,
+            self.limits.permission_deadline_seconds,
+            self.limits.max_answer_chars,
+            self.limits.permission_wait_max_seconds,
+        )
+        for pool in self.pools.values():
+            pool.ask_user = self.questions.ask_user
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()

@@ -10,6 +10,8 @@ conversation's number: a later turn's first frame follows the earlier turn's las
                          childSessionId: a child's update (turns.py; on the questions too)
     permission-request   requestId, toolCallId, title, kind, toolCall, options, deadline, window
     permission-response  requestId, toolCallId, title, optionId, outcome, approved, by, reason
+    question-request     requestId, question, deadline, childSessionId?, childTitle? (asking.py)
+    question-response    requestId, answer (null: none), by, childSessionId?, childTitle?
     task-ended           stopReason, usage (the agent's, or null)
     task-error           error: {message, code}
     ping                 (no seq; not stored) while nothing else happens
@@ -37,7 +39,8 @@ with `seq > N` (a seq of the conversation's log), then live ones, and closes aft
 keys, the handshake carries `Authorization` or offers the key as a subprotocol
 (see `auth.py`); a refused one gets the error's HTTP status and body. A
 watcher may send `{"type": "permission-response", "requestId", "optionId"}`
-(optionId null rejects), `{"type": "cancel"}` or `{"type": "steer", "text"}` (words for
+(optionId null rejects), `{"type": "question-response", "requestId", "answer"}` (the
+agent's ask_user, asking.py), `{"type": "cancel"}` or `{"type": "steer", "text"}` (words for
 the running turn, steer.py: answered `{"type": "steered", "outcome": "injected"}`, or an
 `error` frame with the code `POST /v1/tasks/{id}/steer` answers). Every task is here, whether it
 was started here, by Chat Completions or by the Responses API.
@@ -62,6 +65,7 @@ from fastapi.responses import JSONResponse
 
 from agentao.client.content import prompt_text
 from agentao.gateway import workdirs
+from agentao.gateway.asking_api import answer_from_stream
 from agentao.gateway.auth import (
     CLIENT_HEADER,
     WEB_CLIENT,
@@ -464,6 +468,8 @@ async def _read(websocket: WebSocket, gw: Gateway, principal: Principal, task_id
         kind = frame.get("type") if isinstance(frame, dict) else None
         if kind == "permission-response":
             error = await _answer_from_stream(websocket, gw, principal, task_id, frame)
+        elif kind == "question-response":  # the agent's ask_user (asking_api.py)
+            error = await _question_from_stream(websocket, gw, principal, task_id, frame)
         elif kind == "cancel":
             error = await _cancel_from_stream(websocket, gw, task_id)
         elif kind == "steer":
@@ -495,6 +501,23 @@ async def _answer_from_stream(
         reply = await gw.peers.call(
             url, "POST", path, credentials(websocket), {"optionId": option_id}
         )
+    except ApiError as exc:
+        return exc.message
+    return None if reply.status_code == 200 else error_message(reply)
+
+
+async def _question_from_stream(
+    websocket: WebSocket, gw: Gateway, principal: Principal, task_id: str, frame: dict[str, Any]
+) -> str | None:
+    """A watcher's answer to the agent's question: here, or at the replica running it."""
+    error = answer_from_stream(gw, principal, task_id, frame)
+    url = await _runs_at(gw, task_id) if error is not None else None
+    if url is None:
+        return error
+    try:
+        path = f"/v1/questions/{check_id(str(frame.get('requestId')), 'requestId')}"
+        body = {"answer": frame.get("answer")}
+        reply = await gw.peers.call(url, "POST", path, credentials(websocket), body)
     except ApiError as exc:
         return exc.message
     return None if reply.status_code == 200 else error_message(reply)

@@ -12,6 +12,8 @@ become items beside them. A reader gets keyed items, each `{"id", "kind", "turn"
     plan        entries                      notice    title, text
     permission  requestId, title, toolKind, tool (as tool_call), options, deadline, window, decision
     decision    approved, title, reason      (a policy's answer, nobody asked)
+    question    requestId, question, deadline, window, childSessionId?, childTitle?, answer
+                (null while open, then {answer (null: none), by}): the agent's ask_user
     subagent    sessionId, toolCallId (the parent's call it runs in: as the agent names it,
                 `_meta["agentao.cn/parentToolCallId"]`, else the first running one),
                 title, description, state {state, stopReason}, items: the
@@ -50,6 +52,9 @@ from agentao.store.gateway import GatewayStore
 from agentao.store.gateway_records import TaskEvent
 
 Item = dict[str, Any]
+# The agent's ask_user frames, as asking.py writes them (not imported: asking.py needs
+# the conversations, which need far more than a fold).
+QUESTION_REQUEST, QUESTION_RESPONSE = "question-request", "question-response"
 _SIDE_KINDS = {"plan": "plan", "usage_update": "usage"}
 
 
@@ -72,6 +77,8 @@ class ConversationView:
         """Fold one frame; the items it changed."""
         self.turn = event.task_id
         payload = event.payload
+        if event.type in (QUESTION_REQUEST, QUESTION_RESPONSE):  # a child's too: it names it
+            return [self._asked_user(event.type, payload)]
         child = payload.get("childSessionId")
         if isinstance(child, str) and event.type != "permission-response":
             return self._of_child(child, event.type, payload)
@@ -279,6 +286,21 @@ class ConversationView:
         self.extra[key] = item | decision
         self.order.append(key)
         return dict(self.extra[key])
+
+    def _asked_user(self, kind: str, payload: dict[str, Any]) -> Item:
+        """The agent's `ask_user` (asking.py): a question item, its answer once given."""
+        key = f"question:{payload.get('requestId')}"
+        item = self.extra.get(key)
+        if item is None:
+            item = self.extra[key] = {"id": key, "kind": "question", "turn": self.turn}
+            item |= {"requestId": payload.get("requestId"), "question": "", "answer": None}
+            self.order.append(key)
+        if kind == QUESTION_REQUEST:
+            named = ("question", "deadline", "window", "childSessionId", "childTitle")
+            item |= {k: payload[k] for k in named if k in payload}
+        else:
+            item["answer"] = {"answer": payload.get("answer"), "by": payload.get("by")}
+        return dict(item)
 
     def _item(self, key: str) -> Item:
         if key in self.extra:

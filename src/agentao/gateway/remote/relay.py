@@ -18,7 +18,9 @@ frame, numbered, so a client that resumes gets them again and one on another rep
 gets them too (far.py).
 
 The agent's other questions about a watched session:
-* `_agentao.cn/ask_user` to all of them too, the first answer winning (it is in no log);
+* `_agentao.cn/ask_user` to all of them too, the first answer winning; while a turn runs
+  the desk (asking.py) asks it on the log at the same time and withdraws it from here
+  when a person answers first;
   a child's (a subagent's, asked through its root session, pool.py) under the child's
   id to those that take children (children.py), named after the child to the others;
 * `fs/read_text_file` / `fs/write_text_file` to the watcher that advertised the
