@@ -7,6 +7,7 @@ deadline; only the owner may answer; a child's (a subagent's) names the child.""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Callable
@@ -185,6 +186,33 @@ def test_a_childs_question_names_the_child(
     verdict = answered(rest)
     assert (verdict["answer"], verdict["childSessionId"]) == ("violet", question["childSessionId"])
     assert "violet" in told(rest)
+
+
+def test_a_question_still_open_when_its_turn_ends_is_closed_in_the_log_ahead_of_the_end(
+    gateway_factory: Callable[..., LiveGateway], tmp_path: Path
+) -> None:
+    """Whichever the event loop gets to first, the question's end or the turn's: here the
+    asking never hears of the cancel (shielded), as when it is scheduled after the turn
+    ended; the log still closes the question, `cancelled`, before the turn's end frame."""
+    limits = Limits(permission_deadline_seconds=120)
+    gw = gateway_factory(agents=(scripted_spec(tmp_path, ASKING),), limits=limits)
+    desk = gw.gateway.questions
+    ask = desk._ask
+
+    async def deaf(*args: Any) -> str:
+        return await asyncio.shield(ask(*args))
+
+    desk._ask = deaf
+    started = start_task(gw, "paint it")
+    with connect(gw.ws_url(started["stream_url"])) as ws:
+        question = until_question(ws)[-1]
+        ws.send(json.dumps({"type": "cancel"}))
+        rest = frames(ws)
+    assert rest[-1]["type"] == "task-ended" and rest[-1]["stopReason"] == "cancelled"
+    [verdict] = [f for f in rest if f["type"] == "question-response"]
+    assert (verdict["requestId"], verdict["by"]) == (question["requestId"], "cancelled")
+    with gw.http() as http:
+        assert http.get("/v1/questions").json()["data"] == []
 
 
 def test_a_question_open_when_the_turn_is_cancelled_ends_cancelled(

@@ -61,7 +61,7 @@ async def test_a_persons_answer_wins_and_the_remote_question_is_withdrawn(
     async with Client(acp(gw), protocol=1, handlers=handlers) as client:
         session = await client.new_session(gw.config.agents[0].cwd)
         [_ async for _ in session.prompt("paint it")]
-        await asyncio.wait_for(withdrawn.wait(), 10)
+        await asyncio.wait_for(withdrawn.wait(), 30)
     ask = session.tool_calls["ask-1"]
     assert ask.status == "completed" and "from the desk" in str(ask.raw)
     async with httpx.AsyncClient(base_url=gw.url) as http:

@@ -3,6 +3,7 @@ permission requests answered by a human (or by the deadline)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from pathlib import Path
@@ -119,6 +120,32 @@ def test_unanswered_ask_is_rejected_at_the_deadline(gateway_factory) -> None:
     assert any(
         u.get("status") == "failed" for u in updates if u["sessionUpdate"] == "tool_call_update"
     )
+
+
+def test_a_question_still_open_when_its_turn_ends_is_closed_in_the_log_ahead_of_the_end(
+    gateway_factory,
+) -> None:
+    """Whichever the event loop gets to first, the question's end or the turn's: here the
+    desk never hears of the cancel (shielded), as when its cancellation is scheduled after
+    the turn ended; the log still records the question `cancelled` before the end frame."""
+    gw = gateway_factory(limits=Limits(permission_deadline_seconds=120))
+    desk = gw.gateway.desk
+    ask = desk._ask
+
+    async def deaf(*args: Any, **kwargs: Any) -> Any:
+        return await asyncio.shield(ask(*args, **kwargs))
+
+    desk._ask = deaf
+    task = start_task(gw, "write the file", permission_policy="ask")
+    with connect(gw.ws_url(task["stream_url"])) as ws:
+        for message in ws:
+            if json.loads(message)["type"] == "permission-request":
+                break
+        ws.send(json.dumps({"type": "cancel"}))
+        rest = [f for m in ws if (f := json.loads(m))["type"] != "ping"]
+    assert rest[-1]["type"] == "task-ended" and rest[-1]["stopReason"] == "cancelled", rest
+    [verdict] = [f for f in rest if f["type"] == "permission-response"]
+    assert verdict["by"] == "cancelled" and verdict["approved"] is False
 
 
 def test_a_quiet_stream_is_kept_alive_outside_the_log(gateway_factory) -> None:

@@ -121,6 +121,15 @@ class QuestionDesk:
         frame |= {"window": ask.window, **named}
         task_log.emit(QUESTION_REQUEST, frame)
         remote = self._offer_remote(ask, session_id, question, child)
+        recorded = False
+
+        def ended_first() -> None:  # the turn ends while it is open: cancelled, said first
+            nonlocal recorded
+            recorded = True
+            self._open.pop(ask.id, None)
+            _record(task_log, ask.id, None, "cancelled", named)
+
+        task_log.until_end(ask.id, ended_first)
         answer: str | None = None
         by: Answerer = "deadline"
         try:
@@ -128,13 +137,15 @@ class QuestionDesk:
         except TimeoutError:
             pass
         except asyncio.CancelledError:  # the turn was cancelled
-            _record(task_log, ask.id, None, "cancelled", named)
+            by = "cancelled"
             raise
         finally:
+            task_log.ended_open(ask.id)
             self._open.pop(ask.id, None)
             if remote is not None:
                 remote.cancel()  # withdrawn from the remote clients (reader.py `withdraw`)
-        _record(task_log, ask.id, answer, by, named)
+            if not recorded:
+                _record(task_log, ask.id, answer, by, named)
         return ASK_USER_UNAVAILABLE if answer is None else answer
 
     def _opened(self, task_id: str, owner: str) -> OpenQuestion:

@@ -143,7 +143,17 @@ class PermissionDesk:
         )
         self._pending[ask.id] = ask
         task_log.emit("permission-request", ask.frame())
+        recorded = False
+
+        def ended_first() -> None:  # the turn ends while it is open: cancelled, said first
+            nonlocal recorded
+            recorded = True
+            self._pending.pop(ask.id, None)
+            _record(task_log, request, PermissionAnswer(None), by="cancelled", request_id=ask.id)
+
+        task_log.until_end(ask.id, ended_first)
         by: reasons.Decider = "human"
+        answer = PermissionAnswer(None)
         try:
             answer = await _until_answered(ask)
         except TimeoutError:
@@ -151,11 +161,13 @@ class PermissionDesk:
             option = choose(request.options, allow=False, remember=False)
             answer = PermissionAnswer(option, reasons.by_deadline(seconds))
         except asyncio.CancelledError:  # the turn was cancelled: the client answers `cancelled`
-            _record(task_log, request, PermissionAnswer(None), by="cancelled", request_id=ask.id)
+            by = "cancelled"
             raise
         finally:
+            task_log.ended_open(ask.id)
             self._pending.pop(ask.id, None)
-        _record(task_log, request, answer, by=by, request_id=ask.id)
+            if not recorded:
+                _record(task_log, request, answer, by=by, request_id=ask.id)
         return answer
 
     def answer(

@@ -117,6 +117,8 @@ class TaskLog:
         self.failure: TaskEvent | None = None  # then: the `task-error` its watchers got
         self.last_seq = 0  # the seq of its last frame numbered (its log ends there once stored)
         self._end_seq = 0  # the seq of its terminal frame, once emitted (later ones: dropped)
+        # What is still open when the terminal frame comes says how it ended, ahead of it.
+        self._closers: dict[str, Callable[[], None]] = {}
 
     def emit(self, type_: str, payload: dict[str, Any]) -> TaskEvent:
         """Number a frame and queue it for the store, then the watchers. Once the store
@@ -125,12 +127,29 @@ class TaskLog:
             return TaskEvent(self.task_id, UNSTORED, type_, time.time(), payload)
         if self.finished.is_set():
             raise RuntimeError(f"task {self.task_id} has ended; {type_} not emitted")
+        if type_ in TERMINAL and not self._end_seq:
+            self._close_open()
         seq = self.last_seq = self._hub.number(self.conversation_id)
         if type_ in TERMINAL and not self._end_seq:
             self._end_seq = seq
         event = TaskEvent(self.task_id, seq, type_, time.time(), payload)
         self._hub.queue(event)
         return event
+
+    def until_end(self, key: str, close: Callable[[], None]) -> None:
+        """`close` runs right before the task's terminal frame, if `key` is still open then
+        (`ended_open`): a question the turn ends with says so in the log, ahead of the end,
+        whichever of the two the event loop gets to first."""
+        self._closers[key] = close
+
+    def ended_open(self, key: str) -> None:
+        """`key` closed on its own: nothing to run at the end for it."""
+        self._closers.pop(key, None)
+
+    def _close_open(self) -> None:
+        closers, self._closers = list(self._closers.values()), {}
+        for close in closers:
+            close()
 
     def emit_run(self, type_: str, payloads: Sequence[dict[str, Any]]) -> int:
         """`emit` a frame of type `type_` (not a terminal one) for each of `payloads`, in
