@@ -16,6 +16,7 @@ the turn before the next one looks.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import Any, Final, Literal
 
 from starlette.requests import Request
@@ -38,15 +39,8 @@ class TurnLine:
     async def wait_turn(self, conv: Any, request: Request, seconds: float, retry: int) -> None:
         """Return once `conv` has no turn and this request is first in line; 409 after
         `seconds`; CancelledError if the client leaves meanwhile (it leaves the line)."""
-        if not conv.reserved:
-            return
-        waiter = asyncio.current_task()
-        assert waiter is not None
-        listener = asyncio.create_task(when_left(request, waiter.cancel))
-        try:
-            await self.wait_free(conv, seconds, retry)
-        finally:
-            listener.cancel()
+        if conv.reserved:
+            await unless_left(request, self.wait_free(conv, seconds, retry))
 
     async def wait_free(self, conv: Any, seconds: float, retry: int) -> None:
         """`wait_turn` for a caller that is no HTTP request (remote ACP's held v2 prompts,
@@ -68,6 +62,17 @@ async def when_left(request: Request, leave: Any) -> None:
     leave()
 
 
+async def unless_left(request: Request, wait: Awaitable[None]) -> None:
+    """Await `wait` (a wait in a line); CancelledError if the client leaves meanwhile."""
+    waiter = asyncio.current_task()
+    assert waiter is not None
+    listener = asyncio.create_task(when_left(request, waiter.cancel))
+    try:
+        await wait
+    finally:
+        listener.cancel()
+
+
 async def _free(conv: Any) -> None:
     """Until the conversation's turn has ended and nobody is opening the next one."""
     while conv.reserved:
@@ -86,4 +91,4 @@ async def wait_if_queued(gw: Any, conv: Any, request: Request) -> None:
     await gw.line.wait_turn(conv, request, limits.queue_wait_seconds, limits.retry_after_seconds)
 
 
-__all__ = ["BUSY_CHOICES", "Busy", "TurnLine", "wait_if_queued", "when_left"]
+__all__ = ["BUSY_CHOICES", "Busy", "TurnLine", "unless_left", "wait_if_queued", "when_left"]

@@ -23,7 +23,6 @@ drives it through A. Two things A does for its own clients it does for B's the s
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from typing import Any, Protocol
 
@@ -32,7 +31,7 @@ from starlette.requests import Request
 from agentao.gateway.errors import ApiError
 from agentao.gateway.remote.children import cancel_child
 from agentao.gateway.remote.far import NowFree
-from agentao.gateway.turn_line import when_left
+from agentao.gateway.turn_line import unless_left
 from agentao.protocol.errors import AcpError, InvalidParams
 
 __all__ = ["CANCEL", "cancel_child_anywhere", "held_cancel", "hold_far_prompt"]
@@ -50,15 +49,8 @@ async def hold_far_prompt(gw: Any, conv: Any, owner: str, request: Request) -> N
     the request cancelled when its caller leaves. Nothing suspends between the return and
     the caller's `Conversations.begin`."""
     held = gw.remote.held
-    if not conv.reserved:
-        return
-    waiter = asyncio.current_task()
-    assert waiter is not None
-    listener = asyncio.create_task(when_left(request, waiter.cancel))
-    try:
-        await held.wait_far(conv, owner, gw.budgets.check)
-    finally:
-        listener.cancel()
+    if conv.reserved:
+        await unless_left(request, held.wait_far(conv, owner, gw.budgets.check))
 
 
 async def held_cancel(gw: Any, conv: Any, session_id: Any) -> dict[str, Any]:
