@@ -192,6 +192,32 @@ def test_the_follower_keeps_to_the_end_when_the_log_shrinks_under_its_own_scroll
     assert settled["gap"] <= 1, settled  # and the newest line is at the end, in sight
 
 
+@pytest.mark.parametrize("viewport", [DESKTOP], ids=["1280"])
+def test_a_person_s_scroll_up_holds_when_the_page_changes_before_its_scroll_event(
+    page: Page,
+) -> None:
+    """A person scrolls up, and before the browser tells of it (the scroll event, a frame
+    later) the transcript changes (a question's countdown ticks every second): following
+    must not scroll them back down. CI once saw "Jump to latest" never offered there. The
+    change is made in the same task as the scroll, so the race is met every time."""
+    send(page, "a long answer please")  # enough text to scroll, and a ticking question
+    page.locator(".turn .permission").first.wait_for()
+    after = page.evaluate(
+        """async () => {
+          const log = document.getElementById('log');
+          const frame = () => new Promise(r => requestAnimationFrame(() => r()));
+          await frame(); await new Promise(r => setTimeout(r, 0));
+          log.scrollTo(0, 0);                       // the person, reading from the start
+          const tick = document.createElement('span');
+          tick.textContent = 'tick';
+          log.lastElementChild.append(tick);        // the page changes before the event
+          await frame(); await frame();
+          return {top: log.scrollTop, jump: document.getElementById('jump').hidden};
+        }"""
+    )
+    assert after == {"top": 0, "jump": False}, after  # left where they read, offered the end
+
+
 @WIDTHS
 def test_the_open_session_s_question_is_pinned_announced_and_answered_there(
     page: Page, viewport: dict[str, int], tmp_path: Path

@@ -42,6 +42,9 @@ export class Follower {
   }
 
   grew() {
+    // A person's scroll up whose event has not come yet (a frame later) is theirs all the
+    // same: the page changing meanwhile (a countdown's tick) must not undo it.
+    if (this.log.scrollTop < this.lastTop && !this.atBottom()) this.following = false;
     if (this.following) this.toEnd();
     else this.jump.hidden = this.atBottom();
   }
