@@ -42,7 +42,7 @@ from agentao.gateway.config import (
     McpUrlPolicy,
     WebPolicy,
 )
-from agentao.gateway.http11 import GatewayH11Protocol
+from agentao.gateway.http11 import GatewayHttpProtocol
 from agentao.gateway.login import login_url
 from agentao.gateway.logs import uvicorn_log_config
 from agentao.gateway.serving import GatewayServer
@@ -106,7 +106,7 @@ class LiveGateway:
             log_level="warning",
             log_config=uvicorn_log_config(),  # as `agentao serve` logs
             access_log=False,
-            http=GatewayH11Protocol,  # as `agentao serve` runs
+            http=GatewayHttpProtocol,  # as `agentao serve` runs
             timeout_graceful_shutdown=2,
         )
         self._server = _Server(server_config)

@@ -61,8 +61,6 @@ ROWS: list[tuple[str, str, Any, dict[str, Any], int, str | None]] = [
     ("POST", "/v1/chat/completions", {**CHAT, "x_session_id": "é"}, {}, 400, "x_session_id"),
     ("POST", "/v1/chat/completions", {**CHAT, "x_session_id": "k" * 257}, {}, 400, "x_session_id"),
     ("POST", "/v1/chat/completions", {**CHAT, "x_session_id": ""}, {}, 400, "x_session_id"),
-    ("POST", "/v1/chat/completions", CHAT, {"X-Session-Id": b"a\x01b"}, 400, "X-Session-Id"),
-    ("POST", "/v1/chat/completions", CHAT, {"X-Session-Id": b"a\x7fb"}, 400, "X-Session-Id"),
     ("POST", "/v1/chat/completions", CHAT, {"X-Session-Id": "é".encode()}, 400, "X-Session-Id"),
     # ids of ours
     (
@@ -172,11 +170,12 @@ def raw_request(gw: LiveGateway, session_header: bytes) -> bytes:
     return reply
 
 
-@pytest.mark.parametrize("value", [b"a\rb", b"a\nb", b"a\x00b", b"\x00"])
-def test_cr_lf_nul_in_the_session_header_is_a_400_over_a_raw_socket(
+@pytest.mark.parametrize("value", [b"a\rb", b"a\nb", b"a\x00b", b"\x00", b"a\x01b", b"a\x7fb"])
+def test_control_characters_in_the_session_header_are_a_400_over_a_raw_socket(
     fresh: LiveGateway, value: bytes
 ) -> None:
-    # h11 refuses these before any route runs; the answer is ours, in the usual shape.
+    # The HTTP parser refuses these before any route runs (a field value holds no control
+    # character but HTAB); the answer is ours, in the usual shape.
     head, _, body = raw_request(fresh, value).partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400 ")
     assert b"content-type: application/json" in head.lower()
@@ -186,7 +185,7 @@ def test_cr_lf_nul_in_the_session_header_is_a_400_over_a_raw_socket(
 def test_nothing_ran_for_any_of_them(fresh: LiveGateway) -> None:
     for method, path, body, headers, _status, _param in ROWS:
         send(fresh, method, path, body, headers)
-    for value in (b"a\rb", b"a\nb", b"a\x00b"):
+    for value in (b"a\rb", b"a\nb", b"a\x00b", b"a\x01b", b"a\x7fb"):
         raw_request(fresh, value)
     work = Path(fresh.config.agents[0].cwd)
     assert not (work / "hello.txt").exists()

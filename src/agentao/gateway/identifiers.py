@@ -1,7 +1,7 @@
 """Identifiers a client sends, checked before anything runs.
 
 Every identifier ends up somewhere it must be safe. A session key is echoed back as
-the `X-Session-Id` header: with CR, LF or NUL in it h11 refuses to write the answer,
+the `X-Session-Id` header: with CR, LF or NUL in it h11 refused to write the answer,
 and the connection dropped *after* the turn had run and written files, so a client
 that retries repeats the side effects. A model's own part goes to the agent as a
 config value. Ids name store rows and appear in logs. So each is checked at the

@@ -30,7 +30,7 @@ import uvicorn
 
 from agentao import loops
 from agentao.gateway.config import GatewayConfig, Limits
-from agentao.gateway.http11 import GatewayH11Protocol
+from agentao.gateway.http11 import GatewayHttpProtocol
 from agentao.gateway.login import login_url
 from agentao.gateway.logs import redact_root_handlers, uvicorn_log_config
 from agentao.local_token import LocalTokenError, ensure_token, token_path
@@ -153,7 +153,7 @@ def serve(config: GatewayConfig, *, log_level: str = "info") -> int:
             log_level=log_level,
             log_config=uvicorn_log_config(),
             access_log=False,
-            http=GatewayH11Protocol,
+            http=GatewayHttpProtocol,
             loop=event_loop,
         ),
         f"agentao serve: listening on {url_of(config.host, port)} (agents: {names})"
