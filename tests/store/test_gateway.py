@@ -280,3 +280,41 @@ async def test_open_questions_are_the_owner_s_running_tasks_unanswered_ones(stor
     await store.append_events([TaskEvent("t2", 2, "task-ended", 1.0)], ended=[ended])
     assert [q["requestId"] for q in await open_questions(store, "alice")] == ["perm_2"]
     assert await asking_conversation(store, "alice", "perm_3") is None
+
+
+class _Statements:
+    """A connection that records the SQL it is given (`execute` and `executemany`)."""
+
+    def __init__(self, conn, seen: list[str]) -> None:
+        self._conn, self._seen = conn, seen
+
+    def execute(self, sql: str, *args):
+        self._seen.append(sql)
+        return self._conn.execute(sql, *args)
+
+    def executemany(self, sql: str, rows):
+        self._seen.append(sql)
+        return self._conn.executemany(sql, rows)
+
+
+async def test_a_batch_of_frames_alone_runs_only_the_frames_insert(tmp_path) -> None:
+    """A streamed answer's batches are frames alone: the statements for task rows,
+    responses, notes and ends are not run with nothing to do (each costs the loop its
+    lookup and step, once per streamed burst)."""
+    store = open_store(str(tmp_path / "g.sqlite3"))
+    try:
+        await store.create_conversation(Conversation("c1", "local", "agentao", "task"))
+        await store.append_events([], tasks=[TaskRecord("t1", "c1", "running", prompt="hi")])
+        seen: list[str] = []
+        real = store.db.transaction
+
+        async def recording(fn, **options):
+            return await real(lambda conn: fn(_Statements(conn, seen)), **options)
+
+        store.db.transaction = recording
+        frames = [TaskEvent("t1", n, "task-running", 0.0, {"update": {"n": n}}) for n in (1, 2)]
+        await store.append_events(frames)
+        assert len(seen) == 1 and seen[0].lstrip().startswith("INSERT INTO gw_log_frames")
+        assert [e.seq for e in await store.task_events("t1", 0)] == [1, 2]
+    finally:
+        await store.close()

@@ -146,3 +146,25 @@ async def test_a_failing_inline_transaction_is_rolled_back(db: Database) -> None
         await db.transaction(fails, inline=True)
     await db.transaction(insert(b"kept", []), inline=True)  # the connection is usable
     assert await rows(db) == [b"kept"]
+
+
+async def test_inline_commits_in_a_row_set_the_connection_for_the_loop_once(db: Database) -> None:
+    """Each inline commit used to turn the busy timeout and the automatic checkpoint off
+    and back on: four statements per commit, as many as the commit's own. Now the
+    connection is set for the loop once, and back for the writer's thread when it next
+    runs something there."""
+    pragmas: list[str] = []
+    db.trace(lambda sql: pragmas.append(sql) if sql.startswith("PRAGMA") else None)
+    ran_on: list[str] = []
+    for i in range(10):
+        await db.transaction(insert(b"%d" % i, ran_on), inline=True)
+    assert ran_on == [threading.current_thread().name] * 10
+    assert sorted(pragmas) == ["PRAGMA busy_timeout=0", "PRAGMA wal_autocheckpoint=0"]
+    db.trace(None)
+
+    def settings(conn: sqlite3.Connection) -> tuple[int, int]:
+        timeout = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        return timeout, conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+
+    # The thread's job finds its busy timeout and SQLite's checkpoint back.
+    assert await db.call(settings) == (sqlite_module.BUSY_TIMEOUT_MS, 1000)

@@ -302,21 +302,22 @@ class SqliteGatewayStore:
         rows = frame_rows(events)
         noted = [row[:4] for row in note_rows(notes)]  # SQLite has no leases to check
 
+        ends = [task_end_row(t) for t in ended]
+
         def append(c: sqlite3.Connection) -> None:
             for conv in conversations:
                 _upsert_conversation(c, conv)
-            c.executemany(
-                "INSERT INTO gw_tasks (id, conversation_id, status, created_at, prompt, boot_id) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                new,
-            )
-            c.executemany(_INSERT_RESPONSE + " ON CONFLICT(id) DO NOTHING", started)
-            c.executemany(_INSERT_FRAMES, rows)
-            c.executemany(_INSERT_NOTES, noted)
-            c.executemany(
-                "UPDATE gw_tasks SET status = ?, ended_at = ?, error = ? WHERE id = ?",
-                [task_end_row(t) for t in ended],
-            )
+            # Only the statements with rows: a streamed answer's batch is frames alone,
+            # and each statement costs its lookup and step even with nothing to do.
+            for statement, params in (
+                (_INSERT_TASKS, new),
+                (_INSERT_RESPONSE + " ON CONFLICT(id) DO NOTHING", started),
+                (_INSERT_FRAMES, rows),
+                (_INSERT_NOTES, noted),
+                (_END_TASKS, ends),
+            ):
+                if params:
+                    c.executemany(statement, params)
 
         size = sum(len(row[4]) for row in rows) + sum(len(row[3]) for row in noted)
         inline = self.inline_commit_bytes > 0 and size <= self.inline_commit_bytes
@@ -459,6 +460,11 @@ def _find_by_transcript(
     return (conversation_from_row(best), best["transcript_hash"]) if best else None
 
 
+_INSERT_TASKS = (
+    "INSERT INTO gw_tasks (id, conversation_id, status, created_at, prompt, boot_id) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+_END_TASKS = "UPDATE gw_tasks SET status = ?, ended_at = ?, error = ? WHERE id = ?"
 _INSERT_FRAMES = INSERT_LOG_FRAMES.replace("%s", "?")
 _INSERT_NOTES = INSERT_NOTE_FRAMES.replace("%s", "?")
 _LAST_SEQ_OF_TASK = LAST_SEQ_OF_TASK.replace("%s", "?")

@@ -99,6 +99,13 @@ class _Lane:
     def __init__(self, name: str, connect: Callable[[], sqlite3.Connection]) -> None:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._using = threading.Lock()  # held while a job or an inline call uses `conn`
+        # How `conn` is set now: for the event loop (no busy timeout; a writer's also no
+        # automatic checkpoint: see the module docstring) or for the lane's thread. It is
+        # switched when a call on the other side comes, not twice per call: a streaming
+        # gateway commits inline for every burst, and those four PRAGMAs cost about as
+        # much as the commit's own statements.
+        self._on_loop = False
+        self._checkpoints_off = False
         self.conn: sqlite3.Connection = None  # type: ignore[assignment]  # opened just below
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
@@ -134,7 +141,7 @@ class _Lane:
             return False, None
         conn = self.conn
         try:
-            conn.execute("PRAGMA busy_timeout=0")
+            self._set_for(on_loop=True)
             try:
                 return True, fn(conn)
             except sqlite3.OperationalError as exc:
@@ -142,7 +149,6 @@ class _Lane:
                     return False, None
                 raise
         finally:
-            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self._using.release()
 
     def try_inline(self, fn: Callable[[sqlite3.Connection], T]) -> tuple[bool, T | None]:
@@ -153,8 +159,7 @@ class _Lane:
             return False, None
         conn = self.conn
         try:
-            conn.execute("PRAGMA busy_timeout=0")
-            conn.execute("PRAGMA wal_autocheckpoint=0")
+            self._set_for(on_loop=True, writer=True)
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
@@ -163,15 +168,28 @@ class _Lane:
                 raise
             return True, _in_open_transaction(conn, fn)
         finally:
-            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            conn.execute(f"PRAGMA wal_autocheckpoint={_AUTOCHECKPOINT_PAGES}")
             self._using.release()
+
+    def _set_for(self, *, on_loop: bool, writer: bool = False) -> None:
+        """Set `conn` for the event loop (`writer`: a writer's, whose automatic checkpoint
+        is off there too) or for the lane's thread, where it is not so already; the
+        caller holds `_using`."""
+        if on_loop != self._on_loop:
+            self.conn.execute(f"PRAGMA busy_timeout={0 if on_loop else BUSY_TIMEOUT_MS}")
+            self._on_loop = on_loop
+        checkpoints_off = on_loop and writer
+        if checkpoints_off != self._checkpoints_off:
+            pages = 0 if checkpoints_off else _AUTOCHECKPOINT_PAGES
+            self.conn.execute(f"PRAGMA wal_autocheckpoint={pages}")
+            self._checkpoints_off = checkpoints_off
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
             fn, deliver = job
             try:
                 with self._using:
+                    if self._on_loop:
+                        self._set_for(on_loop=False)
                     result = fn(self.conn)
             except BaseException as exc:
                 deliver(None, exc)
