@@ -56,8 +56,9 @@ class SessionState:
     def apply(self, kind: str, value: Any, raw: dict[str, Any]) -> Update:
         """Fold one decoded update into the view (`view.fold`); return the event to queue."""
         update = self.view.fold(self.session_id, kind, value, raw)
-        for watcher in tuple(self.watchers):
-            watcher(update)
+        if self.watchers:  # mostly none: no copy of the list per update then
+            for watcher in tuple(self.watchers):
+                watcher(update)
         return update
 
     def upsert_tool_call(self, wire: Any) -> ToolCallState | None:

@@ -36,8 +36,12 @@ class EventStream:
         self.dropped = 0
 
     def push_update(self, item: Any) -> None:
-        self.seq += 1
-        self._push(self.seq, item)
+        self.seq = seq = self.seq + 1
+        if self.reading:  # `_push`'s common case, inline (a turn reads: nothing is dropped)
+            self._items.append((seq, item))
+            self._changed.set()
+        else:
+            self._push(seq, item)
 
     def push_event(self, item: Any) -> None:
         """A non-update event (a permission decision): ordered after the updates so far."""
