@@ -10,9 +10,14 @@ turn still yields every update, in order, and the view holds the joined text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import msgspec
 
 from agentao.client import TurnEnd
+from agentao.client.state import SessionState
+from agentao.protocol import schema
 from tests.client.test_reopen import SID, Peer, chunk, started
 from tests.gateway.test_relay_cost import agentao_lines
 
@@ -43,3 +48,35 @@ async def test_a_text_chunk_goes_from_its_line_to_the_turn_in_seventeen_calls_of
     assert calls == 17 * 10
     peer.eof()
     await client.close()
+
+
+def test_watchers_see_an_update_as_registered_when_it_came_without_a_copy_per_update() -> None:
+    # A gateway watches every session it holds, so `apply` runs its watchers for every
+    # update: the list is replaced on watch/unwatch, not copied per update. A watcher that
+    # stops others (or itself) during an update still leaves that update to all of them.
+    st = SessionState("s1", 10)
+    seen: list[tuple[str, str | None]] = []
+
+    def watcher(name: str) -> Callable[[Any], None]:
+        return lambda update: seen.append((name, update.text))
+
+    a, c = watcher("a"), watcher("c")
+
+    def b(update: Any) -> None:
+        seen.append(("b", update.text))
+        st.remove_watcher(a)
+        st.remove_watcher(b)
+
+    for w in (a, b, c, c):
+        st.add_watcher(w)
+    watchers = st.watchers
+    st.apply("agent_message_chunk", _text_chunk("1"), {})
+    assert watchers == [a, b, c, c]  # the list an update ran over is never changed in place
+    st.remove_watcher(c)  # its first registration only
+    st.remove_watcher(a)  # gone already: nothing
+    st.apply("agent_message_chunk", _text_chunk("2"), {})
+    assert seen == [("a", "1"), ("b", "1"), ("c", "1"), ("c", "1"), ("c", "2")]
+
+
+def _text_chunk(text: str) -> schema.AgentMessageChunk:
+    return schema.AgentMessageChunk(content=schema.TextContentBlock(text=text))
