@@ -44,3 +44,26 @@ async def test_changed_wakes_a_waiting_reader():
     assert not waiter.done()
     stream.push_update("x")
     await asyncio.wait_for(waiter, 1)
+
+
+async def test_a_burst_of_updates_sets_the_readers_event_once_and_every_read_rearms_it():
+    # Event.set is a Python call: once per burst, not once per update (a relay's chunks).
+    stream = EventStream(max_backlog=3)
+    stream.reading = True
+    sets = []
+    real_set = stream._changed.set
+    stream._changed.set = lambda: (sets.append(1), real_set())  # type: ignore[method-assign]
+    for i in range(5):
+        stream.push_update(i)
+    assert len(sets) == 1
+    await asyncio.wait_for(stream.changed(), 1)
+    assert stream.take(None) == [0, 1, 2, 3, 4]
+    waiter = asyncio.ensure_future(stream.changed())
+    await asyncio.sleep(0)
+    assert not waiter.done()  # read: the next update wakes the reader again
+    stream.push_event("decision")
+    stream.push_update(5)
+    await asyncio.wait_for(waiter, 1)
+    assert len(sets) == 2
+    stream.wake()  # a turn's end wakes a reader whatever was pushed
+    await asyncio.wait_for(stream.changed(), 1)

@@ -47,3 +47,24 @@ async def test_a_job_that_raises_is_logged_and_the_lane_serves_the_next(caplog) 
     await lanes.join()
     assert ran == ["next"]
     assert "notification handler failed" in caplog.text
+
+
+async def test_a_job_takes_its_arguments_on_an_idle_lane_and_behind_a_busy_one() -> None:
+    # The endpoint passes a handler and its arguments, not a closure made per update; a
+    # handler's stray (not awaitable) result is done, whether run at once or queued.
+    lanes, ran, go = Lanes(), [], asyncio.Event()
+
+    def job(*args: object) -> str:
+        ran.append(args)
+        return "a result, not awaitable"
+
+    lanes.submit("s", job, 1, 2)
+    assert ran == [(1, 2)] and not lanes.busy("s")
+    lanes.submit("s", go.wait)
+    lanes.submit("s", job, 3)
+    lanes.submit("s", job)
+    assert ran == [(1, 2)] and lanes.busy("s")
+    go.set()
+    await lanes.join()
+    assert ran == [(1, 2), (3,), ()]
+    assert not lanes.busy("s")

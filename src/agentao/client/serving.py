@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentao.client.capabilities import serves
-from agentao.client.children import ChildLinks
+from agentao.client.children import SUBAGENT_UPDATE, ChildLinks
 from agentao.client.events import PermissionDecision, Update
 from agentao.client.files import FileHandler, Workspace
 from agentao.client.permissions import (
@@ -130,9 +130,13 @@ class ClientSide:
     def follow(self, update: Update) -> None:
         """After `update` is in its own session's stream: a child's goes to its root's
         reader too, in order (client/children.py)."""
-        self.children.note(update.session_id, update.kind, update.value)
-        root = self.children.root(update.session_id)
-        if root != update.session_id and self.shows_children:
+        children = self.children
+        if update.kind == SUBAGENT_UPDATE:  # the only kind `note` reads
+            children.note(update.session_id, update.kind, update.value)
+        if not self.shows_children or not children.parents:
+            return  # nobody reads it at a root (or nobody is a child): once per update
+        root = children.root(update.session_id)
+        if root != update.session_id:
             self.state(root).stream.push_event(update)
 
     # ---- session/request_permission -------------------------------------------------

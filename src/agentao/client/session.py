@@ -132,10 +132,8 @@ class Session:
         agent's order, whether or not a turn is reading (a gateway relays a session to
         several readers this way); returns the function that stops it. It runs on the
         read path: keep it quick, and let it not raise."""
-        self.state.watchers.append(watcher)
-        return lambda: (
-            self.state.watchers.remove(watcher) if watcher in self.state.watchers else None
-        )
+        self.state.add_watcher(watcher)
+        return lambda: self.state.remove_watcher(watcher)
 
     def prompt(self, prompt: Prompt, *, queue: bool = False) -> Turn:
         """Send a prompt; iterate the returned Turn for its events. While a turn runs this

@@ -39,7 +39,9 @@ class SessionState:
         # v2: the running turn's end, the idle `state_update` (turn.py); None over v1
         self.idle: asyncio.Future[dict[str, Any]] | None = None
         self.message_id: str | None = None  # v2: the running prompt's `{messageId}` ack
-        self.watchers: list[Watcher] = []  # see Session.watch
+        # See Session.watch. Replaced, never changed in place (add_watcher, remove_watcher):
+        # `apply` iterates it as it was when an update came, without a copy per update.
+        self.watchers: list[Watcher] = []
 
     @property
     def tool_calls(self) -> dict[str, ToolCallState]:
@@ -56,9 +58,19 @@ class SessionState:
     def apply(self, kind: str, value: Any, raw: dict[str, Any]) -> Update:
         """Fold one decoded update into the view (`view.fold`); return the event to queue."""
         update = self.view.fold(self.session_id, kind, value, raw)
-        for watcher in tuple(self.watchers):
+        for watcher in self.watchers:
             watcher(update)
         return update
+
+    def add_watcher(self, watcher: Watcher) -> None:
+        self.watchers = [*self.watchers, watcher]
+
+    def remove_watcher(self, watcher: Watcher) -> None:
+        """Stop calling `watcher` (its first registration; nothing if it has none)."""
+        watchers = list(self.watchers)
+        if watcher in watchers:
+            watchers.remove(watcher)
+            self.watchers = watchers
 
     def upsert_tool_call(self, wire: Any) -> ToolCallState | None:
         """A permission request's `toolCall` (wire JSON), decoded once and merged by id;

@@ -32,12 +32,20 @@ class EventStream:
         self.seq = 0  # updates received so far
         self._items: deque[tuple[int, Any]] = deque()
         self._changed = asyncio.Event()
+        # Whether `_changed` is set: it is set and cleared only here, and a burst of updates
+        # then sets it once, not once per update (Event.set is a Python call).
+        self._signalled = False
         self.reading = False  # a turn is consuming
         self.dropped = 0
 
     def push_update(self, item: Any) -> None:
-        self.seq += 1
-        self._push(self.seq, item)
+        self.seq = seq = self.seq + 1
+        if self.reading:  # `_push`'s common case, inline (a turn reads: nothing is dropped)
+            self._items.append((seq, item))
+            if not self._signalled:
+                self.wake()
+        else:
+            self._push(seq, item)
 
     def push_event(self, item: Any) -> None:
         """A non-update event (a permission decision): ordered after the updates so far."""
@@ -50,7 +58,8 @@ class EventStream:
             self.dropped += 1
             if self.dropped == 1 or self.dropped % 1000 == 0:
                 log.warning("session backlog full: dropped %d unread updates", self.dropped)
-        self._changed.set()
+        if not self._signalled:
+            self.wake()
 
     def pop(self, up_to: int | None) -> Any | None:
         """The next item if its sequence number is <= up_to (None: no bound), else None."""
@@ -78,11 +87,13 @@ class EventStream:
         return items
 
     def wake(self) -> None:
+        self._signalled = True
         self._changed.set()
 
     async def changed(self) -> None:
         """Wait until something was pushed (or `wake()` was called)."""
         await self._changed.wait()
+        self._signalled = False
         self._changed.clear()
 
     def __len__(self) -> int:

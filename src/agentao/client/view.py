@@ -312,7 +312,10 @@ class SessionView:
             return
         if kind in TEXT_KINDS:
             message_id = getattr(value, "message_id", None)
-            self._text(ROLES[kind], content_text(value.content), message_id)
+            content = value.content
+            # content_text's text case, asked first: most updates are text chunks
+            text = content.text if type(content) is _TEXT_BLOCK else content_text(content)
+            self._text(ROLES[kind], text, message_id)
         elif kind == "plan":
             self.plan = list(value.entries)
             self.entries.append(PlanEntry(self.plan))
@@ -496,6 +499,7 @@ def tool_item(tool: ToolCallState) -> dict[str, Any]:
 
 
 _REPLAY_KINDS = {role: kind for kind, role in ROLES.items()}
+_TEXT_BLOCK = schema.TextContentBlock
 
 
 __all__ = [

@@ -170,6 +170,7 @@ class Connection:
         self.lenient = (role == "client") if lenient is None else lenient
         self.state: lifecycle.State = "new"
         self._accepts_all = lifecycle.accepts_all(role, self.state)
+        self._sides = (role, "protocol")  # the methods this side serves (MethodSpec.side)
         self._decode: Any = None  # decode_strict or decode_lenient, bound on first use
         self._next_id = 0
         self._pending: dict[RequestId, PendingRequest] = {}
@@ -196,7 +197,7 @@ class Connection:
                 None, InvalidRequest(f"Invalid Request: expected an object, got {kind}")
             )
         msg_id = message.get("id")
-        reply_id = msg_id if _valid_id(msg_id) else None
+        reply_id = msg_id if msg_id is None or _valid_id(msg_id) else None
         if damage is not None and not _in_payload(message, damage):
             return self._reject_envelope(message, reply_id, damage)
         if message.get("jsonrpc") != "2.0":
@@ -282,7 +283,9 @@ class Connection:
             return self._reject(
                 None, InvalidRequest('Invalid Request: "id" must be a string or integer')
             )
-        spec = self._spec_for(method)
+        spec = self.methods.get(method)  # `_spec_for`, inline: this runs once per update
+        if spec is not None and spec.side not in self._sides:
+            spec = None
         if spec is None and not method.startswith("_") and method != "$/cancel_request":
             if is_request:
                 return self._reject(reply_id, MethodNotFound(method))
@@ -299,7 +302,11 @@ class Connection:
                 raise _damaged_params(damage)
             if method == "initialize" and self._negotiates:
                 spec = self._settle_version(raw_params)
-            params = self._decode_params(spec, raw_params)
+            if type(raw_params) is dict and spec is not None and spec.params is not None:
+                # `_decode_params`'s common case, inline (once per streamed update)
+                params = self._decode_valid(spec.params, raw_params)
+            else:
+                params = self._decode_params(spec, raw_params)
         except (InvalidParams, UnsupportedVersion) as exc:
             if is_request:
                 return self._reject(reply_id, exc)
@@ -307,7 +314,10 @@ class Connection:
             return None
         if is_request:
             return Request(message["id"], method, params, message)
-        return Notification(method, params, message, session_id_of(raw_params))
+        session_id = raw_params.get("sessionId") if isinstance(raw_params, dict) else None
+        return Notification(
+            method, params, message, session_id if isinstance(session_id, str) else None
+        )
 
     @property
     def _negotiates(self) -> bool:
@@ -333,7 +343,7 @@ class Connection:
 
     def _spec_for(self, method: str) -> Any:
         spec = self.methods.get(method)
-        if spec is None or spec.side not in (self.role, "protocol"):
+        if spec is None or spec.side not in self._sides:
             return None
         return spec
 
@@ -342,8 +352,11 @@ class Connection:
             raise InvalidParams('Invalid params: "params" must be an object')
         if spec is None or spec.params is None:
             return params
+        return self._decode_valid(spec.params, {} if params is None else params)
+
+    def _decode_valid(self, tp: Any, params: dict[str, Any]) -> Any:
         try:
-            return self._decoder()(spec.params, {} if params is None else params)
+            return (self._decode or self._decoder())(tp, params)
         except msgspec.ValidationError as exc:
             raise InvalidParams(f"Invalid params: {exc}") from None
 

@@ -199,6 +199,9 @@ class Endpoint:
         event = self.conn.receive(line)
         if event is None:
             return None
+        if type(event) is Notification:  # the common case (every streamed update), first
+            self._on_notification(event)
+            return None
         if isinstance(event, Request) and lifecycle.is_barrier(event.method):
             return self._serve(event)
         if isinstance(event, Request):
@@ -218,12 +221,15 @@ class Endpoint:
         if event.method == "$/cancel_request":
             self._cancel_serving(event.message.get("params"))
             return
-        handler = self._find_handler(event.method)
+        # `_find_handler`'s cache, read inline: this runs once per streamed update
+        handler = self._handlers.get((self.conn.version, event.method))
         if handler is None:
-            log.debug("no handler for notification %s", event.method)
-            return
-        message = event.message
-        self._lanes.submit(event.session_id, lambda: _notify(handler, event.params, message))
+            handler = self._find_handler(event.method)
+            if handler is None:
+                log.debug("no handler for notification %s", event.method)
+                return
+        # The handler and its arguments, not a closure: an idle lane calls it at once.
+        self._lanes.submit(event.session_id, handler, event.params, event.message)
 
     def _on_response(self, event: Response) -> None:
         future = self._futures.get(event.id)
@@ -368,15 +374,6 @@ def _two_arguments(handler: Any) -> Handler:
     if len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in positional):
         return handler  # type: ignore[no-any-return]
     return lambda params, _message: handler(params)
-
-
-def _notify(handler: Handler, params: Any, message: dict[str, Any]) -> Awaitable[Any] | None:
-    """Call a notification handler: what an async one still has to do, None when done (a
-    lane waits only for the former; see lanes.py)."""
-    result = handler(params, message)
-    if result is None:  # the common case, asked first: isawaitable(None) is an ABC check
-        return None
-    return result if inspect.isawaitable(result) else None
 
 
 def _to_result(result: Any) -> Any:

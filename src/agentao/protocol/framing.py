@@ -45,12 +45,22 @@ class LineBuffer:
     def feed(self, data: bytes) -> list[bytes | Oversize]:
         out: list[bytes | Oversize] = []
         start = 0
+        find, limit = data.find, self.max_line_bytes
         while True:
-            nl = data.find(b"\n", start)
+            nl = find(b"\n", start)
             if nl < 0:
                 self._keep(data, start, len(data))
                 return out
-            self._finish_line(data, start, nl, out)
+            if not self._pending and not self._discarded and nl - start <= limit:
+                # The common case (a whole line in this chunk), inline: it runs once per
+                # streamed update. `_finish_line` is the same with the held bytes.
+                line = data[start:nl]
+                if line.endswith(b"\r"):
+                    line = line[:-1]
+                if line and not line.isspace():
+                    out.append(line)
+            else:
+                self._finish_line(data, start, nl, out)
             start = nl + 1
 
     def flush(self) -> list[bytes | Oversize]:
