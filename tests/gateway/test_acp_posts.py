@@ -3,11 +3,14 @@ every middleware outside it (Guard, BodyLimit, HolderRouting) and every refusal 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from starlette.requests import Request
 from starlette.responses import Response
 
 from agentao.gateway import acp_routes
+from agentao.gateway.remote.service import RemoteAcp
 from tests.gateway.conftest import LiveGateway
 
 pytestmark = pytest.mark.timeout(60)
@@ -68,3 +71,33 @@ def test_guard_still_runs_first(shared_gateway: LiveGateway, routed: list[bool])
         refused = http.post("/acp", json=INIT, headers={"Origin": "https://evil.example"})
     assert refused.status_code == 403
     assert routed == []
+
+
+def test_a_requests_work_starts_before_its_202(
+    shared_gateway: LiveGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request's task (for a prompt: its way to the agent) takes its first step
+    before the POST's reply is encoded and written, not after."""
+    order: list[str] = []
+    serve = RemoteAcp._serve
+    reply = Response.__call__
+
+    async def serving(self: RemoteAcp, *args: Any) -> None:
+        order.append("serve")
+        await serve(self, *args)
+
+    async def replying(self: Response, *args: Any) -> None:
+        if self.status_code == 202:
+            order.append("202")
+        await reply(self, *args)
+
+    monkeypatch.setattr(RemoteAcp, "_serve", serving)
+    monkeypatch.setattr(Response, "__call__", replying)
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}}
+    with shared_gateway.http() as http:
+        opened = http.post("/acp", json=INIT)
+        headers = {"Acp-Connection-Id": opened.headers["acp-connection-id"]}
+        assert http.post("/acp", json=listing, headers=headers).status_code == 202
+        seen = list(order)
+        http.delete("/acp", headers=headers)
+    assert seen == ["serve", "202"]

@@ -124,6 +124,12 @@ class AcpPosts:
             response = await _post(request, agent or _default_agent(request))
         except ApiError as exc:
             response = exc.response()
+        else:
+            # One turn of the loop before the reply is encoded and written: the work the
+            # message started (a prompt's way through the store to the agent) goes first,
+            # and the reply, which the client only waits on to send its next message,
+            # comes after it instead of ahead of it on the turn's critical path.
+            await asyncio.sleep(0)
         await response(scope, receive, send)
 
 
