@@ -175,8 +175,10 @@ def create_app(
 
 def _install_middleware(app: FastAPI, gateway: Gateway) -> None:
     # Added innermost first: a request meets Guard, then CORS, then BodyLimit, then the
-    # holder step (a request for a conversation live on another replica goes there).
+    # holder step (a request for a conversation live on another replica goes there),
+    # then a remote-ACP POST goes straight to its handler (acp_routes.AcpPosts).
     config = gateway.config
+    app.add_middleware(acp_routes.AcpPosts)
     app.add_middleware(HolderRouting, gateway=gateway)
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_request_bytes)
     if config.web.allowed_origins:
