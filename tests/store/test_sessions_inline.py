@@ -17,17 +17,20 @@ def statements_by_thread(store) -> list[tuple[str, str]]:
     return seen
 
 
-async def test_a_new_session_and_its_turn_commit_on_the_event_loop(tmp_path: Path) -> None:
+async def test_a_new_session_its_state_and_its_turn_commit_on_the_event_loop(
+    tmp_path: Path,
+) -> None:
     store = open_session_store(tmp_path / "s.sqlite3")
     seen = statements_by_thread(store)
     await store.create(SessionRecord("s1", "/w", ["/x"], state={"mode": "a"}))
-    await store.commit_turn("s1", TurnRecord({"text": "hi"}, "end_turn", 5.0), {"mode": "b"}, "hi")
+    await store.save_state("s1", {"mode": "b"})  # the mode a gateway sets as it opens one
+    await store.commit_turn("s1", TurnRecord({"text": "hi"}, "end_turn", 5.0), {"mode": "c"}, "hi")
     loop = threading.current_thread().name
     written = [sql for thread, sql in seen if sql in ("INSERT", "UPDATE", "COMMIT")]
-    assert written == ["INSERT", "COMMIT", "INSERT", "UPDATE", "COMMIT"]
+    assert written == ["INSERT", "COMMIT", "UPDATE", "COMMIT", "INSERT", "UPDATE", "COMMIT"]
     assert {thread for thread, sql in seen} == {loop}
     record = await store.get("s1")
-    assert record.state == {"mode": "b"} and record.turn_count == 1 and record.title == "hi"
+    assert record.state == {"mode": "c"} and record.turn_count == 1 and record.title == "hi"
     assert [t.data for t in await store.turns("s1")] == [{"text": "hi"}]
     await store.close()
 

@@ -93,8 +93,8 @@ class StoreSettings:
     # waiting for a pooled connection may take before a session method fails.
     pool_size: int = 2
     connect_seconds: float = DEFAULT_CONNECT_SECONDS
-    # On SQLite: a new session or a turn writing at most this many bytes (its payloads
-    # plus the pages it touches) commits on the event loop when the writer is idle
+    # On SQLite: a new session, a turn or a state change (a mode set as a session opens)
+    # writing at most this many bytes (its payloads plus the pages it touches) commits on the event loop when the writer is idle
     # (store/sqlite.py's inline transactions): two thread hand-offs cost more than such a
     # commit. 0: always on the writer's thread.
     inline_commit_bytes: int = 64 * 1024
@@ -193,11 +193,13 @@ class SqliteSessionStore:
 
     async def save_state(self, session_id: str, state: dict[str, Any]) -> None:
         """Persist a state change made between turns (mode, model)."""
-        await self.db.call(
+        encoded = _encode(state).decode()
+        await self._write(
             lambda c: c.execute(
                 "UPDATE sessions SET state = ?, updated_at = ? WHERE id = ?",
-                (_encode(state).decode(), time.time(), session_id),
-            )
+                (encoded, time.time(), session_id),
+            ),
+            len(encoded),
         )
 
     async def page(
