@@ -14,6 +14,7 @@ from agentao.agent.context import (
     Window,
     WindowMemory,
     estimate_text,
+    estimate_tools,
     is_context_overflow,
     learned_window,
     resolve_window,
@@ -116,3 +117,31 @@ def test_no_reported_usage_is_an_estimate() -> None:
     request = LlmRequest("m", (UserMessage("x" * 300),))
     measure = meter.observe(request, None)
     assert measure.estimated and measure.tokens >= 100
+
+
+def test_a_tool_list_is_encoded_once_and_again_when_it_changes(monkeypatch) -> None:
+    """Each request's tool list is measured (twice a turn, every session the same
+    built-ins): an equal list reuses the size; one changed, even in place, is encoded."""
+    import copy
+    import json
+
+    from agentao.agent import context
+
+    def size(tools: object) -> int:
+        return estimate_text(json.JSONEncoder(ensure_ascii=False).encode(tools), 2.0)
+
+    encoded: list[object] = []
+    real = json.dumps
+    monkeypatch.setattr(
+        context.json, "dumps", lambda obj, **kw: encoded.append(obj) or real(obj, **kw)
+    )
+    spec = {
+        "type": "function",
+        "function": {"name": "t", "description": "é" * 30, "parameters": {}},
+    }
+    tools = (spec, {**spec, "function": {**spec["function"], "name": f"u{id(encoded)}"}})
+    assert estimate_tools(tools, 2.0) == size(list(tools)) and len(encoded) == 1
+    same = copy.deepcopy(list(tools))  # another session's equal list
+    assert estimate_tools(same, 2.0) == size(same) and estimate_tools(same) and len(encoded) == 1
+    same[0]["function"]["description"] = "longer " * 50  # changed in place after measuring
+    assert estimate_tools(same, 2.0) == size(same) > size(list(tools)) and len(encoded) == 2

@@ -217,3 +217,33 @@ async def test_api_keys_are_not_inherited(tmp_path: Path) -> None:
 def test_secret_names(name: str, secret: bool) -> None:
     assert is_secret_name(name) is secret
     assert (name in scrubbed_env({name: "v"})) is not secret
+
+
+async def test_the_environment_is_worked_out_at_the_first_command_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a session builds a LocalEnv; most never run a command, so building one
+    neither scrubs os.environ nor walks PATH (they cost more than the rest of opening a
+    session), and a second command reuses what the first worked out."""
+    import agentao.agent.local_env as local_env
+
+    calls = {"scrub": 0, "which": 0}
+    real_scrub, real_which = local_env.scrubbed_env, local_env.shutil.which
+
+    def scrub(*args: object) -> dict[str, str]:
+        calls["scrub"] += 1
+        return real_scrub(*args)  # type: ignore[arg-type]
+
+    def which(*args: object) -> str | None:
+        calls["which"] += 1
+        return real_which(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(local_env, "scrubbed_env", scrub)
+    monkeypatch.setattr(local_env.shutil, "which", which)
+    monkeypatch.setenv("AGENTAO_TEST_SECRET_TOKEN", "hidden")
+    env = LocalEnv()
+    assert calls == {"scrub": 0, "which": 0}
+    first = await env.run_command("echo ${AGENTAO_TEST_SECRET_TOKEN:-none}", tmp_path, 10, 1000)
+    second = await env.run_command("echo again", tmp_path, 10, 1000)
+    assert (first.output, second.output) == ("none\n", "again\n")
+    assert calls == {"scrub": 1, "which": 1}

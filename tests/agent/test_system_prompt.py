@@ -85,3 +85,16 @@ def test_the_branch_is_never_read_through_a_symlink(tmp_path: Path, link: str) -
     else:
         (repo / ".git" / "HEAD").symlink_to(secret)
     assert read_branch(repo) is None
+
+
+def test_the_prompt_file_is_read_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every session's prompt comes from the installed prompt file: it is read once."""
+    facts = SystemFacts(Path("/w"), (Path("/w"),), RepoState(), today=date(2026, 1, 2))
+    first = build_system_prompt(facts)  # this process's read, if no test made it yet
+    reads: list[Path] = []
+    real = Path.read_text
+    monkeypatch.setattr(
+        Path, "read_text", lambda self, *a, **k: reads.append(self) or real(self, *a, **k)
+    )
+    assert build_system_prompt(facts) == first and "2026-01-02" in first
+    assert reads == []

@@ -56,3 +56,21 @@ def test_combine_keeps_builtins_first_and_drops_duplicates() -> None:
     assert names[-1] == "mcp__x__a"
     assert names.count("read_file") == 1
     assert by_name(tools)["read_file"].kind == "read"
+
+
+def test_the_optional_tools_are_looked_up_once_not_per_session(monkeypatch) -> None:
+    """Each session builds its tools; listing the optional tools' modules for every one
+    was a tenth of opening a session, so it happens once per process."""
+    import inspect
+
+    import agentao.agent.tools.registry as registry
+
+    builtin_tools()  # this process's lookup, if no test made it yet
+    listed = []
+    real = inspect.getmembers
+    monkeypatch.setattr(registry.inspect, "getmembers", lambda *a: listed.append(a[0]) or real(*a))
+    first, second = builtin_tools(), builtin_tools()
+    assert listed == []
+    names = [t.name for t in first]
+    assert names[-2:] == ["todo_write", "ask_user"] and names == [t.name for t in second]
+    assert all(a is not b for a, b in zip(first, second, strict=True))  # each session its own

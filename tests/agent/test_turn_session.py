@@ -101,6 +101,27 @@ def test_every_event_and_output_type_survives() -> None:
     assert TurnRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
 
 
+def test_a_records_fields_are_listed_once_per_class_not_per_commit(monkeypatch) -> None:
+    """Every turn is encoded as it commits: its classes' fields are looked up once per
+    process, and what is encoded is the same every time (a class, a path, tuples in the
+    tool's own data kept as they are)."""
+    from agentao.agent import session as session_module
+
+    record = TurnRecord(
+        "u",
+        (UserMessage("u"), AssistantMessage("", (ToolCall("c", "x", {"t": (1, Path("/p"))}),))),
+        (PlanChanged((PlanEntry("p"),)), TurnEnded("end_turn", Usage(5, 2, 7))),
+        "end_turn",
+    )
+    first = record.to_dict()  # this process's lookups, if no test made them yet
+    listed: list[object] = []
+    real = session_module.fields
+    monkeypatch.setattr(session_module, "fields", lambda cls: listed.append(cls) or real(cls))
+    assert record.to_dict() == first and listed == []
+    assert first["messages"][1]["tool_calls"][0]["arguments"] == {"t": [1, "/p"]}
+    assert session_module.encode(AgentSession) == str(AgentSession)  # a class is no record
+
+
 def test_a_newer_format_is_refused(tmp_path: Path) -> None:
     data = AgentSession.new(tmp_path, LlmConfig("OPENAI", "gpt-4o", "sk-secret")).to_dict()
     assert data["provider_id"] == "OPENAI" and "sk-secret" not in json.dumps(data)  # no key stored

@@ -214,7 +214,37 @@ def estimate_messages(messages: Sequence[Message], bytes_per_token: float = 3.0)
 def estimate_tools(tools: Sequence[dict[str, Any]], bytes_per_token: float = 3.0) -> int:
     if not tools:
         return 0
-    return estimate_text(json.dumps(list(tools), ensure_ascii=False), bytes_per_token)
+    return math.ceil(_tool_sizes.size(tools) / bytes_per_token)
+
+
+class _ToolSizes:
+    """The JSON size in bytes of the last few tool lists measured.
+
+    A turn measures its tool list before each request and after each reply, and every
+    session of a process offers the same built-ins: encoding them (some 6 KB of JSON,
+    ~75 us) was most of what measuring a request cost. A list is known again by equality
+    (~1 us) with a snapshot decoded from its own JSON, never with the caller's dicts, so
+    a list changed in place after it was measured is measured again. (JSON's size does
+    not depend on key order, which equality ignores too.)"""
+
+    def __init__(self, keep: int) -> None:
+        self._keep = keep
+        self._recent: list[tuple[list[Any], int]] = []  # (snapshot, size), newest first
+
+    def size(self, tools: Sequence[dict[str, Any]]) -> int:
+        listed = list(tools)
+        for i, (snapshot, size) in enumerate(self._recent):
+            if snapshot == listed:
+                self._recent.insert(0, self._recent.pop(i))
+                return size
+        text = json.dumps(listed, ensure_ascii=False)
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
+        self._recent.insert(0, (json.loads(text), size))
+        del self._recent[self._keep :]
+        return size
+
+
+_tool_sizes = _ToolSizes(keep=8)  # a process's tool lists: its sessions' MCP sets differ
 
 
 def estimate_request(request: LlmRequest, bytes_per_token: float = 3.0) -> int:

@@ -38,6 +38,7 @@ import shutil
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from agentao import beneath
@@ -61,10 +62,21 @@ class LocalEnv:
         sandbox: Sandbox | None = None,
     ):
         self.limits = limits or ShellLimits()
-        self._environ = dict(os.environ if env is None else env)
-        self._env = scrubbed_env(self._environ)
-        self._shell = shutil.which("bash") or "/bin/sh"
+        self._given = None if env is None else dict(env)
+        self._shell_env: _ShellEnv | None = None
         self.sandbox = sandbox
+
+    def _shell_environment(self) -> _ShellEnv:
+        """The environment and shell commands get, worked out at the first command, not
+        at construction: a session builds its LocalEnv when it opens and most never run
+        a command, and copying and scrubbing os.environ and walking PATH for bash cost
+        more than the rest of opening a session. The agent never changes its own
+        environment, so reading it at the first command reads the same values."""
+        if self._shell_env is None:
+            environ = dict(os.environ) if self._given is None else self._given
+            shell = shutil.which("bash") or "/bin/sh"
+            self._shell_env = _ShellEnv(environ, scrubbed_env(environ), shell)
+        return self._shell_env
 
     async def read_text(self, path: Path, line: int | None = None, limit: int | None = None) -> str:
         """Text from 1-based `line`, at most `limit` lines (ValueError for a binary file)."""
@@ -148,13 +160,14 @@ class LocalEnv:
     def _argv(
         self, command: str, cwd: Path, confinement: Confinement | None
     ) -> tuple[list[str], dict[str, str], SandboxedCommand]:
+        shell = self._shell_environment()
         if confinement is None:
-            return [self._shell, "-c", command], self._env, SandboxedCommand([])
+            return [shell.shell, "-c", command], shell.scrubbed, SandboxedCommand([])
         if self.sandbox is None:  # fail closed: a confined command never runs bare
             raise SandboxUnavailable("a sandboxed command was asked for, and none is set up")
         # bwrap starts with an empty environment: its PID 1 keeps the one it got; it
         # binds the workspace roots by the descriptors checked here (`fds`).
-        sandboxed = self.sandbox.command(command, cwd, confinement, self._environ)
+        sandboxed = self.sandbox.command(command, cwd, confinement, shell.environ)
         return sandboxed.argv, {}, sandboxed
 
     async def _pump(
@@ -186,6 +199,13 @@ class LocalEnv:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
+
+
+@dataclass(frozen=True, slots=True)
+class _ShellEnv:
+    environ: dict[str, str]  # the agent's, as the sandbox's PID 1 gets it
+    scrubbed: dict[str, str]  # without credentials: what an unconfined shell gets
+    shell: str
 
 
 class _HeadTail:

@@ -20,6 +20,7 @@ kept as they are. Fields added later get defaults, so older files still load.
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Iterator
@@ -241,17 +242,28 @@ _OPAQUE = {"raw_input", "raw_output", "arguments"}  # the tool's data: stored as
 
 def encode(obj: Any) -> Any:
     """JSON-safe builtins for events, messages, turn records (tagged with "type")."""
-    if is_dataclass(obj) and not isinstance(obj, type):
+    if obj is None or isinstance(obj, str | int | float | bool):
+        return obj
+    names = _field_names(type(obj))
+    if names is not None:
         out: dict[str, Any] = {"type": type(obj).__name__}
-        for f in fields(obj):
-            value = getattr(obj, f.name)
-            out[f.name] = _json_safe(value) if f.name in _OPAQUE else encode(value)
+        for name in names:
+            value = getattr(obj, name)
+            out[name] = _json_safe(value) if name in _OPAQUE else encode(value)
         return out
     if isinstance(obj, list | tuple):
         return [encode(x) for x in obj]
     if isinstance(obj, dict):
         return {str(k): encode(v) for k, v in obj.items()}
     return _json_safe(obj)
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """A dataclass's field names (None: `cls` is not one), asked once per class: every
+    turn is encoded when it commits, and `fields()` for each of its records and events
+    was most of the encoding's cost."""
+    return tuple(f.name for f in fields(cls)) if is_dataclass(cls) else None
 
 
 def decode(data: Any) -> Any:
@@ -281,6 +293,7 @@ def _json_safe(value: Any) -> Any:
         return {str(k): _json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_json_safe(v) for v in value]
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _json_safe(getattr(value, f.name)) for f in fields(value)}
+    names = _field_names(type(value))
+    if names is not None:
+        return {name: _json_safe(getattr(value, name)) for name in names}
     return str(value)

@@ -8,6 +8,7 @@ secrets and nothing of ACP go into it.
 
 from __future__ import annotations
 
+import functools
 import platform
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,10 +42,17 @@ def build_system_prompt(facts: SystemFacts) -> str:
         "repository": describe(facts.repository),
         "instructions": _instructions(facts.instructions),
     }
-    text = PROMPT_FILE.read_text(encoding="utf-8")
+    text = _template()
     for key, value in values.items():
         text = text.replace("{{" + key + "}}", value)
     return text.rstrip() + "\n"
+
+
+@functools.cache
+def _template() -> str:
+    """The prompt file, read once per process: it is part of the installed package, and
+    every session's prompt is built from it."""
+    return PROMPT_FILE.read_text(encoding="utf-8")
 
 
 def _instructions(files: Sequence[InstructionFile]) -> str:

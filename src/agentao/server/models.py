@@ -33,6 +33,7 @@ from agentao.agent.context import (
     ContextBudget,
     ContextMeter,
     ContextSettings,
+    Window,
     WindowMemory,
     resolve_window,
 )
@@ -106,6 +107,13 @@ def current_model(llm: LlmConfig, catalog: Catalog) -> ModelInfo:
     return ModelInfo(llm.provider_id.lower(), llm.model)
 
 
+# The window each model's line last logged: the line is written when a model's window is
+# first known or changes, not again for every session that opens on it (it names no
+# session, so a repeat says nothing new, and writing it cost more than the rest of
+# budget_for). One entry per model this process has run.
+_logged_windows: dict[str, Window] = {}
+
+
 def budget_for(llm: LlmConfig, catalog: Catalog, settings: ContextSettings) -> ContextBudget:
     """The window (and prices) of `llm`'s model, from every source that knows it."""
     info = current_model(llm, catalog)
@@ -118,7 +126,9 @@ def budget_for(llm: LlmConfig, catalog: Catalog, settings: ContextSettings) -> C
         provider=None if from_file else listed,
         learned=memory.get(llm.model_value),
     )
-    log.info("%s: context window %d tokens (%s)", llm.model_value, window.tokens, window.source)
+    if _logged_windows.get(llm.model_value) != window:
+        _logged_windows[llm.model_value] = window
+        log.info("%s: context window %d tokens (%s)", llm.model_value, window.tokens, window.source)
     return ContextBudget(
         window, ContextMeter(settings.bytes_per_token), info, memory, llm.model_value
     )

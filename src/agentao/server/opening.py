@@ -126,7 +126,10 @@ class SessionFactory:
 
         files = await asyncio.to_thread(find_instructions, agent.cwd, self.settings.instructions)
         run = LocalEnv(self.settings.shell, sandbox=self.sandbox).run_command
-        sandboxed = await asyncio.to_thread(lambda: self.sandbox.status().available)
+        # The probe's answer is known once any session opened (AcpAgent._probe_sandbox):
+        # a thread hop per session to read it cost more than the rest of this prompt.
+        status = self.sandbox.known or await asyncio.to_thread(self.sandbox.status)
+        sandboxed = status.available
         state = await repo_state(agent.cwd, run if sandboxed else None)
         facts = SystemFacts(agent.cwd, agent.workspace, state, files)
         return with_client_prompt(agent, build_system_prompt(facts))

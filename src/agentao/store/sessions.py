@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -92,6 +93,11 @@ class StoreSettings:
     # waiting for a pooled connection may take before a session method fails.
     pool_size: int = 2
     connect_seconds: float = DEFAULT_CONNECT_SECONDS
+    # On SQLite: a new session, a turn or a state change (a mode set as a session opens)
+    # writing at most this many bytes (its payloads plus the pages it touches) commits on the event loop when the writer is idle
+    # (store/sqlite.py's inline transactions): two thread hand-offs cost more than such a
+    # commit. 0: always on the writer's thread.
+    inline_commit_bytes: int = 64 * 1024
 
 
 class SessionStore(Protocol):
@@ -153,7 +159,8 @@ class SqliteSessionStore:
         now = time.time()
         record.created_at = record.created_at or now
         record.updated_at = record.updated_at or now
-        await self.db.call(lambda c: _insert_session(c, record))
+        row = _session_row(record)
+        await self._write(lambda c: c.execute(_INSERT_SESSION, row), len(row[2]) + len(row[6]))
 
     async def get(self, session_id: str) -> SessionRecord | None:
         return await self.db.call(lambda c: _get(c, session_id))
@@ -167,7 +174,18 @@ class SqliteSessionStore:
         """Append `turn` and set the session's state, atomically."""
         if title is not None:
             title = title[: self.settings.title_chars]
-        await self.db.transaction(lambda c: _commit_turn(c, session_id, turn, state, title))
+        data, encoded = _encode(turn.data).decode(), _encode(state).decode()
+        await self._write(
+            lambda c: _commit_turn(c, session_id, turn, data, encoded, title),
+            len(data) + len(encoded),
+        )
+
+    async def _write(self, fn: Callable[[sqlite3.Connection], object], payload: int) -> None:
+        """`fn` in one transaction: on the event loop when it is small and the writer is
+        idle, else on the writer's thread (see StoreSettings.inline_commit_bytes)."""
+        size = payload + _PAGES_WRITTEN * _PAGE_BYTES
+        inline = size <= self.settings.inline_commit_bytes
+        await self.db.transaction(fn, inline=inline, size=size)
 
     async def truncate_turns(self, session_id: str, keep: int, state: dict[str, Any]) -> None:
         """Drop the turns from `keep` on and set the state, atomically."""
@@ -175,11 +193,13 @@ class SqliteSessionStore:
 
     async def save_state(self, session_id: str, state: dict[str, Any]) -> None:
         """Persist a state change made between turns (mode, model)."""
-        await self.db.call(
+        encoded = _encode(state).decode()
+        await self._write(
             lambda c: c.execute(
                 "UPDATE sessions SET state = ?, updated_at = ? WHERE id = ?",
-                (_encode(state).decode(), time.time(), session_id),
-            )
+                (encoded, time.time(), session_id),
+            ),
+            len(encoded),
         )
 
     async def page(
@@ -236,19 +256,24 @@ def _row_to_record(row: sqlite3.Row) -> SessionRecord:
     )
 
 
-def _insert_session(conn: sqlite3.Connection, r: SessionRecord) -> None:
-    conn.execute(
-        "INSERT INTO sessions (id, cwd, additional_directories, title, created_at, updated_at, "
-        "turn_count, state) VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
-        (
-            r.id,
-            r.cwd,
-            _encode(r.additional_directories).decode(),
-            r.title,
-            r.created_at,
-            r.updated_at,
-            _encode(r.state).decode(),
-        ),
+_INSERT_SESSION = (
+    "INSERT INTO sessions (id, cwd, additional_directories, title, created_at, updated_at, "
+    "turn_count, state) VALUES (?, ?, ?, ?, ?, ?, 0, ?)"
+)
+# What a write adds to the WAL besides its payloads, for the inline checkpoint's count:
+# whole pages, about this many (the table's leaf and those of its indexes).
+_PAGES_WRITTEN, _PAGE_BYTES = 4, 4096
+
+
+def _session_row(r: SessionRecord) -> tuple[Any, ...]:
+    return (
+        r.id,
+        r.cwd,
+        _encode(r.additional_directories).decode(),
+        r.title,
+        r.created_at,
+        r.updated_at,
+        _encode(r.state).decode(),
     )
 
 
@@ -269,21 +294,23 @@ def _commit_turn(
     conn: sqlite3.Connection,
     session_id: str,
     turn: TurnRecord,
-    state: dict[str, Any],
+    data: str,
+    state: str,
     title: str | None,
 ) -> None:
+    """`turn` (its data encoded: `data`) appended, and the session's encoded state set."""
     row = conn.execute("SELECT turn_count FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:
         raise KeyError(session_id)
     ended_at = turn.ended_at or time.time()
     conn.execute(
         "INSERT INTO turns (session_id, seq, ended_at, stop_reason, data) VALUES (?, ?, ?, ?, ?)",
-        (session_id, row[0], ended_at, turn.stop_reason, _encode(turn.data).decode()),
+        (session_id, row[0], ended_at, turn.stop_reason, data),
     )
     conn.execute(
         "UPDATE sessions SET turn_count = turn_count + 1, state = ?, updated_at = ?, "
         "title = COALESCE(title, ?) WHERE id = ?",
-        (_encode(state).decode(), ended_at, title, session_id),
+        (state, ended_at, title, session_id),
     )
 
 

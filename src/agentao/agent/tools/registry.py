@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import logging
@@ -56,19 +57,31 @@ def builtin_tools(
 
 
 def _optional_tool(module_name: str, tool_name: str) -> Tool | None:
+    for cls in _candidates(module_name, tool_name):
+        try:
+            return cls()
+        except TypeError:
+            log.warning("%s.%s needs arguments; not registered", module_name, cls.__name__)
+    return None
+
+
+@functools.cache
+def _candidates(module_name: str, tool_name: str) -> tuple[type[Tool], ...]:
+    """The module's concrete `Tool` classes named `tool_name`, looked up once per process:
+    an imported module's classes stay what they are, and listing a module's members for
+    every session that opens was a tenth of its CPU."""
     try:
         module = importlib.import_module(module_name)
     except ImportError:
-        return None
-    for _, cls in inspect.getmembers(module, inspect.isclass):
-        if issubclass(cls, Tool) and not inspect.isabstract(cls) and cls.__module__ == module_name:
-            if getattr(cls, "name", None) != tool_name:
-                continue
-            try:
-                return cls()
-            except TypeError:
-                log.warning("%s.%s needs arguments; not registered", module_name, cls.__name__)
-    return None
+        return ()
+    return tuple(
+        cls
+        for _, cls in inspect.getmembers(module, inspect.isclass)
+        if issubclass(cls, Tool)
+        and not inspect.isabstract(cls)
+        and cls.__module__ == module_name
+        and getattr(cls, "name", None) == tool_name
+    )
 
 
 def combine(builtins: Iterable[Tool], extra: Iterable[Tool]) -> list[Tool]:
