@@ -149,6 +149,8 @@ def start_gateway(
     env = {**setup.env, "AGENTAO_HOME": str(setup.root / f"home-{name}")}  # its agents' own
     if script is not None:
         env["AGENTAO_SCRIPT"] = script
+    if src is not None:  # the agents run in bubblewrap, which passes on only their `env`
+        env["PYTHONPATH"] = src
     env_line = ", ".join(f'{k} = "{v}"' for k, v in env.items())
     limits_lines = "".join(f"{k} = {v}\n" for k, v in (limits or {}).items())
     config.write_text(
