@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -41,10 +42,10 @@ from typing import Any
 import msgspec
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from starlette.responses import Response, StreamingResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentao.client.remote import CONNECTION_HEADER, SESSION_HEADER, SESSION_SCOPED
 from agentao.gateway.auth import WS_PROTOCOL, Principal
+from agentao.gateway.direct_posts import Handler
 from agentao.gateway.errors import ApiError, BadRequest, NotAcceptable, NotFound, NotImplementedApi
 from agentao.gateway.peers import credentials
 from agentao.gateway.remote.clients import (
@@ -101,51 +102,26 @@ async def delete_named(request: Request, name: str) -> Response:
     return await _delete(request)
 
 
-class AcpPosts:
-    """Pure ASGI middleware, innermost: a POST to `/acp` or `/agents/{name}/acp` goes
-    straight to `_post`, past FastAPI's routing (matching every route of the app, its
-    exception and exit-stack layers, the endpoint wrapper): every message of a remote
-    client over HTTP is such a POST, a prompt's among them, and that way cost about as
-    much gateway CPU as the rest of the request. Every middleware outside this one (Guard,
-    BodyLimit, HolderRouting) runs as before, an `ApiError` is answered as the app's
-    handler answers it (`errors.py`), anything else reaches the server's error middleware
-    as before; a path or method this does not match goes on to the routes below."""
+def direct_post(path: str) -> Handler | None:
+    """The handler of a remote-ACP POST to `path` (`/acp`, `/agents/{name}/acp`), for
+    direct_posts.py; None for any other path."""
+    if path == "/acp":
+        return functools.partial(_direct, "")
+    named = _NAMED_ACP.fullmatch(path)
+    return functools.partial(_direct, named.group(1)) if named is not None else None
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        agent = _posted_agent(scope)
-        if agent is None:
-            await self.app(scope, receive, send)
-            return
-        request = Request(scope, receive)
-        try:
-            response = await _post(request, agent or _default_agent(request))
-        except ApiError as exc:
-            response = exc.response()
-        else:
-            # One turn of the loop before the reply is encoded and written: the work the
-            # message started (a prompt's way through the store to the agent) goes first,
-            # and the reply, which the client only waits on to send its next message,
-            # comes after it instead of ahead of it on the turn's critical path.
-            await asyncio.sleep(0)
-        await response(scope, receive, send)
+async def _direct(agent: str, request: Request) -> Response:
+    response = await _post(request, agent or _default_agent(request))
+    # One turn of the loop before the reply is encoded and written: the work the message
+    # started (a prompt's way through the store to the agent) goes first, and the reply,
+    # which the client only waits on to send its next message, comes after it instead of
+    # ahead of it on the turn's critical path.
+    await asyncio.sleep(0)
+    return response
 
 
 _NAMED_ACP = re.compile(r"/agents/([^/]+)/acp")
-
-
-def _posted_agent(scope: Scope) -> str | None:
-    """The agent a remote-ACP POST names ("" the default), or None for any other request
-    (one under a root path included: the routes handle those)."""
-    if scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path"):
-        return None
-    path = scope["path"]
-    if path == "/acp":
-        return ""
-    named = _NAMED_ACP.fullmatch(path)
-    return named.group(1) if named is not None else None
 
 
 async def _post(request: Request, agent: str) -> Response:
@@ -439,4 +415,4 @@ def _affine(response: Response, gw: Gateway) -> Response:
     return response
 
 
-__all__ = ["AFFINITY_COOKIE", "CONNECTION_HEADER", "SESSION_HEADER", "AcpPosts", "router"]
+__all__ = ["AFFINITY_COOKIE", "CONNECTION_HEADER", "SESSION_HEADER", "direct_post", "router"]

@@ -44,6 +44,7 @@ from agentao.gateway import (
 from agentao.gateway.auth import CLIENT_HEADER, POLICY_HEADER
 from agentao.gateway.bodylimit import BodyLimit
 from agentao.gateway.config import GatewayConfig
+from agentao.gateway.direct_posts import DirectPosts, Handler
 from agentao.gateway.guard import Guard
 from agentao.gateway.holders import HolderRouting
 from agentao.gateway.service import Gateway, models_listing
@@ -176,9 +177,9 @@ def create_app(
 def _install_middleware(app: FastAPI, gateway: Gateway) -> None:
     # Added innermost first: a request meets Guard, then CORS, then BodyLimit, then the
     # holder step (a request for a conversation live on another replica goes there),
-    # then a remote-ACP POST goes straight to its handler (acp_routes.AcpPosts).
+    # then a turn's POST goes straight to its handler (direct_posts.py).
     config = gateway.config
-    app.add_middleware(acp_routes.AcpPosts)
+    app.add_middleware(DirectPosts, find=_direct_post)
     app.add_middleware(HolderRouting, gateway=gateway)
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_request_bytes)
     if config.web.allowed_origins:
@@ -191,6 +192,18 @@ def _install_middleware(app: FastAPI, gateway: Gateway) -> None:
             allow_private_network=True,  # the operator chose to trust these pages
         )
     app.add_middleware(Guard, config=config)
+
+
+# The POSTs of every turn, by path (direct_posts.py); remote ACP's are acp_routes'.
+_DIRECT_POSTS: dict[str, Handler] = {
+    "/v1/chat/completions": openai_chat.chat_completions,
+    "/v1/responses": openai_responses.create_response,
+    "/v1/messages": anthropic_messages.messages,
+}
+
+
+def _direct_post(path: str) -> Handler | None:
+    return _DIRECT_POSTS.get(path) or acp_routes.direct_post(path)
 
 
 def _store_target(config: GatewayConfig) -> str:

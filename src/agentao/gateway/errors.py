@@ -192,6 +192,11 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    return http_error_response(exc)
+
+
+def http_error_response(exc: StarletteHTTPException) -> JSONResponse:
+    """An HTTP exception's answer, OpenAI-shaped."""
     types = {401: "authentication_error", 403: "permission_error", 404: "not_found_error"}
     body = error_body(str(exc.detail), types.get(exc.status_code, "invalid_request_error"))
     return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
@@ -224,6 +229,7 @@ __all__ = [
     "Unauthorized",
     "UnsupportedMediaType",
     "error_body",
+    "http_error_response",
     "install",
     "unsupported",
 ]

@@ -1,5 +1,6 @@
-"""acp_routes.AcpPosts: a remote-ACP POST reaches its handler past FastAPI's routing, with
-every middleware outside it (Guard, BodyLimit, HolderRouting) and every refusal as before."""
+"""direct_posts.DirectPosts: a turn's POST (a chat completion, a Responses or Messages
+request, a remote-ACP message) reaches its handler past FastAPI's routing, with every
+middleware outside it (Guard, BodyLimit, HolderRouting) and every refusal as before."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from starlette.responses import Response
 
 from agentao.gateway import acp_routes
 from agentao.gateway.remote.service import RemoteAcp
+from agentao.gateway.service import Gateway
 from tests.gateway.conftest import LiveGateway
 
 pytestmark = pytest.mark.timeout(60)
@@ -101,3 +103,43 @@ def test_a_requests_work_starts_before_its_202(
         seen = list(order)
         http.delete("/acp", headers=headers)
     assert seen == ["serve", "202"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (
+            "/v1/chat/completions",
+            {"model": "nobody", "messages": [{"role": "user", "content": "hi"}]},
+        ),
+        ("/v1/responses", {"model": "nobody", "input": "hi"}),
+        (
+            "/v1/messages",
+            {"model": "nobody", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]},
+        ),
+    ],
+)
+def test_a_turns_post_skips_the_routing_and_keeps_its_answers(
+    shared_gateway: LiveGateway, monkeypatch: pytest.MonkeyPatch, path: str, body: dict
+) -> None:
+    """Each face reads its body through `Gateway.decode`: whether FastAPI's routing ran
+    first (it names the route in the scope) is recorded there. The answer is the face's
+    own (here an unknown model's 404, in its shape), and a foreign Origin is still
+    refused before the handler."""
+    routed: list[bool] = []
+    decode = Gateway.decode
+
+    async def probe(self: Gateway, request: Request, *args: Any) -> Any:
+        routed.append("route" in request.scope)
+        return await decode(self, request, *args)
+
+    monkeypatch.setattr(Gateway, "decode", probe)
+    with shared_gateway.http() as http:
+        unknown = http.post(path, json=body)
+        refused = http.post(path, json=body, headers={"Origin": "https://evil.example"})
+        malformed = http.post(path, content=b"{", headers={"Content-Type": "application/json"})
+    assert routed == [False, False]
+    assert unknown.status_code == 404, unknown.text
+    assert "nobody" in unknown.text
+    assert refused.status_code == 403
+    assert malformed.status_code == 400
