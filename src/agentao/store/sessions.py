@@ -94,9 +94,9 @@ class StoreSettings:
     pool_size: int = 2
     connect_seconds: float = DEFAULT_CONNECT_SECONDS
     # On SQLite: a new session, a turn or a state change (a mode set as a session opens)
-    # writing at most this many bytes (its payloads plus the pages it touches) commits on the event loop when the writer is idle
-    # (store/sqlite.py's inline transactions): two thread hand-offs cost more than such a
-    # commit. 0: always on the writer's thread.
+    # writing at most this many bytes (its payloads plus the pages it touches) commits on
+    # the event loop when the writer is idle (store/sqlite.py's inline transactions): two
+    # thread hand-offs cost more than such a commit. 0: always on the writer's thread.
     inline_commit_bytes: int = 64 * 1024
 
 
