@@ -8,6 +8,7 @@ sessions still blocked). Latencies are measured in bench/control.py.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 
 import pytest
@@ -61,6 +62,27 @@ async def test_c6_cancel_with_an_id_is_answered_empty(tmp_path, ws):
 def _shell_script(command):
     call = {"id": "s1", "name": "run_shell_command", "arguments": {"command": command}}
     return [{"tool_calls": [call]}, {"text": "never"}]
+
+
+async def test_c6_a_cancel_read_with_its_prompt_leaves_the_session_free(tmp_path, ws):
+    """The prompt and its cancel in one write, so the agent reads both at once: the turn
+    is cancelled before its first step. The session must go idle again; it stayed
+    "cancelling" for good, and the next prompt waited forever (the gateway saw it as a
+    conversation busy until it was restarted, after a turn it cancelled at once)."""
+    env = scripted_env(tmp_path, [{"text": "Answered."}] * 3)
+    async with running(env) as agent:
+        sid = await agent.new_session(ws)
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
+        both = [
+            {"jsonrpc": "2.0", "id": "at-once", "method": "session/prompt", "params": prompt},
+            {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}},
+        ]
+        await agent.send(b"".join(json.dumps(m).encode() + b"\n" for m in both))
+        reply = await agent.wait_for(lambda m: m.get("id") == "at-once")
+        assert reply["result"]["stopReason"] == "cancelled"
+        after = await agent.prompt(sid, "and now")
+        assert after["result"]["stopReason"] == "end_turn"
+        assert any(u["sessionUpdate"] == "agent_message_chunk" for u in agent.updates(sid))
 
 
 async def test_c5_c6_cancel_resolves_a_permission_request_the_client_never_answers(tmp_path, ws):

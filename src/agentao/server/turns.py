@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from agentao.agent.cancellation import task_end
@@ -82,6 +83,7 @@ def start_turn(live: LiveSession, body: Body) -> asyncio.Task[TurnEnded]:
     """The claimed session's turn, started now: from here `session/cancel` reaches it."""
     task = asyncio.create_task(_turn(live, body), name=f"turn {live.id}")
     live.turn_task = task
+    task.add_done_callback(partial(_unless_over, live))
     return task
 
 
@@ -135,9 +137,22 @@ async def _turn(live: LiveSession, body: Body) -> TurnEnded:
     finally:
         if len(live.agent.turns) > before:
             await _store(live)
-        if not keep_for_queue(live) and live.state.can("finish"):
-            live.state.fire("finish")
-        live.turn_task = None
+        _over(live)
+
+
+def _over(live: LiveSession) -> None:
+    """The turn is over: the session goes idle (or is kept for the next waiting prompt)."""
+    if not keep_for_queue(live) and live.state.can("finish"):
+        live.state.fire("finish")
+    live.turn_task = None
+
+
+def _unless_over(live: LiveSession, task: asyncio.Task[TurnEnded]) -> None:
+    """A turn cancelled before its first step (a `session/cancel` read with its prompt)
+    never enters `_turn`, so its `finally` never runs: without this the session would stay
+    "cancelling" for good, and every later prompt would wait for it."""
+    if live.turn_task is task:
+        _over(live)
 
 
 async def _store(live: LiveSession) -> None:
