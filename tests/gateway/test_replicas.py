@@ -674,6 +674,8 @@ def _stall_and_fence(replicas: Replicas) -> None:
         assert 1 <= int(wait.headers["retry-after"]) <= replicas.lease_seconds
         # A is silent past its lease: B takes the conversation over and runs a turn on it.
         after = _until(lambda: _continued(b, first.id), "B took the conversation over", timeout=60)
+        # Its turn went through: no frame of the settled A numbered into B's log meanwhile.
+        assert after.status == "completed", after.error
         again = b.openai().responses.create(
             model="agentao", input="and more", previous_response_id=after.id
         )

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from agentao.store.gateway import open_store
-from agentao.store.gateway_records import Conversation, TaskEvent, TaskRecord
+from agentao.store.gateway_records import Conversation, Settlement, TaskEvent, TaskRecord
 from agentao.store.postgres import PG_GATEWAY_SCHEMA, LogNotHeld
 from agentao.store.postgres_db import migrate
 from agentao.store.postgres_remote import PG_REMOTE_SCHEMA
@@ -140,6 +140,59 @@ async def test_a_replica_that_lost_the_lease_cannot_write_into_the_log(pg_url: s
         await store.append_events([TaskEvent("t_b", 2, "task-started", 2.0, {})], tasks=[holder])
         log = await store.events_after("c1", 0)
         assert [(e.task_id, e.seq) for e in log] == [("t_a", 1), ("t_b", 2)]
+    finally:
+        await store.close()
+
+
+async def test_settling_a_dead_replicas_task_never_numbers_into_the_new_holders_log(
+    pg_url: str,
+) -> None:
+    """B took the conversation over from A (gone quiet) and numbers its log on from where
+    the store said it ended; a settler of A's task in flight (B's own heartbeat, or another
+    replica's) runs meanwhile. Its error frame must not take a seq B is about to write
+    (CI saw B's next batch refused: a duplicate key, and B's turn failed with it): the row
+    is settled, and the frame is left out of a log another replica holds now."""
+    store = open_store(pg_url)
+    try:
+        await store.create_conversation(Conversation("c1", "local", "agentao", "task"))
+        stale, holder = TaskRecord("t_a", "c1", "running"), TaskRecord("t_b", "c1", "running")
+        stale.boot_id, holder.boot_id = "boot_a", "boot_b"
+        assert (await store.cluster.claim("c1", "boot_a", 0.0)).granted  # expires at once
+        await store.append_events([TaskEvent("t_a", 1, "task-started", 1.0, {})], tasks=[stale])
+        assert (await store.cluster.claim("c1", "boot_b", 30.0)).granted
+        log_end = await store.last_seq("c1")  # where B numbers on from
+        gone = TaskRecord("t_a", "c1", "error", boot_id="boot_a", error="A went quiet")
+        frame = ("task-error", {"error": {"code": "gateway_stopped"}})
+        await store.settle(Settlement(tasks=[gone], frames={"t_a": frame}))
+        started = TaskEvent("t_b", log_end + 1, "task-started", 2.0, {})
+        await store.append_events([started], tasks=[holder])
+        assert [(e.task_id, e.seq) for e in await store.events_after("c1", 0)] == [
+            ("t_a", 1),
+            ("t_b", 2),
+        ]
+        assert (await store.get_task("t_a")).status == "error"
+    finally:
+        await store.close()
+
+
+async def test_a_task_settled_before_the_takeover_ends_its_log_with_why(pg_url: str) -> None:
+    """The other order: the settler runs while the dead replica still holds the lease, so
+    its frame is the log's last and the next holder numbers on after it."""
+    store = open_store(pg_url)
+    try:
+        await store.create_conversation(Conversation("c1", "local", "agentao", "task"))
+        stale = TaskRecord("t_a", "c1", "running", boot_id="boot_a")
+        assert (await store.cluster.claim("c1", "boot_a", 0.0)).granted
+        await store.append_events([TaskEvent("t_a", 1, "task-started", 1.0, {})], tasks=[stale])
+        gone = TaskRecord("t_a", "c1", "error", boot_id="boot_a", error="A went quiet")
+        frame = ("task-error", {"error": {"code": "gateway_stopped"}})
+        await store.settle(Settlement(tasks=[gone], frames={"t_a": frame}))
+        assert [(e.seq, e.type) for e in await store.task_events("t_a", 0)] == [
+            (1, "task-started"),
+            (2, "task-error"),
+        ]
+        assert (await store.cluster.claim("c1", "boot_b", 30.0)).granted
+        assert await store.last_seq("c1") == 2
     finally:
         await store.close()
 

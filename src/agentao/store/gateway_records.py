@@ -122,7 +122,9 @@ class Settlement:
 
     Each row is written only if it is still in flight (another gateway may have settled
     it first); each task so settled gets `frames[task id]` = (type, payload) as its
-    last frame, numbered after its stored ones. `boots` are forgotten.
+    last frame, numbered after its stored ones, unless another replica holds its
+    conversation now (that one numbers the log: the row alone says how the task ended).
+    `boots` are forgotten.
     """
 
     responses: list[ResponseRecord] = field(default_factory=list)

@@ -198,6 +198,11 @@ _INSERT_HELD_NOTES = (
     "SELECT l.conversation_id, %s, %s, NULL, %s FROM gw_leases l "
     "WHERE l.conversation_id = %s AND l.boot_id = %s"
 )
+# Who holds the lease of a task's conversation (row locked), and the task's own boot.
+_LOG_HOLDER_OF_TASK = (
+    "SELECT l.boot_id, t.boot_id AS task_boot FROM gw_tasks t "
+    "JOIN gw_leases l ON l.conversation_id = t.conversation_id WHERE t.id = %s FOR UPDATE OF l"
+)
 _INSERT_BOOT = (
     "INSERT INTO gw_boots (id, host, machine_boot, pid_ns, pid, pid_start, started_at) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s)"
@@ -474,6 +479,13 @@ async def _settle(tx: PgTransaction, s: Settlement, now: float) -> None:
 async def _append_last_frame(
     tx: PgTransaction, task_id: str, frame: tuple[str, dict[str, Any]], now: float
 ) -> None:
+    """The settled task's last frame, unless another replica holds its conversation now:
+    that one numbers the log on from where it read its end, and a frame put in meanwhile
+    would take the seq it is about to write. The lease's row stays locked until this
+    commits, so a takeover waits for the frame and then reads the end after it."""
+    holder: Row | None = await tx.fetchone(_LOG_HOLDER_OF_TASK, (task_id,))
+    if holder is not None and holder["boot_id"] != holder["task_boot"]:
+        return
     row: Row | None = await tx.fetchone(LAST_SEQ_OF_TASK, (task_id,))
     last = int(row["last"]) if row else 0
     kind, payload = frame
