@@ -78,20 +78,46 @@ def test_a_conversation_forgotten_here_reads_its_log_end_again(gateway_factory) 
     assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > len(before)
 
 
+def settle_a_dead_replicas_task(gw, conversation_id: str) -> None:
+    """A task a vanished replica ran in this conversation, settled as dead."""
+    store = gw.gateway.store
+    dead = TaskRecord("task_dead", conversation_id, "running")
+    gw.run(store.append_events([], tasks=[dead]))
+    gw.run(store.db.execute("UPDATE gw_tasks SET boot_id = 'boot_gone' WHERE id = 'task_dead'"))
+    assert gw.run(gw.gateway.recovery.settle_boot("boot_gone", "it went away")) == 1
+
+
 @pytest.mark.parametrize("gateway_store", ["postgres"], indirect=True)
 def test_on_a_shared_store_a_turn_numbers_after_a_frame_another_writer_appended(
     gateway_factory,
 ) -> None:
-    """On a shared store another replica may append to a log this one holds (settling a
-    dead replica's task writes its last frame): the next turn numbers on after it."""
+    """On a shared store another replica may append to a log nobody holds (settling a
+    dead replica's task writes its last frame): the next turn here numbers on after it."""
     gw = gateway_factory()
     conversation_id = chat(gw, "shared", "one")
     store = gw.gateway.store
-    dead = TaskRecord("task_dead", conversation_id, "running")
-    gw.run(store.append_events([], tasks=[dead]))  # a task a vanished replica ran
-    gw.run(store.db.execute("UPDATE gw_tasks SET boot_id = 'boot_gone' WHERE id = 'task_dead'"))
-    assert gw.run(gw.gateway.recovery.settle_boot("boot_gone", "it went away")) == 1
+    gw.run(store.db.execute("DELETE FROM gw_leases WHERE conversation_id = %s", (conversation_id,)))
+    settle_a_dead_replicas_task(gw, conversation_id)
     chat(gw, "shared", "two")
     log = gw.run(store.events_after(conversation_id, 0))
     assert [e.seq for e in log] == list(range(1, len(log) + 1))
     assert [e.task_id for e in log].count("task_dead") == 1  # its last frame, in the middle
+
+
+@pytest.mark.parametrize("gateway_store", ["postgres"], indirect=True)
+def test_a_dead_task_settled_while_the_conversation_is_held_here_leaves_its_log_alone(
+    gateway_factory,
+) -> None:
+    """While this replica holds the conversation, settling another's dead task in it puts
+    no frame in the log (it would take a seq this one is about to write); the task is
+    still settled, and the turns here number on 1, 2, 3, ..."""
+    gw = gateway_factory()
+    conversation_id = chat(gw, "held", "one")
+    settle_a_dead_replicas_task(gw, conversation_id)
+    chat(gw, "held", "two")
+    store = gw.gateway.store
+    log = gw.run(store.events_after(conversation_id, 0))
+    assert [e.seq for e in log] == list(range(1, len(log) + 1))
+    assert "task_dead" not in {e.task_id for e in log}
+    dead = gw.run(store.get_task("task_dead"))
+    assert dead is not None and (dead.status, dead.error) == ("error", "it went away")
