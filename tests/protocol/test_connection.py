@@ -54,3 +54,62 @@ def test_a_notification_is_not_tracked_by_the_cycle_collector() -> None:
     event = Connection("client").receive(line)
     assert isinstance(event, Notification) and event.session_id == "s"
     assert not gc.is_tracked(event)
+
+
+UPDATE_LINE = (
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s",'
+    b'"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}'
+)
+
+
+def dict_path_refused(conn: Connection) -> list[object]:
+    """Make converting params from the message's dicts (the slow path) record its call."""
+    conn._decoder()
+    calls: list[object] = []
+    decode = conn._decode
+
+    def recording(tp: object, params: object) -> object:
+        calls.append(params)
+        return decode(tp, params)
+
+    conn._decode = recording
+    return calls
+
+
+def test_an_updates_params_are_read_from_its_line_not_converted_from_dicts() -> None:
+    from agentao.protocol import schema
+    from agentao.protocol.connection import Notification
+
+    conn = Connection("client")
+    calls = dict_path_refused(conn)
+    event = conn.receive(UPDATE_LINE)
+    assert isinstance(event, Notification) and calls == []
+    chunk = schema.AgentMessageChunk(content=schema.TextContentBlock(text="x"))
+    assert event.params == schema.SessionNotification(session_id="s", update=chunk)
+    assert event.message["params"]["update"]["content"] == {"type": "text", "text": "x"}
+
+
+def test_params_that_need_a_repair_still_take_the_dict_path() -> None:
+    from agentao.protocol.schema import UnknownVariant
+
+    conn = Connection("client")
+    calls = dict_path_refused(conn)
+    event = conn.receive(UPDATE_LINE.replace(b"agent_message_chunk", b"kind_of_tomorrow"))
+    assert event is not None and len(calls) == 1
+    assert isinstance(event.params.update, UnknownVariant)
+    assert event.params.update.raw["sessionUpdate"] == "kind_of_tomorrow"
+
+
+def test_a_repeated_params_key_reads_as_the_message_does() -> None:
+    """The typed params and the message's dict come from the same (last) `params`: a
+    line cannot show the handler one session and the log another."""
+    conn = Connection("client")
+    line = (
+        UPDATE_LINE[:-1]
+        + b',"params":'
+        + UPDATE_LINE.split(b'"params":')[1].replace(b'"s"', b'"t"')
+    )
+    event = conn.receive(line)
+    assert event is not None
+    assert event.params.session_id == event.message["params"]["sessionId"] == "t"
+    assert event.session_id == "t"

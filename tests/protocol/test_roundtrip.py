@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from agentao.protocol import methods, schema
-from agentao.protocol.decode import decode_lenient, decode_strict, encode
+from agentao.protocol.decode import decode_lenient, decode_strict, encode, params_of_line
 from agentao.protocol.v2 import methods as v2_methods
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -159,6 +159,30 @@ def test_seed_covers_every_stable_update_kind() -> None:
 @pytest.mark.parametrize(("tp", "wire"), TRANSCRIPTS)
 def test_real_agent_messages_round_trip_leniently(tp: Any, wire: Any) -> None:
     check_round_trip(tp, wire, decode_lenient)
+
+
+@pytest.mark.parametrize(("tp", "wire"), SEEDS + TRANSCRIPTS)
+@pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
+def test_params_read_from_the_line_are_what_the_dicts_convert_to(
+    tp: Any, wire: Any, lenient: bool
+) -> None:
+    """The connection reads a message's params straight from its line (decode.py
+    `params_of_line`) and converts the dicts only when that refuses: both give the same
+    value, or the line's refusal leaves it to the dicts."""
+    line = json.dumps({"jsonrpc": "2.0", "method": "m", "params": wire}).encode()
+    decode = decode_lenient if lenient else decode_strict
+    try:
+        expected = decode(tp, wire)
+    except msgspec.ValidationError:
+        with pytest.raises(msgspec.ValidationError):
+            params_of_line(tp, line, lenient=lenient)
+        return
+    try:
+        got = params_of_line(tp, line, lenient=lenient)
+    except msgspec.ValidationError:
+        return  # needs a repair: the dicts' path makes it
+    assert got == expected
+    assert encode(got) == encode(expected)
 
 
 def test_transcripts_were_read() -> None:

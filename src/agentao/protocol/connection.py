@@ -172,6 +172,7 @@ class Connection:
         self._accepts_all = lifecycle.accepts_all(role, self.state)
         self._sides = (role, "protocol")  # the methods this side serves (MethodSpec.side)
         self._decode: Any = None  # decode_strict or decode_lenient, bound on first use
+        self._of_line: Any = None  # decode.params_of_line, bound with it
         self._next_id = 0
         self._pending: dict[RequestId, PendingRequest] = {}
 
@@ -187,10 +188,13 @@ class Connection:
             return self._receive_too_deep(line)
         except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
             return self._receive_refused(line, exc)
-        return self.receive_message(message)
+        return self.receive_message(message, line=line)
 
-    def receive_message(self, message: Any, damage: salvage.Damage | None = None) -> Event | None:
-        """Handle one parsed message; `damage` names a value in it the wire cannot carry."""
+    def receive_message(
+        self, message: Any, damage: salvage.Damage | None = None, *, line: bytes | None = None
+    ) -> Event | None:
+        """Handle one parsed message; `damage` names a value in it the wire cannot carry;
+        `line`, the bytes it was parsed from, has its params read straight into types."""
         if not isinstance(message, dict):
             kind = "array" if isinstance(message, list) else type(message).__name__
             return self._reject(
@@ -205,7 +209,7 @@ class Connection:
                 reply_id, InvalidRequest('Invalid Request: "jsonrpc" must be "2.0"')
             )
         if "method" in message:
-            return self._receive_call(message, reply_id, damage)
+            return self._receive_call(message, reply_id, damage, line)
         if "id" in message and (("result" in message) != ("error" in message)):
             return self._receive_response(message, damage)
         return self._reject(
@@ -271,7 +275,11 @@ class Connection:
     # ---- calls and responses ---------------------------------------------------------
 
     def _receive_call(
-        self, message: dict[str, Any], reply_id: RequestId, damage: salvage.Damage | None = None
+        self,
+        message: dict[str, Any],
+        reply_id: RequestId,
+        damage: salvage.Damage | None = None,
+        line: bytes | None = None,
     ) -> Event | None:
         method = message["method"]
         is_request = "id" in message
@@ -304,7 +312,7 @@ class Connection:
                 spec = self._settle_version(raw_params)
             if type(raw_params) is dict and spec is not None and spec.params is not None:
                 # `_decode_params`'s common case, inline (once per streamed update)
-                params = self._decode_valid(spec.params, raw_params)
+                params = self._decode_valid(spec.params, raw_params, line)
             else:
                 params = self._decode_params(spec, raw_params)
         except (InvalidParams, UnsupportedVersion) as exc:
@@ -354,9 +362,15 @@ class Connection:
             return params
         return self._decode_valid(spec.params, {} if params is None else params)
 
-    def _decode_valid(self, tp: Any, params: dict[str, Any]) -> Any:
+    def _decode_valid(self, tp: Any, params: dict[str, Any], line: bytes | None = None) -> Any:
+        decode = self._decode or self._decoder()
+        if line is not None:
+            try:
+                return self._of_line(tp, line, lenient=self.lenient)
+            except msgspec.DecodeError:
+                pass  # as they stand they do not fit: the dict path repairs, or names why
         try:
-            return (self._decode or self._decoder())(tp, params)
+            return decode(tp, params)
         except msgspec.ValidationError as exc:
             raise InvalidParams(f"Invalid params: {exc}") from None
 
@@ -388,9 +402,10 @@ class Connection:
     def _decoder(self) -> Any:
         # Imported on first use: the generated types are the heaviest import of this layer.
         if self._decode is None:
-            from agentao.protocol.decode import decode_lenient, decode_strict
+            from agentao.protocol.decode import decode_lenient, decode_strict, params_of_line
 
             self._decode = decode_lenient if self.lenient else decode_strict
+            self._of_line = params_of_line
         return self._decode
 
     def _decode_result(self, pending: PendingRequest, result: Any) -> Any:

@@ -41,7 +41,14 @@ import msgspec
 
 from agentao.protocol.schema import DispatchedUnion, Lenience, UnknownVariant
 
-__all__ = ["MAX_REPAIRS", "decode_lenient", "decode_strict", "encode", "to_builtins"]
+__all__ = [
+    "MAX_REPAIRS",
+    "decode_lenient",
+    "decode_strict",
+    "encode",
+    "params_of_line",
+    "to_builtins",
+]
 
 T = TypeVar("T")
 MAX_REPAIRS = 64  # repairs of one message before decode_lenient gives up and raises
@@ -79,6 +86,25 @@ def decode_lenient(tp: type[T], obj: Any) -> T:
         return msgspec.convert(obj, tp, strict=True, dec_hook=_lenient_hook)
     except msgspec.ValidationError as exc:
         return _Repair(tp, obj, lenient=True).run(exc)
+
+
+def params_of_line(tp: type[T], line: bytes, *, lenient: bool) -> T:
+    """The `params` member of a JSON-RPC line as `tp`, read from the line's bytes with no
+    dicts made in between (msgspec builds a struct from JSON in half the time it takes to
+    convert one from dicts: once per streamed update). As decode_strict's fast path, the
+    same hook, the same result; raises `msgspec.ValidationError` when the params do not
+    fit as they stand, and the caller takes the dict path, which repairs and names."""
+    return _line_decoder(tp, lenient)(line).params  # type: ignore[no-any-return]
+
+
+@cache
+def _line_decoder(tp: Any, lenient: bool) -> Any:
+    # Only `params` is declared: the envelope's other members are skipped, not built
+    # (the message's dict, read once already, answers for them). On a repeated key the
+    # last one counts, as in that dict.
+    envelope = msgspec.defstruct("ParamsOfLine", [("params", tp)])
+    hook = _lenient_hook if lenient else _strict_hook
+    return msgspec.json.Decoder(envelope, strict=True, dec_hook=hook).decode
 
 
 def _enc_hook(obj: Any) -> Any:
