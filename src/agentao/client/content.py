@@ -17,6 +17,7 @@ from agentao.protocol import schema
 from agentao.protocol.decode import decode_lenient
 from agentao.protocol.schema import UnknownVariant
 
+_TEXT_BLOCK = schema.TextContentBlock
 _TAGS: dict[type, str] = {}  # schema class -> its tag (`type`), looked up once per class
 
 
@@ -37,6 +38,8 @@ def block_type(block: Any) -> str:
 
 def content_text(block: Any) -> str:
     """A ContentBlock as text: text as is, anything else as a short marker ('' for none)."""
+    if type(block) is _TEXT_BLOCK:  # nearly every block streamed: asked before its tag
+        return block.text  # type: ignore[no-any-return]
     kind = block_type(block)
     if kind == "text":
         return block.text

@@ -313,7 +313,7 @@ class SessionView:
         if kind in TEXT_KINDS:
             message_id = getattr(value, "message_id", None)
             content = value.content
-            # content_text's text case, asked first: most updates are text chunks
+            # content_text's text case, inline: most updates are text chunks
             text = content.text if type(content) is _TEXT_BLOCK else content_text(content)
             self._text(ROLES[kind], text, message_id)
         elif kind == "plan":

@@ -26,6 +26,7 @@ import msgspec
 from agentao.client import ToolCallState, Update
 from agentao.client.content import content_text
 from agentao.client.view import diffs, first_line, output_text
+from agentao.protocol.schema import TextContentBlock as _TEXT_BLOCK
 
 READ_KINDS = frozenset({"read", "search", "think"})
 _PLAN_MARK = {"completed": "x", "in_progress": "~"}
@@ -59,7 +60,8 @@ class TurnMapper:
         """Map one update of the client's stream."""
         kind, value = update.kind, update.value
         if kind == "agent_message_chunk" and not self.inline and value is not None:
-            text = content_text(value.content)  # most updates: the short way
+            content = value.content  # most updates: the short way, content_text's text inline
+            text = content.text if type(content) is _TEXT_BLOCK else content_text(content)
             if text:
                 self.text.append(text)
             return Delta(text=text)
