@@ -61,3 +61,42 @@ def test_unterminated_oversize_at_eof() -> None:
     buffer = LineBuffer(max_line_bytes=4, keep_bytes=2)
     assert buffer.feed(b"123456") == []
     assert buffer.flush() == [Oversize(6, 4, b"12", b"56")]
+
+
+def one_line_at_a_time(buffer: LineBuffer, chunks: list[bytes]) -> list[bytes | Oversize]:
+    """What `feed` gives when each line goes through `_feed_each` (no whole-chunk split)."""
+    out: list[bytes | Oversize] = []
+    for chunk in chunks:
+        out += buffer._feed_each(chunk, 0)
+    return out + buffer.flush()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_chunk_split_whole_gives_what_line_by_line_gives(seed: int) -> None:
+    """`feed` splits a chunk with nothing held in one C call (`_whole_lines`); whatever
+    the lines (CRLF, blank, spaces, over the cap, cut anywhere), the same lines come out
+    as taking them one by one."""
+    import random
+
+    rng = random.Random(seed)
+    pieces = [b'{"a":1}', b'{"text":"' + b"x" * 30 + b'"}', b"", b"  ", b"\t", b"y" * 70]
+    data = b"".join(
+        rng.choice(pieces) + rng.choice([b"\n", b"\n", b"\n", b"\r\n"]) for _ in range(60)
+    )
+    cuts = sorted(rng.sample(range(1, len(data)), 8))
+    chunks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+    expected = one_line_at_a_time(LineBuffer(max_line_bytes=64, keep_bytes=4), chunks)
+    assert feed_all(LineBuffer(max_line_bytes=64, keep_bytes=4), chunks) == expected
+    assert any(isinstance(line, Oversize) for line in expected)
+
+
+def test_a_chunk_of_plain_lines_is_split_with_no_python_step_per_line() -> None:
+    from tests.gateway.test_relay_cost import agentao_lines
+
+    few = b'{"a":1}\n' * 10 + b'{"b":'
+    many = b'{"a":1}\n' * 1_000 + b'{"b":'
+    assert agentao_lines(lambda: LineBuffer().feed(few)) == agentao_lines(
+        lambda: LineBuffer().feed(many)
+    )
+    buffer = LineBuffer()
+    assert buffer.feed(many) == [b'{"a":1}'] * 1_000 and buffer.buffered == len(b'{"b":')

@@ -52,7 +52,7 @@ def test_a_streamed_update_reaches_its_handler_in_nine_calls_of_ours() -> None:
     assert handler.seen[1:] == [(f"s{i % 2}", str(i)) for i in range(10)]
     # Per update: _dispatch, receive, receive_message, _receive_call, _decode_valid,
     # decode_lenient, _on_notification, submit, and the one-argument handler's wrapper
-    # (_two_arguments). Per burst: feed, and _keep for its empty tail. Was 2 + 17 * 10:
+    # (_two_arguments). Per burst: feed and _whole_lines (framing.py). Was 2 + 17 * 10:
     # _finish_line, _valid_id, _spec_for, _decode_params, _decoder, session_id_of,
     # _find_handler, _notify and a closure, each once per update.
     assert calls == 2 + 9 * 10

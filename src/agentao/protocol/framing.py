@@ -13,6 +13,7 @@ the caller can answer it with that id. Blank lines are skipped; a trailing
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 # Of a line over the cap, this many bytes from each end are kept (to find its id).
@@ -43,8 +44,29 @@ class LineBuffer:
         self._tail = b""
 
     def feed(self, data: bytes) -> list[bytes | Oversize]:
+        if not self._pending and not self._discarded and type(data) is bytes:
+            lines = self._whole_lines(data)
+            if lines is not None:
+                return lines
+        return self._feed_each(data, 0)
+
+    def _whole_lines(self, data: bytes) -> list[bytes | Oversize] | None:
+        """The common case (nothing held; every line in this chunk plain and under the cap)
+        with no Python step per line: a streamed answer reads hundreds of updates in one
+        chunk. None when any line needs `_feed_each`'s care (CR, blank but not empty,
+        over the cap)."""
+        lines: list[Any] = data.split(b"\n")
+        rest = lines.pop()
+        if b"\r" in data or any(map(bytes.isspace, lines)):
+            return None
+        if lines and max(map(len, lines)) > self.max_line_bytes:
+            return None
+        if rest:
+            self._keep(data, len(data) - len(rest), len(data))
+        return list(filter(None, lines))
+
+    def _feed_each(self, data: bytes, start: int) -> list[bytes | Oversize]:
         out: list[bytes | Oversize] = []
-        start = 0
         find, limit = data.find, self.max_line_bytes
         while True:
             nl = find(b"\n", start)
