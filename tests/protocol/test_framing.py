@@ -73,7 +73,7 @@ def one_line_at_a_time(buffer: LineBuffer, chunks: list[bytes]) -> list[bytes | 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_a_chunk_split_whole_gives_what_line_by_line_gives(seed: int) -> None:
-    """`feed` splits a chunk with nothing held in one C call (`_whole_lines`); whatever
+    """`feed` splits a chunk's whole lines in one C call (`_whole_lines`); whatever
     the lines (CRLF, blank, spaces, over the cap, cut anywhere), the same lines come out
     as taking them one by one."""
     import random
@@ -100,3 +100,7 @@ def test_a_chunk_of_plain_lines_is_split_with_no_python_step_per_line() -> None:
     )
     buffer = LineBuffer()
     assert buffer.feed(many) == [b'{"a":1}'] * 1_000 and buffer.buffered == len(b'{"b":')
+    # A chunk that first ends the line the last read cut: the rest split whole too.
+    assert agentao_lines(lambda: buffer.feed(b"2}\n" + few)) == agentao_lines(
+        lambda: buffer.feed(b"2}\n" + many)
+    )

@@ -44,14 +44,23 @@ class LineBuffer:
         self._tail = b""
 
     def feed(self, data: bytes) -> list[bytes | Oversize]:
-        if not self._pending and not self._discarded and type(data) is bytes:
-            lines = self._whole_lines(data)
-            if lines is not None:
-                return lines
-        return self._feed_each(data, 0)
+        if type(data) is not bytes:
+            return self._feed_each(data, 0)
+        out: list[bytes | Oversize] = []
+        if self._pending or self._discarded:  # the line a read cut, ended first
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._keep(data, 0, len(data))
+                return out
+            self._finish_line(data, 0, nl, out)
+            data = data[nl + 1 :]
+        lines = self._whole_lines(data)
+        if lines is None:
+            return out + self._feed_each(data, 0)
+        return out + lines if out else lines
 
     def _whole_lines(self, data: bytes) -> list[bytes | Oversize] | None:
-        """The common case (nothing held; every line in this chunk plain and under the cap)
+        """The common case (nothing held; every line in `data` plain and under the cap)
         with no Python step per line: a streamed answer reads hundreds of updates in one
         chunk. None when any line needs `_feed_each`'s care (CR, blank but not empty,
         over the cap)."""
