@@ -18,7 +18,7 @@ from tests.client.test_reopen import SID, Peer, chunk, started
 from tests.gateway.test_relay_cost import agentao_lines
 
 
-async def test_a_watcher_learns_an_update_is_a_turns_in_two_calls_and_a_late_one_is_not(
+async def test_a_watcher_learns_an_update_is_a_turns_in_two_calls_and_a_late_one_in_one(
     tmp_path,
 ) -> None:
     peer = Peer(close=False)
@@ -41,6 +41,6 @@ async def test_a_watcher_learns_an_update_is_a_turns_in_two_calls_and_a_late_one
             break
         await asyncio.sleep(0)
     assert answers == [True, True, False]
-    assert calls == [3, 3, 1]  # `answering`, `turn` and its `done`; after the answer, itself
+    assert calls == [2, 2, 1]  # `answering` and its turn's `done`; after the answer, itself
     peer.eof()
     await client.close()

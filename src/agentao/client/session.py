@@ -122,10 +122,14 @@ class Session:
         may be read before the updates ahead of it are handed over: `stream.py`); what
         came after the answer is outside every turn. (Asked on the read path for every
         streamed update a gateway relays: no list of the pending turns is made.)"""
-        end = self.state.answered_at
-        if end is not None and self.state.stream.seq >= end:
+        state = self.state
+        end = state.answered_at
+        if end is not None and state.stream.seq >= end:
             return False
-        return self.turn is not None
+        for turn in self._turns:  # noqa: SIM110 (`turn`'s loop, inline: any() makes a generator)
+            if not turn.done:
+                return True
+        return False
 
     def watch(self, watcher: Callable[[Update], None]) -> Callable[[], None]:
         """Call `watcher(update)` for every update of this session from now on, in the
