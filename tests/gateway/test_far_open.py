@@ -70,6 +70,7 @@ async def test_a_far_sessions_load_and_resume_answer_as_its_holder_does(
         for peer in peers:
             await peer.close()
     assert "modes" in here["result"] and here["result"]["configOptions"], here
+    assert "result" in there, there
     assert there["result"] == here["result"], (there, here)  # as its holder answers
     assert _commands_then_reply(far.received[before:], there["id"]) == ["commands", "reply"]
     assert resumed_there["result"] == resumed_here["result"], (resumed_there, resumed_here)
