@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from agentao.client import (
@@ -160,6 +161,37 @@ async def test_every_post_goes_over_one_kept_alive_connection(
         posts = relay.posts()
     assert len(posts) == 1, [bytes(p[:60]) for p in posts]
     assert bytes(posts[0]).count(b'"session/prompt"') == 3
+
+
+def post_bodies(sent: bytes) -> list[bytes]:
+    """The bodies of the POSTs in what a client sent on one connection."""
+    bodies = []
+    while (end := sent.find(b"\r\n\r\n")) >= 0:
+        head, sent = sent[:end].lower(), sent[end + 4 :]
+        length = (
+            int(head.split(b"content-length:")[1].split(b"\r\n")[0])
+            if head.startswith(b"post ")
+            else 0
+        )
+        bodies.append(sent[:length])
+        sent = sent[length:]
+    return [body for body in bodies if body]
+
+
+async def test_a_post_carries_the_line_the_endpoint_wrote(
+    server: SdkServer, tmp_path: Path
+) -> None:
+    """The body is the endpoint's own encoding (compact, UTF-8), sent as written: not
+    decoded and encoded again (json.dumps would add spaces and escape the text)."""
+    async with CountingRelay(server.port) as relay, Client(AgentUrl(relay.url())) as client:
+        session = await client.new_session(str(tmp_path))
+        events = [event async for event in session.prompt("héllo ✓")]
+        bodies = [body for sent in relay.posts() for body in post_bodies(bytes(sent))]
+    assert session.view.text == "héllo ✓" and isinstance(events[-1], TurnEnd)
+    prompt = next(body for body in bodies if b'"session/prompt"' in body)
+    assert '"text":"héllo ✓"'.encode() in prompt, prompt
+    for body in bodies:
+        assert body == msgspec.json.encode(msgspec.json.decode(body)), body
 
 
 async def test_a_post_after_the_server_hung_up_goes_on_a_new_connection_once(

@@ -41,6 +41,8 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from agentao.http1 import Http1Client, proxy_configured
 
 log = logging.getLogger("agentao.client")
@@ -60,6 +62,54 @@ SESSION_SCOPED = frozenset(
 )
 REMOTE_SCHEMES = ("http://", "https://", "ws://", "wss://")
 _SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([^"\\]+)"')
+
+
+class Outgoing(msgspec.Struct, frozen=True):
+    """One message the endpoint wrote: the line itself, sent as it is (never decoded and
+    encoded again), and what the transport reads of it to route it and, if it cannot be
+    carried, to answer it."""
+
+    line: bytes
+    method: Any = None
+    id: Any = msgspec.UNSET  # UNSET: a notification or a reply has none to answer
+    session_id: str | None = None  # of a session-scoped method: its Acp-Session-Id
+
+    @classmethod
+    def read(cls, line: bytes) -> Outgoing:
+        """Read what routing needs of one line (ValueError: not a JSON object)."""
+        try:
+            head = _HEAD.decode(line)
+        except msgspec.DecodeError as exc:
+            raise ValueError(f"not a JSON-RPC message: {exc}") from None
+        return cls(line, head.method, head.id, _session_of(head))
+
+    def is_request(self) -> bool:
+        return self.id is not msgspec.UNSET and self.method is not None
+
+
+class _Head(msgspec.Struct):
+    method: Any = None
+    id: Any = msgspec.UNSET
+    params: msgspec.Raw = msgspec.Raw()  # kept undecoded: only a session id is read of it
+
+
+class _SessionRef(msgspec.Struct):
+    sessionId: Any = None
+
+
+_HEAD = msgspec.json.Decoder(_Head)
+_SESSION_REF = msgspec.json.Decoder(_SessionRef)
+
+
+def _session_of(head: _Head) -> str | None:
+    """The session a session-scoped method names (None: another method, or none named)."""
+    if not (isinstance(head.method, str) and head.method in SESSION_SCOPED and head.params):
+        return None
+    try:
+        session = _SESSION_REF.decode(head.params).sessionId
+    except msgspec.DecodeError:  # params that are not an object: the server will say so
+        return None
+    return session if isinstance(session, str) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +143,7 @@ class RemoteStreams:
         self.reconnects = reconnects
         self.backoff = backoff
         self._pending = b""
-        self._outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._outbox: asyncio.Queue[Outgoing] = asyncio.Queue()
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -104,7 +154,7 @@ class RemoteStreams:
         *lines, self._pending = self._pending.split(b"\n")
         for line in lines:
             if line.strip():
-                self._outbox.put_nowait(json.loads(line))
+                self._outbox.put_nowait(Outgoing.read(line))
 
     async def drain(self) -> None:
         await asyncio.sleep(0)
@@ -117,13 +167,11 @@ class RemoteStreams:
             data = json.dumps(json.loads(data), separators=(",", ":")).encode()
         self.reader.feed_data(data + b"\n")
 
-    def fail(self, message: dict[str, Any], reason: str) -> None:
+    def fail(self, message: Outgoing, reason: str) -> None:
         """A request the transport could not carry gets an error reply with its id."""
-        if "id" in message and "method" in message:
+        if message.is_request():
             error = {"code": -32603, "message": reason, "data": {"reason": "transport"}}
-            self.deliver(
-                json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}).encode()
-            )
+            self.deliver(json.dumps({"jsonrpc": "2.0", "id": message.id, "error": error}).encode())
 
     def spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -172,20 +220,19 @@ class HttpStreams(RemoteStreams):
             try:
                 await self._send(message)
             except Exception as exc:  # the transport failed, not the message: say so
-                log.info("remote %s: %s", message.get("method") or "reply", exc)
+                log.info("remote %s: %s", message.method or "reply", exc)
                 self.fail(message, f"could not reach the agent at {self.agent.url}: {exc}")
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def _send(self, message: Outgoing) -> None:
         headers = {"Content-Type": "application/json", **self.agent.request_headers()}
-        first = message.get("method") == "initialize"
+        first = message.method == "initialize"
         if not first:
             if self.connection_id is None:
                 return self.fail(message, "not connected: initialize first")
             headers[CONNECTION_HEADER] = self.connection_id
-            session = (message.get("params") or {}).get("sessionId")
-            if message.get("method") in SESSION_SCOPED and isinstance(session, str):
-                headers[SESSION_HEADER] = session
-        status, answer_headers, content = await self._post(json.dumps(message).encode(), headers)
+            if message.session_id is not None:
+                headers[SESSION_HEADER] = message.session_id
+        status, answer_headers, content = await self._post(message.line, headers)
         if status >= 400 or (first and status != 200):
             return self.fail(message, _http_error(status, content))
         if first:
@@ -317,7 +364,7 @@ class WebSocketStreams(RemoteStreams):
         while True:
             message = await self._outbox.get()
             try:
-                await self.socket.send(json.dumps(message))
+                await self.socket.send(message.line, text=True)
             except Exception as exc:
                 self.fail(message, f"the WebSocket is closed: {exc}")
 
@@ -411,6 +458,7 @@ def _http_error(status: int, content: bytes) -> str:
 __all__ = [
     "AgentUrl",
     "HttpStreams",
+    "Outgoing",
     "RemoteStreams",
     "SseParser",
     "WebSocketStreams",
