@@ -42,7 +42,7 @@ class ServerSettings:
     # next step (server/steering.py); one more is refused (-32600, reason "steering_full")
     steering_max_pending: int = 32
     log_level: str = "INFO"  # AGENTAO_LOG_LEVEL
-    # OpenAI-compatible providers: "http" (h11 + msgspec, agent/providers/openai_http.py)
+    # OpenAI-compatible providers: "http" (http1.py + msgspec, agent/providers/openai_http.py)
     # or "sdk" (the openai SDK); AGENTAO_OPENAI_CLIENT.
     openai_client: str = "http"
 

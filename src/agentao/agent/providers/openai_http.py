@@ -3,7 +3,7 @@
 Why it exists. The `openai` SDK builds a pydantic model per streamed chunk (~0.3 ms
 each) and costs ~25 MB to import; relaying a long reply, that was most of the
 agent's CPU, and most of its memory after one session. The request goes through
-`agentao/http1.py` (h11 over asyncio streams), or through httpx when a proxy is set. This provider speaks the
+`agentao/http1.py` (httptools over asyncio streams), or through httpx when a proxy is set. This provider speaks the
 same Chat Completions wire (`stream: true`, `stream_options.include_usage`) with
 one typed msgspec decode per SSE line, and keeps the SDK provider's behaviour:
 reasoning from `delta.reasoning_content` or `delta.reasoning`, tool calls
