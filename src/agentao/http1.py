@@ -30,11 +30,12 @@ are not handled here: when one is configured (`proxy_configured`), the callers u
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 import ssl
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -156,8 +157,11 @@ class _Conn:
     async def receive(self) -> None:
         """Read what the server sent next into the parser."""
         try:
-            async with asyncio.timeout(self.timeout):
+            if self.timeout is None:  # an event stream: no timer to set and cancel
                 data = await self.reader.read(READ_BYTES)
+            else:
+                async with asyncio.timeout(self.timeout):
+                    data = await self.reader.read(READ_BYTES)
         except TimeoutError:
             raise HttpTimeout(f"no data from the server in {self.timeout:g} s") from None
         except OSError as exc:
@@ -208,13 +212,11 @@ class Http1Client:
         self._idle: dict[tuple[str, str, int], _Conn] = {}
         self._tls = tls
 
-    @asynccontextmanager
-    async def post(
+    def post(
         self, url: str, body: bytes, headers: dict[str, str]
-    ) -> AsyncIterator[StreamResponse]:
+    ) -> AbstractAsyncContextManager[StreamResponse]:
         """POST `body`; the response streams while the `async with` block runs."""
-        async with self.request("POST", url, body, headers, self.timeout) as response:
-            yield response
+        return self.request("POST", url, body, headers, self.timeout)
 
     @asynccontextmanager
     async def request(
@@ -229,13 +231,11 @@ class Http1Client:
         `async with` block runs. `read_timeout` bounds each wait for data (None: no bound,
         for an event stream whose server pings only now and then). ValueError: a header
         (or the URL) that is not HTTP; nothing was sent."""
-        parts = urlsplit(url)
-        key = (parts.scheme, parts.hostname or "", parts.port or _default_port(parts.scheme))
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        key, target, host = _split(url)
         merged = {**self.headers, **headers}
         if body is not None:
             merged["Content-Length"] = str(len(body))
-        data = request_head(method, target, parts.netloc, merged)
+        data = request_head(method, target, host, merged)
         if body:
             data += body
         conn = self._idle.pop(key, None)
@@ -308,6 +308,15 @@ class Http1Client:
         if self._tls is None:
             self._tls = ssl.create_default_context()
         return self._tls
+
+
+@functools.lru_cache(maxsize=64)
+def _split(url: str) -> tuple[tuple[str, str, int], str, str]:
+    """((scheme, host, port), request target, Host header) of a URL; a client asks the
+    same few URLs over and over, and urlsplit costs several microseconds each time."""
+    parts = urlsplit(url)
+    key = (parts.scheme, parts.hostname or "", parts.port or _default_port(parts.scheme))
+    return key, (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), parts.netloc
 
 
 def _default_port(scheme: str) -> int:

@@ -157,15 +157,17 @@ class RemoteStreams:
                 self._outbox.put_nowait(Outgoing.read(line))
 
     async def drain(self) -> None:
-        await asyncio.sleep(0)
+        """Nothing to wait for: the outbox is unbounded and the POSTs leave in order."""
 
     # ---- shared --------------------------------------------------------------------
 
     def deliver(self, data: bytes) -> None:
         """One message from the agent, as one line for the endpoint."""
-        if b"\n" in data:  # pretty-printed JSON: one line, whatever the sender did
-            data = json.dumps(json.loads(data), separators=(",", ":")).encode()
-        self.reader.feed_data(data + b"\n")
+        self.reader.feed_data(_one_line(data) + b"\n")
+
+    def deliver_all(self, messages: list[bytes]) -> None:
+        """Messages that arrived together, handed to the endpoint together (one wake-up)."""
+        self.reader.feed_data(b"\n".join(map(_one_line, messages)) + b"\n")
 
     def fail(self, message: Outgoing, reason: str) -> None:
         """A request the transport could not carry gets an error reply with its id."""
@@ -212,6 +214,7 @@ class HttpStreams(RemoteStreams):
         self.cookies: dict[str, str] = {}  # name -> value, from every answer (affinity)
         self.connection_id: str | None = None
         self._sessions: set[str] = set()
+        self._post_headers = {"Content-Type": "application/json", **agent.request_headers()}
         self.spawn(self._send_all())
 
     async def _send_all(self) -> None:
@@ -224,7 +227,7 @@ class HttpStreams(RemoteStreams):
                 self.fail(message, f"could not reach the agent at {self.agent.url}: {exc}")
 
     async def _send(self, message: Outgoing) -> None:
-        headers = {"Content-Type": "application/json", **self.agent.request_headers()}
+        headers = self._post_headers.copy()
         first = message.method == "initialize"
         if not first:
             if self.connection_id is None:
@@ -279,10 +282,11 @@ class HttpStreams(RemoteStreams):
             if attempt:
                 await asyncio.sleep(self.backoff * 2 ** (attempt - 1))
             try:
-                async for event_id, data in self._events(session_id, last_id):
-                    last_id = event_id or last_id
-                    self._saw(data, session_id)
-                    self.deliver(data)
+                async for events in self._events(session_id, last_id):
+                    for event_id, data in events:
+                        last_id = event_id or last_id
+                        self._saw(data, session_id)
+                    self.deliver_all([data for _, data in events])
             except Exception as exc:
                 log.info("remote stream %s dropped: %s", session_id or "(connection)", exc)
             if self._closed:
@@ -292,7 +296,8 @@ class HttpStreams(RemoteStreams):
 
     async def _events(
         self, session_id: str | None, last_id: str | None
-    ) -> AsyncIterator[tuple[str | None, bytes]]:
+    ) -> AsyncIterator[list[tuple[str | None, bytes]]]:
+        """The stream's events, (id, data), as they arrive: those of one read together."""
         assert self.connection_id is not None
         headers = {"Accept": "text/event-stream", CONNECTION_HEADER: self.connection_id}
         headers.update(self.agent.request_headers())
@@ -304,8 +309,8 @@ class HttpStreams(RemoteStreams):
         parser = SseParser()
         async with self._open_stream(headers) as chunks:
             async for chunk in chunks:
-                for event in parser.feed(chunk):
-                    yield event
+                if events := parser.feed(chunk):
+                    yield events
 
     @contextlib.asynccontextmanager
     async def _open_stream(self, headers: dict[str, str]) -> AsyncIterator[AsyncIterator[bytes]]:
@@ -442,6 +447,13 @@ class SseParser:
             elif name == b"id":
                 self._id = value.decode("utf-8", "replace")
         return events
+
+
+def _one_line(data: bytes) -> bytes:
+    """A message as one line, whatever the sender did (pretty-printed JSON)."""
+    if b"\n" in data:
+        return json.dumps(json.loads(data), separators=(",", ":")).encode()
+    return data
 
 
 def _http_error(status: int, content: bytes) -> str:
