@@ -24,7 +24,13 @@ from agentao.client import (
     PermissionDecision,
     TurnEnd,
 )
-from agentao.client.remote import HttpStreams, SseParser, connect, is_agent_url
+from agentao.client.remote import (
+    HttpStreams,
+    RemoteStreams,
+    SseParser,
+    connect,
+    is_agent_url,
+)
 from tests.fakes.sdk_agent import SdkServer
 
 pytestmark = pytest.mark.timeout(60)
@@ -89,6 +95,16 @@ def test_sse_parser() -> None:
     events = parser.feed(b': keepalive\n\nid: 7\ndata: {"a":\r\ndata: 1}\n\ndata: {"b"')
     assert events == [("7", b'{"a":\n1}')]
     assert parser.feed(b":2}\n\n") == [(None, b'{"b":2}')]
+
+
+async def test_events_read_together_reach_the_endpoint_as_lines_even_a_bad_one() -> None:
+    """A pretty-printed message becomes one line; one that is not JSON stays one line (the
+    endpoint refuses it as any bad line) instead of failing the stream and the messages
+    read with it."""
+    streams = RemoteStreams(reconnects=0, backoff=0.0)
+    streams.deliver_all([b'{"a":\n 1}', b"{not\njson", b'{"b":2}'])
+    streams.end()
+    assert await streams.reader.read() == b'{"a":1}\n{not json\n{"b":2}\n'
 
 
 # ---- the POSTs' own keep-alive connection (agentao/http1.py) ---------------------------------

@@ -8,7 +8,9 @@ HTTP, as the transport proposal and the official SDK's client do it:
 * `initialize` is POSTed and answered 200 with its result in the body and an
   `Acp-Connection-Id` header; every later message is POSTed with that header (and
   `Acp-Session-Id` for the session-scoped methods), answered 202, one at a time in
-  the order written, so the agent sees them in our order;
+  the order written, so the agent sees them in our order; a POST's body is the line
+  the endpoint wrote, as written (`Outgoing`: only the method, id and session id are
+  read of it, for the headers and for an error reply);
 * what the agent sends arrives on SSE streams (GET): the connection's, opened after
   `initialize`, and one per session, opened when a message names a new session id;
 * an SSE event's `id:` is remembered, and a stream that drops is opened again with
@@ -450,10 +452,15 @@ class SseParser:
 
 
 def _one_line(data: bytes) -> bytes:
-    """A message as one line, whatever the sender did (pretty-printed JSON)."""
-    if b"\n" in data:
+    """A message as one line, whatever the sender did (pretty-printed JSON); one that is
+    not JSON stays one line too, for the endpoint to refuse as it refuses any bad line
+    (not an exception here that would drop the stream and the messages read with it)."""
+    if b"\n" not in data:
+        return data
+    try:
         return json.dumps(json.loads(data), separators=(",", ":")).encode()
-    return data
+    except ValueError:
+        return data.replace(b"\n", b" ")
 
 
 def _http_error(status: int, content: bytes) -> str:
