@@ -120,3 +120,38 @@ async def test_a_v1_clients_mode_on_a_far_session_is_set_by_its_holder(
         view = await http.get(f"/v1/conversations/{convs[0]['id']}/view", headers=ASKER)
     assert view.json()["mode"] == "read-only", view.text
     assert titled["result"] == {"title": "Far off"} and convs[0]["title"] == "Far off", titled
+
+
+async def test_a_session_opened_on_one_replica_is_found_on_another_at_once(
+    gateway_factory: Any, tmp_path: Path, pg_url: str
+) -> None:
+    """`session/new` on A is answered once the conversation's row is stored: a client that
+    loads the session on B the moment it has its id finds it there (B reads the shared
+    store). A trigger makes every write of that row take half a second, the window in
+    which A answered before."""
+    import psycopg
+
+    spec = scripted_spec(tmp_path)
+    a = gateway_factory(agents=(spec,), keys=KEYS, store=pg_url)
+    b = gateway_factory(agents=(spec,), keys=KEYS, store=pg_url)
+    with psycopg.connect(pg_url, autocommit=True) as db:
+        db.execute(
+            "CREATE FUNCTION slow_row() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN PERFORM pg_sleep(0.5); RETURN NEW; END $$"
+        )
+        db.execute(
+            "CREATE TRIGGER slow_row BEFORE INSERT OR UPDATE ON gw_conversations "
+            "FOR EACH ROW EXECUTE FUNCTION slow_row()"
+        )
+    opener, far = v1_peer(a, "ws"), v1_peer(b, "ws")
+    try:
+        await opener.open()
+        await far.open()
+        opened = await opener.call("session/new", {"cwd": spec.cwd, "mcpServers": []})
+        sid = opened["result"]["sessionId"]
+        there = await far.call("session/load", _v1_load(sid, spec.cwd))
+    finally:
+        for peer in (opener, far):
+            await peer.close()
+    assert "result" in there, there
+    assert there["result"]["sessionId"] == sid

@@ -70,6 +70,10 @@ class BatchWriter(Generic[B]):
         self._backoff = backoff or WriterBackoff()
         self.failures = 0  # failed batches in a row
         self.batch: B = new_batch()  # the one being filled: add to it, then kick()
+        self._writing: B | None = None  # the one being written
+        # Who waits for the batch being filled, and for the one being written (`written`).
+        self._waiters: list[asyncio.Future[None]] = []
+        self._writing_waiters: list[asyncio.Future[None]] = []
         self._woken = False  # the writer was woken for the batch being filled
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()  # nothing queued and no write under way
@@ -96,6 +100,7 @@ class BatchWriter(Generic[B]):
             await asyncio.sleep(0)
             self._wake.clear()
             batch, self.batch, self._woken = self.batch, self._new_batch(), False
+            self._writing, self._writing_waiters, self._waiters = batch, self._waiters, []
             if await self._write_one(batch):
                 self.failures = 0
             else:
@@ -109,14 +114,38 @@ class BatchWriter(Generic[B]):
         batch's waiters here, so the loop lives on."""
         try:
             await self._write(batch)
+        except asyncio.CancelledError:  # closed: who waits on the batch hears it
+            _settle(self._written(), RuntimeError("the store writer was stopped"))
+            raise
         except Exception as exc:
             log.exception("the store writer failed a batch: %s", describe(exc))
+            _settle(self._written(), exc)
             try:
                 self._fail(batch, exc)
             except Exception:  # telling the waiters must not take the writer down
                 log.exception("the store writer could not fail a batch to its waiters")
             return False
+        _settle(self._written(), None)
         return True
+
+    def _written(self) -> list[asyncio.Future[None]]:
+        """The batch being written is done: who waited on it (some came meanwhile)."""
+        waiters, self._writing_waiters, self._writing = self._writing_waiters, [], None
+        return waiters
+
+    async def written(self, holds: Callable[[B], bool]) -> None:
+        """Wait until the last batch that `holds` something (the one being filled, else
+        the one being written) is stored; at once when neither does. Raises the error
+        its write raised."""
+        if holds(self.batch):
+            waiters = self._waiters
+        elif self._writing is not None and holds(self._writing):
+            waiters = self._writing_waiters
+        else:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiters.append(waiter)
+        await waiter
 
     async def flush(self) -> None:
         """Wait until everything queued so far is written (shutdown, tests)."""
@@ -127,6 +156,16 @@ class BatchWriter(Generic[B]):
         """Stop the writer; what is not yet written is lost."""
         if self._task is not None:
             self._task.cancel()
+
+
+def _settle(waiters: list[asyncio.Future[None]], error: Exception | None) -> None:
+    for waiter in waiters:
+        if waiter.done():
+            continue
+        if error is None:
+            waiter.set_result(None)
+        else:
+            waiter.set_exception(error)
 
 
 __all__ = ["BatchWriter", "WriterBackoff", "describe"]

@@ -7,8 +7,7 @@ the conversation is open here, the caller says where its log ends if it knows (i
 the conversation, or held it since its last task here ended, all of it stored: see
 `sessions.py`, `LiveConversation.log_seq`), else it is read from the store (one indexed
 read, which also finds what another replica, or a settled dead gateway, appended
-meanwhile); one turn at a time per conversation, so nobody else numbers it while it is
-open here.
+meanwhile); one turn at a time per conversation: nobody else numbers it while open here.
 `TaskLog.emit()` is synchronous: it numbers the frame and hands it to the hub, so a
 turn never waits for the disk. `TaskLog.emit_run()` does the same for a burst of
 streamed updates received at once, in one call (no Python step per update: the relay's
@@ -425,6 +424,10 @@ class TaskHub:
         """Queue a conversation's row (insert or update) ahead of the next task rows."""
         self._writer.batch.conversations[conversation.id] = conversation
         self._writer.kick()
+
+    async def saved(self, conversation_id: str) -> None:
+        """Once the conversation's row, as last queued, is stored (raises what failed it)."""
+        await self._writer.written(lambda batch: conversation_id in batch.conversations)
 
     def get(self, task_id: str) -> TaskLog | None:
         return self._logs.get(task_id)

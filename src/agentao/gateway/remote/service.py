@@ -51,8 +51,9 @@ from agentao.client.content import prompt_text
 from agentao.client.files import LocalFiles
 from agentao.gateway.agent_protocol import logged_update, speaks_v2
 from agentao.gateway.auth import Principal, owns
+from agentao.gateway.batches import describe
 from agentao.gateway.config import McpUrlPolicy
-from agentao.gateway.errors import ApiError, TakenElsewhere
+from agentao.gateway.errors import ApiError, StoreFailed, TakenElsewhere
 from agentao.gateway.peers import Peers
 from agentao.gateway.pool import AgentPool
 from agentao.gateway.remote.api_errors import api_error_wire
@@ -66,7 +67,7 @@ from agentao.gateway.remote.bridge_calls import (
     session_config,
     tell_title,
 )
-from agentao.gateway.remote.clients import INIT_SCOPE, RemoteClient, RemoteClients
+from agentao.gateway.remote.clients import INIT_SCOPE, STORE_FAILED, RemoteClient, RemoteClients
 from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
 from agentao.gateway.remote.far_held import cancel_child_anywhere
 from agentao.gateway.remote.far_open import far_opened
@@ -374,6 +375,7 @@ class RemoteAcp:
             connection.principal.name, connection.agent, "acp", session_params=where.stored()
         )
         session = await self.conversations.bind(conv)
+        await self._stored(conv)  # a load on another replica finds it
         relay = self.relays.relay(conv)
         # What the agent sent while opening it (its commands, say), before anyone watched:
         # on the connection's stream, like the result (the session's is not open yet).
@@ -405,6 +407,7 @@ class RemoteAcp:
             session = await self.conversations.bind(conv)
         except TakenElsewhere:  # taken between that look and the claim
             return await self._attach_far(connection, conv, replay)
+        await self._stored(conv)  # one just made here (the agent's own)
         session.drain()  # folded into the view already; the watchers have their own
         # The history, with `replay`, to this client only, before the reply (as from an
         # agent): from the log when it holds it all (relay.py).
@@ -420,6 +423,17 @@ class RemoteAcp:
         # The official SDK's client opens a session's stream when a message names the
         # session: the reply says which, so the rest reaches it there.
         return {**result, "sessionId": session_id}
+
+    async def _stored(self, conv: LiveConversation) -> None:
+        """Once the conversation's row, as last changed, is stored, on a store replicas
+        share: a client told of its session may ask another replica next."""
+        if not self.replica.shared:
+            return
+        try:
+            await self.conversations.hub.saved(conv.id)
+        except Exception as exc:  # the store's error, whatever the driver raised
+            why = f"the gateway could not store the session ({describe(exc)})"
+            raise StoreFailed(why, code=STORE_FAILED) from None
 
     async def _conversation_of(
         self, connection: RemoteClient, session_id: str, params: dict[str, Any]
