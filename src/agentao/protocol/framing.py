@@ -64,9 +64,11 @@ class LineBuffer:
         with no Python step per line: a streamed answer reads hundreds of updates in one
         chunk. None when any line needs `_feed_each`'s care (CR, blank but not empty,
         over the cap)."""
+        if b"\r" in data:  # a CRLF peer: every line goes line by line, so split nothing here
+            return None
         lines: list[Any] = data.split(b"\n")
         rest = lines.pop()
-        if b"\r" in data or any(map(bytes.isspace, lines)):
+        if any(map(bytes.isspace, lines)):
             return None
         if lines and max(map(len, lines)) > self.max_line_bytes:
             return None
