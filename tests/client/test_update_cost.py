@@ -22,7 +22,7 @@ from tests.client.test_reopen import SID, Peer, chunk, started
 from tests.gateway.test_relay_cost import agentao_lines
 
 
-async def test_a_text_chunk_goes_from_its_line_to_the_turn_in_seventeen_calls_of_ours(
+async def test_a_text_chunk_goes_from_its_line_to_the_turn_in_fourteen_calls_of_ours(
     tmp_path,
 ) -> None:
     peer = Peer(close=False)
@@ -40,12 +40,13 @@ async def test_a_text_chunk_goes_from_its_line_to_the_turn_in_seventeen_calls_of
     assert isinstance(events[-1], TurnEnd)
     assert session.view.text == "warm0123456789"
     assert client._connection.received(SID) == 11
-    # Per update: the endpoint's 8 (tests/protocol/test_update_cost.py; this handler takes
+    # Per update: the endpoint's 5 (tests/protocol/test_update_cost.py; this handler takes
     # the message too: no wrapper) and TrackingConnection.receive, then session_update,
     # SessionState.apply, SessionView.fold and apply, _text, Message.continues,
-    # push_update and follow. Was 29: the endpoint's 8 more, and content_text,
-    # block_type, EventStream._push, ChildLinks.note and root, each once per update.
-    assert calls == 17 * 10
+    # push_update and follow. Was 17 (the endpoint read the line's dicts first: 3 more),
+    # and before that 29: the endpoint's 8 more, and content_text, block_type,
+    # EventStream._push, ChildLinks.note and root, each once per update.
+    assert calls == 14 * 10
     peer.eof()
     await client.close()
 

@@ -50,9 +50,10 @@ def test_a_v2_text_chunk_folds_with_no_second_decode() -> None:
         raw = chunk(kind, "m1", "tick ")
         value = _decoded(raw)
         st = SessionState("s", 100)
-        calls, update = _converts(lambda: fold_update(st, raw, value))  # noqa: B023
+        wire = msgspec.Raw(msgspec.json.encode(raw))  # the bytes received
+        calls, update = _converts(lambda: fold_update(st, raw, value, wire))  # noqa: B023
         assert calls == 0, kind
-        assert update.kind == kind and update.raw is raw
+        assert update.kind == kind and update.wire is wire and update.raw == raw
         assert update.value == decode_v1("s", raw)  # what the decode gives
 
 

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from agentao.protocol.connection import Connection, Response
 from agentao.protocol.errors import PeerError
 from agentao.protocol.framing import Oversize
@@ -76,17 +78,86 @@ def dict_path_refused(conn: Connection) -> list[object]:
     return calls
 
 
-def test_an_updates_params_are_read_from_its_line_not_converted_from_dicts() -> None:
-    from agentao.protocol import schema
+def test_an_update_is_read_from_its_line_with_no_dicts(monkeypatch) -> None:
+    """Typed once: the params straight into their types, the update kept as the bytes
+    received (for a relay to pass on); neither the line nor the params become dicts."""
+    import msgspec
+
+    from agentao.protocol import connection, schema
     from agentao.protocol.connection import Notification
 
+    lines: list[bytes] = []
+    whole = connection._decode_json
+    monkeypatch.setattr(connection, "_decode_json", lambda line: lines.append(line) or whole(line))
     conn = Connection("client")
     calls = dict_path_refused(conn)
     event = conn.receive(UPDATE_LINE)
-    assert isinstance(event, Notification) and calls == []
+    assert isinstance(event, Notification) and calls == [] and lines == []
     chunk = schema.AgentMessageChunk(content=schema.TextContentBlock(text="x"))
     assert event.params == schema.SessionNotification(session_id="s", update=chunk)
-    assert event.message["params"]["update"]["content"] == {"type": "text", "text": "x"}
+    wire = event.message["params"]["update"]
+    assert type(wire) is msgspec.Raw
+    assert bytes(wire) == UPDATE_LINE.split(b'"update":')[1][:-2]
+
+
+def dict_path_only(conn: Connection) -> Connection:
+    from agentao.protocol import connection
+
+    conn._receive_passed = lambda line: connection._DICT_PATH  # type: ignore[method-assign]
+    return conn
+
+
+FAST_PATH_EDGES = [
+    UPDATE_LINE,
+    UPDATE_LINE.replace(b'"jsonrpc":"2.0"', b'"jsonrpc":"1.0"'),
+    UPDATE_LINE.replace(b'"method"', b'"id":7,"method"'),
+    UPDATE_LINE.replace(b'"method"', b'"id":null,"method"'),
+    UPDATE_LINE.replace(b'"sessionId":"s"', b'"sessionId":5'),
+    UPDATE_LINE.replace(b'"text":"x"', b'"text":7'),
+    UPDATE_LINE.replace(b'"text":"x"', b'"text":"x","extra":"\xff"'),
+    UPDATE_LINE.replace(b'"text":"x"', b'"text":"\\ud800"'),
+    UPDATE_LINE.replace(b'"text":"x"', b'"text":"caf\xc3\xa9"'),
+    UPDATE_LINE.replace(b'"sessionId":"s",', b'"sessionId":"s","_meta":{"k":[1,2]},'),
+    UPDATE_LINE.replace(b"agent_message_chunk", b"kind_of_tomorrow"),
+    UPDATE_LINE.replace(b'"params":{', b'"params":[').replace(b"}}}", b"}}]"),
+    UPDATE_LINE[:-1],
+    b'{"jsonrpc":"2.0","method":"session/update"}',
+    b'{"jsonrpc":"2.0","method":"session/prompt","params":{"note":"session/update"}}',
+    b'{"jsonrpc":"2.0","method":"session/update","params":' + b"[" * 5000 + b"]" * 5000 + b"}",
+]
+
+
+@pytest.mark.parametrize("line", FAST_PATH_EDGES)
+def test_what_the_fast_read_refuses_reads_as_the_dict_path_does(line: bytes) -> None:
+    """Every line gives the event the dict path gives: the same kind, params, session and
+    error reply; an update the fast read took holds the bytes the dict path would parse."""
+    from agentao.protocol.decode import json_of
+
+    fast, slow = (
+        Connection("client").receive(line),
+        dict_path_only(Connection("client")).receive(line),
+    )
+    assert type(fast) is type(slow)
+    if slow is None:
+        return
+    for name in ("params", "session_id", "method", "reply"):
+        assert repr(getattr(fast, name, None)) == repr(getattr(slow, name, None)), name
+    if hasattr(slow, "message"):
+        assert json_of(fast.message["params"]["update"]) == slow.message["params"]["update"]
+
+
+def test_a_number_no_float_holds_in_a_member_the_types_skip_is_passed_on_as_sent() -> None:
+    """The dict path cannot read `1e999` (it dropped the whole update); read as bytes, the
+    member the types skip is passed on as the agent wrote it, and read as its literal."""
+    from agentao.protocol.decode import json_of
+
+    line = UPDATE_LINE.replace(b'"text":"x"', b'"text":"x","big":1e999')
+    assert dict_path_only(Connection("client")).receive(line) is None
+    event = Connection("client").receive(line)
+    assert event is not None and event.params.update.content.text == "x"
+    wire = event.message["params"]["update"]
+    assert b'"big":1e999' in bytes(wire)
+    assert json_of(wire)["content"]["big"] == "1e999"
 
 
 def test_params_that_need_a_repair_still_take_the_dict_path() -> None:

@@ -220,3 +220,28 @@ def test_schema_defaults_are_the_generated_defaults(owner: str, prop: str, defau
         field.default_factory() if field.default_factory is not msgspec.NODEFAULT else field.default
     )
     assert decode_strict(field.type, default) == generated
+
+
+UPDATES = [p for p in SEEDS + TRANSCRIPTS if p.values[0] is schema.SessionNotification]
+
+
+def test_the_updates_are_there() -> None:
+    assert len(UPDATES) > 50
+
+
+@pytest.mark.parametrize(("tp", "wire"), UPDATES)
+def test_an_update_read_as_bytes_is_what_the_dicts_give(tp: Any, wire: Any) -> None:
+    """A `session/update` read by the connection's fast path (its update kept as the bytes
+    received, connection.py `_receive_passed`) gives the handler what the dict path gives,
+    and bytes that parse to the object the dict path holds."""
+    from agentao.protocol import connection
+    from agentao.protocol.decode import json_of
+
+    line = json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": wire}).encode()
+    fast = connection.Connection("client").receive(line)
+    slow_conn = connection.Connection("client")
+    slow_conn._receive_passed = lambda _line: connection._DICT_PATH  # type: ignore[method-assign]
+    slow = slow_conn.receive(line)
+    assert type(fast) is type(slow) is connection.Notification
+    assert encode(fast.params) == encode(slow.params) and fast.session_id == slow.session_id
+    assert json_of(fast.message["params"]["update"]) == slow.message["params"]["update"]

@@ -76,6 +76,26 @@ async def test_task_events_in_order_after_a_seq(store) -> None:
     assert [t.id for t in await store.list_tasks("c1")] == ["t1"]
 
 
+async def test_a_frame_holding_an_agents_bytes_is_stored_as_sent_and_read_back(store) -> None:
+    """A live frame carries the update as the agent sent it (msgspec.Raw, read with the
+    members its types skip unparsed): stored as those bytes, and a number no float holds
+    in such a member reads back as its literal instead of failing the read of the log."""
+    import msgspec
+
+    await store.create_conversation(Conversation("c1", "local", "agentao", "task"))
+    text = {"type": "text", "text": "caf\u00e9"}
+    wire = msgspec.json.encode({"sessionUpdate": "agent_message_chunk", "content": text})
+    wire = wire[:-1] + b',"x":1e999}'
+    event = TaskEvent("t1", 1, "task-running", 1.0, {"update": msgspec.Raw(wire)})
+    await store.append_events([event], tasks=[TaskRecord("t1", "c1", "running", prompt="hi")])
+    for back in (await store.task_events("t1", 0), await store.events_after("c1", 0)):
+        assert back[0].payload["update"] == {
+            "sessionUpdate": "agent_message_chunk",
+            "content": text,
+            "x": "1e999",
+        }
+
+
 async def test_one_log_per_conversation_numbered_across_its_tasks(store) -> None:
     await store.create_conversation(Conversation("c1", "local", "agentao", "task"))
     await store.create_conversation(Conversation("c2", "local", "agentao", "task"))

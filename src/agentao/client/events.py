@@ -4,10 +4,12 @@ Immutable msgspec Structs (cheap to create: one per update on the hot path).
 
 `Update.value` is the generated schema struct for the update (e.g.
 `schema.AgentMessageChunk`, `schema.ToolCall`, `schema.Plan`), decoded once,
-leniently, at the edge; every reader that interprets an update reads it. `Update.raw`
-is the update object exactly as the agent sent it, kept only as an opaque
-pass-through for the relays that promise it unchanged (the task stream, remote ACP
-clients, the opt-in `x_acp` extension): nothing folds or reads it. Tool calls are
+leniently, at the edge; every reader that interprets an update reads it. `Update.wire`
+is the update object's bytes exactly as the agent sent them (msgspec.Raw: msgspec's
+encoders write them back unchanged), kept only as an opaque pass-through for the relays
+that promise it unchanged (the task stream, remote ACP clients, the opt-in `x_acp`
+extension): nothing folds or reads it, and no dict is made for it (`Update.raw` makes
+one on demand). Tool calls are
 upserts by id: every `tool_call` / `tool_call_update` also carries the merged
 `ToolCallState` after it was applied (typed too; merged in `view.py`).
 """
@@ -21,7 +23,7 @@ import msgspec
 from agentao.client.content import block_type
 from agentao.client.permissions import PermissionRequest
 from agentao.protocol import schema
-from agentao.protocol.decode import to_builtins
+from agentao.protocol.decode import json_of, to_builtins
 
 TEXT_KINDS = frozenset({"agent_message_chunk", "agent_thought_chunk", "user_message_chunk"})
 
@@ -61,8 +63,13 @@ class Update(msgspec.Struct, frozen=True):
     session_id: str
     kind: str  # the `sessionUpdate` tag, e.g. "agent_message_chunk" (unknown kinds too)
     value: Any  # the typed schema struct; None when the kind is unknown or undecodable
-    raw: dict[str, Any]  # the `update` object as received: pass it on, never read it
+    wire: msgspec.Raw  # the `update` object's bytes as received: pass them on, never read
     tool_call: ToolCallState | None = None  # merged state, for tool_call / tool_call_update
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The `update` object as received, as JSON values (decoded anew on each read)."""
+        return json_of(self.wire)  # type: ignore[no-any-return]
 
     @property
     def text(self) -> str | None:

@@ -116,14 +116,18 @@ class ClientSide:
     # ---- session/update -------------------------------------------------------------
 
     def session_update(self, params: Any, message: dict[str, Any]) -> None:
-        # `params` decoded as a SessionNotification, so sessionId is a string and the raw
-        # update an object with a string tag (an unknown kind is an UnknownVariant).
-        raw_update = message["params"]["update"]
+        # `params` decoded as a SessionNotification, so sessionId is a string and the
+        # update has a string tag (an unknown kind is an UnknownVariant). The message holds
+        # the update as its bytes (connection.py's `_receive_passed`), or, when its line
+        # needed a repair, as the object received.
+        wire = message["params"]["update"]
         value = params.update
         if type(value) is UnknownVariant:
-            value = None
+            kind, value = value.raw["sessionUpdate"], None
+        else:
+            kind = value.__struct_config__.tag
         st = self.states.get(params.session_id) or self.state(params.session_id)
-        update = st.apply(raw_update["sessionUpdate"], value, raw_update)
+        update = st.apply(kind, value, wire)
         st.stream.push_update(update)
         self.follow(update)
 

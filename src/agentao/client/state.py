@@ -55,9 +55,9 @@ class SessionState:
     def current_mode(self, mode: str | None) -> None:
         self.view.mode = mode
 
-    def apply(self, kind: str, value: Any, raw: dict[str, Any]) -> Update:
+    def apply(self, kind: str, value: Any, wire: Any) -> Update:
         """Fold one decoded update into the view (`view.fold`); return the event to queue."""
-        update = self.view.fold(self.session_id, kind, value, raw)
+        update = self.view.fold(self.session_id, kind, value, wire)
         for watcher in self.watchers:
             watcher(update)
         return update

@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from agentao.client.v2 import is_idle
+from agentao.client.v2 import STATE_UPDATE, is_idle
 from agentao.protocol.connection import (
     Connection,
     Notification,
@@ -34,6 +34,7 @@ from agentao.protocol.connection import (
     Response,
     session_id_of,
 )
+from agentao.protocol.decode import json_of
 from agentao.protocol.framing import Oversize
 
 # (session id, updates of that session received before the answer, the v2 idle update that
@@ -64,7 +65,10 @@ class TrackingConnection(Connection):
         return event
 
     def _maybe_idle(self, event: Notification) -> None:
-        update = event.message.get("params", {}).get("update")
+        config = getattr(type(getattr(event.params, "update", None)), "__struct_config__", None)
+        if config is not None and config.tag != STATE_UPDATE:
+            return  # typed, and not a state update: its bytes need not be read
+        update = json_of(event.message.get("params", {}).get("update"))
         session_id = event.session_id
         if session_id is not None and is_idle(update):
             self._running.discard(session_id)

@@ -47,7 +47,7 @@ from agentao.client.serving import ClientSide
 from agentao.client.state import SessionState
 from agentao.client.view import PATCH_META
 from agentao.protocol import schema
-from agentao.protocol.decode import decode_lenient, to_builtins
+from agentao.protocol.decode import decode_lenient, json_of, to_builtins
 from agentao.protocol.schema import UnknownVariant
 from agentao.protocol.v2 import schema as v2
 from agentao.protocol.v2.to_v1 import commands_v1, config_options_v1, mode_change
@@ -239,21 +239,23 @@ def decode_v1(session_id: str, wire: dict[str, Any]) -> Any:
     return None if type(note.update) is UnknownVariant else note.update
 
 
-def fold_update(st: SessionState, raw: dict[str, Any], value: Any) -> Any:
-    """Fold a v2 update (`raw` as received, `value` its v2 typed struct) into the session
-    as the v1 update it means (`to_v1`); the `Update` event to queue."""
+def fold_update(st: SessionState, raw: dict[str, Any], value: Any, wire: Any = None) -> Any:
+    """Fold a v2 update (`raw` as received, `value` its v2 typed struct; `wire` its bytes,
+    if kept) into the session as the v1 update it means (`to_v1`); the `Update` event to
+    queue. What was received rides along (events.Update.wire)."""
+    received = raw if wire is None else wire
     v1_chunk = _V1_CHUNKS.get(type(value))
     if v1_chunk is not None and _plain_text(value):  # the hot path: no second decode
         text = schema.TextContentBlock(text=value.content.text)
         return st.apply(
-            raw["sessionUpdate"], v1_chunk(content=text, message_id=value.message_id), raw
+            raw["sessionUpdate"], v1_chunk(content=text, message_id=value.message_id), received
         )
     translated = to_v1(raw, st)
     if translated is None:  # no v1 kind: the v2 typed value, under its own kind
         kept = None if type(value) is UnknownVariant else value
-        return st.apply(raw["sessionUpdate"], kept, raw)
-    kind, wire = translated  # `raw` rides along as received (events.Update.raw)
-    return st.apply(kind, decode_v1(st.session_id, wire), raw)
+        return st.apply(raw["sessionUpdate"], kept, received)
+    kind, v1_wire = translated
+    return st.apply(kind, decode_v1(st.session_id, v1_wire), received)
 
 
 def _plain_text(chunk: Any) -> bool:
@@ -326,9 +328,10 @@ class V2Side:
 
     def session_update(self, params: Any, message: dict[str, Any]) -> None:
         st = self.side.state(params.session_id)
-        raw = message["params"]["update"]
+        wire = message["params"]["update"]  # its bytes, or (repaired) the object
+        raw = json_of(wire)
         known = st.current_mode
-        update = fold_update(st, raw, params.update)
+        update = fold_update(st, raw, params.update, wire)
         st.stream.push_update(update)
         self.side.follow(update)
         mode = mode_change(raw, known) if raw.get("sessionUpdate") == CONFIG_UPDATE else None

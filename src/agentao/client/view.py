@@ -6,9 +6,10 @@ changed), a plan replaced whole, usage and title on the side. Every reader wants
 same folded picture: the terminal renderer, the gateway's OpenAI mapping, its task
 stream and web UI. So the client folds each update once, here, and readers take the
 result. The fold reads only typed values (the schema structs the connection decoded
-once, at the edge); the raw update is never looked at:
+once, at the edge); the update's bytes are never looked at (but for which fields a
+`subagent_update` names: omitted and null differ there):
 
-* `SessionView.fold(session_id, kind, value, raw)` merges a tool call by id, folds the
+* `SessionView.fold(session_id, kind, value, wire)` merges a tool call by id, folds the
   update into `entries` (the conversation in order: user and agent messages with
   consecutive chunks joined, thoughts, tool calls, plans, notices) and the session's
   `title`, `mode`, `commands`, `usage`, and returns the `Update` event for the stream.
@@ -45,7 +46,7 @@ import msgspec
 from agentao.client.content import block_type, content_text, prompt_text, tool_output_text
 from agentao.client.events import TEXT_KINDS, ToolCallState, Update
 from agentao.protocol import schema
-from agentao.protocol.decode import decode_lenient, to_builtins
+from agentao.protocol.decode import decode_lenient, raw_of, to_builtins
 
 log = logging.getLogger("agentao.client")
 
@@ -292,16 +293,19 @@ class SessionView:
     children: dict[str, ChildEntry] = field(default_factory=dict)  # by child session id
     terminal_calls: dict[str, str] = field(default_factory=dict)  # terminal id -> its call
 
-    def fold(self, session_id: str, kind: str, value: Any, raw: dict[str, Any]) -> Update:
+    def fold(self, session_id: str, kind: str, value: Any, wire: Any) -> Update:
         """Fold one decoded update in (`value` None: unknown or undecodable, changes
-        nothing) and return it as the stream's event; `raw` only rides along. A
-        terminal's update comes with the tool call that names the terminal, if one does."""
+        nothing) and return it as the stream's event; `wire`, the update as received
+        (its bytes, or JSON values made bytes here), only rides along. A terminal's
+        update comes with the tool call that names the terminal, if one does."""
         tool_call = None
         if kind in TOOL_KINDS and value is not None:
             tool_call = self.upsert_tool_call(value, announced=kind == "tool_call")
         elif kind in TERMINAL_KINDS and value is not None:
             tool_call = self.tool_calls.get(self.terminal_calls.get(value.terminal_id, ""))
-        update = Update(session_id, kind, value, raw, tool_call)
+        if type(wire) is not msgspec.Raw:  # made by the client itself, or repaired
+            wire = raw_of(wire)
+        update = Update(session_id, kind, value, wire, tool_call)
         self.apply(update)
         return update
 

@@ -39,7 +39,7 @@ from agentao.client import Client, Session, Update
 from agentao.client.children import SUBAGENT_UPDATE
 from agentao.gateway.agent_terminals import TERMINAL_KINDS, own_terminals, terminal_logged
 from agentao.protocol import meta, schema
-from agentao.protocol.decode import to_builtins
+from agentao.protocol.decode import raw_of, to_builtins
 from agentao.protocol.v2.to_v1 import MODE_CATEGORY
 
 V2 = 2
@@ -72,13 +72,14 @@ def logged_update(session: Session, update: Update) -> Update | None:
         return None
     wire = to_builtins(update.value)
     wire.pop("messageId", None)  # v2's message ids: the bridge derives its own from the log
-    if (kept := _v2_tool_call_fields(update.raw)) is not None:
+    raw = update.raw if update.kind in _TOOL_KINDS else None  # read only where it counts
+    if (kept := _v2_tool_call_fields(raw)) is not None:
         wire["_meta"] = {**(wire.get("_meta") or {}), meta.V2_TOOL_CALL: kept}
     if isinstance(extra := wire.get("_meta"), dict) and meta.V2_TERMINAL in extra:
         wire["_meta"] = {k: v for k, v in extra.items() if k != meta.V2_TERMINAL}  # ours only
-    if update.kind in _TOOL_KINDS and (terminals := own_terminals(session, update.raw)):
+    if raw is not None and (terminals := own_terminals(session, raw)):
         wire["_meta"] = {**(wire.get("_meta") or {}), meta.V2_TERMINAL: terminals}
-    return msgspec.structs.replace(update, raw=wire)
+    return msgspec.structs.replace(update, wire=raw_of(wire))
 
 
 def _v2_tool_call_fields(raw: Any) -> dict[str, Any] | None:

@@ -41,7 +41,7 @@ import msgspec
 from agentao.client import Session, Update
 from agentao.client.view import TERMINAL_KINDS, TerminalView
 from agentao.protocol import meta, schema
-from agentao.protocol.decode import decode_lenient
+from agentao.protocol.decode import decode_lenient, raw_of
 from agentao.protocol.v2.from_v1 import text_content
 
 TERMINAL_LOG_BYTES = 8 * 1024  # of a command's output logged live as its tool call's text
@@ -63,7 +63,8 @@ def terminal_logged(session: Session, update: Update) -> Update | None:
         wire["content"] = [{"type": "terminal", "terminalId": terminal_id}, text_content(text)]
     wire["_meta"] = {meta.V2_TERMINAL: {"instead": [update.raw], "terminals": [terminal_id]}}
     value = decode_lenient(schema.SessionUpdate, wire)
-    return msgspec.structs.replace(update, kind="tool_call_update", value=value, raw=wire)
+    logged = raw_of(wire)
+    return msgspec.structs.replace(update, kind="tool_call_update", value=value, wire=logged)
 
 
 def live_text(terminal: TerminalView) -> str | None:

@@ -408,7 +408,7 @@ class _Reply:
         if step.delta.reasoning and self.body.x_reasoning == "separate":
             delta["reasoning_content"] = step.delta.reasoning
         if self.body.x_acp:
-            delta["x_acp"] = step.update.raw
+            delta["x_acp"] = step.update.wire  # its bytes, as received (sse encodes them)
         return delta
 
     def _usage(self, end: TurnEnd | None) -> dict[str, Any]:

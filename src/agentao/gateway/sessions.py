@@ -350,10 +350,11 @@ class Conversations:
             return
         # The end moved: where the note went when it was numbered from the end we knew
         # (no store read: a new conversation's first updates), else the hub or the store knows.
-        self.note(conv, logged.raw)
+        self.note(conv, logged.wire)
 
-    def note(self, conv: LiveConversation, update: dict[str, Any]) -> None:
-        """A session update between turns (the agent's, or the gateway's own) to the log."""
+    def note(self, conv: LiveConversation, update: Any) -> None:
+        """A session update between turns (the agent's, or the gateway's own) to the log:
+        JSON values, or the bytes the agent sent (`Update.wire`)."""
         frame = {"update": update}
         conv.log_seq = self.hub.note(conv.id, SESSION_UPDATE, frame, conv.log_seq)
 

@@ -94,7 +94,7 @@ from agentao.gateway.tasklog import STORE_FAILED, TERMINAL, UNSTORED, wire_frame
 from agentao.gateway.turn_line import Busy
 from agentao.gateway.views import ConversationView
 from agentao.store.gateway import IN_FLIGHT_TASK
-from agentao.store.gateway_records import TaskEvent, TaskRecord
+from agentao.store.gateway_records import TaskEvent, TaskRecord, encode_json
 
 log = logging.getLogger("agentao.gateway")
 router = APIRouter()
@@ -372,7 +372,8 @@ def _sender(websocket: WebSocket, view: ConversationView | None) -> Send:
     """Each frame as it is (the task stream), or as the view items it changed."""
 
     async def frame(event: TaskEvent) -> None:
-        await websocket.send_json(wire_frame(event))
+        # msgspec: an update's frame holds the bytes the agent sent (events.Update.wire)
+        await websocket.send_text(encode_json(wire_frame(event)).decode())
 
     async def items(event: TaskEvent) -> None:
         changed = view.feed(event) if view is not None else []

@@ -404,7 +404,7 @@ class GatewayTurn:
                 if isinstance(event, Update):
                     if v2 and (event := logged_update(self.session, event)) is None:
                         continue  # a v2 state_update or prompt echo: the task's frames say it
-                    frame = {"update": event.raw}
+                    frame = {"update": event.wire}  # the bytes received, passed on
                     if event.tool_call is not None:  # merged by id: readers need not fold
                         frame["toolCall"] = event.tool_call.raw
                     frames.append(frame)

@@ -47,7 +47,7 @@ from agentao.client.view import (
 )
 from agentao.gateway.tasklog import SESSION_UPDATE
 from agentao.protocol import meta, schema
-from agentao.protocol.decode import decode_lenient
+from agentao.protocol.decode import decode_lenient, json_of
 from agentao.store.gateway import GatewayStore
 from agentao.store.gateway_records import TaskEvent
 
@@ -105,15 +105,15 @@ class ConversationView:
 
     # ---- ACP updates: the client's fold ---------------------------------------------
 
-    def _update(self, raw: Any) -> list[Item]:
-        value = _decoded(raw)
+    def _update(self, wire: Any) -> list[Item]:
+        value = _decoded(wire)
         if value is None:
             return []
         kind = type(value).__struct_config__.tag  # the `sessionUpdate` tag, as decoded
         entries = len(self.session.entries)
         last = self.session.entries[-1] if entries else None
         before = len(last.chunks) if isinstance(last, Message) else 0
-        update = self.session.fold("", kind, value, raw)
+        update = self.session.fold("", kind, value, wire)
         if kind == "subagent_update" and value.session_id not in self.kid_calls:
             self.kid_calls[value.session_id] = _parent_call(value) or self._running_call()
         changed = self._new_entries(entries)
@@ -164,10 +164,11 @@ class ConversationView:
         view = self.kids.setdefault(child, SessionView())
         changed = []
         if kind == "task-running":
-            value = _decoded(payload.get("update"))
+            wire = payload.get("update")
+            value = _decoded(wire)
             if value is not None:
                 tag = type(value).__struct_config__.tag
-                view.fold("", tag, value, payload.get("update"))
+                view.fold("", tag, value, wire)
                 if tag == "subagent_update":
                     self._grandchild(child, value)
         elif kind == "permission-request":
@@ -335,8 +336,10 @@ def fold(frames: Iterable[TaskEvent]) -> ConversationView:
     return view
 
 
-def _decoded(raw: Any) -> Any:
-    """A stored update, decoded once (None: not an object, or a kind this schema lacks)."""
+def _decoded(wire: Any) -> Any:
+    """A logged update (the bytes received, or JSON values read from the store), decoded
+    once (None: not an object, or a kind this schema lacks)."""
+    raw = json_of(wire)
     if not isinstance(raw, dict):
         return None
     try:

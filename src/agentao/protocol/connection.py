@@ -77,6 +77,28 @@ RequestId = int | str | None
 
 _decode_json = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
+UNSET = msgspec.UNSET
+
+# The streamed method (one per update), read with no dicts (`_receive_passed`): its params
+# typed, and its `update` kept as the bytes received, in the message in the object's place.
+_PASSED_METHOD = "session/update"
+_PASSED_MEMBER = "update"
+_PASSED_NEEDLE = b'"session/update"'
+_DICT_PATH = object()  # `_receive_passed`: this line is read by the dict path
+
+
+class _Envelope(msgspec.Struct, gc=False):
+    """A message's members as read, `params` kept as its bytes. Members of no interest
+    (result, error, any other) are skipped, not built; on a repeated key the last one
+    counts, as in a parsed dict."""
+
+    jsonrpc: Any = UNSET
+    method: Any = UNSET
+    id: Any = UNSET
+    params: msgspec.Raw | msgspec.UnsetType = UNSET
+
+
+_read_envelope = msgspec.json.Decoder(_Envelope).decode
 
 
 # The events are msgspec Structs, not frozen dataclasses: one is made per line received
@@ -173,6 +195,7 @@ class Connection:
         self._sides = (role, "protocol")  # the methods this side serves (MethodSpec.side)
         self._decode: Any = None  # decode_strict or decode_lenient, bound on first use
         self._of_line: Any = None  # decode.params_of_line, bound with it
+        self._passed: dict[Any, tuple[Any, Any]] = {}  # params type -> decode.passed_decoders
         self._next_id = 0
         self._pending: dict[RequestId, PendingRequest] = {}
 
@@ -182,6 +205,10 @@ class Connection:
         """Turn one framed line into an event (or None when nothing is to be done)."""
         if isinstance(line, Oversize):
             return self._receive_oversize(line)
+        if _PASSED_NEEDLE in line:  # most likely a streamed update: read with no dicts
+            event = self._receive_passed(line)
+            if event is not _DICT_PATH:
+                return event
         try:
             message = _decode_json(line)
         except RecursionError:
@@ -215,6 +242,47 @@ class Connection:
         return self._reject(
             reply_id, InvalidRequest("Invalid Request: no method, and not a response")
         )
+
+    # ---- the streamed method, read from the line's bytes -------------------------------
+
+    def _receive_passed(self, line: bytes) -> Event | object | None:
+        """A `session/update` read straight into its types, its `update` also kept as the
+        bytes received (msgspec.Raw, in the message's place of the object), for a relay to
+        pass on: no dicts are made for it. `_DICT_PATH` for anything this does not read as
+        it stands (another message, bad JSON, params that need a repair): the dict path
+        then reads the line as before, with every check, repair and error it has."""
+        try:
+            if not line.isascii():
+                line.decode()  # a member skipped as bytes is checked nowhere else
+            envelope = _read_envelope(line)
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+            return _DICT_PATH
+        method, raw_params = envelope.method, envelope.params
+        if method != _PASSED_METHOD or envelope.jsonrpc != "2.0" or envelope.id is not UNSET:
+            return _DICT_PATH
+        spec = self.methods.get(method)
+        if raw_params is UNSET or spec is None or spec.side not in self._sides:
+            return _DICT_PATH
+        if not self._accepts_all and not lifecycle.accepts(self.role, self.state, method):
+            return _DICT_PATH
+        typed, kept = self._passed.get(spec.params) or self._passed_decoders(spec.params)
+        try:
+            params = typed(raw_params)
+            member = getattr(kept(raw_params), _PASSED_MEMBER)
+        except (msgspec.DecodeError, RecursionError):
+            return _DICT_PATH
+        session_id = params.session_id
+        wire_params = {"sessionId": session_id, _PASSED_MEMBER: member}
+        if params.meta is not None:
+            wire_params["_meta"] = params.meta
+        message = {"jsonrpc": "2.0", "method": method, "params": wire_params}
+        return Notification(method, params, message, session_id)
+
+    def _passed_decoders(self, tp: Any) -> tuple[Any, Any]:
+        from agentao.protocol.decode import passed_decoders
+
+        self._passed[tp] = found = passed_decoders(tp, _PASSED_MEMBER, self.lenient)
+        return found
 
     # ---- lines the fast path refused (see salvage.py) --------------------------------
 

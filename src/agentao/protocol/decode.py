@@ -46,7 +46,10 @@ __all__ = [
     "decode_lenient",
     "decode_strict",
     "encode",
+    "json_of",
     "params_of_line",
+    "passed_decoders",
+    "raw_of",
     "to_builtins",
 ]
 
@@ -105,6 +108,41 @@ def _line_decoder(tp: Any, lenient: bool) -> Any:
     envelope = msgspec.defstruct("ParamsOfLine", [("params", tp)])
     hook = _lenient_hook if lenient else _strict_hook
     return msgspec.json.Decoder(envelope, strict=True, dec_hook=hook).decode
+
+
+@cache
+def passed_decoders(tp: Any, member: str, lenient: bool) -> tuple[Any, Any]:
+    """Two decoders of a call's params bytes (the envelope's, as connection.py reads it): one into `tp`, as
+    decode_strict's (or decode_lenient's) fast path makes it, the other into a struct
+    holding only `member`, as its bytes (msgspec.Raw), for a relay to pass on unchanged.
+    Both raise `msgspec.DecodeError` (a ValidationError too) when the params do not fit as
+    they stand: the caller takes the dict path, which repairs and names."""
+    hook = _lenient_hook if lenient else _strict_hook
+    typed = msgspec.json.Decoder(tp, strict=True, dec_hook=hook).decode
+    wire_name = {f.name: f.encode_name for f in msgspec.structs.fields(tp)}[member]
+    kept = msgspec.defstruct("PassedMember", [(member, msgspec.Raw)], rename={member: wire_name})
+    return typed, msgspec.json.Decoder(kept).decode
+
+
+def _finite_or_literal(literal: str) -> Any:
+    value = float(literal)
+    return value if value - value == 0 else literal  # inf and nan fail the test
+
+
+# Bytes a relay passed on were read with their unknown members skipped, so they may hold
+# a number no float can (`1e999`): read, it stays its literal rather than failing the read.
+_json_of_bytes = msgspec.json.Decoder(float_hook=_finite_or_literal).decode
+
+
+def json_of(value: Any) -> Any:
+    """A member kept as its bytes (msgspec.Raw, see `passed_decoders`) as JSON values,
+    made anew on each call; anything else as it is."""
+    return _json_of_bytes(value) if type(value) is msgspec.Raw else value
+
+
+def raw_of(value: Any) -> msgspec.Raw:
+    """JSON values (or a struct) as bytes to pass on; bytes kept already as they are."""
+    return value if type(value) is msgspec.Raw else msgspec.Raw(encode(value))
 
 
 def _enc_hook(obj: Any) -> Any:

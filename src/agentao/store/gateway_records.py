@@ -149,7 +149,15 @@ class TaskEvent(msgspec.Struct, frozen=True, gc=False, array_like=True):
         return {"seq": self.seq, "type": self.type, "at": self.at, **self.payload}
 
 
-decode_frames = msgspec.json.Decoder(list[TaskEvent]).decode
+def _finite_or_literal(literal: str) -> Any:
+    value = float(literal)
+    return value if value - value == 0 else literal  # inf and nan fail the test
+
+
+# A frame holds an agent's update as the bytes it sent (events.Update.wire), where a member
+# the agent's types do not declare may hold a number no float can (`1e999`): read back, it
+# stays its literal rather than failing the read of the whole log.
+decode_frames = msgspec.json.Decoder(list[TaskEvent], float_hook=_finite_or_literal).decode
 # The `task_id` of a frame that belongs to no task (a `LogNote`; its row's task is NULL).
 # A str, not None: every reader keys frames by their task id, and no task id is empty.
 NO_TASK = ""

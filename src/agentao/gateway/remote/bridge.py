@@ -34,6 +34,7 @@ from typing import Any
 
 from agentao.client.content import prompt_text
 from agentao.protocol import meta
+from agentao.protocol.decode import json_of
 from agentao.protocol.errors import InternalError
 from agentao.protocol.v2.from_v1 import (
     FromV1,
@@ -94,7 +95,7 @@ class V2Bridge:
             error = payload.get("error") or {}
             wire = InternalError(str(error.get("message", "the turn failed"))).to_wire()
             return [state_update("idle", stopReason="error", error=wire)]
-        update = payload.get("update")
+        update = json_of(payload.get("update"))  # a live frame's is the bytes received
         if not isinstance(update, dict):
             return []
         new_id = frame_message_id(conversation_id, event.seq)

@@ -25,9 +25,12 @@ import logging
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+import msgspec
+
 from agentao.client import Session
 from agentao.client.children import SUBAGENT_UPDATE
 from agentao.client.errors import ClientError
+from agentao.protocol.decode import json_of
 from agentao.store.gateway_records import TaskEvent
 
 __all__ = [
@@ -42,6 +45,7 @@ __all__ = [
 log = logging.getLogger("agentao.gateway")
 CHILD = "childSessionId"  # a frame's: the child session whose update or question it is
 CAPABILITY = "subagents"  # clientCapabilities.subagents: a v1 client takes children
+_NAMES_CHILD = SUBAGENT_UPDATE.encode()
 
 
 class _Client(Protocol):
@@ -68,15 +72,19 @@ def child_of(event: TaskEvent) -> str | None:
 
 def of_a_child(event: TaskEvent) -> bool:
     """A child's update, or the parent's news of a child."""
+    if child_of(event) is not None:
+        return True
     update = event.payload.get("update")
-    kind = update.get("sessionUpdate") if isinstance(update, dict) else None
-    return child_of(event) is not None or kind == SUBAGENT_UPDATE
+    if type(update) is msgspec.Raw and _NAMES_CHILD not in bytes(update):
+        return False  # a frame as received whose bytes never name the kind: no read
+    update = json_of(update)
+    return isinstance(update, dict) and update.get("sessionUpdate") == SUBAGENT_UPDATE
 
 
 def hidden_from(client: _Client, event: TaskEvent) -> bool:
     """Whether `client` is not sent this frame: one of a child's, to a client that takes
     no children (it sees the parent's `task` call with its progress instead)."""
-    return of_a_child(event) and not shows_children(client)
+    return not shows_children(client) and of_a_child(event)
 
 
 async def cancel_child(watched: Iterable[_Watched], child_id: str) -> bool:
