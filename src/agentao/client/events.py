@@ -9,9 +9,9 @@ is the update object's bytes exactly as the agent sent them (msgspec.Raw: msgspe
 encoders write them back unchanged), kept only as an opaque pass-through for the relays
 that promise it unchanged (the task stream, remote ACP clients, the opt-in `x_acp`
 extension): nothing folds or reads it, and no dict is made for it (`Update.raw` makes
-one on demand). Tool calls are
-upserts by id: every `tool_call` / `tool_call_update` also carries the merged
-`ToolCallState` after it was applied (typed too; merged in `view.py`).
+one on demand). Tool calls are upserts by id: every `tool_call` / `tool_call_update`
+also carries the merged `ToolCallState` after it was applied (typed too; merged in
+`view.py`).
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ RequestId = int | str | None
 
 _decode_json = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
-UNSET = msgspec.UNSET
+_UNSET = msgspec.UNSET
 
 # The streamed method (one per update), read with no dicts (`_receive_passed`): its params
 # typed, and its `update` kept as the bytes received, in the message in the object's place.
@@ -92,10 +92,10 @@ class _Envelope(msgspec.Struct, gc=False):
     (result, error, any other) are skipped, not built; on a repeated key the last one
     counts, as in a parsed dict."""
 
-    jsonrpc: Any = UNSET
-    method: Any = UNSET
-    id: Any = UNSET
-    params: msgspec.Raw | msgspec.UnsetType = UNSET
+    jsonrpc: Any = _UNSET
+    method: Any = _UNSET
+    id: Any = _UNSET
+    params: msgspec.Raw | msgspec.UnsetType = _UNSET
 
 
 _read_envelope = msgspec.json.Decoder(_Envelope).decode
@@ -258,10 +258,10 @@ class Connection:
         except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             return _DICT_PATH
         method, raw_params = envelope.method, envelope.params
-        if method != _PASSED_METHOD or envelope.jsonrpc != "2.0" or envelope.id is not UNSET:
+        if method != _PASSED_METHOD or envelope.jsonrpc != "2.0" or envelope.id is not _UNSET:
             return _DICT_PATH
         spec = self.methods.get(method)
-        if raw_params is UNSET or spec is None or spec.side not in self._sides:
+        if raw_params is _UNSET or spec is None or spec.side not in self._sides:
             return _DICT_PATH
         if not self._accepts_all and not lifecycle.accepts(self.role, self.state, method):
             return _DICT_PATH

@@ -112,9 +112,10 @@ def _line_decoder(tp: Any, lenient: bool) -> Any:
 
 @cache
 def passed_decoders(tp: Any, member: str, lenient: bool) -> tuple[Any, Any]:
-    """Two decoders of a call's params bytes (the envelope's, as connection.py reads it): one into `tp`, as
-    decode_strict's (or decode_lenient's) fast path makes it, the other into a struct
-    holding only `member`, as its bytes (msgspec.Raw), for a relay to pass on unchanged.
+    """Two decoders of a call's params bytes (as connection.py reads them off the line):
+    one into `tp`, as decode_strict's (or decode_lenient's) fast path makes it, the other
+    into a struct holding only `member`, as its bytes (msgspec.Raw), for a relay to pass
+    on unchanged.
     Both raise `msgspec.DecodeError` (a ValidationError too) when the params do not fit as
     they stand: the caller takes the dict path, which repairs and names."""
     hook = _lenient_hook if lenient else _strict_hook
