@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Coroutine
 from typing import Any
 
 import msgspec
@@ -30,7 +31,7 @@ from agentao.client.errors import (
     ProtocolViolation,
 )
 from agentao.client.process import AgentProcess
-from agentao.protocol.endpoint import Endpoint
+from agentao.protocol.endpoint import Endpoint, Sent
 from agentao.protocol.errors import ConnectionClosed, PeerError
 
 log = logging.getLogger("agentao.client")
@@ -74,6 +75,28 @@ class Channel:
         except TimeoutError:
             raise ClientTimeout(timeout_name, timeout or 0.0, method) from None
 
+    def send_raw(self, method: str, params: Any) -> Coroutine[Any, Any, Any]:
+        """Write a request now, in this step; the returned coroutine waits for its raw
+        result (no time limit), with `call_raw`'s errors."""
+        try:
+            sent = self.endpoint.send_request(method, params, result_type=None)
+        except ConnectionClosed:
+            return self._closed_during(method)
+        except Exception as exc:  # raised where the result is awaited, as call_raw raises it
+            return _raising(exc)
+        return self._raw_reply(method, sent)
+
+    async def _raw_reply(self, method: str, sent: Sent) -> Any:
+        try:
+            return await self.endpoint.reply_to(sent)
+        except PeerError as exc:
+            raise AgentError(method, exc.code, exc.message, exc.data) from None
+        except ConnectionClosed:
+            raise await self.disconnected(f"the agent disconnected during {method}") from None
+
+    async def _closed_during(self, method: str) -> Any:
+        raise await self.disconnected(f"the agent disconnected during {method}")
+
     async def notify(self, method: str, params: Any = None) -> None:
         try:
             await self.endpoint.notify(method, params)
@@ -110,6 +133,10 @@ def result_type(method: str, version: int = 1) -> Any:
     if spec is None or spec.side != "agent" or spec.kind != "request" or spec.result is None:
         raise ValueError(f"{method} is not a request the agent handles; use call_raw")
     return spec.result
+
+
+async def _raising(error: Exception) -> Any:
+    raise error
 
 
 __all__ = ["Channel", "result_type"]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Coroutine
 from typing import Any
 
 from agentao.client.channel import Channel
@@ -59,10 +60,14 @@ class Turn:
         if not self._v2:  # a v2 agent echoes the prompt as a user message update
             state.view.prompted(prompt)
         state.stream.reading = True
-        self._task = asyncio.ensure_future(
-            self._send({"sessionId": state.session_id, "prompt": prompt})
+        # Written here, not in the task's first step: the prompt leaves a loop pass sooner
+        # (in a gateway, ahead of the work its request started meanwhile).
+        reply = channel.send_raw(
+            "session/prompt", {"sessionId": state.session_id, "prompt": prompt}
         )
-        self._task.add_done_callback(lambda _t: self._stream.wake())
+        self._sent.set()
+        self._task = asyncio.ensure_future(self._send(reply))
+        self._task.add_done_callback(lambda _t: self._settled(reply))
 
     @property
     def done(self) -> bool:
@@ -111,10 +116,12 @@ class Turn:
             grace = self.channel.timeouts.cancel_grace
             self._timer = asyncio.get_running_loop().call_later(grace, self._force)
 
-    async def _send(self, params: dict[str, Any]) -> Any:
-        request = self.channel.call_raw("session/prompt", params)
-        self._sent.set()  # the request is written in this same step, before its first await
-        answer = await request
+    def _settled(self, reply: Coroutine[Any, Any, Any]) -> None:
+        reply.close()  # a no-op once awaited; a task cancelled before its first step did not
+        self._stream.wake()
+
+    async def _send(self, reply: Coroutine[Any, Any, Any]) -> Any:
+        answer = await reply
         if self.state.idle is None:
             return answer
         from agentao.client.v2 import idle_result

@@ -90,6 +90,14 @@ class Reader(Protocol):
     async def read(self, n: int = -1) -> bytes: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """A request on the wire, its result to come (`Endpoint.send_request`)."""
+
+    request_id: RequestId
+    future: asyncio.Future[Any]
+
+
 class Endpoint:
     """One side of an ACP conversation, bound to a handler object (see docs/protocol-api.md)."""
 
@@ -157,22 +165,42 @@ class Endpoint:
 
     async def request(self, method: str, params: Any = None, *, result_type: Any = ...) -> Any:
         """Send a request and wait for its result (raises PeerError / ConnectionClosed)."""
+        return await self.reply_to(self.send_request(method, params, result_type=result_type))
+
+    def send_request(self, method: str, params: Any = None, *, result_type: Any = ...) -> Sent:
+        """Write a request now, in the caller's step (ConnectionClosed if it cannot go);
+        `reply_to` waits for its result. A caller that would only start a task to send
+        it saves the loop pass before the task's first step (a prompt on its way)."""
         if self._peer_gone or self._closed.is_set():
             raise ConnectionClosed(f"cannot send {method}: the connection is closed")
         request_id, data = self.conn.request(method, params, result_type=result_type)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._futures[request_id] = future
+        sent = Sent(request_id, asyncio.get_running_loop().create_future())
+        self._futures[request_id] = sent.future
         try:
             self._write(data)
+        except BaseException:
+            self._release(sent)
+            raise
+        return sent
+
+    async def reply_to(self, sent: Sent) -> Any:
+        """The result of a request `send_request` wrote; cancelling the wait withdraws the
+        request (`$/cancel_request`)."""
+        try:
             await self._drain()
-            return await future
+            return await sent.future
         except asyncio.CancelledError:
-            if self.conn.forget(request_id) is not None:
-                self._safe_write(self.conn.notify("$/cancel_request", {"requestId": request_id}))
+            if self.conn.forget(sent.request_id) is not None:
+                self._safe_write(
+                    self.conn.notify("$/cancel_request", {"requestId": sent.request_id})
+                )
             raise
         finally:
-            self.conn.forget(request_id)  # a failed write leaves nothing waiting either
-            self._futures.pop(request_id, None)
+            self._release(sent)  # a failed write leaves nothing waiting either
+
+    def _release(self, sent: Sent) -> None:
+        self.conn.forget(sent.request_id)
+        self._futures.pop(sent.request_id, None)
 
     async def notify(self, method: str, params: Any = None) -> None:
         """Send a notification; it is on the wire (in order) before this returns."""
