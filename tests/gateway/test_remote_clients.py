@@ -10,6 +10,7 @@ reference row until the test lets it.
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from agentao.gateway.acp_routes import _events
 from agentao.gateway.auth import Principal
 from agentao.gateway.config import Limits
 from agentao.gateway.remote.clients import RemoteClient, RemoteClients
@@ -253,3 +255,23 @@ async def test_a_stream_dropped_mid_turn_resumes_with_exactly_the_rest(
     await connection.hub.flush()
     assert await _stored(store, connection) == list(range(1, 8))  # each row once
     await resumed.aclose()
+
+
+async def test_a_burst_delivered_together_leaves_in_one_write_of_the_stream(
+    connection: RemoteClient,
+) -> None:
+    """A turn's updates stored in one batch reach a waiting SSE stream as one chunk (one
+    write, one send(2)), each still its own numbered event; then the stream goes on."""
+    events = _events(connection, SESSION, None, KEEPALIVE)
+    waiting = asyncio.ensure_future(anext(events))
+    await asyncio.sleep(0)  # the stream has read the store, and waits
+    for log_seq in (7, 8, 9):
+        connection.send_logged("conv_1", _frame(log_seq), SESSION)
+    chunk = await asyncio.wait_for(waiting, GUARD_SECONDS)
+    assert re.findall(rb"^id: (\d+)$", chunk, re.M) == [b"1", b"2", b"3"]
+    assert chunk.count(b"data: ") == 3 and chunk.endswith(b"\n\n")
+    connection.send_logged("conv_1", _frame(10), SESSION)
+    later = await asyncio.wait_for(anext(events), GUARD_SECONDS)
+    assert re.findall(rb"^id: (\d+)$", later, re.M) == [b"4"]
+    await events.aclose()
+    assert not connection.readers  # the stream's reader went with it

@@ -59,6 +59,7 @@ from agentao.gateway.service import Gateway, check_json
 from agentao.protocol.connection import Connection as Wire
 from agentao.protocol.connection import Reject
 from agentao.protocol.errors import AcpError
+from agentao.store.remote import RemoteMessage
 
 router = APIRouter()
 AFFINITY_COOKIE = "agentao_affinity"
@@ -192,13 +193,19 @@ async def _stream(request: Request, agent: str) -> Response:
 async def _events(
     connection: RemoteClient, scope: str, after: int | None, keepalive: float
 ) -> AsyncIterator[bytes]:
-    async for message in connection.stream(scope, after, keepalive):
-        if message is None:
-            yield b": keepalive\n\n"
-        elif message.seq == UNSTORED:  # the store failed: no id, nothing to resume from
-            yield b"data: %s\n\n" % message.body
-        else:  # the body is one line of JSON: msgspec escapes every newline in it
-            yield b"id: %d\ndata: %s\n\n" % (message.seq, message.body)
+    async with contextlib.aclosing(connection.bursts(scope, after, keepalive)) as bursts:
+        async for burst in bursts:
+            if burst is None:
+                yield b": keepalive\n\n"
+            else:  # a burst in one write
+                yield b"".join(map(_sse_event, burst))
+
+
+def _sse_event(message: RemoteMessage) -> bytes:
+    if message.seq == UNSTORED:  # the store failed: no id, nothing to resume from
+        return b"data: %s\n\n" % message.body
+    # The body is one line of JSON: msgspec escapes every newline in it.
+    return b"id: %d\ndata: %s\n\n" % (message.seq, message.body)
 
 
 async def _delete(request: Request) -> Response:
@@ -264,9 +271,10 @@ async def _write(
     websocket: WebSocket, connection: RemoteClient, after: int | None, keepalive: float
 ) -> None:
     try:
-        async for message in connection.stream(None, after, keepalive):
-            if message is not None:  # pings are uvicorn's (ws_ping_interval)
-                await websocket.send_text(message.body.decode())
+        async with contextlib.aclosing(connection.bursts(None, after, keepalive)) as bursts:
+            async for burst in bursts:
+                for message in burst or ():  # pings (None) are uvicorn's (ws_ping_interval)
+                    await websocket.send_text(message.body.decode())
         if connection.failure is not None:  # the store failed: an error, not a goodbye
             await websocket.close(code=1011, reason=STORE_FAILED)
             return

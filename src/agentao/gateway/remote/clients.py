@@ -55,6 +55,7 @@ client sends `initialize` again, and `session/load` finds what was stored.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import time
@@ -235,32 +236,54 @@ class RemoteClient:
         """The messages of `scope` (None: every scope) after `after` (None: after what this
         stream already handed out), stored ones first, then live; None after `keepalive`
         seconds of silence. Ends when the connection closes."""
+        async with contextlib.aclosing(self.bursts(scope, after, keepalive)) as bursts:
+            async for burst in bursts:
+                if burst is None:
+                    yield None
+                    continue
+                for message in burst:
+                    yield message
+
+    async def bursts(
+        self, scope: str | None, after: int | None, keepalive: float
+    ) -> AsyncIterator[list[RemoteMessage] | None]:
+        """`stream`'s messages, those ready together in one list: what the hub delivered
+        in one go (a burst of a turn's updates) leaves in one write of the stream."""
         queue: asyncio.Queue[RemoteMessage | None] = asyncio.Queue()
         reader = (scope, queue)
         self.readers.add(reader)  # before reading the store: nothing falls in between
         ahead = list(self.ahead.values())  # delivered before, their rows maybe not stored
         try:
             if self.failure is not None:
-                yield self.failure
+                yield [self.failure]
                 return
             last = after if after is not None else self.handed_out.get(scope, 0)
-            for message in await self._missed(last, scope, ahead):
-                last = self._hand_out(scope, message)
-                yield message
+            missed = await self._missed(last, scope, ahead)
+            if missed:
+                last = self._hand_out(scope, missed[-1])
+                yield missed
             while not self.closed.is_set():
                 try:
                     message = await _next_of(queue, keepalive)
                 except TimeoutError:
                     yield None
                     continue
-                if message is None:
+                burst: list[RemoteMessage] = []
+                while message is not None and message.seq != UNSTORED:
+                    if message.seq > last:
+                        last = self._hand_out(scope, message)
+                        burst.append(message)
+                    if queue.empty():
+                        break
+                    message = queue.get_nowait()
+                else:  # closed (None), or the store failed: its error ends the stream
+                    if burst:
+                        yield burst
+                    if message is not None:
+                        yield [message]
                     return
-                if message.seq == UNSTORED:  # the store failed: the stream ends with it
-                    yield message
-                    return
-                if message.seq > last:
-                    last = self._hand_out(scope, message)
-                    yield message
+                if burst:
+                    yield burst
         finally:
             self.readers.discard(reader)
             self.last_active = time.monotonic()
