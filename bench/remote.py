@@ -1,6 +1,7 @@
 """Remote ACP bench: the same agent over stdio and through `agentao serve`'s /acp endpoint.
 
     python bench/remote.py [--turns 200] [--concurrency 100] [--processes 4] [--rounds 3]
+                           [--protocol 1|2] [--before SRC]
 
 Everything drives the same scripted agent (`agentao --acp`, LLM_PROVIDER=SCRIPTED); the
 gateway is a real `agentao serve` process on 127.0.0.1; every client is `agentao.client`
@@ -9,7 +10,8 @@ client's own cost is the same on every path.
 
 1. Time to first token on one session, 200 turns, the three paths alternating turn by
    turn (machine drift hits all alike): stdio, remote HTTP/SSE, remote WebSocket; p50 and
-   p99, and each remote path's ratio to stdio.
+   p99, and each remote path's ratio to stdio. With `--before SRC` a second gateway runs
+   that checkout (its agents too) beside this one, its paths alternating with the rest.
 2. 100 concurrent remote sessions, each its own connection (initialize, session/new, one
    streamed prompt), over HTTP/SSE and over WebSocket, beside the same load on the
    gateway's OpenAI API (streaming chat completions, a new conversation each): time to
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import tempfile
@@ -54,26 +57,31 @@ def acp_url(served: Served, scheme: str) -> AgentUrl:
 
 
 async def bench_ttft(
-    setup: Setup, served: Served, turns: int, protocol: int
+    setup: Setup, gateways: dict[str, Served], turns: int, protocol: int
 ) -> dict[str, list[float]]:
-    results: dict[str, list[float]] = {"stdio": [], "http": [], "ws": []}
-    async with (
-        Client(setup.direct_command(setup.long_script), protocol=protocol) as stdio,
-        Client(acp_url(served, "http"), protocol=protocol) as http,
-        Client(acp_url(served, "ws"), protocol=protocol) as ws,
-    ):
-        sessions = {
-            "stdio": await stdio.new_session(str(setup.work)),
-            "http": await http.new_session(str(setup.work)),
-            "ws": await ws.new_session(str(setup.work)),
-        }
+    """Each path's TTFT per turn, paths alternating turn by turn: stdio, then each remote
+    scheme on each gateway (`after`, and `before` when it runs)."""
+    async with contextlib.AsyncExitStack() as stack:
+        clients = {"stdio": Client(setup.direct_command(setup.long_script), protocol=protocol)}
+        for name, served in gateways.items():
+            for scheme in SCHEMES:
+                clients[_path(scheme, name)] = Client(acp_url(served, scheme), protocol=protocol)
+        sessions = {}
+        for path, client in clients.items():
+            await stack.enter_async_context(client)
+            sessions[path] = await client.new_session(str(setup.work))
         for _ in range(5):  # warm every path (imports, first turn, caches)
             for session in sessions.values():
                 await direct_turn(session, "hi")
+        results: dict[str, list[float]] = {path: [] for path in sessions}
         for _ in range(turns):
-            for name, session in sessions.items():
-                results[name].append((await direct_turn(session, "hi"))[0])
+            for path, session in sessions.items():
+                results[path].append((await direct_turn(session, "hi"))[0])
     return results
+
+
+def _path(scheme: str, gateway: str) -> str:
+    return scheme if gateway == "after" else f"{scheme} ({gateway})"
 
 
 async def remote_session_ttft(
@@ -158,10 +166,14 @@ def report(args: argparse.Namespace, ttft: dict[str, list[float]], load: dict, m
     print("| path | p50 | p99 | p50 vs stdio | p99 vs stdio |")
     print("|---|---:|---:|---:|---:|")
     base50, base99 = percentile(ttft["stdio"], 50), percentile(ttft["stdio"], 99)
-    for name, label in (("stdio", "stdio (agentao.client)"), *SCHEMES.items()):
-        p50, p99 = percentile(ttft[name], 50), percentile(ttft[name], 99)
+    labels = {"stdio": "stdio (agentao.client)"}
+    for scheme, label in SCHEMES.items():
+        labels[scheme] = label
+        labels[_path(scheme, "before")] = f"{label}, the `--before` gateway"
+    for name, values in ttft.items():
+        p50, p99 = percentile(values, 50), percentile(values, 99)
         print(
-            f"| {label} | {p50 * 1000:.2f} | {p99 * 1000:.2f} "
+            f"| {labels[name]} | {p50 * 1000:.2f} | {p99 * 1000:.2f} "
             f"| {p50 / base50:.2f}x | {p99 / base99:.2f}x |"
         )
     print(
@@ -196,6 +208,10 @@ def main() -> None:
     # Every client speaks this ACP version: 1, issue 21's targets; 2, our agent's v2 on
     # stdio beside the gateway's v2 bridge (its pool drives the agent over v1).
     parser.add_argument("--protocol", type=int, choices=(1, 2), default=1)
+    # Another checkout's `src` (`git archive <commit> src | tar -x -C /tmp/before`): its
+    # gateway, and that gateway's agents, beside this one's in the TTFT table (turns
+    # alternating). The client is this checkout's on every path.
+    parser.add_argument("--before", help="another checkout's src directory, run side by side")
     args = parser.parse_args()
     # The gateway bench's setup, with room for every turn this bench runs.
     setup_args = argparse.Namespace(chunks=10, relay_runs=0, turns=args.turns * 3 + 20)
@@ -206,8 +222,15 @@ def main() -> None:
         served = start_gateway(
             setup, args.processes, "after", script=setup.long_script, limits=limits
         )
+        gateways = {"after": served}
         try:
-            ttft = asyncio.run(bench_ttft(setup, served, args.turns, args.protocol))
+            if args.before:  # its agents run that checkout too (start_gateway)
+                gateways["before"] = start_gateway(
+                    setup, args.processes, "before", args.before, setup.long_script, limits
+                )
+            ttft = asyncio.run(bench_ttft(setup, gateways, args.turns, args.protocol))
+            if "before" in gateways:
+                gateways.pop("before").stop()  # the load below runs on this checkout only
             before = rss_mb(served.proc.pid)
             load = concurrent_rounds(
                 served, args.concurrency, args.rounds, str(setup.work), args.protocol
@@ -219,7 +242,8 @@ def main() -> None:
                 "agents": agents,
             }
         finally:
-            served.stop()
+            for gateway in gateways.values():
+                gateway.stop()
     report(args, ttft, load, mem)
 
 
