@@ -10,6 +10,7 @@ reference row until the test lets it.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
@@ -22,6 +23,7 @@ import pytest
 from agentao.gateway.acp_routes import _events
 from agentao.gateway.auth import Principal
 from agentao.gateway.config import Limits
+from agentao.gateway.remote.bridge import V2Bridge
 from agentao.gateway.remote.clients import RemoteClient, RemoteClients
 from agentao.protocol.connection import Connection as Wire
 from agentao.store.gateway import SqliteGatewayStore, open_gateway_store
@@ -275,3 +277,27 @@ async def test_a_burst_delivered_together_leaves_in_one_write_of_the_stream(
     assert re.findall(rb"^id: (\d+)$", later, re.M) == [b"4"]
     await events.aclose()
     assert not connection.readers  # the stream's reader went with it
+
+
+async def test_a_v2_clients_translation_of_a_stored_frame_is_not_held_back_by_its_row(
+    store: SqliteGatewayStore, connection: RemoteClient, tmp_path: Path
+) -> None:
+    """Through the v2 bridge an update is sent as translated, and stored whole; made of a
+    frame the log stored already, it reaches the reader before its row is stored, as a
+    reference does, and a resume still finds it (in the store once the lock goes)."""
+    connection.bridge = V2Bridge()
+    stream = connection.stream(SESSION, None, KEEPALIVE)
+    waiting = await _started(connection, stream)
+    with write_lock(tmp_path / "gateway.sqlite3"):
+        connection.send_logged("conv_1", _frame(7), SESSION)
+        message = await _then(waiting)
+        assert await _stored(store, connection) == []  # its row waits behind the lock
+        assert connection.ahead  # kept for a stream opened meanwhile
+    update = json.loads(message.body)["params"]["update"]
+    assert update["sessionUpdate"] == "agent_message_chunk" and message.log_conversation is None
+    await connection.hub.flush()
+    assert await _stored(store, connection) == [message.seq]
+    resumed = connection.stream(SESSION, 0, KEEPALIVE)
+    assert (await _next(resumed)).body == message.body  # the row holds it whole
+    await stream.aclose()
+    await resumed.aclose()

@@ -32,7 +32,10 @@ one each beside the log's own (the store has one writer). Until its row is store
 connection keeps it (`RemoteClient.ahead`), and a stream opened meanwhile reads it
 from there beside the store: a resume still replays exactly what was missed (the
 rows are read by this process only: a connection does not outlive it). This keeps
-the second write off a turn's critical path (bench/remote.py).
+the second write off a turn's critical path (bench/remote.py). A v2 client's
+translation of a stored frame (bridge.py) goes the same way: made of what is stored
+already, it is delivered ahead and its row held; the row holds the message whole, since
+the translation depends on what the client was sent before and is not rebuilt.
 
 A message's *scope* is its stream: "" for the connection's own (replies to
 connection-wide requests, `session/new` and `session/load` results and the history a
@@ -178,7 +181,10 @@ class RemoteClient:
             live = scope == session_id
             session_id = child_of(event) or session_id
             for update in self.bridge.frame(conversation_id, event, session_id, live=live):
-                self.notify("session/update", {"sessionId": session_id, "update": update}, scope)
+                params = {"sessionId": session_id, "update": update}
+                body = _encode({"jsonrpc": "2.0", "method": "session/update", "params": params})
+                self.seq += 1
+                self.hub.queue(self, RemoteMessage(self.id, self.seq, scope, body), of_the_log=True)
             return
         self.seq += 1
         body = session_update_body(session_id, event)
@@ -402,11 +408,15 @@ class RemoteHub:
                 sessions[conversation_id] = record.session_id
         return sessions
 
-    def queue(self, connection: RemoteClient, message: RemoteMessage) -> None:
-        """Store `message`, then deliver it; a reference to a stored frame is delivered at
-        once when it is next in the connection's order, its row held for the next batch
-        (see the module docstring)."""
-        if message.log_conversation is not None and message.seq == connection.delivered + 1:
+    def queue(
+        self, connection: RemoteClient, message: RemoteMessage, *, of_the_log: bool = False
+    ) -> None:
+        """Store `message`, then deliver it. One made of a stored frame of the log (a
+        reference to it, or, `of_the_log`, a v2 client's translation of it) is delivered
+        at once when it is next in the connection's order, its row held for the next
+        batch (see the module docstring)."""
+        made_of_the_log = of_the_log or message.log_conversation is not None
+        if made_of_the_log and message.seq == connection.delivered + 1:
             connection.ahead[message.seq] = message
             connection.deliver(message)
             self._held.append((connection, message))
