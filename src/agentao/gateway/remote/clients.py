@@ -14,7 +14,7 @@ stores it once: `send_logged()` numbers it on the connection like any message, b
 hub stores only a reference to the log's frame (`store/remote.py`), and a reader that
 reads it back from the store gets it rebuilt from that frame (`RemoteHub.stored_after`).
 A load's replay of a session's history is such references too (a `task-started`
-frame replays as its prompt, `logged_update`), on the connection's own stream: there
+frame replays as its prompt, `frames.frame_update`), on the connection's own stream: there
 the scope names no session, so the session is the conversation's (`LogReader`).
 The connection's numbering, and so resumption, is the same for both kinds: the cursor
 of a stream (`Last-Event-ID`, `after_seq`, a WebSocket's frame number) is the
@@ -69,13 +69,13 @@ from typing import Any, Protocol
 
 import msgspec
 
-from agentao.client.content import prompt_text
 from agentao.gateway.auth import Principal, owns
 from agentao.gateway.batches import BatchWriter, WriterBackoff, describe
 from agentao.gateway.config import Limits
 from agentao.gateway.errors import NotFound, TooManyConnections
 from agentao.gateway.remote.bridge import BRIDGED, V2Bridge
 from agentao.gateway.remote.children import child_of, hidden_from
+from agentao.gateway.remote.frames import rebuilt, session_update_body
 from agentao.protocol.connection import Connection as Wire
 from agentao.store.gateway_records import Conversation, TaskEvent
 from agentao.store.remote import RemoteConnection, RemoteMessage, RemoteStore
@@ -394,7 +394,7 @@ class RemoteHub:
             for event in await self._log.events_after(conversation_id, first - 1):
                 frames[conversation_id, event.seq] = event
         sessions = await self._sessions_of(messages)
-        return [rebuilt for m in messages if (rebuilt := _rebuilt(m, frames, sessions)) is not None]
+        return [found for m in messages if (found := rebuilt(m, frames, sessions)) is not None]
 
     async def _sessions_of(self, messages: list[RemoteMessage]) -> dict[str, str]:
         """The session of each conversation a reference on the connection's own stream
@@ -459,45 +459,6 @@ class RemoteHub:
 
     def close(self) -> None:
         self._writer.close()
-
-
-def session_update_body(session_id: str, event: TaskEvent) -> bytes:
-    """The `session/update` a frame of the log is, for session `session_id` (a child's
-    frame: for the child): a `task-running` frame's update, or a `task-started` frame's
-    prompt (a replay's)."""
-    params = {"sessionId": child_of(event) or session_id, "update": logged_update(event)}
-    return _encode({"jsonrpc": "2.0", "method": "session/update", "params": params})
-
-
-def logged_update(event: TaskEvent) -> Any:
-    """The ACP update a `task-running` (or `session-update`) frame carries, or the
-    `user_message_chunk` a `task-started` frame's prompt replays as (agents do not echo
-    prompts)."""
-    if event.type != "task-started":
-        return event.payload["update"]
-    prompt = event.payload.get("prompt")
-    text = prompt_text(prompt) if isinstance(prompt, list) else str(prompt or "")
-    return {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}
-
-
-def _rebuilt(
-    message: RemoteMessage, frames: dict[tuple[str, int], TaskEvent], sessions: dict[str, str]
-) -> RemoteMessage | None:
-    if message.log_conversation is None:
-        return message
-    event = frames.get((message.log_conversation, message.log_seq))
-    session_id = message.scope or sessions.get(message.log_conversation)
-    if event is None or session_id is None:
-        return None
-    body = session_update_body(session_id, event)
-    return RemoteMessage(
-        message.connection_id,
-        message.seq,
-        message.scope,
-        body,
-        message.log_conversation,
-        message.log_seq,
-    )
 
 
 class RemoteClients:
@@ -613,6 +574,4 @@ __all__ = [
     "RemoteClients",
     "RemoteHub",
     "RemoteRequestError",
-    "logged_update",
-    "session_update_body",
 ]
