@@ -98,15 +98,25 @@ async def _stored(store: SqliteGatewayStore, connection: RemoteClient) -> list[i
     return [m.seq for m in await store.remote.messages_after(connection.id, 0, None)]
 
 
-async def test_a_logged_update_reaches_its_reader_before_its_reference_row_is_stored(
+async def _sent_behind_the_lock(
     store: SqliteGatewayStore, connection: RemoteClient, tmp_path: Path
-) -> None:
+) -> tuple[AsyncIterator[RemoteMessage | None], RemoteMessage]:
+    """A frame of the log sent while another connection holds the store's write lock: the
+    session stream that read it, and the message, read before its row was stored."""
     stream = connection.stream(SESSION, None, KEEPALIVE)
     waiting = await _started(connection, stream)
     with write_lock(tmp_path / "gateway.sqlite3"):
         connection.send_logged("conv_1", _frame(7), SESSION)
         message = await _then(waiting)
         assert await _stored(store, connection) == []  # its row waits behind the lock
+        assert connection.ahead  # kept for a stream opened meanwhile
+    return stream, message
+
+
+async def test_a_logged_update_reaches_its_reader_before_its_reference_row_is_stored(
+    store: SqliteGatewayStore, connection: RemoteClient, tmp_path: Path
+) -> None:
+    stream, message = await _sent_behind_the_lock(store, connection, tmp_path)
     assert (message.seq, message.log_seq, message.scope) == (1, 7, SESSION)
     assert b'"agent_message_chunk"' in message.body
     await connection.hub.flush()
@@ -286,13 +296,7 @@ async def test_a_v2_clients_translation_of_a_stored_frame_is_not_held_back_by_it
     frame the log stored already, it reaches the reader before its row is stored, as a
     reference does, and a resume still finds it (in the store once the lock goes)."""
     connection.bridge = V2Bridge()
-    stream = connection.stream(SESSION, None, KEEPALIVE)
-    waiting = await _started(connection, stream)
-    with write_lock(tmp_path / "gateway.sqlite3"):
-        connection.send_logged("conv_1", _frame(7), SESSION)
-        message = await _then(waiting)
-        assert await _stored(store, connection) == []  # its row waits behind the lock
-        assert connection.ahead  # kept for a stream opened meanwhile
+    stream, message = await _sent_behind_the_lock(store, connection, tmp_path)
     update = json.loads(message.body)["params"]["update"]
     assert update["sessionUpdate"] == "agent_message_chunk" and message.log_conversation is None
     await connection.hub.flush()

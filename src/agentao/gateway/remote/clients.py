@@ -159,12 +159,13 @@ class RemoteClient:
     def send(self, message: dict[str, Any], scope: str = "") -> None:
         self.send_body(_encode(message), scope)
 
-    def send_body(self, body: bytes, scope: str = "") -> None:
-        """A message already encoded (one line of JSON, no newline)."""
+    def send_body(self, body: bytes, scope: str = "", *, of_the_log: bool = False) -> None:
+        """A message already encoded (one line of JSON, no newline); `of_the_log`: made of
+        a stored frame of the log (`RemoteHub.queue`)."""
         if self.closed.is_set():
             return
         self.seq += 1
-        self.hub.queue(self, RemoteMessage(self.id, self.seq, scope, body))
+        self.hub.queue(self, RemoteMessage(self.id, self.seq, scope, body), of_the_log=of_the_log)
 
     def send_logged(
         self, conversation_id: str, event: TaskEvent, session_id: str, scope: str | None = None
@@ -182,9 +183,8 @@ class RemoteClient:
             session_id = child_of(event) or session_id
             for update in self.bridge.frame(conversation_id, event, session_id, live=live):
                 params = {"sessionId": session_id, "update": update}
-                body = _encode({"jsonrpc": "2.0", "method": "session/update", "params": params})
-                self.seq += 1
-                self.hub.queue(self, RemoteMessage(self.id, self.seq, scope, body), of_the_log=True)
+                message = {"jsonrpc": "2.0", "method": "session/update", "params": params}
+                self.send_body(_encode(message), scope, of_the_log=True)
             return
         self.seq += 1
         body = session_update_body(session_id, event)
