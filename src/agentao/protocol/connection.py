@@ -87,20 +87,6 @@ _PASSED_NEEDLE = b'"session/update"'
 _DICT_PATH = object()  # `_receive_passed`: this line is read by the dict path
 
 
-class _Envelope(msgspec.Struct, gc=False):
-    """A message's members as read, `params` kept as its bytes. Members of no interest
-    (result, error, any other) are skipped, not built; on a repeated key the last one
-    counts, as in a parsed dict."""
-
-    jsonrpc: Any = _UNSET
-    method: Any = _UNSET
-    id: Any = _UNSET
-    params: msgspec.Raw | msgspec.UnsetType = _UNSET
-
-
-_read_envelope = msgspec.json.Decoder(_Envelope).decode
-
-
 # The events are msgspec Structs, not frozen dataclasses: one is made per line received
 # (per streamed update), and a frozen dataclass's __init__ costs ten times as much.
 
@@ -251,32 +237,33 @@ class Connection:
         pass on: no dicts are made for it. `_DICT_PATH` for anything this does not read as
         it stands (another message, bad JSON, params that need a repair): the dict path
         then reads the line as before, with every check, repair and error it has."""
+        spec = self.methods.get(_PASSED_METHOD)
+        if spec is None or spec.side not in self._sides:
+            return _DICT_PATH
+        if not self._accepts_all and not lifecycle.accepts(self.role, self.state, _PASSED_METHOD):
+            return _DICT_PATH
+        head, whole = self._passed.get(spec.params) or self._passed_decoders(spec.params)
         try:
             if not line.isascii():
                 line.decode()  # a member skipped as bytes is checked nowhere else
-            envelope = _read_envelope(line)
+            envelope = head(line)
+            if (
+                envelope.method != _PASSED_METHOD
+                or envelope.jsonrpc != "2.0"
+                or envelope.id is not _UNSET
+                or envelope.params is _UNSET
+            ):
+                return _DICT_PATH
+            params = whole(line).params
         except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             return _DICT_PATH
-        method, raw_params = envelope.method, envelope.params
-        if method != _PASSED_METHOD or envelope.jsonrpc != "2.0" or envelope.id is not _UNSET:
-            return _DICT_PATH
-        spec = self.methods.get(method)
-        if raw_params is _UNSET or spec is None or spec.side not in self._sides:
-            return _DICT_PATH
-        if not self._accepts_all and not lifecycle.accepts(self.role, self.state, method):
-            return _DICT_PATH
-        typed, kept = self._passed.get(spec.params) or self._passed_decoders(spec.params)
-        try:
-            params = typed(raw_params)
-            member = getattr(kept(raw_params), _PASSED_MEMBER)
-        except (msgspec.DecodeError, RecursionError):
-            return _DICT_PATH
+        member = getattr(envelope.params, _PASSED_MEMBER)
         session_id = params.session_id
         wire_params = {"sessionId": session_id, _PASSED_MEMBER: member}
         if params.meta is not None:
             wire_params["_meta"] = params.meta
-        message = {"jsonrpc": "2.0", "method": method, "params": wire_params}
-        return Notification(method, params, message, session_id)
+        message = {"jsonrpc": "2.0", "method": _PASSED_METHOD, "params": wire_params}
+        return Notification(_PASSED_METHOD, params, message, session_id)
 
     def _passed_decoders(self, tp: Any) -> tuple[Any, Any]:
         from agentao.protocol.decode import passed_decoders

@@ -112,17 +112,33 @@ def _line_decoder(tp: Any, lenient: bool) -> Any:
 
 @cache
 def passed_decoders(tp: Any, member: str, lenient: bool) -> tuple[Any, Any]:
-    """Two decoders of a call's params bytes (as connection.py reads them off the line):
-    one into `tp`, as decode_strict's (or decode_lenient's) fast path makes it, the other
-    into a struct holding only `member`, as its bytes (msgspec.Raw), for a relay to pass
-    on unchanged.
-    Both raise `msgspec.DecodeError` (a ValidationError too) when the params do not fit as
-    they stand: the caller takes the dict path, which repairs and names."""
+    """Two decoders of a whole line holding a call (as connection.py reads it): `head`
+    reads its envelope (`jsonrpc`, `method`, `id`, each unset when absent) and, of its
+    params, only `member`, as its bytes (msgspec.Raw) for a relay to pass on unchanged;
+    `whole` reads its params into `tp`, as decode_strict's (or decode_lenient's) fast path
+    makes it. Two passes over the line, where reading the envelope first and then its
+    params twice took three.
+    Both raise `msgspec.DecodeError` (a ValidationError too) when the line does not fit as
+    it stands: the caller takes the dict path, which repairs and names."""
     hook = _lenient_hook if lenient else _strict_hook
-    typed = msgspec.json.Decoder(tp, strict=True, dec_hook=hook).decode
     wire_name = {f.name: f.encode_name for f in msgspec.structs.fields(tp)}[member]
     kept = msgspec.defstruct("PassedMember", [(member, msgspec.Raw)], rename={member: wire_name})
-    return typed, msgspec.json.Decoder(kept).decode
+    unset = msgspec.UNSET
+    # Members of no interest (result, error, any other) are skipped, not built; on a
+    # repeated key the last one counts, as in a parsed dict.
+    head = msgspec.defstruct(
+        "PassedHead",
+        [
+            ("jsonrpc", Any, unset),
+            ("method", Any, unset),
+            ("id", Any, unset),
+            ("params", kept | msgspec.UnsetType, unset),
+        ],
+        gc=False,
+    )
+    whole = msgspec.defstruct("PassedParams", [("params", tp)], gc=False)
+    typed = msgspec.json.Decoder(whole, strict=True, dec_hook=hook).decode
+    return msgspec.json.Decoder(head).decode, typed
 
 
 def _finite_or_literal(literal: str) -> Any:
