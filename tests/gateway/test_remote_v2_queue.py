@@ -92,6 +92,53 @@ async def test_prompts_sent_during_a_turn_run_after_it_in_order(gateway_factory:
         await peer.close()
 
 
+async def test_held_prompts_keep_their_arrival_order_when_a_lookup_before_the_line_is_slow(
+    gateway_factory: Any,
+) -> None:
+    """The gateway looks at the store (is the session held elsewhere?) between reading a
+    prompt and putting it in line; on PostgreSQL the second prompt's look could end after
+    the third's, and the third ran first. Here the second's look waits until the third
+    prompt has arrived: the third must still wait behind it."""
+    gw = gateway_factory()
+    service = gw.gateway.remote
+    looked, arrived = service._held_elsewhere, service._on_request
+    third: dict[str, asyncio.Event] = {}
+
+    def on_request(connection: Any, request: Any) -> None:
+        if request.id == "third":
+            third.setdefault("arrived", asyncio.Event()).set()
+        arrived(connection, request)
+
+    async def held_elsewhere(conv: Any) -> bool:
+        if asyncio.current_task() is task_of("second"):
+            # Until the third has run as far as it can: in line (as before the fix), or
+            # waiting for the second to take its place (service.held.arrive).
+            await third.setdefault("arrived", asyncio.Event()).wait()
+            # No event marks where the third stops (in line, or at `arrive`): a look each turn.
+            while not settled(task_of("third"), conv):  # noqa: ASYNC110
+                await asyncio.sleep(0)
+        return await looked(conv)
+
+    def task_of(request_id: str) -> asyncio.Task[Any] | None:
+        return next((t for (_, i), t in service._serving.items() if i == request_id), None)
+
+    def settled(task: asyncio.Task[Any] | None, conv: Any) -> bool:
+        return task is not None and (
+            task in service.held._held.get(conv.id, ()) or service.held.arriving(task)
+        )
+
+    service._on_request, service._held_elsewhere = on_request, held_elsewhere
+    peer, sid = await held_behind_a_question(gw, ("second", "third"))
+    try:
+        await allow(peer, sid)
+        await idles(peer, 3)
+        echoed = [u for u in updates(peer.received) if u["sessionUpdate"] == "user_message_chunk"]
+        assert [u["content"]["text"] for u in echoed] == ["please write", "second", "third"]
+        assert peer.errors() == []
+    finally:
+        await peer.close()
+
+
 async def test_cancel_answers_the_held_prompts(gateway_factory: Any) -> None:
     gw = gateway_factory()
     peer, sid = await held_behind_a_question(gw, ("second", "third"))

@@ -16,7 +16,7 @@ the turn before the next one looks.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal
 
 from starlette.requests import Request
@@ -42,13 +42,26 @@ class TurnLine:
         if conv.reserved:
             await unless_left(request, self.wait_free(conv, seconds, retry))
 
-    async def wait_free(self, conv: Any, seconds: float, retry: int) -> None:
+    async def wait_free(
+        self,
+        conv: Any,
+        seconds: float,
+        retry: int,
+        admit: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         """`wait_turn` for a caller that is no HTTP request (remote ACP's held v2 prompts,
-        remote/held.py): its own cancellation is how it leaves the line."""
+        remote/held.py): its own cancellation is how it leaves the line. `admit` (a key's
+        budget, read again) runs once the conversation is free, still first in line: the
+        next in line cannot take the turn while it reads."""
         self.waiting += 1
         try:  # nothing below suspends once the line is passed: the reservation comes next
             async with asyncio.timeout(seconds), self._places.hold(conv.id):
                 await _free(conv)
+                while admit is not None:
+                    await admit()
+                    if not conv.reserved:  # nobody took the turn while the budget was read
+                        break
+                    await _free(conv)
         except TimeoutError:
             raise SessionBusy(retry) from None
         finally:

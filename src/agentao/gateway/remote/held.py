@@ -20,6 +20,14 @@ busy refusal (v1 defines no holding). A v2 prompt of a session live on another r
 that replica's `POST /v1/tasks` with `busy: "queue"` waits in `wait_far` (far_held.py),
 and a `session/cancel` (from a client here or there) drops it (`drop_far`): the request
 is answered 409 `prompt_cancelled`, which that replica answers its client -32800.
+
+Order: a session's v2 prompts take their places in the order they were read, though
+each looks at the store before it reaches the line (is the session held elsewhere?), and
+on PostgreSQL the second's look could end after the third's. `arrive` (first thing in
+the request's task, which the service starts in the order read) waits until the prompts
+read before it have taken their places or gone; `entered` lets the next one go on. A held
+prompt's budget is read again inside its place in the line (`TurnLine.wait_free`), so the
+one behind it cannot take the turn meanwhile.
 """
 
 from __future__ import annotations
@@ -52,6 +60,37 @@ class HeldPrompts:
         self._held: dict[str, list[asyncio.Task[Any]]] = {}
         self._far: set[asyncio.Task[Any]] = set()  # held for another replica's client
         self._dropped: set[asyncio.Task[Any]] = set()  # of those, dropped by session/cancel
+        # Per session, the place the last prompt read took; per request task, its own.
+        self._last: dict[str, asyncio.Future[None]] = {}
+        self._arriving: dict[asyncio.Task[Any], tuple[str, asyncio.Future[None]]] = {}
+
+    async def arrive(self, session_id: str) -> None:
+        """Take this request's place among the session's prompts, in the order read, and
+        wait until those read before it are in line or gone. Call `entered` after."""
+        task = asyncio.current_task()
+        assert task is not None
+        before = self._last.get(session_id)
+        mine = asyncio.get_running_loop().create_future()
+        self._last[session_id] = mine
+        self._arriving[task] = (session_id, mine)
+        if before is not None:
+            await asyncio.shield(before)  # cancelled here: `entered` still lets the next go
+
+    def arriving(self, task: asyncio.Task[Any]) -> bool:
+        """Whether `task` waits for the prompts read before it (`arrive`)."""
+        found = self._arriving.get(task)
+        return found is not None and not found[1].done()
+
+    def entered(self) -> None:
+        """This request's prompt is in line, begun, or never will be (it failed, or went
+        to another replica): the next one read may go on. Idempotent."""
+        found = self._arriving.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
+        if found is None:
+            return
+        session_id, mine = found
+        mine.set_result(None)
+        if self._last.get(session_id) is mine:
+            del self._last[session_id]
 
     async def wait(self, conv: Any, owner: str, admit: Admit | None = None) -> None:
         """Return at once when `conv` has no turn; else once its turn has ended and this
@@ -59,6 +98,7 @@ class HeldPrompts:
         A held prompt is admitted again (`admit(owner)`, the key's budgets) when its turn
         comes: what the key spent while it waited counts."""
         if not conv.reserved:
+            self.entered()
             return
         held = self._held.setdefault(conv.id, [])
         if len(held) >= self.limits.remote_prompt_queue_depth:
@@ -66,14 +106,11 @@ class HeldPrompts:
         task = asyncio.current_task()
         assert task is not None
         held.append(task)
+        self.entered()
         try:
             seconds, retry = self.limits.queue_wait_seconds, self.limits.retry_after_seconds
-            await self.line.wait_free(conv, seconds, retry)
-            while admit is not None:
-                await admit(owner)
-                if not conv.reserved:  # nobody took the turn while the budget was read
-                    return
-                await self.line.wait_free(conv, seconds, retry)
+            again = (lambda: admit(owner)) if admit is not None else None
+            await self.line.wait_free(conv, seconds, retry, again)
         finally:
             held.remove(task)
             if not held:

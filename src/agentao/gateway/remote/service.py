@@ -22,10 +22,10 @@ rules our agent applies on stdio: the lifecycle table, the `protocolVersion` che
 id rules and params checked against the schema, so a handler here sees only requests
 the schema accepts. Notifications and replies are handled in arrival order (a
 `session/cancel` or `$/cancel_request` never waits behind a prompt); each request runs
-as its own task (which `$/cancel_request` cancels, answering -32800), and
-its reply goes to the stream of its scope: a session's for the session-scoped methods,
-the connection's for the rest (`session/new` and `session/load` results included,
-which is where a client that has no session stream yet reads them).
+as its own task (which `$/cancel_request` cancels, answering -32800; a session's v2
+prompts take their places in the order read, held.py), its reply going to the stream of
+its scope: a session's for session-scoped methods, the connection's for the rest (the
+results of `session/new` and `session/load` too: a client may have no session stream yet).
 
 Limits of what a key may do here: a session's directories must lie inside the agent's
 roots (its cwd and sandbox `write` paths: what its confined process sees); it may name
@@ -296,6 +296,8 @@ class RemoteAcp:
         method, params = request.method, params_of(request.message)
         scope = reply_scope(method, params)
         try:
+            if method == "session/prompt" and connection.bridge is not None:
+                await self.held.arrive(str(params.get("sessionId")))  # in the order read
             result = await self._call(connection, method, params)
         except AcpError as exc:
             connection.reply_error(request.id, exc.to_wire(), scope)
@@ -309,6 +311,8 @@ class RemoteAcp:
             connection.reply_error(request.id, InternalError().to_wire(), scope)
         else:
             connection.reply(request.id, result, scope)
+        finally:  # whatever became of a prompt, the next one read goes on
+            self.held.entered()
 
     async def _call(self, connection: RemoteClient, method: str, params: dict[str, Any]) -> Any:
         if method == "session/new":
@@ -516,6 +520,7 @@ class RemoteAcp:
     async def _far_call(
         self, connection: RemoteClient, far: FarSession, method: str, params: dict[str, Any]
     ) -> Any:
+        self.held.entered()  # a prompt's line is the holder's: the next one read goes on
         if method == "session/close":
             self.far.detach(far, connection)
             return {}
