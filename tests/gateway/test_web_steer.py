@@ -9,13 +9,16 @@ the next prompt when the turn ends; ✕ or Escape drops one.
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from agentao.gateway import tasks
 from agentao.gateway.config import AgentSpec
 from tests.fakes.fake_llm import FakeLLM
 from tests.gateway.conftest import LiveGateway, llm_spec
@@ -86,6 +89,44 @@ def test_words_typed_while_the_turn_runs_steer_it(
     assert page.locator(".turn").count() == 1  # inside the turn, not a turn of its own
     assert fake_llm.requests[1].body["messages"][-1]["content"] == "and then say bye"
     page.screenshot(path=str(tmp_path / f"web-steer-{viewport['width']}.png"))
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP], ids=["1280"])
+def test_words_typed_while_the_turns_stream_still_opens_steer_it(
+    gateway_factory: Callable[..., LiveGateway],
+    fake_llm: FakeLLM,
+    page_of: Callable[[str], Page],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seen once under load: the turn ran, but the page's socket to it was still opening
+    when words were typed, so they were queued as the next prompt. Here the socket stays
+    opening (the gateway looks the task up before it accepts) until the words are in."""
+    looked_up, accept = tasks._task, threading.Event()
+
+    async def task_after_the_words(gw: Any, principal: Any, task_id: str) -> Any:
+        await asyncio.to_thread(accept.wait, 30)
+        return await looked_up(gw, principal, task_id)
+
+    monkeypatch.setattr(tasks, "_task", task_after_the_words)
+    gw = gateway_factory(agents=(llm_spec(tmp_path, fake_llm.env()),))
+    page = page_of(gw.url)
+    gate = fake_llm.hold("Working on it.")
+    fake_llm.reply("Bye then.")
+    send(page, "do the thing")
+    fake_llm.wait_requests(1)  # the turn runs; the page's socket to it is still opening
+    send(page, "and then say bye")
+    page.wait_for_function("() => document.querySelector('#prompt').value === ''")  # taken
+    accept.set()
+    steered, queued = (
+        page.locator("#status", has_text="the agent reads it"),
+        page.locator("#queued"),
+    )
+    steered.or_(queued.filter(visible=True)).wait_for()
+    assert steered.is_visible() and queued.is_hidden()
+    gate.set()
+    assert last_turn(page).get_attribute("data-state") == "ended"
+    assert turn_lines(page) == ["Working on it.", "and then say bye", "Bye then."]
 
 
 @WIDTHS

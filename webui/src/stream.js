@@ -71,14 +71,19 @@ export class TaskStream {
   }
 
   // Words for the running turn (`{"type": "steer"}`): resolves with the outcome, rejects
-  // with the error frame (its `code`: steering_unsupported, task_not_running, …).
+  // with the error frame (its `code`: steering_unsupported, task_not_running, …). Words
+  // typed while the socket still opens (a busy gateway looks the task up first) go once it
+  // is open, in the order typed; if it drops instead, `dropped` rejects them.
   steer(text) {
-    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) {
+    const ws = this.ws;
+    if (!ws || ws.readyState > WebSocket.OPEN) {
       return Promise.reject({ code: "task_not_running", message: "not connected" });
     }
     return new Promise((resolve, reject) => {
       this.steering.push({ resolve, reject });
-      this.ws.send(JSON.stringify({ type: "steer", text }));
+      const frame = JSON.stringify({ type: "steer", text });
+      if (ws.readyState === WebSocket.OPEN) ws.send(frame);
+      else ws.addEventListener("open", () => ws.send(frame), { once: true });
     });
   }
 
