@@ -14,6 +14,7 @@ import asyncio
 import hashlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import uuid
@@ -114,7 +115,7 @@ class World:
     def state(self, case: dict[str, Any]) -> dict[str, Any]:
         snapshot: dict[str, Any] = {
             "connections": self.listener.reached(),
-            "victim alive": self.victim.poll() is None,
+            "victim alive": _alive(self.victim),
             "host tmp": (Path("/tmp") / self.marker).exists(),
             "host shm": (Path("/dev/shm") / self.marker).exists(),
         }
@@ -125,6 +126,23 @@ class World:
         if name := case.get("check_ws_file_kept"):
             snapshot[f"ws/{name}"] = os.path.lexists(self.ws / name)
         return snapshot
+
+
+def _alive(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether `proc` lives and no SIGKILL waits for it. `kill -9` returns once the signal
+    is pending; the process dies when next scheduled, which under load can be after the
+    check: the pending bit (/proc/PID/status) is set before `kill` returns."""
+    if proc.poll() is not None:
+        return False
+    try:
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    if fields.get("State", "").strip().startswith(("Z", "X")):
+        return False
+    pending = int(fields.get("SigPnd", "0"), 16) | int(fields.get("ShdPnd", "0"), 16)
+    return not pending & (1 << (signal.SIGKILL - 1))
 
 
 def _tree(root: Path) -> dict[str, str]:
