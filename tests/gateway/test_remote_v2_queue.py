@@ -158,6 +158,45 @@ async def test_cancel_answers_the_held_prompts(gateway_factory: Any) -> None:
         await peer.close()
 
 
+async def test_cancel_answers_a_prompt_still_on_its_way_to_the_line(gateway_factory: Any) -> None:
+    """A prompt read before a `session/cancel` but still looking at the store (is the
+    session held elsewhere?) when the cancel is read is answered -32800 like a held one:
+    it never runs after the cancel."""
+    gw = gateway_factory()
+    service = gw.gateway.remote
+    looked, cancel = service._held_elsewhere, service._cancel
+    cancelled: dict[str, asyncio.Event] = {}
+
+    def on_cancel(connection: Any, session_id: str) -> None:
+        cancel(connection, session_id)
+        cancelled.setdefault("read", asyncio.Event()).set()
+
+    async def held_elsewhere(conv: Any) -> bool:
+        second = next((t for (_, i), t in service._serving.items() if i == "second"), None)
+        if asyncio.current_task() is second:
+            await cancelled.setdefault("read", asyncio.Event()).wait()
+        return await looked(conv)
+
+    service._cancel, service._held_elsewhere = on_cancel, held_elsewhere
+    peer = HttpV2(f"http://127.0.0.1:{gw.port}/acp")
+    await peer.open()
+    sid = (await peer.call("session/new", {"cwd": gw.config.agents[0].cwd}))["result"]["sessionId"]
+    await peer.watch(sid)
+    try:
+        await peer.call("session/prompt", {"sessionId": sid, "prompt": text("please write")}, sid)
+        await peer.wait_for(lambda m: m.get("method") == "session/request_permission")
+        prompt = {"sessionId": sid, "prompt": text("second")}
+        await peer.send({"jsonrpc": "2.0", "id": "second", "method": "session/prompt", "params": prompt}, sid)  # fmt: skip
+        await peer.notify("session/cancel", {"sessionId": sid}, sid)
+        answer = await peer.wait_for(lambda m: m.get("id") == "second" and "method" not in m)
+        assert answer.get("error", {}).get("code") == -32800, answer
+        await idles(peer, 1)
+        echoed = [u for u in updates(peer.received) if u["sessionUpdate"] == "user_message_chunk"]
+        assert [u["content"]["text"] for u in echoed] == ["please write"]
+    finally:
+        await peer.close()
+
+
 async def test_a_prompt_beyond_the_held_depth_is_busy(gateway_factory: Any) -> None:
     gw = gateway_factory(limits=Limits(remote_prompt_queue_depth=1))
     peer, sid = await held_behind_a_question(gw, ("second", "third"))

@@ -25,7 +25,8 @@ Order: a session's v2 prompts take their places in the order they were read, tho
 each looks at the store before it reaches the line (is the session held elsewhere?), and
 on PostgreSQL the second's look could end after the third's. `arrive` (first thing in
 the request's task, which the service starts in the order read) waits until the prompts
-read before it have taken their places or gone; `entered` lets the next one go on. A held
+read before it have taken their places or gone; `entered` lets the next one go on (a
+`session/cancel` meanwhile answers it -32800 like a held one: `requests_in`). A held
 prompt's budget is read again inside its place in the line (`TurnLine.wait_free`), so the
 one behind it cannot take the turn meanwhile.
 """
@@ -141,11 +142,18 @@ class HeldPrompts:
                 self._dropped.add(task)
                 task.cancel()
 
-    def requests_in(self, conv_id: str, serving: dict[Any, asyncio.Task[Any]]) -> list[Any]:
+    def requests_in(
+        self, conv_id: str, session_id: str, serving: dict[Any, asyncio.Task[Any]]
+    ) -> list[Any]:
         """`session/cancel`: the keys in `serving` (the service's running requests) of the
-        prompts held for the conversation, to be cancelled, each answered -32800."""
+        prompts held for the conversation, or read for its session and not yet in line
+        (`arrive`), to be cancelled, each answered -32800."""
         held = self._held.get(conv_id, ())
-        return [key for key, task in serving.items() if task in held]
+        return [
+            key
+            for key, task in serving.items()
+            if task in held or self._arriving.get(task, ("",))[0] == session_id
+        ]
 
 
 __all__ = ["PROMPT_DROPPED", "HeldPrompts", "PromptDropped"]

@@ -589,7 +589,7 @@ class RemoteAcp:
             fars = self.far.watched_by(connection)
             self._spawn(cancel_child_anywhere(watched, fars, connection, session_id))
         elif connection.id in relay.clients:
-            for key in self.held.requests_in(relay.conv.id, self._serving):
+            for key in self.held.requests_in(relay.conv.id, session_id, self._serving):
                 self._cancel_request(*key)  # held v2 prompts: -32800, never inserted
             self.held.drop_far(relay.conv.id)  # and other replicas' clients' (far_held.py)
             turn = relay.conv.turn
