@@ -47,6 +47,11 @@ async def held_behind_a_question(
     return peer, sid
 
 
+def request_task(service: Any, request_id: str) -> asyncio.Task[Any] | None:
+    """The gateway's task serving the remote request `request_id`, while it runs."""
+    return next((t for (_, i), t in service._serving.items() if i == request_id), None)
+
+
 def reply_to(peer: HttpV2, request_id: str) -> Message | None:
     return next((m for m in peer.received if m.get("id") == request_id and "method" not in m), None)
 
@@ -110,17 +115,14 @@ async def test_held_prompts_keep_their_arrival_order_when_a_lookup_before_the_li
         arrived(connection, request)
 
     async def held_elsewhere(conv: Any) -> bool:
-        if asyncio.current_task() is task_of("second"):
+        if asyncio.current_task() is request_task(service, "second"):
             # Until the third has run as far as it can: in line (as before the fix), or
             # waiting for the second to take its place (service.held.arrive).
             await third.setdefault("arrived", asyncio.Event()).wait()
             # No event marks where the third stops (in line, or at `arrive`): a look each turn.
-            while not settled(task_of("third"), conv):  # noqa: ASYNC110
+            while not settled(request_task(service, "third"), conv):  # noqa: ASYNC110
                 await asyncio.sleep(0)
         return await looked(conv)
-
-    def task_of(request_id: str) -> asyncio.Task[Any] | None:
-        return next((t for (_, i), t in service._serving.items() if i == request_id), None)
 
     def settled(task: asyncio.Task[Any] | None, conv: Any) -> bool:
         return task is not None and (
@@ -172,8 +174,7 @@ async def test_cancel_answers_a_prompt_still_on_its_way_to_the_line(gateway_fact
         cancelled.setdefault("read", asyncio.Event()).set()
 
     async def held_elsewhere(conv: Any) -> bool:
-        second = next((t for (_, i), t in service._serving.items() if i == "second"), None)
-        if asyncio.current_task() is second:
+        if asyncio.current_task() is request_task(service, "second"):
             await cancelled.setdefault("read", asyncio.Event()).wait()
         return await looked(conv)
 
