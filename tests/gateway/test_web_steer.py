@@ -33,7 +33,7 @@ from tests.gateway.test_web import (  # noqa: F401 (fixtures)
 )
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import APIResponse, Browser, Page, Route
 
 pytestmark = pytest.mark.timeout(90)
 RAW_AGENT = Path(__file__).with_name("raw_agent.py")  # an agent that does not steer
@@ -127,6 +127,41 @@ def test_words_typed_while_the_turns_stream_still_opens_steer_it(
     gate.set()
     assert last_turn(page).get_attribute("data-state") == "ended"
     assert turn_lines(page) == ["Working on it.", "and then say bye", "Bye then."]
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP], ids=["1280"])
+def test_words_typed_while_the_prompt_is_still_being_sent_steer_its_turn(
+    gateway_factory: Callable[..., LiveGateway],
+    fake_llm: FakeLLM,
+    page_of: Callable[[str], Page],
+    tmp_path: Path,
+) -> None:
+    """The gateway answers a prompt once its turn has started and been stored, which on a
+    busy store comes after the agent is at work. Words typed before that answer must go to
+    that turn, not start a turn (and a conversation) of their own. Here the browser holds the
+    answer until the words are in."""
+    gw = gateway_factory(agents=(llm_spec(tmp_path, fake_llm.env()),))
+    page = page_of(gw.url)
+    held: list[tuple[Route, APIResponse]] = []
+    page.route("**/v1/tasks", lambda route: held.append((route, route.fetch())))
+    gate = fake_llm.hold("Working on it.")
+    fake_llm.reply("Bye then.")
+    send(page, "do the thing")
+    while not held:  # the handler runs inside Playwright's calls: give it some
+        page.wait_for_timeout(20)
+    fake_llm.wait_requests(1)  # the turn runs; the page has not heard of it yet
+    send(page, "and then say bye")
+    page.wait_for_function("() => document.querySelector('#prompt').value === ''")  # taken
+    route, answer = held[0]
+    route.fulfill(response=answer)
+    steered = page.locator("#status", has_text="the agent reads it")
+    a_second_turn = page.locator(".turn").nth(1)
+    steered.or_(page.locator("#queued").filter(visible=True)).or_(a_second_turn).wait_for()
+    assert steered.is_visible() and page.locator(".turn").count() == 1
+    gate.set()
+    assert last_turn(page).get_attribute("data-state") == "ended"
+    assert turn_lines(page) == ["Working on it.", "and then say bye", "Bye then."]
+    assert len(held) == 1  # one prompt sent
 
 
 @WIDTHS

@@ -15,6 +15,7 @@ import { WorkdirPicker } from "./workdir.js";
 const state = {
   conversation: null, // the conversation the next prompt continues
   stream: null, // the running task's stream
+  starting: null, // the prompt being sent, until its task is known and watched
   opening: null, // the session being loaded (a newer click wins)
   view: new ConversationView(), // the open conversation's turns
   queued: [], // words typed while a turn ran that its agent could not take: the next prompts
@@ -67,6 +68,7 @@ function clearLog() {
   state.queued = []; // they were for the conversation left
   showQueued();
   state.stream = null;
+  state.starting = null;
   $("log").replaceChildren();
   setRunning(false);
   state.view = new ConversationView();
@@ -98,8 +100,15 @@ function submit(event) {
   const prompt = $("prompt").value.trim();
   if (!prompt) return;
   $("prompt").value = "";
-  if (state.stream) steer(state.stream, prompt);
-  else send(prompt);
+  take(prompt);
+}
+
+// Words from the box: into the running turn; after the prompt still being sent (a busy
+// gateway answers it once its turn has started), in the order typed; else a new turn.
+function take(words) {
+  if (state.stream) steer(state.stream, words);
+  else if (state.starting) state.starting.then(() => take(words), () => take(words));
+  else send(words);
 }
 
 // Words typed while the turn runs: to the agent inside the turn when it steers, else queued
@@ -118,7 +127,7 @@ async function steer(stream, words) {
 }
 
 function queue(words) {
-  if (!state.stream) return send(words); // the turn ended while the words travelled
+  if (!state.stream) return take(words); // the turn ended while the words travelled
   state.queued.push(words);
   showQueued();
 }
@@ -148,15 +157,27 @@ function showQueued() {
 // Retry: the last turn's prompt again, as a new turn of the same conversation.
 function retry() {
   const prompt = lastPrompt();
-  if (prompt && !state.stream) send(prompt);
+  if (prompt && !busy()) send(prompt);
 }
+
+function busy() { return Boolean(state.stream || state.starting); }
 
 function lastPrompt() {
   const turns = $("log").querySelectorAll(".turn > .user");
   return turns.length ? turns[turns.length - 1].textContent : "";
 }
 
-async function send(prompt) {
+// `state.starting` settles once the task is watched (or the send failed): words typed
+// meanwhile wait on it (`take`) rather than start a turn of their own.
+function send(prompt) {
+  const starting = start(prompt).finally(() => {
+    if (state.starting === starting) state.starting = null;
+  });
+  state.starting = starting;
+  return starting;
+}
+
+async function start(prompt) {
   $("empty").hidden = true;
   $("retry").hidden = true; // one retry per click, not one per click while it is sent
   const conversation = state.view;
@@ -187,7 +208,7 @@ async function send(prompt) {
 // Edit and resend (edit.js): the turn's conversation forked before that turn, the prompt
 // sent there. The turns from the edited one on stay the source conversation's: off this page.
 async function resend(conversation, taskId, prompt) {
-  if (state.stream || !conversation) return;
+  if (busy() || !conversation) return;
   const fork = await api(`/v1/conversations/${conversation}/fork`, {
     method: "POST",
     body: JSON.stringify({ before_task: taskId }),
@@ -204,7 +225,7 @@ sessionEvents.resend = resend;
 // Rewind to here (rewind.js): a dry run; or the files restored, then the conversation forked
 // before that turn and the prompt put back in the box, as edit and resend would send it.
 async function rewind(conversation, taskId, { dry_run = false, force = false }) {
-  if (state.stream || !conversation) throw new Error("wait for the turn to end");
+  if (busy() || !conversation) throw new Error("wait for the turn to end");
   const path = `/v1/conversations/${conversation}/rewind`;
   const body = JSON.stringify({ before_task: taskId, dry_run, force });
   const done = await api(path, { method: "POST", body });
