@@ -142,13 +142,9 @@ def test_words_typed_while_the_prompt_is_still_being_sent_steer_its_turn(
     answer until the words are in."""
     gw = gateway_factory(agents=(llm_spec(tmp_path, fake_llm.env()),))
     page = page_of(gw.url)
-    held: list[tuple[Route, APIResponse]] = []
-    page.route("**/v1/tasks", lambda route: held.append((route, route.fetch())))
     gate = fake_llm.hold("Working on it.")
     fake_llm.reply("Bye then.")
-    send(page, "do the thing")
-    while not held:  # the handler runs inside Playwright's calls: give it some
-        page.wait_for_timeout(20)
+    held = send_held(page, "do the thing")
     fake_llm.wait_requests(1)  # the turn runs; the page has not heard of it yet
     send(page, "and then say bye")
     page.wait_for_function("() => document.querySelector('#prompt').value === ''")  # taken
@@ -161,7 +157,54 @@ def test_words_typed_while_the_prompt_is_still_being_sent_steer_its_turn(
     gate.set()
     assert last_turn(page).get_attribute("data-state") == "ended"
     assert turn_lines(page) == ["Working on it.", "and then say bye", "Bye then."]
-    assert len(held) == 1  # one prompt sent
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP], ids=["1280"])
+def test_a_conversation_left_while_its_prompt_is_sent_does_not_pull_the_page_back(
+    gateway_factory: Callable[..., LiveGateway],
+    fake_llm: FakeLLM,
+    page_of: Callable[[str], Page],
+    tmp_path: Path,
+) -> None:
+    """New chat clicked before the gateway answered the prompt: the answer must not make
+    the page the old conversation's again (its id in the URL, its turn watched, the next
+    prompt sent there). The turn runs on; it is the old conversation's to show."""
+    gw = gateway_factory(agents=(llm_spec(tmp_path, fake_llm.env()),))
+    page = page_of(gw.url)
+    gate = fake_llm.hold("Working on it.")
+    fake_llm.reply("A new chat.")
+    held = send_held(page, "do the thing")
+    fake_llm.wait_requests(1)
+    page.click("#new-chat")
+    route, answer = held[0]
+    with page.expect_request("**/v1/conversations*"):  # the list, once the answer is read
+        route.fulfill(response=answer)
+    assert page.evaluate("location.hash") == ""
+    assert page.locator("#stop").is_hidden() and page.locator(".turn").count() == 0
+    send(page, "hello")
+    assert last_turn(page).locator(".assistant .text").inner_text() == "A new chat."
+    first = answer.json()["conversation_id"]
+    assert fake_llm.requests[1].body["messages"][-1]["content"] == "hello"
+    assert page.evaluate("location.hash") not in ("", f"#{first}")  # a conversation of its own
+    gate.set()
+
+
+def send_held(page: Page, text: str) -> list[tuple[Route, APIResponse]]:
+    """Send `text`; the gateway gets the POST and answers it, but the page gets that answer
+    only when the test fulfils the route. Later POSTs go through."""
+    held: list[tuple[Route, APIResponse]] = []
+
+    def hold(route: Route) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append((route, route.fetch()))
+
+    page.route("**/v1/tasks", hold)
+    send(page, text)
+    while not held:  # the handler runs inside Playwright's calls: give it some
+        page.wait_for_timeout(20)
+    return held
 
 
 @WIDTHS

@@ -194,14 +194,17 @@ async function start(prompt) {
         cwd: state.conversation ? null : workdir.choice(), // a conversation keeps its own
       }),
     });
+    sessions.load(); // a new conversation shows in the list at once
+    // Left meanwhile (another session, a new chat): its turn runs on, and is watched
+    // when its conversation is opened again; this page stays where it went.
+    if (state.view !== conversation) return;
     if (!state.conversation) showWhere(task.conversation_id); // where it started, checked
     setConversation(task.conversation_id);
     conversation.adopt(task.id, view);
     watch(task.id);
-    sessions.load(); // a new conversation shows in the list at once
   } catch (error) {
     view.end(error.message, "error");
-    setRunning(false);
+    if (state.view === conversation) setRunning(false);
   }
 }
 
