@@ -12,6 +12,8 @@ client's own cost is the same on every path.
    turn (machine drift hits all alike): stdio, remote HTTP/SSE, remote WebSocket; p50 and
    p99, and each remote path's ratio to stdio. With `--before SRC` a second gateway runs
    that checkout (its agents too) beside this one, its paths alternating with the rest.
+   Beside it, the CPU each gateway and its agents spent per remote turn over those turns
+   (and the stdio agent's per turn): what a turn costs, whatever the machine's load.
 2. 100 concurrent remote sessions, each its own connection (initialize, session/new, one
    streamed prompt), over HTTP/SSE and over WebSocket, beside the same load on the
    gateway's OpenAI API (streaming chat completions, a new conversation each): time to
@@ -27,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import statistics
 import tempfile
 import time
@@ -39,7 +40,9 @@ from gateway import (
     BENCH_KEY,
     Served,
     Setup,
+    cpu_seconds,
     descendants,
+    descendants_now,
     direct_turn,
     gateway_ttft,
     percentile,
@@ -58,9 +61,10 @@ def acp_url(served: Served, scheme: str) -> AgentUrl:
 
 async def bench_ttft(
     setup: Setup, gateways: dict[str, Served], turns: int, protocol: int
-) -> dict[str, list[float]]:
+) -> tuple[dict[str, list[float]], dict[str, tuple[float, float]]]:
     """Each path's TTFT per turn, paths alternating turn by turn: stdio, then each remote
-    scheme on each gateway (`after`, and `before` when it runs)."""
+    scheme on each gateway (`after`, and `before` when it runs); and the CPU each gateway
+    and its agents spent per remote turn of theirs (ms), the stdio agent's per turn."""
     async with contextlib.AsyncExitStack() as stack:
         clients = {"stdio": Client(setup.direct_command(setup.long_script), protocol=protocol)}
         for name, served in gateways.items():
@@ -74,10 +78,31 @@ async def bench_ttft(
             for session in sessions.values():
                 await direct_turn(session, "hi")
         results: dict[str, list[float]] = {path: [] for path in sessions}
+        meters = {name: _processes(served.proc.pid) for name, served in gateways.items()}
+        meters["stdio"] = (None, descendants_now())
+        spent = {name: _cpu(pids) for name, pids in meters.items()}
         for _ in range(turns):
             for path, session in sessions.items():
                 results[path].append((await direct_turn(session, "hi"))[0])
-    return results
+        ended = {name: _cpu(pids) for name, pids in meters.items()}  # before the agents exit
+    cpu = {}
+    for name, after in ended.items():
+        per_turn = turns * (1 if name == "stdio" else len(SCHEMES))
+        cpu[name] = tuple(
+            (a - b) / per_turn * 1000 for b, a in zip(spent[name], after, strict=True)
+        )
+    return results, cpu
+
+
+def _processes(pid: int) -> tuple[int, list[int]]:
+    """A gateway and its agents (pool processes it has started so far)."""
+    return pid, descendants(pid)
+
+
+def _cpu(pids: tuple[int | None, list[int]]) -> tuple[float, float]:
+    """CPU seconds so far: (the gateway's, or 0 for stdio; its agents', summed)."""
+    gateway, agents = pids
+    return (cpu_seconds(gateway) if gateway else 0.0, sum(map(cpu_seconds, agents)))
 
 
 def _path(scheme: str, gateway: str) -> str:
@@ -115,10 +140,11 @@ async def concurrent(
             jobs = [openai_session_ttft(http, f"{tag}-{i}") for i in range(n)]
         else:
             jobs = [remote_session_ttft(served, path, work, protocol) for _ in range(n)]
-        start, client_cpu, gateway_cpu = time.perf_counter(), time.process_time(), cpu_s(served)
+        pid = served.proc.pid
+        start, client_cpu, gateway_cpu = time.perf_counter(), time.process_time(), cpu_seconds(pid)
         outcomes = await asyncio.gather(*jobs, return_exceptions=True)
         wall = time.perf_counter() - start
-        client_cpu, gateway_cpu = time.process_time() - client_cpu, cpu_s(served) - gateway_cpu
+        client_cpu, gateway_cpu = time.process_time() - client_cpu, cpu_seconds(pid) - gateway_cpu
     ok = [o for o in outcomes if isinstance(o, tuple)]
     errors = [o for o in outcomes if not isinstance(o, tuple)]
     if errors:
@@ -138,12 +164,6 @@ async def concurrent(
     }
 
 
-def cpu_s(served: Served) -> float:
-    """The gateway process's CPU time so far (user + system), in seconds."""
-    fields = Path(f"/proc/{served.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def concurrent_rounds(
     served: Served, n: int, rounds: int, work: str, protocol: int
 ) -> dict[str, dict[str, float]]:
@@ -158,7 +178,13 @@ def concurrent_rounds(
     }
 
 
-def report(args: argparse.Namespace, ttft: dict[str, list[float]], load: dict, mem: dict) -> None:
+def report(
+    args: argparse.Namespace,
+    ttft: dict[str, list[float]],
+    cpu: dict[str, tuple[float, float]],
+    load: dict,
+    mem: dict,
+) -> None:
     print(
         f"\n### Time to first token, one session, {args.turns} turns each, "
         f"ACP v{args.protocol} (ms)\n"
@@ -176,6 +202,13 @@ def report(args: argparse.Namespace, ttft: dict[str, list[float]], load: dict, m
             f"| {labels[name]} | {p50 * 1000:.2f} | {p99 * 1000:.2f} "
             f"| {p50 / base50:.2f}x | {p99 / base99:.2f}x |"
         )
+    print("\nCPU per turn over those turns (ms; a gateway's: per remote turn, both schemes):\n")
+    print("| | the gateway | its agents |")
+    print("|---|---:|---:|")
+    names = {"stdio": "stdio", "after": "this gateway", "before": "the `--before` gateway"}
+    for name, (gateway, agents) in cpu.items():
+        shown = "-" if name == "stdio" else f"{gateway:.2f}"
+        print(f"| {names[name]} | {shown} | {agents:.2f} |")
     print(
         f"\n### {args.concurrency} concurrent sessions, each its own client, "
         f"{args.processes} agent processes (median of {args.rounds} rounds)\n"
@@ -228,7 +261,7 @@ def main() -> None:
                 gateways["before"] = start_gateway(
                     setup, args.processes, "before", args.before, setup.long_script, limits
                 )
-            ttft = asyncio.run(bench_ttft(setup, gateways, args.turns, args.protocol))
+            ttft, cpu = asyncio.run(bench_ttft(setup, gateways, args.turns, args.protocol))
             if "before" in gateways:
                 gateways.pop("before").stop()  # the load below runs on this checkout only
             before = rss_mb(served.proc.pid)
@@ -244,7 +277,7 @@ def main() -> None:
         finally:
             for gateway in gateways.values():
                 gateway.stop()
-    report(args, ttft, load, mem)
+    report(args, ttft, cpu, load, mem)
 
 
 if __name__ == "__main__":
