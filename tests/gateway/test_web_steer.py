@@ -187,6 +187,30 @@ def test_a_conversation_left_while_its_prompt_is_sent_does_not_pull_the_page_bac
     gate.set()
 
 
+@pytest.mark.parametrize("viewport", [DESKTOP], ids=["1280"])
+def test_a_prompt_still_being_sent_can_be_stopped(
+    gateway_factory: Callable[..., LiveGateway],
+    fake_llm: FakeLLM,
+    page_of: Callable[[str], Page],
+    tmp_path: Path,
+) -> None:
+    """Stop (the button, or Escape) before the gateway answered the prompt: the turn the
+    gateway started is cancelled once the page knows it, not left running."""
+    gw = gateway_factory(agents=(llm_spec(tmp_path, fake_llm.env()),))
+    page = page_of(gw.url)
+    gate = fake_llm.hold("Working on it.")
+    held = send_held(page, "do the thing")
+    fake_llm.wait_requests(1)
+    page.click("#stop")  # shown while the prompt is sent
+    route, answer = held[0]
+    route.fulfill(response=answer)
+    assert last_turn(page).locator(".ended").inner_text() == "Stopped."
+    with gw.http() as http:
+        frames = http.get(f"/v1/tasks/{answer.json()['id']}/events").json()["data"]
+    assert frames[-1]["type"] == "task-ended" and frames[-1]["stopReason"] == "cancelled"
+    gate.set()
+
+
 def send_held(page: Page, text: str) -> list[tuple[Route, APIResponse]]:
     """Send `text`; the gateway gets the POST and answers it, but the page gets that answer
     only when the test fulfils the route. Later POSTs go through."""

@@ -162,6 +162,13 @@ function retry() {
 
 function busy() { return Boolean(state.stream || state.starting); }
 
+// Stop the running turn; one whose prompt is still being sent, once its task is known.
+function stop() {
+  if (state.stream) return state.stream.send({ type: "cancel" });
+  const view = state.view;
+  if (state.starting) state.starting.then(() => state.view === view && state.stream && stop());
+}
+
 function lastPrompt() {
   const turns = $("log").querySelectorAll(".turn > .user");
   return turns.length ? turns[turns.length - 1].textContent : "";
@@ -179,7 +186,7 @@ function send(prompt) {
 
 async function start(prompt) {
   $("empty").hidden = true;
-  $("retry").hidden = true; // one retry per click, not one per click while it is sent
+  setRunning(true); // its stop button too: a prompt being sent can be stopped
   const conversation = state.view;
   follower.follow(); // a person who sends a prompt wants to see its answer
   const view = conversation.started(prompt);
@@ -314,7 +321,7 @@ function onKey(e) {
   if (e.key !== "Escape" || e.defaultPrevented) return;
   if (document.body.classList.contains("sidebar-open")) closeSidebar();
   else if (state.queued.length) dropQueued(state.queued.length - 1);
-  else if (state.stream) state.stream.send({ type: "cancel" });
+  else stop();
 }
 
 // A question from a session that is not in the list yet (an API caller's) reloads the list.
@@ -330,7 +337,7 @@ async function main() {
   $("prompt").addEventListener("keydown", onPromptKey);
   document.addEventListener("keydown", onKey);
   $("retry").addEventListener("click", retry);
-  $("stop").addEventListener("click", () => state.stream && state.stream.send({ type: "cancel" }));
+  $("stop").addEventListener("click", stop);
   $("new-chat").addEventListener("click", newChat);
   $("menu").addEventListener("click", toggleSidebar);
   $("scrim").addEventListener("click", closeSidebar);

@@ -94,8 +94,12 @@ export class TaskStream {
     else waiting.resolve(outcome);
   }
 
+  // A frame for the task (`cancel`): sent now, or once the socket opens.
   send(frame) {
-    if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(frame));
+    const ws = this.ws;
+    if (!ws || ws.readyState > WebSocket.OPEN) return;
+    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
+    else ws.addEventListener("open", () => ws.send(JSON.stringify(frame)), { once: true });
   }
 
   close() {
