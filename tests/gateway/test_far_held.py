@@ -30,7 +30,7 @@ from agentao.client import (
 )
 from agentao.client.view import ChildEntry
 from agentao.gateway.config import ApiKey, Limits
-from agentao.gateway.remote import service
+from agentao.gateway.remote import far, service
 from tests.gateway.conftest import LiveGateway, scripted_spec
 from tests.gateway.test_remote_children import REJECTED_CHILD, STUCK_AND_QUICK
 from tests.gateway.test_remote_v2 import (
@@ -133,6 +133,150 @@ async def test_a_far_v2_prompt_sent_during_a_turn_is_held_and_runs_after_it(
         await at_b.close()
 
 
+async def test_a_far_client_s_prompts_run_in_the_order_sent_whichever_request_is_faster(
+    gateway_factory: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B's client sends "second", then "third", while A's turn runs. B's two requests to A
+    could arrive in either order; B sends "third" once "second" is answered (far.py
+    `_in_order`). Here "second"'s request waits until "third" has gone as far as it can:
+    into A's line (had B sent it at once), or into B's wait for "second"."""
+    a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
+    at_a, at_b = peer_for(a, "ws"), peer_for(b, "ws")
+    gone = threading.Event()  # "third" is in A's line, or waits on B behind "second"
+    held, wait_far = a.gateway.remote.held, a.gateway.remote.held.wait_far
+
+    async def taken_on_a(*args: Any) -> None:
+        gone.set()
+        await wait_far(*args)
+
+    _waits_behind(monkeypatch, gone)
+    call = b.gateway.peers.call
+
+    async def second_late(url: str, method: str, path: str, *args: Any) -> Any:
+        if (method, path) == ("POST", "/v1/tasks") and args[1]["prompt"][0]["text"] == "second":
+            assert await asyncio.to_thread(gone.wait, 30), "third went nowhere"
+        return await call(url, method, path, *args)
+
+    held.wait_far, b.gateway.peers.call = taken_on_a, second_late
+    try:
+        await at_a.open()
+        new = await at_a.call("session/new", {"cwd": a.config.agents[0].cwd})
+        sid = new["result"]["sessionId"]
+        await at_a.send(_request(50, "session/prompt", sid, "please write"))
+        await at_a.wait_for(lambda m: m.get("method") == "session/request_permission")
+        await at_b.open()
+        await at_b.call("session/resume", {"sessionId": sid, "cwd": b.config.agents[0].cwd})
+        await at_b.send(_request(99, "session/prompt", sid, "second"))
+        await at_b.send(_request(100, "session/prompt", sid, "third"))
+        assert await asyncio.to_thread(gone.wait, 30)
+        await _allow(at_a)
+        third = await at_b.wait_for(lambda m: m.get("id") == 100 and "method" not in m)
+        second = await at_b.wait_for(lambda m: m.get("id") == 99 and "method" not in m)
+        assert "result" in second and "result" in third, (second, third)
+        echo = await at_b.wait_for(is_update("user_message_chunk", content=_text("third")))
+        await at_b.wait_for(is_update("state_update", state="idle"), at_b.received.index(echo))
+        assert _echoed(at_b) == ["second", "third"] and _echoed(at_a)[1:] == ["second", "third"]
+        assert at_b.errors() == [] and at_a.errors() == []
+    finally:
+        await at_a.close()
+        await at_b.close()
+
+
+async def test_a_far_turn_read_late_is_not_held_for_the_next_prompt_s_answer(
+    gateway_factory: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B reads the log late: "second"'s turn only once "third" is on its way to A. That
+    turn is of a prompt answered already, so B's client gets it at once, not held until
+    "third" is answered (which here waits until B has passed "second"'s start on)."""
+    a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
+    at_a, at_b, sid = await _far_prompt_held(a, b)
+    third_sent, started = threading.Event(), threading.Event()
+    read_log, read = far.FarSession._read, far.FarSession.read
+
+    async def late(session: far.FarSession) -> None:
+        await asyncio.to_thread(third_sent.wait, 30)
+        await read_log(session)
+
+    def reading(session: far.FarSession, event: Any) -> None:
+        if event.type == "task-started" and third_sent.is_set():
+            started.set()  # "second"'s: B's reader was held until "third" was sent
+        read(session, event)
+
+    call = b.gateway.peers.call
+
+    async def third_waits(url: str, method: str, path: str, *args: Any) -> Any:
+        third = (method, path) == ("POST", "/v1/tasks") and args[1]["prompt"][0]["text"] == "third"
+        if third:
+            third_sent.set()
+        reply = await call(url, method, path, *args)
+        if third:
+            assert await asyncio.to_thread(started.wait, 30), "second's turn waited for third"
+        return reply
+
+    monkeypatch.setattr(far.FarSession, "_read", late)
+    monkeypatch.setattr(far.FarSession, "read", reading)
+    b.gateway.peers.call = third_waits
+    try:
+        await at_b.send(_request(100, "session/prompt", sid, "third"))
+        await _allow(at_a)
+        third = await at_b.wait_for(lambda m: m.get("id") == 100 and "method" not in m)
+        second = at_b.received.index(
+            await at_b.wait_for(is_update("user_message_chunk", content=_text("second")))
+        )
+        assert "result" in third and second < at_b.received.index(third)
+        echo = await at_b.wait_for(is_update("user_message_chunk", content=_text("third")))
+        await at_b.wait_for(is_update("state_update", state="idle"), at_b.received.index(echo))
+        assert _echoed(at_b) == ["second", "third"] and at_b.errors() == []
+    finally:
+        await at_a.close()
+        await at_b.close()
+
+
+def _waits_behind(monkeypatch: pytest.MonkeyPatch, behind: threading.Event) -> None:
+    """Set `behind` when a far v2 prompt has to wait on this replica for the one sent
+    before it (far.py `_in_order`)."""
+    in_order = far.FarSession._in_order
+
+    def waiting(session: far.FarSession) -> Any:
+        if session._sending.locked():
+            behind.set()
+        return in_order(session)
+
+    monkeypatch.setattr(far.FarSession, "_in_order", waiting)
+
+
+@pytest.mark.parametrize("cancelled_on", ["b", "a"])
+async def test_session_cancel_drops_a_far_prompt_still_waiting_to_be_sent(
+    gateway_factory: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch, cancelled_on: str
+) -> None:
+    """B's "third" waits on B behind "second", held on A. A `session/cancel` from B, or
+    from A's client (which drops "second" on A), answers both -32800; "third" is never
+    sent, and nothing of either runs."""
+    a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
+    at_a, at_b, sid = await _far_prompt_held(a, b)
+    behind = threading.Event()
+    _waits_behind(monkeypatch, behind)
+    starts = _starts_sent(b)
+    try:
+        await at_b.send(_request(100, "session/prompt", sid, "third"))
+        assert await asyncio.to_thread(behind.wait, 30), "third was not held on B"
+        canceller = at_b if cancelled_on == "b" else at_a
+        await canceller.notify("session/cancel", {"sessionId": sid})
+        for request_id in (99, 100):
+            reply = await at_b.wait_for(
+                lambda m, i=request_id: m.get("id") == i and "method" not in m
+            )
+            assert reply.get("error", {}).get("code") == -32800, reply
+        idle = await at_a.wait_for(is_update("state_update", state="idle"))
+        assert update_of(idle)["stopReason"] == "cancelled"
+        await at_a.call("session/prompt", {"sessionId": sid, "prompt": [_text("fourth")]})
+        await at_a.wait_for(is_update("state_update", state="idle"), at_a.received.index(idle) + 1)
+        assert _echoed(at_a) == ["please write", "fourth"] and starts == []
+    finally:
+        await at_a.close()
+        await at_b.close()
+
+
 @pytest.mark.parametrize("cancelled_on", ["b", "a"])
 async def test_session_cancel_answers_a_far_held_prompt_cancelled(
     gateway_factory: Any, pg_url: str, cancelled_on: str
@@ -181,7 +325,9 @@ async def test_a_far_held_prompt_whose_request_is_cancelled_leaves_the_line_alon
 async def test_a_far_prompt_beyond_the_held_depth_is_busy(
     gateway_factory: Any, pg_url: str
 ) -> None:
-    """A's `[limits] remote_prompt_queue_depth` bounds B's held prompts too."""
+    """`[limits] remote_prompt_queue_depth` bounds B's prompts: its first one is held on
+    A, and B sends the next only once that one is answered (far.py `_in_order`), so one
+    more than the depth is refused busy on B, never sent."""
     limits = Limits(remote_prompt_queue_depth=1)
     a = gateway_factory(store=pg_url, limits=limits)
     b = gateway_factory(store=pg_url, limits=limits)
@@ -191,7 +337,7 @@ async def test_a_far_prompt_beyond_the_held_depth_is_busy(
         await at_b.send(_request(100, "session/prompt", sid, "third"))
         refused = await at_b.wait_for(lambda m: m.get("id") == 100 and "method" not in m)
         assert refused["error"]["code"] == -32600, refused
-        assert starts == ["third"]  # the line's answer is final: never asked again
+        assert starts == []  # refused here: never sent to A, nor later
         assert _reply(at_b, 99) is None
         await _allow(at_a)
         assert "result" in await at_b.wait_for(lambda m: m.get("id") == 99 and "method" not in m)

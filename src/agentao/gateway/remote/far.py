@@ -25,7 +25,8 @@ once for here and for the holder) whose frames are the store's:
   prompt (bridge.py), as for a session live here: the turn is its `state_update`s
   (what the log gives from a turn's start on, before the holder's reply comes back,
   waits for that answer); a v2 prompt sent while a turn runs is held in the holder's
-  line (`busy: "queue"`, far_held.py) and answered once its turn begins;
+  line (`busy: "queue"`, far_held.py) and answered once its turn begins, sent there
+  only once the one read before it is answered (`_in_order`: the order they were sent);
   `session/cancel` is passed to the holder (its turn, the held prompts: far_held.py),
   and cancels the conversation's running tasks there; naming a child of a session a
   connection watches here, it cancels that child alone there (far_held.py).
@@ -48,10 +49,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from agentao.gateway.config import Limits
-from agentao.gateway.errors import ApiError
+from agentao.gateway.errors import ApiError, SessionBusy
 from agentao.gateway.peers import Peers, error_message
 from agentao.gateway.remote.bridge import user_message_id
 from agentao.gateway.remote.clients import RemoteClient
@@ -93,7 +95,11 @@ class FarSession(ConversationReader):
         self._watcher: asyncio.Task[None] | None = None
         self._passing: set[asyncio.Task[None]] = set()  # answers on their way to the holder
         self._starting = 0  # v2 prompts on their way to the holder, not yet acknowledged
+        self._sending = asyncio.Lock()  # v2 prompts go to the holder one by one (`_in_order`)
+        self._drops = 0  # `session/cancel`s so far: a prompt waiting to be sent is dropped
+        self._queued = 0  # v2 prompts on their way or waiting to be sent
         self._held: list[TaskEvent] = []  # what the log gave meanwhile, read after the ack
+        self._acked: set[str] = set()  # tasks of acknowledged prompts, their start not read
 
     # ---- the reader's source and sink ----------------------------------------------------
 
@@ -142,12 +148,13 @@ class FarSession(ConversationReader):
         rows = {task_id: await self.store.get_task(task_id) for task_id in list(self._waiting)}
         for event in await self.store.events_after(self.conv.id, self._position):  # after rows
             self._position = event.seq
-            if self._starting and (self._held or event.type == "task-started"):
+            if self._starting and (self._held or self._unacked_start(event)):
                 # A v2 prompt's acknowledgement goes before its turn (`_acknowledge`); the
-                # turn it may wait behind, held on the holder, is read meanwhile.
+                # turn it may wait behind, held on the holder, is read meanwhile, and so
+                # is one of a prompt acknowledged already (read late, the next one sent).
                 self._held.append(event)
             else:
-                self.read(event)
+                self._read_one(event)
         for task_id, row in rows.items():
             if row is not None and row.status != IN_FLIGHT_TASK and task_id in self._waiting:
                 error = {"message": row.error or "the turn ended", "code": "gateway_stopped"}
@@ -158,7 +165,15 @@ class FarSession(ConversationReader):
         if not self._starting:
             held, self._held = self._held, []
             for event in held:
-                self.read(event)
+                self._read_one(event)
+
+    def _unacked_start(self, event: TaskEvent) -> bool:
+        return event.type == "task-started" and event.task_id not in self._acked
+
+    def _read_one(self, event: TaskEvent) -> None:
+        if event.type == "task-started":
+            self._acked.discard(event.task_id)
+        self.read(event)
 
     # ---- the holder's questions ----------------------------------------------------------
 
@@ -199,12 +214,35 @@ class FarSession(ConversationReader):
         the holder's reply to the start comes back: they are held until the reply to the
         prompt is written, which the service does in the step this returns in
         (`service._serve`), so `_acknowledged` runs after it (`call_soon`)."""
-        self._starting += 1
-        try:
-            task_id = await self._start(client, blocks, policy)
-        finally:
-            asyncio.get_running_loop().call_soon(self._acknowledged)
+        async with self._in_order():
+            self._starting += 1
+            try:
+                task_id = await self._start(client, blocks, policy)
+                self._acked.add(task_id)  # its start, if still unread, is not held then
+            finally:
+                asyncio.get_running_loop().call_soon(self._acknowledged)
         return {"messageId": user_message_id(self.conv.id, task_id)}
+
+    @contextlib.asynccontextmanager
+    async def _in_order(self) -> AsyncIterator[None]:
+        """A v2 prompt goes to the holder once the one read before it is answered there
+        (its turn begun, or refused): the holder's line has them in the order this
+        replica's clients sent them, whichever of their requests would arrive first, and
+        only one at a time is on its way (the log is held for its acknowledgement alone).
+        A `session/cancel` meanwhile drops it: -32800, never sent. At most `[limits]
+        remote_prompt_queue_depth` wait here, as in the holder's line (one more is
+        refused busy, -32600)."""
+        if self._sending.locked() and self._queued >= self.limits.remote_prompt_queue_depth:
+            raise SessionBusy(self.limits.retry_after_seconds)
+        drops = self._drops
+        self._queued += 1
+        try:
+            async with self._sending:
+                if self._drops != drops:
+                    raise RequestCancelled()
+                yield
+        finally:
+            self._queued -= 1
 
     async def _start(self, client: RemoteClient, blocks: list[Any], policy: str) -> str:
         """The id of the task the holder started for the client's prompt."""
@@ -218,7 +256,8 @@ class FarSession(ConversationReader):
             body["busy"] = "queue"
         reply = await self._on_holder("POST", "/v1/tasks", body, client)
         if reply.status_code == 409 and _code(reply) == PROMPT_DROPPED:
-            raise RequestCancelled()  # a session/cancel dropped it before its turn
+            self._drops += 1  # a session/cancel dropped it before its turn: those after it too
+            raise RequestCancelled()
         retry = "busy" not in body  # a held prompt's 409 is its line's answer: final
         deadline = asyncio.get_running_loop().time() + self.limits.cancel_grace_seconds
         while retry and reply.status_code == 409 and asyncio.get_running_loop().time() < deadline:
@@ -263,6 +302,7 @@ class FarSession(ConversationReader):
         there first drops the v2 prompts held for this and other replicas' clients and
         cancels the turn (far_held.held_cancel), as the holder's own clients' would."""
         if by is not None:
+            self._drops += 1  # the v2 prompts still waiting here to be sent (`_in_order`)
             with contextlib.suppress(AcpError, ApiError, NowFree):
                 await self.session_call(by, "session/cancel", {"sessionId": self.session_id})
         tasks = await self.store.list_tasks(self.conv.id)
