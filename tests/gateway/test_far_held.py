@@ -232,6 +232,67 @@ async def test_a_far_turn_read_late_is_not_held_for_the_next_prompt_s_answer(
         await at_b.close()
 
 
+async def test_another_client_s_turn_streams_to_b_while_b_s_prompt_waits_behind_it(
+    gateway_factory: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A's client's "mine" and then B's "second" are held on A behind A's turn. "mine"'s
+    turn reaches B's client while it runs, not only once "second" is answered after it
+    (here that answer waits until B has passed "mine"'s start on); "second"'s own turn
+    still comes after its answer."""
+    a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
+    at_a, at_b = peer_for(a, "ws"), peer_for(b, "ws")
+    held, mine_started = a.gateway.remote.held, threading.Event()
+    mine_held, wait = threading.Event(), held.wait
+
+    async def waiting(*args: Any) -> None:
+        mine_held.set()
+        await wait(*args)
+
+    read = far.FarSession.read
+
+    def reading(session: far.FarSession, event: Any) -> None:
+        if event.type == "task-started" and event.payload["prompt"] == [_text("mine")]:
+            mine_started.set()
+        read(session, event)
+
+    call = b.gateway.peers.call
+
+    async def second_waits(url: str, method: str, path: str, *args: Any) -> Any:
+        reply = await call(url, method, path, *args)
+        if args[1:] and isinstance(args[1], dict) and args[1].get("prompt") == [_text("second")]:
+            assert await asyncio.to_thread(mine_started.wait, 30), "mine waited for second"
+        return reply
+
+    try:
+        await at_a.open()
+        new = await at_a.call("session/new", {"cwd": a.config.agents[0].cwd})
+        sid = new["result"]["sessionId"]
+        await at_a.send(_request(50, "session/prompt", sid, "please write"))
+        await at_a.wait_for(lambda m: m.get("method") == "session/request_permission")
+        await at_b.open()
+        await at_b.call("session/resume", {"sessionId": sid, "cwd": b.config.agents[0].cwd})
+        held.wait = waiting
+        await at_a.send(_request(51, "session/prompt", sid, "mine"))
+        assert await asyncio.to_thread(mine_held.wait, 30), "A's line never took mine"
+        taken = _held_on(a)
+        monkeypatch.setattr(far.FarSession, "read", reading)
+        b.gateway.peers.call = second_waits
+        await at_b.send(_request(99, "session/prompt", sid, "second"))
+        assert await asyncio.to_thread(taken.wait, 30), "A's line never took second"
+        await _allow(at_a)
+        answer = await at_b.wait_for(lambda m: m.get("id") == 99 and "method" not in m)
+        mine = await at_b.wait_for(is_update("user_message_chunk", content=_text("mine")))
+        second = await at_b.wait_for(is_update("user_message_chunk", content=_text("second")))
+        assert "result" in answer
+        index = at_b.received.index
+        assert index(mine) < index(answer) < index(second)
+        await at_b.wait_for(is_update("state_update", state="idle"), index(second))
+        assert _echoed(at_b) == ["mine", "second"] and at_b.errors() == []
+    finally:
+        await at_a.close()
+        await at_b.close()
+
+
 def _waits_behind(monkeypatch: pytest.MonkeyPatch, behind: threading.Event) -> None:
     """Set `behind` when a far v2 prompt has to wait on this replica for the one sent
     before it (far.py `_in_order`)."""

@@ -100,6 +100,7 @@ class FarSession(ConversationReader):
         self._queued = 0  # v2 prompts on their way or waiting to be sent
         self._held: list[TaskEvent] = []  # what the log gave meanwhile, read after the ack
         self._acked: set[str] = set()  # tasks of acknowledged prompts, their start not read
+        self._sent: list[Any] | None = None  # the blocks of the v2 prompt on its way
 
     # ---- the reader's source and sink ----------------------------------------------------
 
@@ -163,12 +164,19 @@ class FarSession(ConversationReader):
     def _acknowledged(self) -> None:
         self._starting -= 1
         if not self._starting:
+            self._sent = None
             held, self._held = self._held, []
             for event in held:
                 self._read_one(event)
 
     def _unacked_start(self, event: TaskEvent) -> bool:
-        return event.type == "task-started" and event.task_id not in self._acked
+        """Whether `event` may start the turn of the prompt on its way: a start not yet
+        acknowledged, of a task the holder's tasks API began (the source of the prompts
+        passed on) with those blocks. Another client's turn is read on meanwhile."""
+        if event.type != "task-started" or event.task_id in self._acked:
+            return False
+        payload = event.payload
+        return payload.get("source") == "task" and payload.get("prompt") == self._sent
 
     def _read_one(self, event: TaskEvent) -> None:
         if event.type == "task-started":
@@ -215,7 +223,7 @@ class FarSession(ConversationReader):
         prompt is written, which the service does in the step this returns in
         (`service._serve`), so `_acknowledged` runs after it (`call_soon`)."""
         async with self._in_order():
-            self._starting += 1
+            self._starting, self._sent = self._starting + 1, blocks
             try:
                 task_id = await self._start(client, blocks, policy)
                 self._acked.add(task_id)  # its start, if still unread, is not held then
