@@ -150,9 +150,10 @@ class FarSession(ConversationReader):
         for event in await self.store.events_after(self.conv.id, self._position):  # after rows
             self._position = event.seq
             if self._starting and (self._held or self._unacked_start(event)):
-                # A v2 prompt's acknowledgement goes before its turn (`_acknowledge`); the
-                # turn it may wait behind, held on the holder, is read meanwhile, and so
-                # is one of a prompt acknowledged already (read late, the next one sent).
+                # A v2 prompt's acknowledgement goes before its turn (`_acknowledge`): from
+                # the start that may be its own on, the log waits for it. Other turns (the
+                # one it waits behind on the holder, another client's, one of a prompt
+                # acknowledged already but read late) are read meanwhile.
                 self._held.append(event)
             else:
                 self._read_one(event)
