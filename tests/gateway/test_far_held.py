@@ -61,9 +61,9 @@ def _held_on(holder: LiveGateway) -> threading.Event:
     return taken
 
 
-async def _far_prompt_held(a: LiveGateway, b: LiveGateway) -> tuple[V2Peer, V2Peer, str]:
-    """A's peer with a turn waiting on its question, and B's peer (a far client of the
-    same session) whose prompt "second" (id 99) is held on A behind it."""
+async def _a_turn_asking(a: LiveGateway, b: LiveGateway) -> tuple[V2Peer, V2Peer, str]:
+    """A's peer with a turn waiting on its question, and B's peer resumed on that session
+    (a far client of it, mid-turn)."""
     at_a, at_b = peer_for(a, "ws"), peer_for(b, "ws")
     await at_a.open()
     sid = (await at_a.call("session/new", {"cwd": a.config.agents[0].cwd}))["result"]["sessionId"]
@@ -71,6 +71,13 @@ async def _far_prompt_held(a: LiveGateway, b: LiveGateway) -> tuple[V2Peer, V2Pe
     await at_a.wait_for(lambda m: m.get("method") == "session/request_permission")
     await at_b.open()
     await at_b.call("session/resume", {"sessionId": sid, "cwd": b.config.agents[0].cwd})
+    return at_a, at_b, sid
+
+
+async def _far_prompt_held(a: LiveGateway, b: LiveGateway) -> tuple[V2Peer, V2Peer, str]:
+    """A's peer with a turn waiting on its question, and B's peer (a far client of the
+    same session) whose prompt "second" (id 99) is held on A behind it."""
+    at_a, at_b, sid = await _a_turn_asking(a, b)
     taken = _held_on(a)
     await at_b.send(_request(99, "session/prompt", sid, "second"))
     assert await asyncio.to_thread(taken.wait, 30), "A's line never took B's prompt"
@@ -141,7 +148,6 @@ async def test_a_far_client_s_prompts_run_in_the_order_sent_whichever_request_is
     `_in_order`). Here "second"'s request waits until "third" has gone as far as it can:
     into A's line (had B sent it at once), or into B's wait for "second"."""
     a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
-    at_a, at_b = peer_for(a, "ws"), peer_for(b, "ws")
     gone = threading.Event()  # "third" is in A's line, or waits on B behind "second"
     held, wait_far = a.gateway.remote.held, a.gateway.remote.held.wait_far
 
@@ -158,14 +164,8 @@ async def test_a_far_client_s_prompts_run_in_the_order_sent_whichever_request_is
         return await call(url, method, path, *args)
 
     held.wait_far, b.gateway.peers.call = taken_on_a, second_late
+    at_a, at_b, sid = await _a_turn_asking(a, b)
     try:
-        await at_a.open()
-        new = await at_a.call("session/new", {"cwd": a.config.agents[0].cwd})
-        sid = new["result"]["sessionId"]
-        await at_a.send(_request(50, "session/prompt", sid, "please write"))
-        await at_a.wait_for(lambda m: m.get("method") == "session/request_permission")
-        await at_b.open()
-        await at_b.call("session/resume", {"sessionId": sid, "cwd": b.config.agents[0].cwd})
         await at_b.send(_request(99, "session/prompt", sid, "second"))
         await at_b.send(_request(100, "session/prompt", sid, "third"))
         assert await asyncio.to_thread(gone.wait, 30)
@@ -240,7 +240,6 @@ async def test_another_client_s_turn_streams_to_b_while_b_s_prompt_waits_behind_
     (here that answer waits until B has passed "mine"'s start on); "second"'s own turn
     still comes after its answer."""
     a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
-    at_a, at_b = peer_for(a, "ws"), peer_for(b, "ws")
     held, mine_started = a.gateway.remote.held, threading.Event()
     mine_held, wait = threading.Event(), held.wait
 
@@ -263,14 +262,8 @@ async def test_another_client_s_turn_streams_to_b_while_b_s_prompt_waits_behind_
             assert await asyncio.to_thread(mine_started.wait, 30), "mine waited for second"
         return reply
 
+    at_a, at_b, sid = await _a_turn_asking(a, b)
     try:
-        await at_a.open()
-        new = await at_a.call("session/new", {"cwd": a.config.agents[0].cwd})
-        sid = new["result"]["sessionId"]
-        await at_a.send(_request(50, "session/prompt", sid, "please write"))
-        await at_a.wait_for(lambda m: m.get("method") == "session/request_permission")
-        await at_b.open()
-        await at_b.call("session/resume", {"sessionId": sid, "cwd": b.config.agents[0].cwd})
         held.wait = waiting
         await at_a.send(_request(51, "session/prompt", sid, "mine"))
         assert await asyncio.to_thread(mine_held.wait, 30), "A's line never took mine"
