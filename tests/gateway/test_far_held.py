@@ -34,6 +34,7 @@ from agentao.gateway.remote import far, service
 from tests.gateway.conftest import LiveGateway, scripted_spec
 from tests.gateway.test_remote_children import REJECTED_CHILD, STUCK_AND_QUICK
 from tests.gateway.test_remote_v2 import (
+    INIT_V1,
     Message,
     V2Peer,
     _request,
@@ -326,6 +327,122 @@ async def test_session_cancel_drops_a_far_prompt_still_waiting_to_be_sent(
         await at_a.call("session/prompt", {"sessionId": sid, "prompt": [_text("fourth")]})
         await at_a.wait_for(is_update("state_update", state="idle"), at_a.received.index(idle) + 1)
         assert _echoed(at_a) == ["please write", "fourth"] and starts == []
+    finally:
+        await at_a.close()
+        await at_b.close()
+
+
+def _cancels_done(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set once a far session's cancel (a `session/cancel`, a v1 prompt's request
+    cancelled) has done all it does on the holder."""
+    done, cancel = threading.Event(), far.FarSession.cancel
+
+    async def cancelling(session: far.FarSession, by: Any = None) -> None:
+        await cancel(session, by)
+        done.set()
+
+    monkeypatch.setattr(far.FarSession, "cancel", cancelling)
+    return done
+
+
+async def _b_resumed_on_an_idle_session(
+    a: LiveGateway, b: LiveGateway, version: int
+) -> tuple[V2Peer, V2Peer, str]:
+    """A's peer with a session of its own, no turn running, and B's peer (speaking ACP
+    `version`) resumed on it: a far client of it."""
+    at_a, at_b = peer_for(a, "ws"), peer_for(b, "ws")
+    if version == 1:
+        at_b.init = INIT_V1
+    await at_a.open()
+    sid = (await at_a.call("session/new", {"cwd": a.config.agents[0].cwd}))["result"]["sessionId"]
+    await at_b.open()
+    cwd = b.config.agents[0].cwd
+    if version == 1:
+        await at_b.call("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+    else:
+        await at_b.call("session/resume", {"sessionId": sid, "cwd": cwd})
+    return at_a, at_b, sid
+
+
+async def _ended_cancelled(at_a: V2Peer) -> None:
+    """A's turn ends cancelled: "please write" would otherwise wait on its question."""
+    ended = at_a.wait_for(is_update("state_update", state="idle"))
+    try:
+        idle = await asyncio.wait_for(ended, 30)
+    except TimeoutError:
+        raise AssertionError("the turn on A was never cancelled") from None
+    assert update_of(idle)["stopReason"] == "cancelled", idle
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_session_cancel_that_overtakes_a_far_prompt_cancels_the_turn_it_begins(
+    gateway_factory: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch, version: int
+) -> None:
+    """B's client sends a prompt, then `session/cancel` once B is sending the prompt on.
+    B passes both on to A as two requests, and here the cancel is done there before the
+    prompt's request leaves B: A has nothing to cancel yet. The turn the prompt then begins is cancelled once A's
+    answer names it (far.py `_started`), as on a session live on B, where the prompt,
+    read first, would have been."""
+    a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
+    cancelled, on_its_way = _cancels_done(monkeypatch), threading.Event()
+    call = b.gateway.peers.call
+
+    async def after_the_cancel(url: str, method: str, path: str, *args: Any) -> Any:
+        if (method, path) == ("POST", "/v1/tasks"):
+            on_its_way.set()
+            assert await asyncio.to_thread(cancelled.wait, 30), "the cancel never went"
+        return await call(url, method, path, *args)
+
+    b.gateway.peers.call = after_the_cancel
+    at_a, at_b, sid = await _b_resumed_on_an_idle_session(a, b, version)
+    try:
+        await at_b.send(_request(99, "session/prompt", sid, "please write"))
+        assert await asyncio.to_thread(on_its_way.wait, 30), "B never sent the prompt on"
+        await at_b.notify("session/cancel", {"sessionId": sid})
+        await _ended_cancelled(at_a)
+        reply = await at_b.wait_for(lambda m: m.get("id") == 99 and "method" not in m)
+        if version == 1:
+            assert reply["result"]["stopReason"] == "cancelled", reply
+        else:
+            assert "messageId" in reply["result"], reply
+            idle = await at_b.wait_for(
+                is_update("state_update", state="idle"), at_b.received.index(reply)
+            )
+            assert update_of(idle)["stopReason"] == "cancelled", idle
+            assert at_b.errors() == []
+        assert _echoed(at_a) == ["please write"] and at_a.errors() == []
+    finally:
+        await at_a.close()
+        await at_b.close()
+
+
+async def test_a_v1_far_prompt_whose_request_is_cancelled_on_its_way_ends_its_turn_there(
+    gateway_factory: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B's v1 client cancels its prompt's request (`$/cancel_request`) while A is still
+    beginning the turn B asked for (held here until B has cancelled what it knew to be
+    running: nothing yet). The client is answered -32800, and the turn A then begins
+    is cancelled once A's answer names it (far.py `_cancel_once_started`)."""
+    a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
+    cancelled = _cancels_done(monkeypatch)
+    entered = threading.Event()
+    begin = a.gateway.conversations.begin
+
+    async def begun_after_the_cancel(*args: Any) -> Any:
+        entered.set()
+        assert await asyncio.to_thread(cancelled.wait, 30), "B never cancelled"
+        return await begin(*args)
+
+    a.gateway.conversations.begin = begun_after_the_cancel
+    at_a, at_b, sid = await _b_resumed_on_an_idle_session(a, b, 1)
+    try:
+        await at_b.send(_request(99, "session/prompt", sid, "please write"))
+        assert await asyncio.to_thread(entered.wait, 30), "B's prompt never reached A"
+        await at_b.notify("$/cancel_request", {"requestId": 99})
+        reply = await at_b.wait_for(lambda m: m.get("id") == 99 and "method" not in m)
+        assert reply.get("error", {}).get("code") == -32800, reply
+        await _ended_cancelled(at_a)
+        assert _echoed(at_a) == ["please write"] and at_a.errors() == []
     finally:
         await at_a.close()
         await at_b.close()

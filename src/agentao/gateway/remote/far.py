@@ -28,8 +28,11 @@ once for here and for the holder) whose frames are the store's:
   line (`busy: "queue"`, far_held.py) and answered once its turn begins, sent there
   only once the one read before it is answered (`_in_order`: the order they were sent);
   `session/cancel` is passed to the holder (its turn, the held prompts: far_held.py),
-  and cancels the conversation's running tasks there; naming a child of a session a
-  connection watches here, it cancels that child alone there (far_held.py).
+  and cancels the conversation's running tasks there; the turn of a prompt that was on
+  its way meanwhile is cancelled once the holder's answer names it (the two requests
+  may arrive in either order), and so is that of a v1 prompt whose request is
+  cancelled on its way; naming a child of a session a connection watches here, it
+  cancels that child alone there (far_held.py).
 
 When no live replica holds the conversation any more (its holder stopped or its lease
 ran out), `prompt` raises `NowFree` and the caller reopens the session here.
@@ -48,6 +51,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -73,6 +78,11 @@ from agentao.store.gateway_records import TaskEvent
 
 log = logging.getLogger("agentao.gateway")
 
+# How many `session/cancel`s this replica had read when the request a task serves was
+# read (service.py sets it as it starts that task): the ones read after a far prompt are
+# the prompt's to hear, whenever they reach the holder (`_in_order`, `_started`).
+CANCELS_READ: contextvars.ContextVar[int] = contextvars.ContextVar("cancels_read", default=0)
+
 
 class NowFree(Exception):
     """No live replica holds the conversation: it can be opened here."""
@@ -96,7 +106,8 @@ class FarSession(ConversationReader):
         self._passing: set[asyncio.Task[None]] = set()  # answers on their way to the holder
         self._starting = 0  # v2 prompts on their way to the holder, not yet acknowledged
         self._sending = asyncio.Lock()  # v2 prompts go to the holder one by one (`_in_order`)
-        self._drops = 0  # `session/cancel`s so far: a prompt waiting to be sent is dropped
+        self._drops = 0  # prompts the holder dropped: those waiting to be sent are dropped too
+        self._cancel_read = 0  # CANCELS_READ as of the last `session/cancel` of it read here
         self._queued = 0  # v2 prompts on their way or waiting to be sent
         self._held: list[TaskEvent] = []  # what the log gave meanwhile, read after the ack
         self._acked: set[str] = set()  # tasks of acknowledged prompts, their start not read
@@ -208,7 +219,12 @@ class FarSession(ConversationReader):
         a v2 client, its acknowledgement at once (the turn is then seen as its states)."""
         if client.bridge is not None:
             return await self._acknowledge(client, blocks, policy)
-        task_id = await self._start(client, blocks, policy)
+        start = asyncio.ensure_future(self._started(client, blocks, policy))
+        try:
+            task_id = await asyncio.shield(start)
+        except asyncio.CancelledError:  # `$/cancel_request`: the request may be on the holder
+            start.add_done_callback(functools.partial(self._cancel_once_started, client))
+            raise
         ended = await self.ended(task_id)
         if ended["type"] == "task-error":
             error = ended.get("error") or {}
@@ -226,7 +242,7 @@ class FarSession(ConversationReader):
         async with self._in_order():
             self._starting, self._sent = self._starting + 1, blocks
             try:
-                task_id = await self._start(client, blocks, policy)
+                task_id = await self._started(client, blocks, policy)
                 self._acked.add(task_id)  # its start, if still unread, is not held then
             finally:
                 asyncio.get_running_loop().call_soon(self._acknowledged)
@@ -243,15 +259,34 @@ class FarSession(ConversationReader):
         refused busy, -32600)."""
         if self._sending.locked() and self._queued >= self.limits.remote_prompt_queue_depth:
             raise SessionBusy(self.limits.retry_after_seconds)
-        drops = self._drops
+        drops, read = self._drops, CANCELS_READ.get()
         self._queued += 1
         try:
             async with self._sending:
-                if self._drops != drops:
+                if self._drops != drops or self._cancel_read > read:
                     raise RequestCancelled()
                 yield
         finally:
             self._queued -= 1
+
+    async def _started(self, client: RemoteClient, blocks: list[Any], policy: str) -> str:
+        """`_start`; and if a `session/cancel` was read while the prompt was on its way,
+        the turn it began is cancelled there once the holder's answer names it. Passed on
+        as two requests, the cancel may reach the holder first, with nothing to cancel
+        yet: on a session live here the prompt, read first, would have been cancelled."""
+        task_id = await self._start(client, blocks, policy)
+        if self._cancel_read > CANCELS_READ.get():
+            await self._cancel_task(task_id, client)
+        return task_id
+
+    def _cancel_once_started(self, client: RemoteClient, start: asyncio.Future[str]) -> None:
+        """A v1 prompt's request was cancelled while its start was on its way: the turn it
+        began on the holder, if any, is cancelled too (its client was answered -32800)."""
+        if start.cancelled() or start.exception() is not None:
+            return
+        task = asyncio.get_running_loop().create_task(self._cancel_task(start.result(), client))
+        self._passing.add(task)  # held until done, as an answer on its way
+        task.add_done_callback(self._passed)
 
     async def _start(self, client: RemoteClient, blocks: list[Any], policy: str) -> str:
         """The id of the task the holder started for the client's prompt."""
@@ -306,19 +341,28 @@ class FarSession(ConversationReader):
         """Whether a turn of the conversation runs (on the holder), as the store says."""
         return any(t.status == IN_FLIGHT_TASK for t in await self.store.list_tasks(self.conv.id))
 
+    def cancel_read(self, count: int) -> None:
+        """A client here sent `session/cancel` of this session, read as the `count`th: it
+        drops the prompts read before it still waiting here to be sent (`_in_order`), and
+        cancels the turns of those on their way (`_started`)."""
+        self._cancel_read = count
+
     async def cancel(self, by: RemoteClient | None = None) -> None:
         """Cancel the conversation's running turns, on the holder; `by`'s `session/cancel`
         there first drops the v2 prompts held for this and other replicas' clients and
         cancels the turn (far_held.held_cancel), as the holder's own clients' would."""
         if by is not None:
-            self._drops += 1  # the v2 prompts still waiting here to be sent (`_in_order`)
             with contextlib.suppress(AcpError, ApiError, NowFree):
                 await self.session_call(by, "session/cancel", {"sessionId": self.session_id})
         tasks = await self.store.list_tasks(self.conv.id)
         running = {t.id for t in tasks if t.status == IN_FLIGHT_TASK}
         for task_id in sorted(running | set(self._waiting)):
-            with contextlib.suppress(ApiError, NowFree):
-                await self._on_holder("POST", f"/v1/tasks/{task_id}/cancel")
+            await self._cancel_task(task_id, by)
+
+    async def _cancel_task(self, task_id: str, by: RemoteClient | None) -> None:
+        """Cancel one task on the holder (one that has ended already is left as it is)."""
+        with contextlib.suppress(ApiError, NowFree):
+            await self._on_holder("POST", f"/v1/tasks/{task_id}/cancel", on_behalf=by)
 
     async def _on_holder(
         self, method: str, path: str, body: Any = None, on_behalf: RemoteClient | None = None
@@ -374,4 +418,4 @@ def _code(reply: Any) -> Any:
     return None
 
 
-__all__ = ["FarSession", "FarSessions", "NowFree"]
+__all__ = ["CANCELS_READ", "FarSession", "FarSessions", "NowFree"]

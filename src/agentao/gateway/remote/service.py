@@ -68,7 +68,7 @@ from agentao.gateway.remote.bridge_calls import (
     tell_title,
 )
 from agentao.gateway.remote.clients import INIT_SCOPE, STORE_FAILED, RemoteClient, RemoteClients
-from agentao.gateway.remote.far import FarSession, FarSessions, NowFree
+from agentao.gateway.remote.far import CANCELS_READ, FarSession, FarSessions, NowFree
 from agentao.gateway.remote.far_held import cancel_child_anywhere
 from agentao.gateway.remote.far_open import far_opened
 from agentao.gateway.remote.held import HeldPrompts
@@ -138,6 +138,7 @@ class RemoteAcp:
         # `$/cancel_request`; and those it cancelled, answered -32800 when they end.
         self._serving: dict[tuple[str, RequestId], asyncio.Task[None]] = {}
         self._cancelled: set[tuple[str, RequestId]] = set()
+        self._cancels_read = 0  # `session/cancel`s read so far (far.CANCELS_READ)
         self.admit: Callable[[str], Awaitable[None]] | None = None  # a key's budgets.py check
 
     # ---- connecting ------------------------------------------------------------------------
@@ -259,7 +260,11 @@ class RemoteAcp:
             )
             return
         key = (connection.id, request.id)
-        task = self._spawn(self._serve(connection, request))
+        read = CANCELS_READ.set(self._cancels_read)  # what the request's task is told
+        try:
+            task = self._spawn(self._serve(connection, request))
+        finally:
+            CANCELS_READ.reset(read)
         self._serving[key] = task
         task.add_done_callback(lambda t: self._served(connection, request, t))
 
@@ -579,8 +584,10 @@ class RemoteAcp:
         """`session/cancel`: the session's running turn ends, its prompt answered
         `cancelled` (a session this connection is not attached to is ignored; a child's
         id cancels that child alone, if it is one of a session it watches)."""
+        self._cancels_read += 1
         far = self.far.find(session_id, connection)
         if far is not None:  # its held v2 prompts and its turn, on the holder (far_held.py)
+            far.cancel_read(self._cancels_read)  # as read: the prompts read before it hear it
             self._spawn(far.cancel(connection))
             return
         relay = self.relays.find(session_id)
