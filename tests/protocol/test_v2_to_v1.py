@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentao.protocol.v2.from_v1 import config_option_v2, v2_update
+from agentao.protocol.v2.from_v1 import FromV1, config_option_v2, v2_update
 from agentao.protocol.v2.to_v1 import (
     commands_v1,
     config_options_v1,
@@ -106,3 +106,23 @@ def test_a_v2_agents_commands_read_as_v1s() -> None:
     note = {"jsonrpc": "2.0", "method": "session/update"}
     assert check({**note, "params": {"sessionId": "s", "update": update}}, 1) == []
     assert commands_v1([custom]) == [] and commands_v1(None) == []
+
+
+def test_a_chunk_names_a_new_message_only_when_it_opens_one() -> None:
+    """`new_id()` is asked for when a chunk opens a message (the gateway derives it from
+    the log, a hash per call), never for a chunk that continues one; a tool call ends
+    the message, so the next chunk opens another."""
+    view, asked = FromV1(), []
+
+    def new_id() -> str:
+        asked.append(len(asked))
+        return f"m{len(asked)}"
+
+    def text(words: str) -> dict[str, Any]:
+        chunk = {"sessionUpdate": "agent_message_chunk"}
+        return {**chunk, "content": {"type": "text", "text": words}}
+
+    ids = [view.update("s", text(w), new_id)["messageId"] for w in ("a", "b", "c")]
+    view.update("s", {"sessionUpdate": "tool_call", "toolCallId": "t", "title": "x"}, new_id)
+    ids.append(view.update("s", text("d"), new_id)["messageId"])
+    assert ids == ["m1", "m1", "m1", "m2"] and len(asked) == 2

@@ -29,6 +29,7 @@ stream and every watcher name the same messages.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
@@ -98,7 +99,7 @@ class V2Bridge:
         update = json_of(payload.get("update"))  # a live frame's is the bytes received
         if not isinstance(update, dict):
             return []
-        new_id = frame_message_id(conversation_id, event.seq)
+        new_id = functools.partial(frame_message_id, conversation_id, event.seq)
         translated = self.view.update(session_id, update, new_id)
         return [] if translated is None else v2_terminals(translated)
 

@@ -21,14 +21,15 @@ anything else               as v1 writes it (session_info, usage, config options
 
 Message ids: an agent message (and a thought) is one run of chunks; a tool call or a new
 user message ends it, so the next text is a new message with a new id, as codex-acp does.
-The id of a new message is made by the caller's `new_id` (a random uuid by default; the
-gateway derives it from the log, so a replay names the same messages).
+The id of a new message is made by the caller's `new_id()` (a random uuid by default;
+the gateway derives it from the log, so a replay names the same messages).
 """
 
 from __future__ import annotations
 
 import difflib
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from agentao.protocol.errors import InvalidParams
@@ -48,12 +49,15 @@ class FromV1:
     def __init__(self) -> None:
         self._open: dict[tuple[str, str], str] = {}  # (session, role) -> its current message
 
-    def message_id(self, session_id: str, role: str, new_id: str | None = None) -> str:
-        """The id of the `role` message now being streamed (made on first use)."""
+    def message_id(
+        self, session_id: str, role: str, new_id: Callable[[], str] = new_message_id
+    ) -> str:
+        """The id of the `role` message now being streamed (`new_id()` on first use)."""
         key = (session_id, role)
-        if key not in self._open:
-            self._open[key] = new_id or new_message_id()
-        return self._open[key]
+        found = self._open.get(key)
+        if found is None:
+            found = self._open[key] = new_id()
+        return found
 
     def end_messages(self, session_id: str) -> None:
         """The agent's open message and thought are over (a tool call or a new prompt)."""
@@ -65,17 +69,18 @@ class FromV1:
         return chunk("user_message_chunk", message_id, text)
 
     def update(
-        self, session_id: str, update: dict[str, Any], new_id: str | None = None
+        self, session_id: str, update: dict[str, Any], new_id: Callable[[], str] = new_message_id
     ) -> dict[str, Any] | None:
-        """A v1 update (wire dict) in v2, or None when v2 has no such update. `new_id`
-        names the message a chunk opens, if it opens one."""
+        """A v1 update (wire dict) in v2, or None when v2 has no such update. `new_id()`
+        names the message a chunk opens, called only if it opens one (most chunks
+        continue a message: a derived id costs a hash)."""
         kind = update.get("sessionUpdate")
         if kind in CHUNKS:
             role = CHUNKS[kind]
             return {**update, "messageId": self.message_id(session_id, role, new_id)}
         if kind == "user_message_chunk":
             self.end_messages(session_id)
-            return {**update, "messageId": new_id or new_message_id()}
+            return {**update, "messageId": new_id()}
         if kind == "tool_call":
             self.end_messages(session_id)
             return tool_call_update(update)
