@@ -1,7 +1,8 @@
 """Remote ACP bench: the same agent over stdio and through `agentao serve`'s /acp endpoint.
 
     python bench/remote.py [--turns 200] [--concurrency 100] [--processes 4] [--rounds 3]
-                           [--protocol 1|2] [--before SRC]
+                           [--protocol 1|2] [--before SRC] [--relay-chunks 5000]
+                           [--relay-runs 5]
 
 Everything drives the same scripted agent (`agentao --acp`, LLM_PROVIDER=SCRIPTED); the
 gateway is a real `agentao serve` process on 127.0.0.1; every client is `agentao.client`
@@ -20,6 +21,11 @@ client's own cost is the same on every path.
    first token p50/p99 from the client's start (for a remote client: connect,
    initialize, session/new, prompt; for the OpenAI API the request opens the session)
    and from the prompt, errors, and the gateway's memory; the median of `--rounds`.
+3. Relay: on the sessions of 1, one `--relay-chunks` answer at a time, the paths
+   alternating: chunks/s (the median of `--relay-runs`, after a run that warms each
+   path) beside stdio's, and the CPU each gateway spent per chunk it streamed to a
+   remote client (stdio's client reads the agent itself: the rate a remote client
+   could reach at best).
 
 Not a test: numbers only, printed as Markdown tables.
 """
@@ -33,6 +39,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 from gateway import (
@@ -59,32 +66,45 @@ def acp_url(served: Served, scheme: str) -> AgentUrl:
     return AgentUrl(f"{scheme}://127.0.0.1:{served.port}/acp", api_key=BENCH_KEY)
 
 
-async def bench_ttft(
-    setup: Setup, gateways: dict[str, Served], turns: int, protocol: int
-) -> tuple[dict[str, list[float]], dict[str, tuple[float, float]]]:
-    """Each path's TTFT per turn, paths alternating turn by turn: stdio, then each remote
-    scheme on each gateway (`after`, and `before` when it runs); and the CPU each gateway
-    and its agents spent per remote turn of theirs (ms), the stdio agent's per turn."""
+Ttft = tuple[dict[str, list[float]], dict[str, tuple[float, float]]]
+Relay = dict[str, tuple[float, float]]
+
+
+async def bench_sessions(
+    setup: Setup, gateways: dict[str, Served], args: argparse.Namespace
+) -> tuple[Ttft, Relay]:
+    """One session per path -- stdio, then each remote scheme on each gateway (`after`,
+    and `before` when it runs) -- driven turn by turn, the paths alternating: the TTFT
+    turns, then the relay's long answers."""
     async with contextlib.AsyncExitStack() as stack:
-        clients = {"stdio": Client(setup.direct_command(setup.long_script), protocol=protocol)}
+        clients = {"stdio": Client(setup.direct_command(setup.long_script), protocol=args.protocol)}
         for name, served in gateways.items():
             for scheme in SCHEMES:
-                clients[_path(scheme, name)] = Client(acp_url(served, scheme), protocol=protocol)
+                url = acp_url(served, scheme)
+                clients[_path(scheme, name)] = Client(url, protocol=args.protocol)
         sessions = {}
         for path, client in clients.items():
             await stack.enter_async_context(client)
             sessions[path] = await client.new_session(str(setup.work))
-        for _ in range(5):  # warm every path (imports, first turn, caches)
-            for session in sessions.values():
-                await direct_turn(session, "hi")
-        results: dict[str, list[float]] = {path: [] for path in sessions}
         meters = {name: _processes(served.proc.pid) for name, served in gateways.items()}
         meters["stdio"] = (None, descendants_now())
-        spent = {name: _cpu(pids) for name, pids in meters.items()}
-        for _ in range(turns):
-            for path, session in sessions.items():
-                results[path].append((await direct_turn(session, "hi"))[0])
-        ended = {name: _cpu(pids) for name, pids in meters.items()}  # before the agents exit
+        ttft = await bench_ttft(sessions, meters, args.turns)
+        relay = await bench_relay(sessions, meters, args.relay_runs)
+    return ttft, relay
+
+
+async def bench_ttft(sessions: dict[str, Any], meters: dict[str, Pids], turns: int) -> Ttft:
+    """Each path's TTFT per turn; and the CPU each gateway and its agents spent per
+    remote turn of theirs (ms), the stdio agent's per turn."""
+    for _ in range(5):  # warm every path (imports, first turn, caches)
+        for session in sessions.values():
+            await direct_turn(session, "hi")
+    results: dict[str, list[float]] = {path: [] for path in sessions}
+    spent = {name: _cpu(pids) for name, pids in meters.items()}
+    for _ in range(turns):
+        for path, session in sessions.items():
+            results[path].append((await direct_turn(session, "hi"))[0])
+    ended = {name: _cpu(pids) for name, pids in meters.items()}
     cpu = {}
     for name, after in ended.items():
         per_turn = turns * (1 if name == "stdio" else len(SCHEMES))
@@ -94,12 +114,44 @@ async def bench_ttft(
     return results, cpu
 
 
+async def bench_relay(sessions: dict[str, Any], meters: dict[str, Pids], runs: int) -> Relay:
+    """Each path's chunks/s for one long answer (the median of `runs`, after one run
+    that warms it), and the CPU per chunk (us) its gateway spent over those runs: what
+    a remote client costs per streamed token, beside the stdio client's own rate."""
+    rates: dict[str, list[float]] = {path: [] for path in sessions}
+    spent = dict.fromkeys(sessions, 0.0)
+    chunks = dict.fromkeys(sessions, 0)
+    for run in range(runs + 1):
+        for path, session in sessions.items():
+            gateway = meters[_gateway_of(path)][0]
+            before = cpu_seconds(gateway) if gateway else 0.0
+            _, seconds, count = await direct_turn(session, "relay")
+            if run:
+                rates[path].append(count / seconds)
+                spent[path] += (cpu_seconds(gateway) if gateway else 0.0) - before
+                chunks[path] += count
+    return {
+        path: (statistics.median(rates[path]), spent[path] / max(chunks[path], 1) * 1e6)
+        for path in sessions
+    }
+
+
+def _gateway_of(path: str) -> str:
+    """The name of the gateway a path runs through (`stdio` for none)."""
+    if path == "stdio":
+        return "stdio"
+    return "before" if path.endswith("(before)") else "after"
+
+
+Pids = tuple[int | None, list[int]]  # a gateway (None: stdio) and its agents
+
+
 def _processes(pid: int) -> tuple[int, list[int]]:
     """A gateway and its agents (pool processes it has started so far)."""
     return pid, descendants(pid)
 
 
-def _cpu(pids: tuple[int | None, list[int]]) -> tuple[float, float]:
+def _cpu(pids: Pids) -> tuple[float, float]:
     """CPU seconds so far: (the gateway's, or 0 for stdio; its agents', summed)."""
     gateway, agents = pids
     return (cpu_seconds(gateway) if gateway else 0.0, sum(map(cpu_seconds, agents)))
@@ -232,6 +284,26 @@ def report(
     )
 
 
+def report_relay(args: argparse.Namespace, relay: Relay) -> None:
+    print(
+        f"\n### Relay: one {args.relay_chunks:,}-chunk answer per path, ACP v{args.protocol} "
+        f"(median of {args.relay_runs} runs, paths alternating)\n"
+    )
+    print("| path | chunks/s | vs stdio | gateway CPU us/chunk |")
+    print("|---|---:|---:|---:|")
+    base = relay["stdio"][0]
+    for path, (rate, cpu) in relay.items():
+        shown = "-" if path == "stdio" else f"{cpu:.1f}"
+        print(f"| {_label(path)} | {rate:,.0f} | {rate / base:.2f}x | {shown} |")
+
+
+def _label(path: str) -> str:
+    if path == "stdio":
+        return "stdio (agentao.client)"
+    scheme, _, rest = path.partition(" ")
+    return SCHEMES[scheme] + (", the `--before` gateway" if rest else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=200)
@@ -245,9 +317,14 @@ def main() -> None:
     # gateway, and that gateway's agents, beside this one's in the TTFT table (turns
     # alternating). The client is this checkout's on every path.
     parser.add_argument("--before", help="another checkout's src directory, run side by side")
+    parser.add_argument("--relay-chunks", type=int, default=5000)
+    parser.add_argument("--relay-runs", type=int, default=5)
     args = parser.parse_args()
-    # The gateway bench's setup, with room for every turn this bench runs.
-    setup_args = argparse.Namespace(chunks=10, relay_runs=0, turns=args.turns * 3 + 20)
+    # The gateway bench's setup, with room for every turn this bench runs: its long
+    # script (every session's here) has a long answer for each relay run.
+    setup_args = argparse.Namespace(
+        chunks=args.relay_chunks, relay_runs=args.relay_runs + 1, turns=args.turns * 3 + 20
+    )
     with tempfile.TemporaryDirectory() as tmp:
         setup = Setup(Path(tmp), setup_args)
         # One script for the gateway's agents too: every turn here is a "hi".
@@ -261,7 +338,7 @@ def main() -> None:
                 gateways["before"] = start_gateway(
                     setup, args.processes, "before", args.before, setup.long_script, limits
                 )
-            ttft, cpu = asyncio.run(bench_ttft(setup, gateways, args.turns, args.protocol))
+            (ttft, cpu), relay = asyncio.run(bench_sessions(setup, gateways, args))
             if "before" in gateways:
                 gateways.pop("before").stop()  # the load below runs on this checkout only
             before = rss_mb(served.proc.pid)
@@ -278,6 +355,7 @@ def main() -> None:
             for gateway in gateways.values():
                 gateway.stop()
     report(args, ttft, cpu, load, mem)
+    report_relay(args, relay)
 
 
 if __name__ == "__main__":
