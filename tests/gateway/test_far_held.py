@@ -13,6 +13,7 @@ A's line has taken it (`_held_on`), not after a guessed while.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import threading
 from pathlib import Path
@@ -411,6 +412,37 @@ async def test_a_session_cancel_that_overtakes_a_far_prompt_cancels_the_turn_it_
             assert update_of(idle)["stopReason"] == "cancelled", idle
             assert at_b.errors() == []
         assert _echoed(at_a) == ["please write"] and at_a.errors() == []
+    finally:
+        await at_a.close()
+        await at_b.close()
+
+
+async def test_a_session_cancel_read_after_a_far_prompt_drops_it_before_it_is_sent(
+    gateway_factory: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B's v2 client sends a prompt, then `session/cancel`; here B has done all the cancel
+    does before the prompt's task reaches its turn to be sent (`_in_order`, held until
+    then). The cancel was read after the prompt: the prompt is dropped, -32800, never
+    sent (it is the read order that counts, not which task got there first)."""
+    a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
+    cancelled, in_order = _cancels_done(monkeypatch), far.FarSession._in_order
+
+    @contextlib.asynccontextmanager
+    async def after_the_cancel(session: far.FarSession) -> Any:
+        assert await asyncio.to_thread(cancelled.wait, 30), "the cancel never went"
+        async with in_order(session):
+            yield
+
+    monkeypatch.setattr(far.FarSession, "_in_order", after_the_cancel)
+    starts = _starts_sent(b)
+    at_a, at_b, sid = await _b_resumed_on_an_idle_session(a, b, 2)
+    try:
+        await at_b.send(_request(99, "session/prompt", sid, "please write"))
+        await at_b.notify("session/cancel", {"sessionId": sid})
+        reply = await at_b.wait_for(lambda m: m.get("id") == 99 and "method" not in m)
+        assert reply.get("error", {}).get("code") == -32800, reply
+        assert starts == [] and _echoed(at_a) == []
+        assert at_b.errors() == [] and at_a.errors() == []
     finally:
         await at_a.close()
         await at_b.close()
