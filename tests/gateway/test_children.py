@@ -17,6 +17,7 @@ from websockets.sync.client import connect
 from tests.gateway.acp_peers import SdkPeer
 from tests.gateway.conftest import scripted_spec
 from tests.gateway.test_tasks import frames, start_task
+from tests.waiting import until as wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -148,6 +149,8 @@ async def test_a_remote_acp_client_is_told_only_the_parents_words(
         sid = (await peer.conn.new_session(cwd=cwd, mcp_servers=[])).session_id
         done = await peer.conn.prompt(session_id=sid, prompt=[text_block("delegate it")])
         assert done.stop_reason == "end_turn"
+        # The SDK handles each update in a task of its own and the reply at once: wait for them.
+        await wait_until(lambda: peer.texts().endswith("parent done"), "the parent's answer")
         assert peer.texts() == "parent done"
     finally:
         await peer.close()

@@ -109,7 +109,9 @@ async def test_the_sdk_client_initializes_prompts_cancels_and_loads(
         assert replayed.count("user_message_chunk") == 2  # both prompts, as the user sent them
         assert other.texts(sid).startswith("Answer one.tick")
         done = await other.conn.prompt(session_id=sid, prompt=[text_block("again")])
-        assert done.stop_reason == "end_turn" and other.texts(sid).endswith("Answer two.")
+        assert done.stop_reason == "end_turn"
+        # Its updates were sent before the reply; the SDK's handlers for them may run after.
+        await wait_until(lambda: other.texts(sid).endswith("Answer two."), "the second answer")
     finally:
         await other.close()
 
@@ -126,6 +128,8 @@ async def test_a_permission_reaches_the_remote_client_and_its_answer_the_agent(
         assert done.stop_reason == "end_turn"
         assert [call.title for call in peer.asked] == ["Write hello.txt"]
         assert (Path(work(gw)) / "hello.txt").read_text() == "hi\n"
+        # The SDK handles each update in a task of its own and the reply at once: wait for them.
+        await wait_until(lambda: peer.texts(sid).endswith("Wrote hello.txt."), "the answer")
         assert peer.texts(sid) == "Wrote hello.txt."
     finally:
         await peer.close()
@@ -193,7 +197,7 @@ async def test_two_clients_on_one_session_the_first_answer_wins(
         # A client that leaves does not end the other's turn.
         await slow.close()
         assert (await asyncio.wait_for(turn, 20)).stop_reason == "end_turn"
-        assert quick.texts(sid).endswith(SLOW_TEXT)
+        await wait_until(lambda: quick.texts(sid).endswith(SLOW_TEXT), "the slow answer")
     finally:
         await slow.close()
         await quick.close()

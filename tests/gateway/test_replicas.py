@@ -766,7 +766,7 @@ async def test_a_remote_acp_client_on_one_replica_shares_a_session_live_on_anoth
         done = await at_b.conn.prompt(session_id=sid, prompt=[text_block("please write")])
         assert done.stop_reason == "end_turn"
         assert (keyed_pair.work / "one.txt").read_text() == "1\n"
-        assert at_b.texts(sid).endswith("Wrote one.txt.")
+        await _eventually(lambda: at_b.texts(sid).endswith("Wrote one.txt."))
         await _eventually(lambda: at_a.texts(sid).endswith("Wrote one.txt."))  # one live session
         assert len(at_a.asked) == len(at_b.asked) == 1
         await _eventually(lambda: _withdrawn(keyed_pair.store_url, at_a))
