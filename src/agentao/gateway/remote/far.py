@@ -54,7 +54,7 @@ import contextlib
 import contextvars
 import functools
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 from agentao.gateway.config import Limits
@@ -103,7 +103,7 @@ class FarSession(ConversationReader):
         self.store, self.replica, self.peers, self.limits = store, replica, peers, limits
         self._position = 0  # the last seq of the log read
         self._watcher: asyncio.Task[None] | None = None
-        self._passing: set[asyncio.Task[None]] = set()  # answers on their way to the holder
+        self._passing: set[asyncio.Task[None]] = set()  # requests on their way to the holder
         self._starting = 0  # v2 prompts on their way to the holder, not yet acknowledged
         self._sending = asyncio.Lock()  # v2 prompts go to the holder one by one (`_in_order`)
         self._drops = 0  # prompts the holder dropped: those waiting to be sent are dropped too
@@ -134,8 +134,12 @@ class FarSession(ConversationReader):
             self._watcher = asyncio.get_running_loop().create_task(self._watch())
 
     def _answer(self, request_id: str, option: str | None, reason: str, by: RemoteClient) -> None:
-        # Held here until done: the loop keeps only a weak reference to a task.
-        task = asyncio.get_running_loop().create_task(self._pass_answer(request_id, option, by))
+        self._pass_on(self._pass_answer(request_id, option, by))
+
+    def _pass_on(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` (a request to the holder nobody waits for), held here until done:
+        the loop keeps only a weak reference to a task."""
+        task = asyncio.get_running_loop().create_task(work)
         self._passing.add(task)
         task.add_done_callback(self._passed)
 
@@ -200,7 +204,7 @@ class FarSession(ConversationReader):
     def _passed(self, task: asyncio.Task[None]) -> None:
         self._passing.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            log.error("passing a permission answer on failed", exc_info=task.exception())
+            log.error("a request to the holder failed", exc_info=task.exception())
 
     async def _pass_answer(self, request_id: str, option_id: str | None, by: RemoteClient) -> None:
         try:
@@ -284,9 +288,7 @@ class FarSession(ConversationReader):
         began on the holder, if any, is cancelled too (its client was answered -32800)."""
         if start.cancelled() or start.exception() is not None:
             return
-        task = asyncio.get_running_loop().create_task(self._cancel_task(start.result(), client))
-        self._passing.add(task)  # held until done, as an answer on its way
-        task.add_done_callback(self._passed)
+        self._pass_on(self._cancel_task(start.result(), client))
 
     async def _start(self, client: RemoteClient, blocks: list[Any], policy: str) -> str:
         """The id of the task the holder started for the client's prompt."""
