@@ -78,10 +78,12 @@ async def bench_sessions(
     turns, then the relay's long answers."""
     async with contextlib.AsyncExitStack() as stack:
         clients = {"stdio": Client(setup.direct_command(setup.long_script), protocol=args.protocol)}
+        through = {"stdio": "stdio"}  # path -> the gateway it runs through
         for name, served in gateways.items():
             for scheme in SCHEMES:
                 url = acp_url(served, scheme)
                 clients[_path(scheme, name)] = Client(url, protocol=args.protocol)
+                through[_path(scheme, name)] = name
         sessions = {}
         for path, client in clients.items():
             await stack.enter_async_context(client)
@@ -89,7 +91,8 @@ async def bench_sessions(
         meters = {name: _processes(served.proc.pid) for name, served in gateways.items()}
         meters["stdio"] = (None, descendants_now())
         ttft = await bench_ttft(sessions, meters, args.turns)
-        relay = await bench_relay(sessions, meters, args.relay_runs)
+        gateway_of = {path: meters[name] for path, name in through.items()}
+        relay = await bench_relay(sessions, gateway_of, args.relay_runs)
     return ttft, relay
 
 
@@ -114,7 +117,7 @@ async def bench_ttft(sessions: dict[str, Any], meters: dict[str, Pids], turns: i
     return results, cpu
 
 
-async def bench_relay(sessions: dict[str, Any], meters: dict[str, Pids], runs: int) -> Relay:
+async def bench_relay(sessions: dict[str, Any], gateway_of: dict[str, Pids], runs: int) -> Relay:
     """Each path's chunks/s for one long answer (the median of `runs`, after one run
     that warms it), and the CPU per chunk (us) its gateway spent over those runs: what
     a remote client costs per streamed token, beside the stdio client's own rate."""
@@ -123,24 +126,17 @@ async def bench_relay(sessions: dict[str, Any], meters: dict[str, Pids], runs: i
     chunks = dict.fromkeys(sessions, 0)
     for run in range(runs + 1):
         for path, session in sessions.items():
-            gateway = meters[_gateway_of(path)][0]
-            before = cpu_seconds(gateway) if gateway else 0.0
+            gateway = (gateway_of[path][0], [])  # the gateway alone, not its agents
+            before = _cpu(gateway)[0]
             _, seconds, count = await direct_turn(session, "relay")
             if run:
                 rates[path].append(count / seconds)
-                spent[path] += (cpu_seconds(gateway) if gateway else 0.0) - before
+                spent[path] += _cpu(gateway)[0] - before
                 chunks[path] += count
     return {
         path: (statistics.median(rates[path]), spent[path] / max(chunks[path], 1) * 1e6)
         for path in sessions
     }
-
-
-def _gateway_of(path: str) -> str:
-    """The name of the gateway a path runs through (`stdio` for none)."""
-    if path == "stdio":
-        return "stdio"
-    return "before" if path.endswith("(before)") else "after"
 
 
 Pids = tuple[int | None, list[int]]  # a gateway (None: stdio) and its agents
