@@ -142,6 +142,39 @@ async def test_a_far_v2_prompt_sent_during_a_turn_is_held_and_runs_after_it(
         await at_b.close()
 
 
+async def test_a_far_v2_prompt_is_answered_after_the_turn_before_it_ended_however_late_b_is_woken(
+    gateway_factory: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B's watcher of the log is not woken until its client has the answer to "second":
+    the end of A's turn, stored before "second"'s turn began there, still reaches B's
+    client before that answer (far.py `_catch_up`), as it would on a session held here."""
+    a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
+    at_a, at_b, _ = await _far_prompt_held(a, b)
+    answered, read = threading.Event(), far.FarSession._read
+
+    async def woken_late(session: far.FarSession) -> None:
+        if asyncio.current_task() is session._watcher:
+            await asyncio.to_thread(answered.wait, 30)
+        await read(session)
+
+    monkeypatch.setattr(far.FarSession, "_read", woken_late)
+    try:
+        await _allow(at_a)
+        reply = await at_b.wait_for(lambda m: m.get("id") == 99 and "method" not in m)
+        answered.set()
+        idle = await at_b.wait_for(is_update("state_update", state="idle"))
+        assert update_of(idle)["stopReason"] == "end_turn"
+        assert at_b.received.index(idle) < at_b.received.index(reply)
+        echo = await at_b.wait_for(is_update("user_message_chunk", content=_text("second")))
+        assert at_b.received.index(reply) < at_b.received.index(echo)
+        await at_b.wait_for(is_update("state_update", state="idle"), at_b.received.index(echo))
+        assert _echoed(at_b) == ["second"] and at_b.errors() == [] and at_a.errors() == []
+    finally:
+        answered.set()
+        await at_a.close()
+        await at_b.close()
+
+
 async def test_a_far_client_s_prompts_run_in_the_order_sent_whichever_request_is_faster(
     gateway_factory: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -187,17 +220,23 @@ async def test_a_far_client_s_prompts_run_in_the_order_sent_whichever_request_is
 async def test_a_far_turn_read_late_is_not_held_for_the_next_prompt_s_answer(
     gateway_factory: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """B reads the log late: "second"'s turn only once "third" is on its way to A. That
-    turn is of a prompt answered already, so B's client gets it at once, not held until
-    "third" is answered (which here waits until B has passed "second"'s start on)."""
+    """B reads the log late: "second"'s turn only once "third" is on its way to A (the
+    read at "second"'s answer, `_catch_up`, found the store away). That turn is of a
+    prompt answered already, so B's client gets it at once, not held until "third" is
+    answered (which here waits until B has passed "second"'s start on)."""
     a, b = gateway_factory(store=pg_url), gateway_factory(store=pg_url)
     at_a, at_b, sid = await _far_prompt_held(a, b)
     third_sent, started = threading.Event(), threading.Event()
-    read_log, read = far.FarSession._read, far.FarSession.read
+    read_log, read, catch_up = far.FarSession._read, far.FarSession.read, far.FarSession._catch_up
 
     async def late(session: far.FarSession) -> None:
-        await asyncio.to_thread(third_sent.wait, 30)
+        if asyncio.current_task() is session._watcher:
+            await asyncio.to_thread(third_sent.wait, 30)
         await read_log(session)
+
+    async def store_away_until_third(session: far.FarSession) -> None:
+        if third_sent.is_set():
+            await catch_up(session)
 
     def reading(session: far.FarSession, event: Any) -> None:
         if event.type == "task-started" and third_sent.is_set():
@@ -216,6 +255,7 @@ async def test_a_far_turn_read_late_is_not_held_for_the_next_prompt_s_answer(
         return reply
 
     monkeypatch.setattr(far.FarSession, "_read", late)
+    monkeypatch.setattr(far.FarSession, "_catch_up", store_away_until_third)
     monkeypatch.setattr(far.FarSession, "read", reading)
     b.gateway.peers.call = third_waits
     try:

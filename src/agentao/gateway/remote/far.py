@@ -102,6 +102,7 @@ class FarSession(ConversationReader):
         super().__init__(conv)
         self.store, self.replica, self.peers, self.limits = store, replica, peers, limits
         self._position = 0  # the last seq of the log read
+        self._reading = asyncio.Lock()  # the watcher's reads and `_catch_up`'s, one by one
         self._watcher: asyncio.Task[None] | None = None
         self._passing: set[asyncio.Task[None]] = set()  # requests on their way to the holder
         self._starting = 0  # v2 prompts on their way to the holder, not yet acknowledged
@@ -161,21 +162,31 @@ class FarSession(ConversationReader):
     async def _read(self) -> None:
         """The log after the position, once; then the prompts whose task is over without
         a terminal frame (settled as dead) end too."""
-        rows = {task_id: await self.store.get_task(task_id) for task_id in list(self._waiting)}
-        for event in await self.store.events_after(self.conv.id, self._position):  # after rows
-            self._position = event.seq
-            if self._starting and (self._held or self._unacked_start(event)):
-                # A v2 prompt's acknowledgement goes before its turn (`_acknowledge`): from
-                # the start that may be its own on, the log waits for it. Other turns (the
-                # one it waits behind on the holder, another client's, one of a prompt
-                # acknowledged already but read late) are read meanwhile.
-                self._held.append(event)
-            else:
-                self._read_one(event)
-        for task_id, row in rows.items():
-            if row is not None and row.status != IN_FLIGHT_TASK and task_id in self._waiting:
-                error = {"message": row.error or "the turn ended", "code": "gateway_stopped"}
-                self._end(TaskEvent(task_id, 0, "task-error", 0.0, {"error": error}))
+        async with self._reading:
+            rows = {t: await self.store.get_task(t) for t in list(self._waiting)}
+            for event in await self.store.events_after(self.conv.id, self._position):
+                self._position = event.seq  # (events read after rows: see the loop below)
+                if self._starting and (self._held or self._unacked_start(event)):
+                    # A v2 prompt's acknowledgement goes before its turn (`_acknowledge`):
+                    # from the start that may be its own on, the log waits for it. Other
+                    # turns (the one it waits behind on the holder, another client's, one
+                    # of a prompt acknowledged already but read late) are read meanwhile.
+                    self._held.append(event)
+                else:
+                    self._read_one(event)
+            for task_id, row in rows.items():
+                if row is not None and row.status != IN_FLIGHT_TASK and task_id in self._waiting:
+                    error = {"message": row.error or "the turn ended", "code": "gateway_stopped"}
+                    self._end(TaskEvent(task_id, 0, "task-error", 0.0, {"error": error}))
+
+    async def _catch_up(self) -> None:
+        """Read the log as far as it is stored now, whatever the watcher's wake-ups: a v2
+        prompt's acknowledgement comes after what the log held before its turn's start
+        (the end of the turn it waited behind), as for a session live here."""
+        try:
+            await self._read()
+        except Exception:  # the database is away: the watcher reads it once it is back
+            log.exception("reading conversation %s", self.conv.id)
 
     def _acknowledged(self) -> None:
         self._starting -= 1
@@ -242,11 +253,14 @@ class FarSession(ConversationReader):
         B's reader of the log may read the turn's first frames (its question too) before
         the holder's reply to the start comes back: they are held until the reply to the
         prompt is written, which the service does in the step this returns in
-        (`service._serve`), so `_acknowledged` runs after it (`call_soon`)."""
+        (`service._serve`), so `_acknowledged` runs after it (`call_soon`). Once the
+        holder's answer is back, the log is read as far as it is stored (`_catch_up`):
+        what came before the turn (the end of the one it waited behind) goes first."""
         async with self._in_order():
             self._starting, self._sent = self._starting + 1, blocks
             try:
                 task_id = await self._started(client, blocks, policy)
+                await self._catch_up()  # holding its turn (its start is not acked yet)
                 self._acked.add(task_id)  # its start, if still unread, is not held then
             finally:
                 asyncio.get_running_loop().call_soon(self._acknowledged)
