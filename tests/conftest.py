@@ -9,9 +9,15 @@ from pathlib import Path
 import pytest
 
 from agentao.agent.sandbox import Sandbox
+from tests.bytecode import compile_package
 from tests.fakes.fake_llm import FakeLLM
 from tests.npm_peers import NpmPeers, find_peers
 from tests.postgres import PostgresServer, find_bindir
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # once, before the xdist workers start
+        compile_package()
 
 
 @pytest.fixture
