@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,7 +26,14 @@ from agentao.gateway.auth import LOCAL
 from agentao.gateway.caller_tools import ToolResult
 from agentao.gateway.config import AgentSpec, ApiKey, Limits
 from agentao.gateway.errors import BadRequest as BadRequestApi
-from agentao.gateway.tool_bridge import BRIDGE_HEADER, BRIDGE_PATH, SSE_MESSAGES_PATH, SSE_PATH
+from agentao.gateway.errors import Unavailable
+from agentao.gateway.tool_bridge import (
+    BRIDGE_HEADER,
+    BRIDGE_PATH,
+    SSE_MESSAGES_PATH,
+    SSE_PATH,
+    ToolBridges,
+)
 from agentao.gateway.turns import ToolCalls, _CallOrder, _Inbox
 from tests.fakes import sdk_agent, sse_mcp_agent
 from tests.fakes.fake_llm import FakeLLM, FakeToolCall
@@ -595,3 +603,53 @@ def test_a_round_trip_through_agentao_serve(tmp_path: Path) -> None:
         assert ask(client, messages, stream=False, tools=[WEATHER])[0].content == "Sunny."
     finally:
         served.stop()
+
+
+MCP_SERVER_SIDE = "mcp.server.lowlevel"
+LAZY_SDK = f"""
+import json, sys
+from pathlib import Path
+from agentao.gateway.config import GatewayConfig
+from tests.gateway.conftest import LiveGateway, scripted_spec
+
+tmp = Path(sys.argv[1])
+gw = LiveGateway(GatewayConfig(agents=(scripted_spec(tmp),)), tmp / "gateway.db").start()
+seen = []
+try:
+    client = gw.openai()
+    for tools in ((), {[WEATHER]!r}):
+        client.chat.completions.create(
+            model="agentao", messages=[{{"role": "user", "content": "hi"}}], tools=list(tools)
+        )
+        seen.append({MCP_SERVER_SIDE!r} in sys.modules)
+finally:
+    gw.stop()
+print(json.dumps(seen))
+"""
+
+
+def test_a_gateway_loads_the_mcp_sdk_only_once_a_caller_brings_tools(tmp_path: Path) -> None:
+    """The SDK's server side is most of a gateway's start (tool_bridge.py `serving`): a
+    gateway whose callers bring no tools never imports it; the first that does has its
+    tools served all the same."""
+    ran = subprocess.run(
+        [sys.executable, "-c", LAZY_SDK, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parents[2],
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert json.loads(ran.stdout.strip().splitlines()[-1]) == [False, True]
+
+
+async def test_the_mcp_endpoint_made_for_tools_stops_with_the_gateway_and_not_after() -> None:
+    bridges = ToolBridges(5.0, "http://127.0.0.1:9/v1/tool-bridge/mcp")
+    async with bridges.running():
+        await bridges.serving()
+        runner = bridges._runner
+        assert runner is not None and not runner.done()
+    assert runner.done() and runner.exception() is None
+    with pytest.raises(Unavailable) as stopped:  # a request still on its way then
+        await bridges.serving()
+    assert stopped.value.status == 503 and stopped.value.code == "gateway_stopping"

@@ -157,6 +157,12 @@ class TakenElsewhere(AgentUnavailable):
         self.owner_url = owner_url
 
 
+class Unavailable(ApiError):
+    """This gateway cannot serve the request now (it is stopping, say): 503."""
+
+    status = 503
+
+
 class StoreFailed(ApiError):
     """The gateway's store refused a write this request needed (code `store_failed`)."""
 
@@ -227,6 +233,7 @@ __all__ = [
     "TakenElsewhere",
     "TooManyConnections",
     "Unauthorized",
+    "Unavailable",
     "UnsupportedMediaType",
     "error_body",
     "http_error_response",

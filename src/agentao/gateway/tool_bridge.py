@@ -43,6 +43,11 @@ bridge of the request being served (`_SERVED_BRIDGE`, set for the request's task
 SDK's OpenTelemetry middleware (a span per MCP message) is dropped: nothing here exports
 spans. Together they were about a tenth of the gateway's CPU per bridged call.
 
+Made when needed. The MCP endpoint (the SDK's server, its SSE transport and session
+manager) is made when a conversation is first offered tools (`ToolBridges.serving`):
+importing the SDK's server side was most of a gateway's start, and a gateway whose
+callers bring no tools never needs it.
+
 Stopping. The agent's MCP call is an HTTP request to the gateway that waits for the
 caller, and the server waits for every request under way before it stops: so when the
 gateway stops, each waiting call fails at once (`ToolBridges.stop_waiting`), else a
@@ -63,15 +68,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcp.server.lowlevel import Server
-from mcp.server.sse import SseServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
 from agentao.gateway.auth import Principal, owns
 from agentao.gateway.caller_tools import CallerTool, ToolResult
 from agentao.gateway.config import GatewayConfig
-from agentao.gateway.errors import BadRequest, Conflict, Unauthorized, unsupported
+from agentao.gateway.errors import BadRequest, Conflict, Unauthorized, Unavailable, unsupported
 from agentao.gateway.sessions import CONVERSATION_PREFIX
 
 if TYPE_CHECKING:
@@ -230,6 +232,7 @@ async def offer_tools(
             f"the agent {conv.record.agent!r} takes no HTTP or SSE MCP server, the way the "
             "gateway offers it the caller's tools",
         )
+    await gw.tools.serving()
     bridge = gw.tools.offer(conv, owner, tools)
     await gw.conversations.serve_tools(conv, (bridge.server(gw.tools.url, transport),))
 
@@ -285,18 +288,12 @@ class ToolBridges:
         self._by_conversation: dict[str, ToolBridge] = {}
         self._by_id: dict[str, ToolBridge] = {}
         self._by_call: dict[str, ToolBridge] = {}  # the bridge of each waiting call
-        # Made here, before the gateway serves: importing the MCP SDK's server side (with
-        # sse_starlette) takes long enough on a loaded machine to stall an event loop already
-        # beating as a replica, and the other replicas then take it for gone.
-        self._server = Server(
-            "agentao-caller-tools",
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-            get_tool_input_schema=self._input_schema,
-        )
-        self._server.middleware.clear()  # the SDK's way to opt out of its OTel spans
-        self._sse = SseServerTransport(SSE_MESSAGES_PATH)
-        self._manager: Any = None
+        self._server: Any = None  # the MCP SDK's side, made at the first tools (`serving`)
+        self._sse: Any = None
+        self._manager: Any = None  # set once its task group runs (`_run`)
+        self._loading = asyncio.Lock()
+        self._runner: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
 
     def offer(
         self, conv: LiveConversation, owner: str, tools: tuple[CallerTool, ...]
@@ -357,12 +354,50 @@ class ToolBridges:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """The MCP SDK's session manager, running for as long as the app does."""
-        self._manager = StreamableHTTPSessionManager(
-            self._server, stateless=True, json_response=True
-        )
-        async with self._manager.run():
+        """For as long as the app runs: the MCP endpoint, once made (`serving`), stops
+        with it."""
+        try:
             yield
+        finally:
+            self._stopping.set()
+            if self._runner is not None:
+                await self._runner
+
+    async def serving(self) -> None:
+        """The MCP endpoint, made when a conversation is first offered tools: importing
+        the SDK's server side costs a gateway's start about 0.6 s of CPU, which one whose
+        callers bring no tools never needs. Imported in a thread: on the event loop it
+        stalls a replica's heartbeats long enough, on a loaded machine, for the other
+        replicas to take it for gone."""
+        async with self._loading:
+            if self._stopping.is_set():
+                raise Unavailable("the gateway is stopping", code="gateway_stopping")
+            if self._manager is not None:
+                return
+            server, sse, manager = await asyncio.to_thread(_mcp_server_side)
+            self._server = server(
+                "agentao-caller-tools",
+                on_list_tools=self._list_tools,
+                on_call_tool=self._call_tool,
+                get_tool_input_schema=self._input_schema,
+            )
+            self._server.middleware.clear()  # the SDK's way to opt out of its OTel spans
+            self._sse = sse(SSE_MESSAGES_PATH)
+            running = asyncio.get_running_loop().create_future()
+            self._runner = asyncio.get_running_loop().create_task(
+                self._run(manager(self._server, stateless=True, json_response=True), running)
+            )
+            self._manager = await running
+
+    async def _run(self, manager: Any, running: asyncio.Future[Any]) -> None:
+        """The SDK's session manager's task group, entered and left in this one task."""
+        try:
+            async with manager.run():
+                running.set_result(manager)
+                await self._stopping.wait()
+        finally:
+            if not running.done():
+                running.set_exception(Unavailable("the caller's tools could not be served"))
 
     def bridge_of(self, headers: Any) -> ToolBridge | None:
         """The bridge a request's header names, if it carries that bridge's secret."""
@@ -436,6 +471,15 @@ class ToolBridges:
         if bridge is None:  # checked before the SDK ran; gone since (the conversation ended)
             raise ValueError("no such tool bridge")
         return bridge
+
+
+def _mcp_server_side() -> tuple[Any, Any, Any]:
+    """The MCP SDK's low-level server, SSE transport and streamable HTTP session manager."""
+    from mcp.server.lowlevel import Server
+    from mcp.server.sse import SseServerTransport
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    return Server, SseServerTransport, StreamableHTTPSessionManager
 
 
 __all__ = [
